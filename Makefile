@@ -1,0 +1,42 @@
+# Two entry points, each working from a clean clone on a fresh machine:
+#   make run    virtual environment, install, then the app on the bundled demo data
+#   make test   the same plus test extras, Chromium and PostgreSQL, then the whole suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export MEM0_TELEMETRY := False
+export ANONYMIZED_TELEMETRY := False
+
+.PHONY: run test venv install-app install-test system-deps bench
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	# The CPU build of torch that lies on this machine's disk, before anything that
+	# depends on torch: a bare `torch` requirement resolves to a multi-GB CUDA build.
+	$(PIP) install --quiet torch==2.13.0
+
+venv: $(PY)
+
+install-app: venv
+	$(PIP) install --quiet -e .
+
+install-test: venv
+	$(PIP) install --quiet -e ".[all,test]"
+
+system-deps:
+	# Debian's Chromium drives the browser tests (Playwright's own download does not
+	# work offline); PostgreSQL backs the shared label store tests.
+	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+	@test -x /usr/lib/postgresql/15/bin/initdb || (apt-get update -q && apt-get install -y -q postgresql-15)
+
+run: install-app
+	$(VENV)/bin/streamlit run dashboard/app.py --server.headless true --browser.gatherUsageStats false
+
+test: install-test system-deps
+	$(PY) -m pytest
+
+bench: install-test
+	$(PY) -m benchmarks

@@ -1,0 +1,243 @@
+"""The contract every memory store connector meets.
+
+A connector translates one kind of store into ``Hit`` / ``Memory`` / ``QueryResult``
+values and translates that store's failures into one exception hierarchy, so pages
+catch a single type and show its message:
+
+    ConnectorError                  anything a store did wrong; pages catch only this
+    ├── StoreUnavailable            connection refused, DNS, store not installed/opened
+    ├── StoreTimeout                no answer within the configured timeout
+    ├── AuthFailed                  401 / 403, missing or wrong key
+    ├── NotFound                    the id (or route) does not exist
+    ├── InvalidRequest              400 / 409 / 422: the store rejected what we sent
+    ├── RateLimited                 429; ``retry_after`` seconds when the store says
+    └── BadResponse                 5xx after retries, body not JSON, fields missing
+
+Every error may carry the store's ``request_id`` so a bug report can quote it.
+Connectors raise these ``from`` the library or HTTP error that caused them.
+
+Scores: ``Hit.score`` is always "higher is better" and comparable to a floor when
+``QueryResult.score_kind`` is SIMILARITY or DISTANCE (distances are normalised on
+read, the store's own value kept in ``Hit.raw_score``). A RANK or NONE score must
+never be compared with a floor.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import importlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Literal, Protocol, runtime_checkable
+
+
+class ScoreKind(str, enum.Enum):
+    """What a store's own score means before memlens normalises it."""
+
+    SIMILARITY = "similarity"  # higher is better, usable against a floor as is
+    DISTANCE = "distance"  # lower is better; normalised on read
+    RANK = "rank"  # an order only (RRF, reranker position): no floor applies
+    NONE = "none"  # the store sends no score
+
+    @property
+    def comparable_to_floor(self) -> bool:
+        return self in (ScoreKind.SIMILARITY, ScoreKind.DISTANCE)
+
+
+Signal = Literal["positive", "negative", "retrieved", "ignored"]
+SIGNALS: tuple[str, ...] = ("positive", "negative", "retrieved", "ignored")
+
+
+@dataclass
+class Memory:
+    memory_id: str
+    text: str
+    user_id: str | None = None
+    created_at: datetime | None = None
+    importance: float | None = None
+    usage_count: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Hit:
+    memory_id: str
+    rank: int  # 1-based, in the store's own order
+    text: str
+    score: float | None  # higher is better; None when the store sent none
+    raw_score: float | None = None  # exactly what the store sent
+    breakdown: dict[str, float] = field(default_factory=dict)  # component -> value
+    weights: dict[str, float] = field(default_factory=dict)  # component -> weight
+    created_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class QueryResult:
+    query: str
+    hits: list[Hit]
+    context: str | None = None  # the store's own prompt-ready block, if any
+    latency_ms: float | None = None
+    raw: Any = None  # the decoded response, for the "raw response" panel
+    notes: list[str] = field(default_factory=list)  # warnings the page must show
+    score_kind: ScoreKind = ScoreKind.SIMILARITY
+    raw_score_kind: str | None = None  # e.g. "cosine distance", "l2 distance"
+
+
+@dataclass
+class FeedbackResult:
+    memory_id: str
+    signal: str
+    importance_before: float | None
+    importance_after: float | None
+    adjustment: float | None
+    influenced_ranking: bool | None
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    name: str
+    score_kind: ScoreKind
+
+    def query(self, text: str, *, user_id: str | None, k: int) -> QueryResult: ...
+
+    def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None: ...
+
+    def list(self, *, user_id: str | None, limit: int, offset: int = 0) -> list[Memory]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class SupportsFeedback(Protocol):
+    def feedback(
+        self, memory_id: str, signal: Signal, *, comment: str | None = None
+    ) -> FeedbackResult: ...
+
+
+# ---------------------------------------------------------------- errors
+
+
+class ConnectorError(Exception):
+    """Base of every store failure; its message is what the page shows."""
+
+    def __init__(self, message: str, *, request_id: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.request_id = request_id
+        self.status = status
+
+    def __str__(self) -> str:
+        if self.request_id:
+            return f"{self.message} (request id {self.request_id})"
+        return self.message
+
+
+class StoreUnavailable(ConnectorError):
+    pass
+
+
+class StoreTimeout(ConnectorError):
+    pass
+
+
+class AuthFailed(ConnectorError):
+    pass
+
+
+class NotFound(ConnectorError):
+    pass
+
+
+class InvalidRequest(ConnectorError):
+    pass
+
+
+class RateLimited(ConnectorError):
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any):
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class BadResponse(ConnectorError):
+    pass
+
+
+# ---------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class ConfigField:
+    """One setting a store needs; the sidebar draws a widget per field.
+
+    kind: "text" | "secret" | "int" | "float" | "path" | "choice" | "bool".
+    A "secret" is read from ``env`` (or st.secrets under the same name) and is
+    never part of the fingerprint, a URL, a log line or an export.
+    """
+
+    name: str
+    label: str
+    kind: str = "text"
+    env: str | None = None
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    name: str  # registry key and the `store` widget's value, e.g. "embedded"
+    title: str  # what the sidebar shows
+    factory: str  # "module:callable", imported only when the store is opened
+    fields: tuple[ConfigField, ...] = ()
+    description: str = ""
+    local_model: bool = False  # embeds queries with the packaged model: warm it up early
+
+    def load_factory(self) -> Callable[..., MemoryStore]:
+        module_name, _, attr = self.factory.partition(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+REGISTRY: dict[str, StoreSpec] = {}
+
+
+def register(spec: StoreSpec) -> StoreSpec:
+    REGISTRY[spec.name] = spec
+    return spec
+
+
+def create_store(name: str, config: dict[str, Any] | None = None) -> MemoryStore:
+    """Open a store by registry name; unknown names raise ``StoreUnavailable``."""
+    from connectors import registry  # noqa: F401  (fills REGISTRY on first use)
+
+    try:
+        spec = REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY)) or "none"
+        raise StoreUnavailable(f"Unknown store {name!r}; known stores: {known}") from None
+    return spec.load_factory()(**(config or {}))
+
+
+def public_config(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The config with every secret field removed: safe to show, log or hash."""
+    from connectors import registry  # noqa: F401
+
+    spec = REGISTRY.get(name)
+    secret = {f.name for f in spec.fields if f.kind == "secret"} if spec else set()
+    return {k: v for k, v in sorted(config.items()) if k not in secret}
+
+
+def fingerprint(name: str, config: dict[str, Any]) -> str:
+    """`name:hash` of the non-secret config: labels say which store they judged."""
+    blob = json.dumps(public_config(name, config), sort_keys=True, default=str)
+    return f"{name}:{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+
+
+def data_dir() -> "Path":
+    """Where memlens keeps its files (demo store, labels): $MEMLENS_DATA_DIR or ~/.memlens."""
+    import os
+    from pathlib import Path
+
+    return Path(os.environ.get("MEMLENS_DATA_DIR") or Path.home() / ".memlens")

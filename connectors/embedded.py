@@ -1,0 +1,568 @@
+"""The embedded store: a SQLite file of memories and their embeddings.
+
+It ranks the way hosted memory APIs document their ranking: a weighted sum of
+components, each in [0, 1] and each returned in ``Hit.breakdown``:
+
+    semantic    cosine similarity of query and memory embeddings (negatives as 0)
+    recency     exp(-hours_since_created * ln 2 / half_life_hours)
+    importance  the memory's own importance in [0.05, 1] (default 0.5)
+    usage       min(1, ln(1 + usage_count) / 5)
+
+Embeddings are stored in SQLite (float32 blobs) so a restart never re-encodes, and
+held in one numpy matrix so a query is one matrix-vector product. Queries are
+read-only unless ``count_usage`` is set: an inspector must not change what it
+inspects.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from connectors import embedding
+from connectors.base import (
+    BadResponse,
+    FeedbackResult,
+    Hit,
+    InvalidRequest,
+    Memory,
+    NotFound,
+    QueryResult,
+    ScoreKind,
+    SIGNALS,
+    StoreUnavailable,
+    data_dir,
+)
+
+DEFAULT_WEIGHTS = {"semantic": 0.6, "recency": 0.15, "importance": 0.15, "usage": 0.1}
+DEFAULT_HALF_LIFE_HOURS = 72.0
+DEFAULT_IMPORTANCE = 0.5
+IMPORTANCE_MIN, IMPORTANCE_MAX = 0.05, 1.0
+DEMO_DEFAULT_USER = "sam"
+DEMO_MEMORIES = Path(__file__).resolve().parents[1] / "demo_data" / "memories.jsonl"
+
+# How far one feedback signal moves importance before the streak multiplier.
+FEEDBACK_STEP = {"positive": 0.10, "retrieved": 0.05, "ignored": -0.03, "negative": -0.10}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at TEXT NOT NULL,            -- ISO 8601, UTC
+    importance REAL NOT NULL DEFAULT 0.5,
+    usage_count INTEGER NOT NULL DEFAULT 0,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    embedding BLOB NOT NULL,             -- float32, unit length
+    model TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memories_user ON memories(user_id, created_at);
+CREATE TABLE IF NOT EXISTS feedback (
+    memory_id TEXT NOT NULL,
+    signal TEXT NOT NULL,
+    comment TEXT,
+    importance_before REAL NOT NULL,
+    importance_after REAL NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def parse_weights(weights: dict[str, float] | str | None) -> dict[str, float]:
+    """Weights normalised to sum to 1; accepts a dict or "semantic=0.7,recency=0.3"."""
+    if weights is None or weights == "":
+        parsed = dict(DEFAULT_WEIGHTS)
+    elif isinstance(weights, str):
+        parsed = {}
+        for part in weights.split(","):
+            name, sep, value = part.partition("=")
+            name = name.strip()
+            if not sep or name not in DEFAULT_WEIGHTS:
+                raise InvalidRequest(
+                    f"weights: {part.strip()!r} is not component=value with a component "
+                    f"among {', '.join(DEFAULT_WEIGHTS)}"
+                )
+            try:
+                parsed[name] = float(value)
+            except ValueError:
+                raise InvalidRequest(f"weights: {value.strip()!r} for {name} is not a number") from None
+    else:
+        parsed = {k: float(v) for k, v in weights.items()}
+    unknown = set(parsed) - set(DEFAULT_WEIGHTS)
+    if unknown:
+        raise InvalidRequest(f"weights: unknown component(s) {', '.join(sorted(unknown))}")
+    if any(v < 0 or not math.isfinite(v) for v in parsed.values()):
+        raise InvalidRequest("weights: every weight must be a finite number >= 0")
+    total = sum(parsed.values())
+    if total <= 0:
+        raise InvalidRequest("weights: at least one weight must be above 0")
+    return {k: parsed.get(k, 0.0) / total for k in DEFAULT_WEIGHTS}
+
+
+@dataclass
+class ImportIssue:
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}, field {self.field!r}: {self.message}"
+
+
+@dataclass
+class ImportReport:
+    source: str
+    imported: int = 0
+    reencoded: int = 0
+    issues: list[ImportIssue] = field(default_factory=list)
+
+    def summary(self) -> str:
+        text = f"{self.source}: imported {self.imported} memories"
+        if self.issues:
+            text += f", rejected {len(self.issues)} line(s):\n" + "\n".join(
+                f"  {self.source}: {issue}" for issue in self.issues
+            )
+        return text
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def _validate_line(obj: Any, line: int, now: datetime) -> tuple[dict[str, Any] | None, ImportIssue | None]:
+    def bad(name: str, message: str):
+        return None, ImportIssue(line, name, message)
+
+    if not isinstance(obj, dict):
+        return bad("(line)", "expected a JSON object")
+    row: dict[str, Any] = {}
+    for name in ("id", "user_id", "text"):
+        value = obj.get(name)
+        if not isinstance(value, str) or not value.strip():
+            return bad(name, "required, a non-empty string")
+        row[name] = value
+    if "created_at" in obj and obj["created_at"] is not None:
+        try:
+            row["created_at"] = _utc(datetime.fromisoformat(str(obj["created_at"]).replace("Z", "+00:00")))
+        except ValueError:
+            return bad("created_at", f"{obj['created_at']!r} is not an ISO 8601 date-time")
+    elif "age_days" in obj:
+        age = obj["age_days"]
+        if isinstance(age, bool) or not isinstance(age, (int, float)) or not math.isfinite(age) or age < 0:
+            return bad("age_days", f"{age!r} is not a number of days >= 0")
+        row["created_at"] = now - timedelta(days=age)
+    else:
+        return bad("created_at", "one of created_at or age_days is required")
+    importance = obj.get("importance", DEFAULT_IMPORTANCE)
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not (
+        IMPORTANCE_MIN <= importance <= IMPORTANCE_MAX
+    ):
+        return bad("importance", f"{importance!r} is not a number in [{IMPORTANCE_MIN}, {IMPORTANCE_MAX}]")
+    row["importance"] = float(importance)
+    usage = obj.get("usage_count", 0)
+    if isinstance(usage, bool) or not isinstance(usage, int) or usage < 0:
+        return bad("usage_count", f"{usage!r} is not a whole number >= 0")
+    row["usage_count"] = usage
+    metadata = obj.get("metadata", {})
+    if not isinstance(metadata, dict):
+        return bad("metadata", "must be a JSON object")
+    row["metadata"] = metadata
+    return row, None
+
+
+class EmbeddedStore:
+    """A memory store in one SQLite file; see the module docstring for ranking."""
+
+    name = "embedded"
+    score_kind = ScoreKind.SIMILARITY
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        weights: dict[str, float] | str | None = None,
+        half_life_hours: float = DEFAULT_HALF_LIFE_HOURS,
+        model: str | None = None,
+        count_usage: bool = False,
+        now: Callable[[], datetime] | None = None,
+    ):
+        if not half_life_hours or half_life_hours <= 0:
+            raise InvalidRequest(f"half_life_hours must be above 0, got {half_life_hours!r}")
+        self.path = Path(path)
+        self.weights = parse_weights(weights)
+        self.half_life_hours = float(half_life_hours)
+        self.model = model or embedding.DEFAULT_MODEL
+        self.count_usage = count_usage
+        self._now = now or (lambda: datetime.now(timezone.utc))
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"Cannot open the embedded store at {self.path}: {exc}") from exc
+        self._loaded_version: int | None = None
+        self._ids: np.ndarray = np.empty(0, dtype=object)
+        self._vectors = np.empty((0, embedding.DIMENSIONS), dtype=np.float32)
+
+    # ------------------------------------------------------------ in-memory index
+
+    def _data_version(self) -> int:
+        return self._db.execute("PRAGMA data_version").fetchone()[0]
+
+    def _ensure_loaded(self) -> None:
+        """(Re)read the arrays when this or another connection changed the file."""
+        version = self._data_version()
+        if version == self._loaded_version and self._dirty is False:
+            return
+        rows = self._db.execute(
+            "SELECT id, user_id, created_at, importance, usage_count, embedding FROM memories ORDER BY rowid"
+        ).fetchall()
+        count = len(rows)
+        self._ids = np.array([r[0] for r in rows], dtype=object)
+        self._position = {memory_id: i for i, memory_id in enumerate(self._ids)}
+        users = np.array([r[1] for r in rows], dtype=object)
+        self._by_user = {u: np.flatnonzero(users == u) for u in set(users.tolist())}
+        self._created = np.array(
+            [_utc(datetime.fromisoformat(r[2])).timestamp() for r in rows], dtype=np.float64
+        )
+        self._importance = np.array([r[3] for r in rows], dtype=np.float32)
+        self._usage = np.array([r[4] for r in rows], dtype=np.float32)
+        self._vectors = (
+            np.frombuffer(b"".join(r[5] for r in rows), dtype=np.float32).reshape(count, -1)
+            if count
+            else np.empty((0, embedding.DIMENSIONS), dtype=np.float32)
+        )
+        self._loaded_version = version
+        self._dirty = False
+
+    _dirty = True
+
+    # ------------------------------------------------------------ protocol
+
+    def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
+        if not text or not text.strip():
+            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        if k < 1:
+            raise InvalidRequest(f"k must be at least 1, got {k}")
+        started = time.perf_counter()
+        query_vector = embedding.encode([text], model=self.model)[0]
+        with self._lock:
+            self._ensure_loaded()
+            rows = self._by_user.get(user_id, np.empty(0, dtype=np.int64)) if user_id else None
+            hits = self._rank(query_vector, rows, k)
+            if self.count_usage and hits:
+                self._db.executemany(
+                    "UPDATE memories SET usage_count = usage_count + 1 WHERE id = ?",
+                    [(h.memory_id,) for h in hits],
+                )
+                self._db.commit()
+                self._dirty = True
+        latency_ms = (time.perf_counter() - started) * 1000
+        notes = [issues] if (issues := self.meta("demo_import_issues")) else []
+        context = None
+        if hits:
+            context = "Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)
+        raw = {
+            "query": text,
+            "user_id": user_id,
+            "k": k,
+            "weights": self.weights,
+            "half_life_hours": self.half_life_hours,
+            "memories": [
+                {"id": h.memory_id, "score": h.score, "scoring_breakdown": h.breakdown} for h in hits
+            ],
+        }
+        return QueryResult(query=text, hits=hits, context=context, latency_ms=latency_ms, raw=raw, notes=notes)
+
+    def _rank(self, query_vector: np.ndarray, rows: np.ndarray | None, k: int) -> list[Hit]:
+        vectors = self._vectors if rows is None else self._vectors[rows]
+        if len(vectors) == 0:
+            return []
+        created = self._created if rows is None else self._created[rows]
+        importance = self._importance if rows is None else self._importance[rows]
+        usage_count = self._usage if rows is None else self._usage[rows]
+        semantic = np.clip(vectors @ query_vector, 0.0, 1.0)
+        hours = np.maximum(0.0, (self._now().timestamp() - created) / 3600.0)
+        recency = np.exp(-hours * math.log(2) / self.half_life_hours)
+        usage = np.minimum(1.0, np.log1p(usage_count) / 5.0)
+        w = self.weights
+        score = w["semantic"] * semantic + w["recency"] * recency + w["importance"] * importance + w["usage"] * usage
+        top = min(k, len(score))
+        best = np.argpartition(-score, top - 1)[:top] if top < len(score) else np.arange(len(score))
+        # Ties broken by id so the same query always gives the same order.
+        local_ids = self._ids if rows is None else self._ids[rows]
+        best = sorted(best.tolist(), key=lambda i: (-float(score[i]), local_ids[i]))
+        texts = self._texts([local_ids[i] for i in best])
+        hits = []
+        for rank, i in enumerate(best, start=1):
+            memory_id = local_ids[i]
+            text, metadata, user = texts[memory_id]
+            hits.append(
+                Hit(
+                    memory_id=memory_id,
+                    rank=rank,
+                    text=text,
+                    score=float(score[i]),
+                    raw_score=float(score[i]),
+                    breakdown={
+                        "semantic": float(semantic[i]),
+                        "recency": float(recency[i]),
+                        "importance": float(importance[i]),
+                        "usage": float(usage[i]),
+                    },
+                    weights=dict(w),
+                    created_at=datetime.fromtimestamp(float(created[i]), tz=timezone.utc),
+                    metadata={
+                        "user_id": user,
+                        "usage_count": int(usage_count[i]),
+                        "age_hours": round(float(hours[i]), 1),
+                        **metadata,
+                    },
+                )
+            )
+        return hits
+
+    def _texts(self, ids: list[str]) -> dict[str, tuple[str, dict, str]]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._db.execute(
+            f"SELECT id, text, metadata, user_id FROM memories WHERE id IN ({marks})", ids
+        ).fetchall()
+        return {r[0]: (r[1], json.loads(r[2]), r[3]) for r in rows}
+
+    def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, text, user_id, created_at, importance, usage_count, metadata FROM memories WHERE id = ?",
+                (memory_id,),
+            ).fetchone()
+        if row is None or (user_id is not None and row[2] != user_id):
+            return None
+        return self._memory(row)
+
+    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
+        sql = "SELECT id, text, user_id, created_at, importance, usage_count, metadata FROM memories"
+        args: list[Any] = []
+        if user_id is not None:
+            sql += " WHERE user_id = ?"
+            args.append(user_id)
+        sql += " ORDER BY created_at DESC, id LIMIT ? OFFSET ?"
+        args += [limit, offset]
+        with self._lock:
+            return [self._memory(r) for r in self._db.execute(sql, args).fetchall()]
+
+    def users(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
+
+    def count(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+
+    @staticmethod
+    def _memory(row: tuple) -> Memory:
+        return Memory(
+            memory_id=row[0],
+            text=row[1],
+            user_id=row[2],
+            created_at=_utc(datetime.fromisoformat(row[3])),
+            importance=row[4],
+            usage_count=row[5],
+            metadata=json.loads(row[6]),
+        )
+
+    def feedback(self, memory_id: str, signal: str, *, comment: str | None = None) -> FeedbackResult:
+        """Move importance: up for positive/retrieved, down for negative/ignored.
+
+        A signal that agrees with the memory's previous ones moves it further (x1.5
+        per agreeing signal, up to three); one that contradicts the last moves it
+        half as far, so mixed evidence settles instead of swinging.
+        """
+        if signal not in SIGNALS:
+            raise InvalidRequest(f"signal must be one of {', '.join(SIGNALS)}, got {signal!r}")
+        step = FEEDBACK_STEP[signal]
+        with self._lock:
+            row = self._db.execute("SELECT importance FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"No memory with id {memory_id!r} in {self.path.name}")
+            before = float(row[0])
+            previous = [
+                FEEDBACK_STEP[r[0]]
+                for r in self._db.execute(
+                    "SELECT signal FROM feedback WHERE memory_id = ? ORDER BY rowid DESC LIMIT 3", (memory_id,)
+                )
+            ]
+            streak = 0
+            for p in previous:
+                if (p > 0) != (step > 0):
+                    break
+                streak += 1
+            multiplier = 0.5 if previous and streak == 0 else 1 + 0.5 * streak
+            after = min(IMPORTANCE_MAX, max(IMPORTANCE_MIN, before + step * multiplier))
+            self._db.execute("UPDATE memories SET importance = ? WHERE id = ?", (after, memory_id))
+            self._db.execute(
+                "INSERT INTO feedback VALUES (?, ?, ?, ?, ?, ?)",
+                (memory_id, signal, comment, before, after, self._now().isoformat()),
+            )
+            self._db.commit()
+            self._dirty = True
+        return FeedbackResult(
+            memory_id=memory_id,
+            signal=signal,
+            importance_before=before,
+            importance_after=after,
+            adjustment=after - before,
+            influenced_ranking=after != before,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------ writing
+
+    def import_jsonl(
+        self,
+        path: str | Path,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Import memories from JSONL; bad lines are reported with their number and
+        field, the good ones imported. Unchanged texts are not re-encoded."""
+        path = Path(path)
+        report = ImportReport(source=str(path))
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidRequest(f"Cannot read {path}: {exc}") from exc
+        return self.import_rows(_parse_jsonl(lines, self._now(), report), report=report, progress=progress)
+
+    def import_rows(
+        self,
+        rows: Iterable[dict[str, Any]],
+        *,
+        report: ImportReport | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        report = report or ImportReport(source="rows")
+        rows = list(rows)
+        with self._lock:
+            known = dict(self._db.execute("SELECT id, text FROM memories WHERE model = ?", (self.model,)))
+            # The same id twice in one file: the later line wins, as in an upsert.
+            fresh = {r["id"]: r for r in rows}
+            to_encode = [r for r in fresh.values() if known.get(r["id"]) != r["text"]]
+        vectors = embedding.encode([r["text"] for r in to_encode], model=self.model, progress=progress)
+        encoded = {r["id"]: vectors[i] for i, r in enumerate(to_encode)}
+        with self._lock:
+            existing = dict(
+                self._db.execute("SELECT id, embedding FROM memories WHERE model = ?", (self.model,))
+            )
+            self._db.executemany(
+                "INSERT OR REPLACE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        r["id"],
+                        r["user_id"],
+                        r["text"],
+                        _utc(r["created_at"]).isoformat(),
+                        r["importance"],
+                        r["usage_count"],
+                        json.dumps(r["metadata"]),
+                        encoded[r["id"]].tobytes() if r["id"] in encoded else existing[r["id"]],
+                        self.model,
+                    )
+                    for r in fresh.values()
+                ],
+            )
+            self._db.commit()
+            self._dirty = True
+        report.imported += len(fresh)
+        report.reencoded += len(to_encode)
+        return report
+
+    @property
+    def default_user(self) -> str | None:
+        """The user a page should preselect (the demo sets "sam")."""
+        return self.meta("default_user")
+
+    def meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            self._db.commit()
+
+
+def _parse_jsonl(lines: list[str], now: datetime, report: ImportReport) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            report.issues.append(ImportIssue(number, "(line)", f"not valid JSON: {exc.msg} at column {exc.colno}"))
+            continue
+        row, issue = _validate_line(obj, number, now)
+        if issue:
+            report.issues.append(issue)
+        else:
+            rows.append(row)
+    return rows
+
+
+def open_store(
+    db_path: str | None = None,
+    weights: str | dict | None = None,
+    half_life_hours: float = DEFAULT_HALF_LIFE_HOURS,
+    model: str | None = None,
+    count_usage: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> EmbeddedStore:
+    """The registry's factory: a given SQLite file, or the demo store when none."""
+    if db_path:
+        if not Path(db_path).exists():
+            raise StoreUnavailable(f"No embedded store file at {db_path}")
+        return EmbeddedStore(db_path, weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
+    return open_demo_store(weights=weights, half_life_hours=half_life_hours, progress=progress)
+
+
+def open_demo_store(
+    directory: str | Path | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> EmbeddedStore:
+    """The bundled demo memories in `<data dir>/demo.sqlite`, imported on first
+    open and again only when demo_data/memories.jsonl changes."""
+    import hashlib
+
+    store = EmbeddedStore(Path(directory or data_dir()) / "demo.sqlite", **options)
+    try:
+        source = DEMO_MEMORIES.read_bytes()
+    except OSError as exc:
+        raise StoreUnavailable(f"The demo memories are missing: {DEMO_MEMORIES} ({exc})") from exc
+    digest = hashlib.sha256(source).hexdigest()
+    if store.meta("demo_source") != digest:
+        report = store.import_jsonl(DEMO_MEMORIES, progress=progress)
+        # A broken demo line must not stop the demo: the rest is imported and the
+        # problem is kept for the page to show with every result.
+        store.set_meta("demo_import_issues", report.summary() if report.issues else "")
+        store.set_meta("demo_source", digest)
+        store.set_meta("default_user", DEMO_DEFAULT_USER)
+    return store

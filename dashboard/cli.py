@@ -1,0 +1,38 @@
+"""The `memlens` command.
+
+    memlens run [streamlit args]     start the dashboard (the demo store by default)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+APP = Path(__file__).resolve().parent / "app.py"
+
+
+def _run(args: argparse.Namespace) -> int:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    command = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", *args.streamlit_args]
+    return subprocess.call(command, env=env)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memlens", description="Inspect and calibrate agent memory retrieval.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="start the dashboard")
+    run.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed to `streamlit run`")
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The score floor and the memory block the prompt would get. Pure functions."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from connectors.base import Hit
+
+NO_MEMORY_TEXT = (
+    "No stored memory is relevant to this message. "
+    "Do not guess the user's details from unrelated facts; answer without them or ask."
+)
+DEFAULT_FLOOR = 0.35
+
+
+def default_floor(environ: dict[str, str] | None = None) -> float:
+    """MEMORY_SCORE_FLOOR when set to a number in [0, 1], else DEFAULT_FLOOR."""
+    raw = (environ if environ is not None else os.environ).get("MEMORY_SCORE_FLOOR")
+    if raw is None or raw.strip() == "":
+        return DEFAULT_FLOOR
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_FLOOR
+    return value if 0.0 <= value <= 1.0 else DEFAULT_FLOOR
+
+
+def has_score(hit: Hit) -> bool:
+    return hit.score is not None and not math.isnan(hit.score)
+
+
+def apply_floor(hits: list[Hit], floor: float) -> tuple[list[Hit], list[Hit]]:
+    """(kept, dropped), each in the store's order. A hit exactly at the floor is
+    kept (the floor is the lowest score allowed in); a hit with no score is dropped."""
+    kept, dropped = [], []
+    for hit in hits:
+        (kept if has_score(hit) and hit.score >= floor else dropped).append(hit)
+    return kept, dropped
+
+
+@dataclass
+class PromptBlock:
+    text: str
+    source: str  # "no_memory" | "store_context" | "kept_memories"
+
+    @property
+    def explanation(self) -> str:
+        return {
+            "no_memory": "Nothing passed the floor, so the prompt says so and tells the model not to guess.",
+            "store_context": "Nothing was dropped, so the store's own context block is used as is.",
+            "kept_memories": "Built from the kept memories only: the store's context block "
+            "would still list the dropped ones.",
+        }[self.source]
+
+
+def prompt_block(kept: list[Hit], dropped: list[Hit], context: str | None) -> PromptBlock:
+    if not kept:
+        return PromptBlock(NO_MEMORY_TEXT, "no_memory")
+    if not dropped and context:
+        return PromptBlock(context, "store_context")
+    lines = "\n".join(f"- {hit.text}" for hit in kept)
+    return PromptBlock(f"Relevant memories about the user:\n{lines}", "kept_memories")

@@ -1,0 +1,49 @@
+"""Inspect: one query against one store, every hit against the floor, and labels."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.floor import apply_floor, prompt_block
+from dashboard.ui import inspect_view as view
+from dashboard.ui.sidebar import store_picker, user_picker
+
+st.title("Inspect a retrieval")
+st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
+
+view.restore_from_url()
+choice = store_picker()
+user = user_picker(choice.store)
+k = st.sidebar.number_input("k (results)", min_value=1, max_value=50, step=1, key="k")
+reviewer = view.reviewer_box()
+store_text = st.sidebar.checkbox(
+    "Store memory and query text with labels",
+    key="store_text",
+    help="Off: labels and exports carry ids and scores only.",
+)
+view.warm_model(choice.name)
+
+with st.form("query_form"):
+    st.text_input("Message", key="query", placeholder="What is the user's favourite pizza topping?")
+    st.form_submit_button("Search", type="primary")
+
+if choice.error:
+    st.error(f"Cannot open the store: {choice.error}")
+    st.stop()
+
+result = view.current_result(choice, user, int(k))
+floor = st.slider("Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped.")
+view.sync_url(user, int(k), floor)
+if result is None:
+    st.stop()
+
+view.show_notes(result)
+kept, dropped = apply_floor(result.hits, floor)
+view.show_summary(result, kept, dropped, floor)
+view.show_hits_table(result, kept)
+view.show_chart(result, floor, kept)
+view.show_prompt_block(prompt_block(kept, dropped, result.context))
+view.show_labelling(result, choice, user, reviewer, store_text)
+view.show_session_labels(store_text)
+with st.expander("Raw response"):
+    st.json(result.raw if result.raw is not None else {}, expanded=False)

@@ -1,0 +1,48 @@
+"""The only module that calls st.cache_*: opened stores, the label store, the model.
+
+Pages never open a store or a database themselves; they ask here, so a rerun (a
+floor move, a label click) reuses what is already open.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import Future
+
+import streamlit as st
+
+from connectors.base import MemoryStore, create_store, data_dir
+from dashboard.labels import LabelStore
+
+
+@st.cache_resource(show_spinner=False)
+def open_store(name: str, config_json: str) -> MemoryStore:
+    """One open store per (name, config) for the whole server process.
+
+    A ConnectorError propagates and is not cached, so fixing the config retries."""
+    return create_store(name, json.loads(config_json))
+
+
+@st.cache_resource(show_spinner=False)
+def label_store(path: str | None = None) -> LabelStore:
+    return LabelStore(path or data_dir() / "labels.sqlite")
+
+
+@st.cache_resource(show_spinner=False)
+def model_warmup() -> Future:
+    """Start loading the embedding model in the background at first page view, so
+    the page paints at once and the model is usually ready by the first query."""
+    from connectors import embedding
+
+    future: Future = Future()
+
+    def load() -> None:
+        try:
+            embedding.load_model()
+            future.set_result(True)
+        except Exception as exc:  # reported when a query needs the model
+            future.set_exception(exc)
+
+    threading.Thread(target=load, name="memlens-model-warmup", daemon=True).start()
+    return future

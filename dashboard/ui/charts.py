@@ -1,0 +1,60 @@
+"""Plotly figures for the pages. No Streamlit here: a figure is built, a page shows it."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from connectors.base import Hit
+
+COMPONENT_COLOURS = {
+    "semantic": "#4C78A8",
+    "recency": "#F58518",
+    "importance": "#54A24B",
+    "usage": "#B279A2",
+    "cluster": "#EECA3B",
+}
+
+
+def hit_label(hit: Hit) -> str:
+    return f"#{hit.rank} {hit.memory_id}"
+
+
+def score_breakdown_figure(hits: list[Hit], floor: float, kept_ids: set[str]) -> go.Figure:
+    """One horizontal bar per hit: its score split into weighted components when
+    the store says how they combine, the bare score otherwise; the floor as a line."""
+    labels = [hit_label(h) for h in hits]
+    fig = go.Figure()
+    weighted = [h for h in hits if h.weights and h.breakdown]
+    if weighted and len(weighted) == len(hits):
+        components = [c for c in hits[0].weights if any(c in h.breakdown for h in hits)]
+        for component in components:
+            fig.add_bar(
+                name=f"{component} × {hits[0].weights[component]:.2f}",
+                y=labels,
+                x=[h.weights.get(component, 0.0) * h.breakdown.get(component, 0.0) for h in hits],
+                orientation="h",
+                marker_color=COMPONENT_COLOURS.get(component),
+                customdata=[h.breakdown.get(component, 0.0) for h in hits],
+                hovertemplate=f"{component}: %{{customdata:.3f}} → %{{x:.3f}} of the score<extra></extra>",
+            )
+    else:
+        fig.add_bar(
+            name="score",
+            y=labels,
+            x=[h.score or 0.0 for h in hits],
+            orientation="h",
+            marker_color=["#4C78A8" if h.memory_id in kept_ids else "#BAB0AC" for h in hits],
+            hovertemplate="score %{x:.3f}<extra></extra>",
+        )
+    fig.add_vline(
+        x=floor, line_dash="dash", line_color="#E45756", annotation_text=f"floor {floor:.2f}", annotation_position="top"
+    )
+    fig.update_layout(
+        barmode="stack",
+        height=120 + 34 * max(1, len(hits)),
+        margin=dict(l=10, r=10, t=40, b=10),
+        yaxis=dict(autorange="reversed", title=None),
+        xaxis=dict(title="score", range=[0, max(1.0, max((h.score or 0) for h in hits) if hits else 1.0)]),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    return fig

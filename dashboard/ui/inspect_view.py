@@ -1,0 +1,277 @@
+"""The Inspect page's pieces. Each reads session state or draws one part; the store
+is queried in exactly one place (`current_result`), and only when the query, user,
+k or store changes."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import streamlit as st
+
+from connectors.base import REGISTRY, ConnectorError, Hit, QueryResult
+from dashboard import export
+from dashboard.display import clip_text, inert_markdown
+from dashboard.floor import PromptBlock, default_floor
+from dashboard.labels import message_id
+from dashboard.ui import cache
+from dashboard.ui.charts import score_breakdown_figure
+from dashboard.ui.sidebar import StoreChoice
+
+MAX_QUERY_CHARS = 2_000
+MAX_TABLE_ROWS = 1_000
+MAX_CHART_BARS = 50
+MAX_LABEL_ROWS = 200
+TABLE_TEXT_CHARS = 300
+
+
+# ------------------------------------------------------------------ URL state
+
+
+def restore_from_url() -> None:
+    """Once per browser session, take query, user, k and floor from the URL so a
+    shared link reproduces what the reviewer saw; bad values fall back to defaults."""
+    state = st.session_state
+    if state.get("_url_restored"):
+        return
+    state["_url_restored"] = True
+    params = st.query_params
+    state.setdefault("k", 5)
+    state.setdefault("floor", default_floor())
+    state.setdefault("query", "")
+    query = params.get("query")
+    if query:
+        state["query"] = query[:MAX_QUERY_CHARS]
+        if len(query) > MAX_QUERY_CHARS:
+            state["_url_warning"] = f"The query in the link was longer than {MAX_QUERY_CHARS} characters and was cut."
+    if params.get("user"):
+        state["user"] = params["user"][:200]
+    try:
+        k = int(params.get("k", ""))
+        if 1 <= k <= 50:
+            state["k"] = k
+    except ValueError:
+        pass
+    try:
+        floor = float(params.get("floor", ""))
+        if 0.0 <= floor <= 1.0:
+            state["floor"] = round(floor, 2)
+    except ValueError:
+        pass
+
+
+def sync_url(user: str | None, k: int, floor: float) -> None:
+    query = st.session_state.get("query", "")
+    wanted = {"query": query, "user": user or "", "k": str(k), "floor": f"{floor:.2f}"}
+    wanted = {key: value for key, value in wanted.items() if value}
+    if {key: st.query_params.get(key) for key in wanted} != wanted or set(st.query_params) - set(wanted):
+        st.query_params.from_dict(wanted)
+    if warning := st.session_state.pop("_url_warning", None):
+        st.warning(warning)
+
+
+# ------------------------------------------------------------------ sidebar bits
+
+
+def reviewer_box() -> str:
+    if "reviewer" not in st.session_state:
+        name = None
+        try:
+            if st.user.is_logged_in:
+                name = st.user.get("email") or st.user.get("name")
+        except Exception:  # authentication not configured
+            name = None
+        st.session_state["reviewer"] = name or os.environ.get("MEMLENS_REVIEWER") or "reviewer"
+    return st.sidebar.text_input("Reviewer", key="reviewer").strip() or "reviewer"
+
+
+def warm_model(store_name: str) -> None:
+    spec = REGISTRY.get(store_name)
+    if spec is not None and spec.local_model:
+        cache.model_warmup()
+
+
+# ------------------------------------------------------------------ the query
+
+
+def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult | None:
+    """The result for the submitted query; queries the store only when the query,
+    user, k or store differs from the last run. A failure is remembered the same
+    way, so a floor move does not hammer a failing store; Retry clears it."""
+    state = st.session_state
+    query = (state.get("query") or "").strip()
+    if not query:
+        st.info("Type a message and press Search.")
+        return None
+    key = (choice.fingerprint, user, query, k)
+    if state.get("result_key") != key:
+        state["result"], state["result_error"] = None, None
+        with st.spinner("Querying the store (the first query also loads the embedding model)…"):
+            try:
+                state["store_calls"] = state.get("store_calls", 0) + 1
+                state["result"] = choice.store.query(query, user_id=user, k=k)
+            except ConnectorError as exc:
+                state["result_error"] = f"{type(exc).__name__}: {exc}"
+        state["result_key"] = key
+    if state.get("result_error"):
+        st.error(f"The store could not answer: {state['result_error']}")
+        st.button("Retry", key="retry_query", on_click=lambda: state.pop("result_key", None))
+        return None
+    return state["result"]
+
+
+# ------------------------------------------------------------------ results
+
+
+def show_notes(result: QueryResult) -> None:
+    for note in result.notes:
+        st.warning(note)
+    if not result.score_kind.comparable_to_floor:
+        st.warning(
+            f"This store's scores are {result.score_kind.value}s, not similarities: "
+            "they order the results but must not be compared with a floor."
+        )
+    if result.raw_score_kind:
+        st.info(f"The store returns {result.raw_score_kind}; scores here are normalised so higher is better.")
+
+
+def show_summary(result: QueryResult, kept: list[Hit], dropped: list[Hit], floor: float) -> None:
+    cols = st.columns(4)
+    cols[0].metric("Returned", len(result.hits))
+    cols[1].metric("Kept", len(kept))
+    cols[2].metric("Dropped", len(dropped))
+    cols[3].metric("Latency", f"{result.latency_ms:.0f} ms" if result.latency_ms is not None else "n/a")
+    if result.hits and not kept:
+        st.caption(f"Every hit scores under the floor {floor:.2f}.")
+
+
+def hits_frame(hits: list[Hit], kept_ids: set[str]) -> pd.DataFrame:
+    components: list[str] = []
+    for hit in hits:
+        components += [c for c in hit.breakdown if c not in components]
+    rows = []
+    for hit in hits:
+        row = {
+            "rank": hit.rank,
+            "memory id": hit.memory_id,
+            "text": clip_text(hit.text, TABLE_TEXT_CHARS)[0],
+            "score": hit.score,
+        }
+        if hit.raw_score is not None and hit.raw_score != hit.score:
+            row["raw score"] = hit.raw_score
+        row.update({c: hit.breakdown.get(c) for c in components})
+        row["status"] = "kept" if hit.memory_id in kept_ids else "dropped"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
+    hits = result.hits[:MAX_TABLE_ROWS]
+    if len(result.hits) > MAX_TABLE_ROWS:
+        st.caption(f"Showing the first {MAX_TABLE_ROWS:,} of {len(result.hits):,} results.")
+    if not hits:
+        st.info("The store returned no memories for this query.")
+        return
+    frame = hits_frame(hits, {h.memory_id for h in kept})
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "score": st.column_config.ProgressColumn("score", min_value=0.0, max_value=1.0, format="%.3f"),
+            "text": st.column_config.TextColumn("text", width="large"),
+        },
+    )
+
+
+def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:
+    if not result.hits:
+        return
+    hits = result.hits[:MAX_CHART_BARS]
+    st.plotly_chart(
+        score_breakdown_figure(hits, floor, {h.memory_id for h in kept}),
+        width="stretch",
+        key="breakdown_chart",
+    )
+
+
+def show_prompt_block(block: PromptBlock) -> None:
+    st.subheader("Prompt block")
+    st.caption(block.explanation)
+    st.code(block.text, language=None, wrap_lines=True)
+
+
+# ------------------------------------------------------------------ labels
+
+
+def _write_label(choice: StoreChoice, user, reviewer, store_text, hit: Hit, value: str) -> None:
+    query = st.session_state.get("query", "").strip()
+    msg = message_id(query, user, choice.fingerprint)
+    cache.label_store().upsert(
+        message_id=msg,
+        memory_id=hit.memory_id,
+        label=value,
+        reviewer=reviewer,
+        store=choice.fingerprint,
+        rank=hit.rank,
+        score=hit.score,
+        query_text=query if store_text else None,
+        memory_text=hit.text if store_text else None,
+    )
+
+
+def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str, store_text: bool) -> None:
+    if not result.hits:
+        return
+    st.subheader("Label the results")
+    st.caption(f"Labels are saved at once by id as reviewer **{inert_markdown(reviewer)}**.")
+    msg = message_id(result.query, user, choice.fingerprint)
+    existing = {l.memory_id: l.label for l in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
+    for hit in result.hits[:MAX_LABEL_ROWS]:
+        text, clipped = clip_text(hit.text)
+        cols = st.columns([6, 2, 1.4, 1.6])
+        score = f"{hit.score:.3f}" if hit.score is not None else "no score"
+        cols[0].markdown(f"**#{hit.rank}** `{hit.memory_id}` · {score}  \n{inert_markdown(text)}")
+        if clipped:
+            cols[0].caption(f"Text cut to {len(text) - 1:,} of {len(hit.text):,} characters.")
+        current = existing.get(hit.memory_id)
+        cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current, "— unlabelled"))
+        for col, value, title in ((cols[2], "relevant", "Relevant"), (cols[3], "not_relevant", "Not relevant")):
+            col.button(
+                title,
+                key=f"{value}_{hit.memory_id}",
+                type="primary" if current == value else "secondary",
+                on_click=_write_label,
+                args=(choice, user, reviewer, store_text, hit, value),
+            )
+    if len(result.hits) > MAX_LABEL_ROWS:
+        st.caption(f"Labelling the first {MAX_LABEL_ROWS} of {len(result.hits):,} results.")
+
+
+def show_session_labels(include_text: bool) -> None:
+    reviewer = st.session_state.get("reviewer") or "reviewer"
+    labels = cache.label_store().labels(reviewer=reviewer)
+    st.subheader("Your labels")
+    if not labels:
+        st.caption("No labels yet.")
+        return
+    st.dataframe(
+        pd.DataFrame([l.export_row(include_text) for l in labels]), hide_index=True, width="stretch"
+    )
+    cols = st.columns(2)
+    cols[0].download_button(
+        "Download JSONL",
+        export.to_jsonl(labels, include_text=include_text),
+        file_name="memlens-labels.jsonl",
+        mime="application/jsonl",
+        key="download_jsonl",
+        on_click="ignore",
+    )
+    cols[1].download_button(
+        "Download CSV",
+        export.to_csv(labels, include_text=include_text),
+        file_name="memlens-labels.csv",
+        mime="text/csv",
+        key="download_csv",
+        on_click="ignore",
+    )

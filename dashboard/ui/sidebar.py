@@ -1,0 +1,106 @@
+"""Sidebar widgets shared by the pages: which store, its settings, which user."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from connectors import registry  # noqa: F401  (fills REGISTRY)
+from connectors.base import REGISTRY, ConfigField, ConnectorError, MemoryStore, fingerprint, public_config
+from dashboard.ui import cache
+
+DEFAULT_STORE = "embedded"
+
+
+@dataclass
+class StoreChoice:
+    name: str
+    config: dict[str, Any]
+    fingerprint: str
+    store: MemoryStore | None
+    error: str | None
+
+
+def secret_value(env_name: str | None) -> str | None:
+    """A secret from st.secrets, else the environment; None when neither has it."""
+    if not env_name:
+        return None
+    try:
+        if env_name in st.secrets:
+            return str(st.secrets[env_name])
+    except Exception:  # no secrets.toml at all: that is the common case, not an error
+        pass
+    return os.environ.get(env_name) or None
+
+
+def _field_widget(store_name: str, field: ConfigField) -> Any:
+    key = f"cfg_{store_name}_{field.name}"
+    if field.kind == "secret":
+        configured = secret_value(field.env)
+        if configured:
+            st.caption(f"{field.label}: configured (from {field.env})")
+            return configured
+        return st.text_input(field.label, type="password", key=key, help=field.help or None) or None
+    default = os.environ.get(field.env) if field.env and os.environ.get(field.env) else field.default
+    if field.kind == "int":
+        return int(st.number_input(field.label, value=int(default or 0), step=1, key=key, help=field.help or None))
+    if field.kind == "float":
+        return float(st.number_input(field.label, value=float(default or 0.0), key=key, help=field.help or None))
+    if field.kind == "bool":
+        return st.checkbox(field.label, value=bool(default), key=key, help=field.help or None)
+    if field.kind == "choice":
+        index = field.choices.index(default) if default in field.choices else 0
+        return st.selectbox(field.label, field.choices, index=index, key=key, help=field.help or None)
+    return st.text_input(field.label, value=str(default or ""), key=key, help=field.help or None)
+
+
+def store_picker() -> StoreChoice:
+    """The `store` selectbox, the chosen store's settings, and the opened store."""
+    names = list(REGISTRY)
+    if st.session_state.get("store") not in names:
+        st.session_state["store"] = DEFAULT_STORE if DEFAULT_STORE in names else names[0]
+    name = st.sidebar.selectbox(
+        "Store", names, key="store", format_func=lambda n: REGISTRY[n].title if n in REGISTRY else n
+    )
+    spec = REGISTRY[name]
+    config: dict[str, Any] = {}
+    with st.sidebar.expander("Store settings", expanded=False):
+        if spec.description:
+            st.caption(spec.description)
+        for field in spec.fields:
+            config[field.name] = _field_widget(name, field)
+    store, error = None, None
+    try:
+        import json
+
+        store = cache.open_store(name, json.dumps(config, sort_keys=True, default=str))
+    except ConnectorError as exc:
+        error = str(exc)
+    return StoreChoice(name, config, fingerprint(name, config), store, error)
+
+
+def user_picker(store: MemoryStore | None) -> str | None:
+    """The `user` widget: a list when the store can name its users, else free text."""
+    users_of = getattr(store, "users", None)
+    users: list[str] = []
+    if callable(users_of):
+        try:
+            users = users_of()
+        except ConnectorError:
+            users = []
+    if users:
+        current = st.session_state.get("user")
+        preferred = getattr(store, "default_user", None)
+        if not current and preferred in users:
+            st.session_state["user"] = preferred
+        if current and current not in users:
+            users = [current, *users]  # a shared link may name a user we cannot list
+        return st.sidebar.selectbox("End user", users, key="user")
+    return st.sidebar.text_input("End user id", key="user") or None
+
+
+def safe_config_summary(choice: StoreChoice) -> dict[str, Any]:
+    return public_config(choice.name, choice.config)
