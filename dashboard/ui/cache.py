@@ -16,17 +16,26 @@ from connectors.base import MemoryStore, create_store, data_dir
 from dashboard.labels import LabelStore
 
 
-@st.cache_resource(show_spinner=False)
 def open_store(name: str, config_json: str) -> MemoryStore:
-    """One open store per (name, config) for the whole server process.
+    """One open store per (name, config, data dir) for the whole server process.
 
     A ConnectorError propagates and is not cached, so fixing the config retries."""
+    return _open_store(name, config_json, str(data_dir()))
+
+
+@st.cache_resource(show_spinner=False)
+def _open_store(name: str, config_json: str, data_dir_key: str) -> MemoryStore:
     return create_store(name, json.loads(config_json))
 
 
+def label_store() -> LabelStore:
+    """The label store in the data directory (MEMLENS_DATA_DIR), opened once."""
+    return _label_store(str(data_dir() / "labels.sqlite"))
+
+
 @st.cache_resource(show_spinner=False)
-def label_store(path: str | None = None) -> LabelStore:
-    return LabelStore(path or data_dir() / "labels.sqlite")
+def _label_store(path: str) -> LabelStore:
+    return LabelStore(path)
 
 
 @st.cache_resource(show_spinner=False)
