@@ -27,3 +27,44 @@ register(
         ),
     )
 )
+
+register(
+    StoreSpec(
+        name="memorysync",
+        title="MemorySync (hosted, REST)",
+        factory="connectors.memorysync:open_store",
+        description="A hosted MemorySync project, read from its raw responses so each score's "
+        "scoring_breakdown is shown. Every query bumps usage counts in production.",
+        fields=(
+            ConfigField("base_url", "Base URL", "text", env="MEMORYSYNC_BASE_URL", default=""),
+            ConfigField("api_key", "API key", "secret", env="MEMORYSYNC_API_KEY"),
+            ConfigField(
+                "end_user_id",
+                "Default end user id",
+                "text",
+                env="MEMORYSYNC_END_USER_ID",
+                default="",
+                help="Sent as X-End-User-ID when no end user is chosen; API keys require one.",
+            ),
+            ConfigField("project_id", "Project id (optional)", "text", env="MEMORYSYNC_PROJECT_ID", default=""),
+            ConfigField("timeout", "Timeout (seconds)", "float", env="MEMORYSYNC_TIMEOUT", default=10.0),
+            ConfigField(
+                "max_retries", "Retries on 429 / 5xx", "int", env="MEMORYSYNC_MAX_RETRIES", default=2
+            ),
+        ),
+    )
+)
+
+register(
+    StoreSpec(
+        name="http_json",
+        title="HTTP JSON service (TOML-described)",
+        factory="connectors.http_json:open_store",
+        description="An in-house memory service described by a small TOML file "
+        "(URL, body template, dotted paths to the results); see the README.",
+        fields=(
+            ConfigField("config_path", "Service TOML file", "path", env="MEMLENS_HTTP_JSON_CONFIG", default=""),
+            ConfigField("api_key", "API key (if the file has [auth])", "secret", env="MEMLENS_HTTP_JSON_API_KEY"),
+        ),
+    )
+)

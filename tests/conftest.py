@@ -53,3 +53,33 @@ def app(data_dir):
         return at
 
     return make
+
+
+def _memorysync_server_module():
+    """tests/connectors/memorysync_server.py, importable from any test directory."""
+    import importlib.util
+    import sys
+
+    name = "memorysync_server"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "connectors" / "memorysync_server.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def memorysync_session_server(demo_store, demo_dir, tmp_path_factory):
+    """One MemorySync look-alike on 127.0.0.1 for the run, over a copy of the demo store."""
+    server = _memorysync_server_module().serve_copy_of(demo_dir / "demo.sqlite", tmp_path_factory.mktemp("memorysync"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def memorysync_server(memorysync_session_server):
+    """The loopback MemorySync server with no faults queued and no requests recorded."""
+    memorysync_session_server.reset()
+    yield memorysync_session_server
+    memorysync_session_server.reset()

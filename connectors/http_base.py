@@ -1,0 +1,390 @@
+"""The one HTTP boundary the HTTP connectors share: send, retry, translate errors.
+
+``HttpBoundary.send`` is the only place an HTTP connector touches httpx. It
+
+- sends with a per-request timeout (so an injected ``httpx.Client`` is bounded too),
+- retries a 429 after the delay the store asks for (``retry_after`` in the body or
+  the ``Retry-After`` header), and a 5xx after an exponential backoff, both at most
+  ``max_retries`` times; a request that is not safe to repeat (feedback changes
+  importance) is retried only on 429, which the store rejected before acting,
+- translates every failure into the hierarchy in ``connectors.base``:
+
+    httpx.TimeoutException          -> StoreTimeout
+    httpx.ConnectError / transport  -> StoreUnavailable
+    401 / 403                       -> AuthFailed
+    404                             -> NotFound
+    400 / 409 / 422 (other 4xx)     -> InvalidRequest, with the store's own message
+    429 after the retries           -> RateLimited(retry_after=...)
+    5xx after the retries           -> BadResponse
+    a body that is not JSON         -> BadResponse
+
+and carries the store's request id (body ``request_id`` or an ``X-Request-ID``
+header). Secrets are redacted from every message and from the decoded body before
+they leave this module: some stores echo a rejected key back in the error.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import math
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable
+
+import httpx
+
+from connectors.base import (
+    AuthFailed,
+    BadResponse,
+    ConnectorError,
+    InvalidRequest,
+    NotFound,
+    RateLimited,
+    StoreTimeout,
+    StoreUnavailable,
+)
+
+log = logging.getLogger(__name__)
+
+REDACTED = "***"
+REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
+MAX_MESSAGE_CHARS = 300
+
+
+@dataclass
+class HttpReply:
+    """A successful (2xx) answer, decoded."""
+
+    status: int
+    body: Any  # the decoded JSON
+    request_id: str | None
+    latency_ms: float  # of the attempt that succeeded
+    attempts: int
+    headers: httpx.Headers
+
+
+def redact(value: Any, secrets: Iterable[str]) -> Any:
+    """`value` with every secret string replaced by ***, walking dicts and lists."""
+    secrets = [s for s in secrets if s]
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, secrets) for v in value]
+    return value
+
+
+def parse_retry_after(body: Any, headers: httpx.Headers, now: Callable[[], datetime] | None = None) -> float | None:
+    """Seconds the store asks us to wait: body ``retry_after`` (top level or in
+    ``error.details``) first, then the ``Retry-After`` header (seconds or an
+    HTTP date). None when neither says."""
+    candidates: list[Any] = []
+    if isinstance(body, dict):
+        candidates.append(body.get("retry_after"))
+        error = body.get("error")
+        if isinstance(error, dict):
+            candidates.append(error.get("retry_after"))
+            details = error.get("details")
+            if isinstance(details, dict):
+                candidates.append(details.get("retry_after"))
+    for value in candidates:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+            return float(value)
+    header = headers.get("retry-after")
+    if header is None:
+        return None
+    header = header.strip()
+    try:
+        seconds = float(header)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    current = now() if now else datetime.now(timezone.utc)
+    return max(0.0, (when - current).total_seconds())
+
+
+def error_message(body: Any, text: str) -> str:
+    """The store's own words from the error shapes stores use:
+    ``{"error": {"code", "message", "details"}}``, flat ``{"error", "message"}``,
+    FastAPI's ``{"detail": "..."}`` or ``{"detail": [{"loc", "msg"}, ...]}``."""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            code, message = error.get("code"), error.get("message")
+            parts = [str(message) if message else "", f"[{code}]" if code else ""]
+            details = error.get("details")
+            if details and isinstance(details, (dict, list)):
+                parts.append(f"details: {details}")
+            joined = " ".join(p for p in parts if p)
+            if joined:
+                return _short(joined)
+        if isinstance(error, str) or body.get("message"):
+            pieces = [str(body.get("message") or ""), f"[{error}]" if isinstance(error, str) else ""]
+            return _short(" ".join(p for p in pieces if p))
+        detail = body.get("detail")
+        if isinstance(detail, str):
+            return _short(detail)
+        if isinstance(detail, list):
+            items = []
+            for item in detail:
+                if isinstance(item, dict):
+                    where = ".".join(str(p) for p in item.get("loc", []) if p != "body")
+                    items.append(f"{where}: {item.get('msg', item)}" if where else str(item.get("msg", item)))
+                else:
+                    items.append(str(item))
+            return _short("; ".join(items))
+    return _short(text.strip()) if text and text.strip() else "no message"
+
+
+def error_code(body: Any) -> str | None:
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("code"):
+            return str(error["code"])
+        if isinstance(error, str):
+            return error
+    return None
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 1] + "…"
+
+
+def _request_id(body: Any, headers: httpx.Headers) -> str | None:
+    if isinstance(body, dict) and body.get("request_id"):
+        return str(body["request_id"])[:100]
+    for name in REQUEST_ID_HEADERS:
+        if headers.get(name):
+            return headers[name][:100]
+    return None
+
+
+class HttpBoundary:
+    """Sends requests for one connector; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        store_title: str,
+        base_url: str,
+        client: httpx.Client | None = None,
+        timeout: float = 10.0,
+        max_retries: int = 2,
+        max_retry_wait: float = 30.0,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+        secrets: Iterable[str] = (),
+    ):
+        base_url = (base_url or "").strip().rstrip("/")
+        if not base_url:
+            raise StoreUnavailable(f"{store_title}: no base URL is set")
+        if not base_url.startswith(("http://", "https://")):
+            raise InvalidRequest(f"{store_title}: base URL must start with http:// or https://, got {base_url!r}")
+        if timeout is None or timeout <= 0:
+            raise InvalidRequest(f"{store_title}: timeout must be above 0 seconds, got {timeout!r}")
+        if max_retries < 0:
+            raise InvalidRequest(f"{store_title}: max_retries must be 0 or more, got {max_retries!r}")
+        self.store_title = store_title
+        self.base_url = base_url
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.max_retry_wait = float(max_retry_wait)
+        self.backoff = float(backoff)
+        self.sleep = sleep
+        self._secrets = [s for s in secrets if s]
+        self._owns_client = client is None
+        self.client = client or httpx.Client(follow_redirects=False)
+
+    def redact(self, value: Any) -> Any:
+        return redact(value, self._secrets)
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        headers: dict[str, str] | None = None,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        idempotent: bool = True,
+    ) -> HttpReply:
+        """One logical request, retried as the module docstring says; a 2xx
+        answer decoded from JSON, or a ConnectorError."""
+        url = self.base_url + path
+        route = f"{method} {path.split('?')[0]}"
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                response = self.client.request(
+                    method, url, headers=headers, json=json, params=params, timeout=self.timeout
+                )
+            except httpx.TimeoutException as exc:
+                raise StoreTimeout(
+                    f"{self.store_title} did not answer {route} within {self.timeout:g} s"
+                ) from exc
+            except httpx.ConnectError as exc:
+                raise StoreUnavailable(
+                    f"{self.store_title} refused the connection or could not be reached at "
+                    f"{self.base_url}: {self.redact(str(exc)) or type(exc).__name__}"
+                ) from exc
+            except httpx.HTTPError as exc:
+                raise StoreUnavailable(
+                    f"{self.store_title} {route} failed: {type(exc).__name__}: {self.redact(str(exc))}"
+                ) from exc
+            latency_ms = (time.perf_counter() - started) * 1000
+            body, decoded = self._decode(response)
+            request_id = _request_id(body if decoded else None, response.headers)
+            log.info(
+                "%s %s -> %s (attempt %d, %.0f ms, request id %s)",
+                self.store_title, route, response.status_code, attempt, latency_ms, request_id,
+            )
+            status = response.status_code
+            if 200 <= status < 300:
+                if not decoded:
+                    raise BadResponse(
+                        f"{self.store_title} {route} answered {status} with a body that is not JSON "
+                        f"({response.headers.get('content-type', 'no content type')}): "
+                        f"{_short(self.redact(response.text))[:120]!r}",
+                        request_id=request_id,
+                        status=status,
+                    )
+                return HttpReply(status, self.redact(body), request_id, latency_ms, attempt, response.headers)
+            delay = self._retry_delay(status, body if decoded else None, response.headers, attempt, idempotent)
+            if delay is None:
+                raise self._error(route, status, body if decoded else None, response, request_id, attempt)
+            log.info("%s %s: waiting %.2f s before retry %d", self.store_title, route, delay, attempt)
+            self.sleep(delay)
+
+    @staticmethod
+    def _decode(response: httpx.Response) -> tuple[Any, bool]:
+        try:
+            return response.json(), True
+        except (ValueError, UnicodeDecodeError):
+            return None, False
+
+    def _retry_delay(self, status: int, body: Any, headers: httpx.Headers, attempt: int, idempotent: bool) -> float | None:
+        """Seconds to wait before trying again, or None to give up now."""
+        if attempt > self.max_retries:
+            return None
+        if status == 429:
+            asked = parse_retry_after(body, headers)
+            delay = asked if asked is not None else self.backoff * 2 ** (attempt - 1)
+            # A store asking for a long pause gets an error at once, not a frozen page.
+            return delay if delay <= self.max_retry_wait else None
+        if status >= 500 and idempotent:
+            return self.backoff * 2 ** (attempt - 1)
+        return None
+
+    def _error(self, route: str, status: int, body: Any, response: httpx.Response, request_id: str | None, attempts: int) -> ConnectorError:
+        message = self.redact(error_message(body, response.text if body is None else ""))
+        where = f"{self.store_title} {route}"
+        tried = f" after {attempts} attempts" if attempts > 1 else ""
+        common = {"request_id": request_id, "status": status}
+        if status in (401, 403):
+            what = "rejected the API key" if status == 401 else "refused access (the key lacks permission)"
+            return AuthFailed(f"{where}: {status}, the store {what}: {message}", **common)
+        if status == 404:
+            return NotFound(f"{where}: 404 not found: {message}", **common)
+        if status == 429:
+            retry_after = parse_retry_after(body, response.headers)
+            wait = f"; the store asks to wait {retry_after:g} s" if retry_after is not None else ""
+            if retry_after is not None and retry_after > self.max_retry_wait:
+                wait += f", longer than memlens waits ({self.max_retry_wait:g} s)"
+            return RateLimited(
+                f"{where}: 429 rate limited{tried}{wait}: {message}", retry_after=retry_after, **common
+            )
+        if status >= 500:
+            return BadResponse(f"{where}: {status} server error{tried}: {message}", **common)
+        return InvalidRequest(f"{where}: {status}, the store rejected the request: {message}", **common)
+
+    def close(self) -> None:
+        if self._owns_client:
+            self.client.close()
+
+
+# ------------------------------------------------------------------ reading JSON
+
+
+def flatten_numbers(value: Any, prefix: str = "") -> tuple[dict[str, float], list[str]]:
+    """Every finite number in a (possibly nested) mapping, keyed by dotted path,
+    and the dotted keys that held something else (so the page can say so).
+    Booleans are not numbers here, and numeric strings are not trusted."""
+    numbers: dict[str, float] = {}
+    skipped: list[str] = []
+    if not isinstance(value, dict):
+        return numbers, skipped
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, dict):
+            inner, inner_skipped = flatten_numbers(item, prefix=f"{name}.")
+            numbers.update(inner)
+            skipped += inner_skipped
+        elif isinstance(item, (int, float)) and not isinstance(item, bool) and math.isfinite(item):
+            numbers[name] = float(item)
+        elif item is not None:
+            skipped.append(name)
+    return numbers, skipped
+
+
+_MISSING = object()
+
+
+def dotted_get(value: Any, path: str, default: Any = _MISSING) -> Any:
+    """`value` at a dotted path such as ``data.results`` or ``hits.0.payload.text``
+    (a number steps into a list). Raises KeyError naming the first missing step
+    unless a default is given; an empty path is the value itself."""
+    current = value
+    if not path:
+        return current
+    walked: list[str] = []
+    for step in path.split("."):
+        walked.append(step)
+        if isinstance(current, dict) and step in current:
+            current = current[step]
+        elif isinstance(current, list) and step.lstrip("-").isdigit() and -len(current) <= int(step) < len(current):
+            current = current[int(step)]
+        else:
+            if default is not _MISSING:
+                return default
+            raise KeyError(".".join(walked))
+    return current
+
+
+def as_number(value: Any) -> float | None:
+    """A finite float, or None for anything else (booleans and strings included)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def as_datetime(value: Any) -> datetime | None:
+    """An ISO 8601 string (``Z`` allowed) or epoch seconds as an aware datetime."""
+    if isinstance(value, str) and value.strip():
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    number = as_number(value)
+    if number is not None:
+        try:
+            return datetime.fromtimestamp(number, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None

@@ -1,0 +1,675 @@
+"""Mem0, in its two forms: the open-source library and the hosted Platform.
+
+Library mode opens a ``mem0.Memory`` from a Mem0 config (a dict, or a YAML/JSON
+file) and queries it the way an inspector must:
+
+- ``filters={"user_id": ...}``, ``threshold=0`` so every candidate comes back and
+  memlens's floor decides (the threshold Mem0 itself would apply is reported in
+  ``QueryResult.notes``, with how many of these hits it would have hidden), and
+  ``explain=True`` so ``score_details`` lands in ``Hit.breakdown``;
+- the installed Mem0 version and the vector-store backend decide whether
+  ``score`` is a similarity or a distance (``score_rule``, a pure function):
+  before 2.0.5 the Chroma and pgvector backends returned distances, which are
+  normalised here the way Mem0 itself does from 2.0.5 on, so a floor means the
+  same thing before and after an upgrade.
+
+Platform mode speaks the REST API over httpx (``POST /v3/memories/search/`` with
+``Authorization: Token <key>``) and maps ``score_breakdown``. Its failures map to
+the connector errors (connectors/base.py) like every HTTP connector's:
+
+    transport error          -> StoreUnavailable
+    timeout                  -> StoreTimeout
+    401 / 403                -> AuthFailed
+    404                      -> NotFound
+    400 / 409 / 422          -> InvalidRequest
+    429                      -> waits Retry-After (or retry_after in the body) and
+                                retries; RateLimited(retry_after) when retries run out
+                                or the wait is longer than ``max_retry_wait``
+    5xx                      -> retried with backoff, then BadResponse
+    body not JSON / no list  -> BadResponse
+
+The API key never leaves the Authorization header: it is not in a message, a
+``repr``, the fingerprint or the raw response panel.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from connectors.base import (
+    AuthFailed,
+    BadResponse,
+    ConnectorError,
+    Hit,
+    InvalidRequest,
+    Memory,
+    NotFound,
+    QueryResult,
+    RateLimited,
+    ScoreKind,
+    StoreTimeout,
+    StoreUnavailable,
+    data_dir,
+)
+
+# The Platform's v3 search hides hits under 0.1 unless told otherwise (API docs).
+PLATFORM_DEFAULT_THRESHOLD = 0.1
+PLATFORM_URL = "https://api.mem0.ai"
+# An LLM client is built when a Memory is constructed even though infer=False
+# never calls it; it needs some key string, and this one can never authenticate.
+UNUSED_LLM_KEY = "memlens-no-llm-calls"
+# The release from which Mem0 turns Chroma/pgvector distances into similarities.
+FIRST_SIMILARITY_RELEASE = (2, 0, 5)
+
+
+# ------------------------------------------------------------------ score rule
+
+
+@dataclass(frozen=True)
+class ScoreRule:
+    """What a Mem0 ``score`` means for one (version, backend) pair."""
+
+    version: str
+    backend: str
+    returns_distance: bool
+    raw_kind: str | None = None  # the distance named for the page, when one
+    formula: str | None = None  # how the distance becomes higher-is-better
+
+    def normalise(self, raw: float | None) -> float | None:
+        if raw is None or not self.returns_distance:
+            return raw
+        if self.formula == "1 - d":
+            return max(0.0, 1.0 - raw)
+        return 1.0 / (1.0 + max(0.0, raw))
+
+    @property
+    def note(self) -> str | None:
+        if not self.returns_distance:
+            return None
+        return (
+            f"Mem0 {self.version} with the {self.backend} backend returns a {self.raw_kind} in `score` "
+            f"(lower is better; Mem0 fixed this in 2.0.5). Scores here are {self.formula}, as Mem0 "
+            "computes them from 2.0.5 on, with the store's value in the raw score column."
+        )
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    """(major, minor, patch) of a version string, a pre-release counting as
+    before its release; None when the string is not a version at all."""
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # packaging ships with pip/setuptools/streamlit; belt and braces
+        parts = version.split(".")[:3]
+        return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return None
+    release = tuple(parsed.release[:3]) + (0,) * (3 - len(parsed.release[:3]))
+    if parsed.is_prerelease or parsed.is_devrelease:
+        # 2.0.5rc1 is not yet 2.0.5: step back below the release it leads to.
+        return release[:2] + (release[2] - 1,) if release[2] > 0 else release[:2] + (-1,)
+    return release
+
+
+def score_rule(version: str, backend: str) -> ScoreRule:
+    """Whether Mem0 `version` with vector store `backend` returns distances.
+
+    Before 2.0.5, Chroma returned its (squared L2) distance and pgvector its
+    cosine distance (`<=>`) as the memory's score; from 2.0.5 Mem0 converts them
+    (Chroma 1/(1+d), pgvector max(0, 1-d)). Every other backend, and every version
+    memlens cannot read, is taken as a similarity.
+    """
+    backend_name = (backend or "").strip().lower()
+    release = _release(version or "")
+    old = release is not None and release < FIRST_SIMILARITY_RELEASE
+    if old and backend_name in ("chroma", "chromadb"):
+        return ScoreRule(version, backend_name, True, "Chroma L2 distance", "1/(1+d)")
+    if old and backend_name == "pgvector":
+        return ScoreRule(version, backend_name, True, "pgvector cosine distance", "1 - d")
+    return ScoreRule(version, backend_name, False)
+
+
+def installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mem0ai")
+    except PackageNotFoundError:
+        raise StoreUnavailable(
+            "Mem0 is not installed: `pip install 'memlens[mem0]'` (the mem0ai package)."
+        ) from None
+
+
+# ------------------------------------------------------------------ shared mapping
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _numbers(mapping: Any) -> dict[str, float]:
+    """Every numeric entry of a breakdown dict (booleans and non-finite values left out)."""
+    if not isinstance(mapping, dict):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in mapping.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
+
+
+_MEMORY_KEYS = {"id", "memory", "score", "score_details", "score_breakdown", "created_at", "user_id", "metadata"}
+
+
+def _memory_from_item(item: dict[str, Any]) -> Memory:
+    metadata = dict(item.get("metadata") or {})
+    metadata.update({k: v for k, v in item.items() if k not in _MEMORY_KEYS and v is not None})
+    return Memory(
+        memory_id=str(item["id"]),
+        text=str(item.get("memory") or ""),
+        user_id=item.get("user_id"),
+        created_at=_parse_time(item.get("created_at")),
+        metadata=metadata,
+    )
+
+
+def _results_list(body: Any, where: str) -> list[dict[str, Any]]:
+    """The list of memories in a Mem0 answer ({"results": [...]}, or a bare list)."""
+    items = body.get("results") if isinstance(body, dict) else body
+    if not isinstance(items, list):
+        raise BadResponse(f"{where}: expected a list of memories under 'results', got {type(items).__name__}")
+    bad = [i for i, item in enumerate(items) if not isinstance(item, dict) or "id" not in item]
+    if bad:
+        raise BadResponse(f"{where}: result #{bad[0] + 1} is not a memory object with an 'id'")
+    return items
+
+
+def hits_from_search(items: list[dict[str, Any]], rule: ScoreRule | None = None, *, breakdown_key: str) -> list[Hit]:
+    """Hits in Mem0's own order; a distance is normalised by `rule`, the raw value kept."""
+    hits = []
+    for rank, item in enumerate(items, start=1):
+        raw = item.get("score")
+        raw = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+        memory = _memory_from_item(item)
+        hits.append(
+            Hit(
+                memory_id=memory.memory_id,
+                rank=rank,
+                text=memory.text,
+                score=rule.normalise(raw) if rule else raw,
+                raw_score=raw,
+                breakdown=_numbers(item.get(breakdown_key)),
+                created_at=memory.created_at,
+                metadata={"user_id": memory.user_id, **memory.metadata},
+            )
+        )
+    return hits
+
+
+def context_block(hits: list[Hit]) -> str | None:
+    if not hits:
+        return None
+    return "Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)
+
+
+# ------------------------------------------------------------------ library mode
+
+
+def load_config(config: dict[str, Any] | str | Path) -> dict[str, Any]:
+    """A Mem0 config from a dict, or a YAML/JSON file path (the error names the file)."""
+    if isinstance(config, dict):
+        return dict(config)
+    path = Path(config).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidRequest(f"Cannot read the Mem0 config {path}: {exc.strerror or exc}") from exc
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            loaded = yaml.safe_load(text)
+        else:
+            loaded = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+    except Exception as exc:  # yaml.YAMLError carries its own line/column text
+        raise InvalidRequest(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(loaded, dict):
+        raise InvalidRequest(f"{path}: a Mem0 config must be a mapping, got {type(loaded).__name__}")
+    return loaded
+
+
+def offline_config(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with what a local, read-only inspection needs filled in: the packaged
+    MiniLM for a huggingface embedder with no model, 384 dims, a placeholder LLM
+    key, and Mem0's history file under memlens's data directory."""
+    config = json.loads(json.dumps(config))  # a deep copy we may change
+    embedder = config.setdefault("embedder", {"provider": "huggingface", "config": {}})
+    embedder_config = embedder.setdefault("config", {}) or {}
+    embedder["config"] = embedder_config
+    if embedder.get("provider", "huggingface") == "huggingface" and not embedder_config.get("model"):
+        from connectors import embedding
+
+        embedder_config["model"] = embedding.packaged_model_path()
+        embedder_config.setdefault("embedding_dims", embedding.DIMENSIONS)
+    vector_store = config.setdefault("vector_store", {})
+    vs_config = vector_store.setdefault("config", {}) or {}
+    vector_store["config"] = vs_config
+    if embedder_config.get("embedding_dims"):
+        vs_config.setdefault("embedding_model_dims", embedder_config["embedding_dims"])
+    llm = config.setdefault("llm", {"provider": "openai", "config": {}})
+    llm_config = llm.setdefault("config", {}) or {}
+    llm["config"] = llm_config
+    if not llm_config.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
+        llm_config["api_key"] = UNUSED_LLM_KEY
+    config.setdefault("history_db_path", str(data_dir() / "mem0" / "history.db"))
+    return config
+
+
+def _import_mem0():
+    # Telemetry is read when mem0 is first imported: switch it off before that.
+    # An inspector must not report its reads anywhere.
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ.setdefault("MEM0_DIR", str(data_dir() / "mem0"))
+    Path(os.environ["MEM0_DIR"]).mkdir(parents=True, exist_ok=True)
+    try:
+        import mem0
+    except ImportError as exc:
+        raise StoreUnavailable(
+            "Mem0 is not installed: `pip install 'memlens[mem0]'` (the mem0ai package)."
+        ) from exc
+    return mem0
+
+
+def _default_threshold(memory: Any) -> float | None:
+    """The threshold `Memory.search` applies when a caller passes none."""
+    import inspect
+
+    try:
+        default = inspect.signature(type(memory).search).parameters["threshold"].default
+    except (KeyError, TypeError, ValueError):
+        return None
+    return float(default) if isinstance(default, (int, float)) else None
+
+
+class Mem0LibraryStore:
+    """A ``mem0.Memory`` opened from a config and queried read-only."""
+
+    name = "mem0"
+    score_kind = ScoreKind.SIMILARITY
+
+    def __init__(
+        self,
+        memory: Any,
+        *,
+        backend: str,
+        version: str | None = None,
+        app_threshold: float | None = None,
+    ):
+        self.memory = memory
+        self.version = version or installed_version()
+        self.rule = score_rule(self.version, backend)
+        self.score_kind = ScoreKind.DISTANCE if self.rule.returns_distance else ScoreKind.SIMILARITY
+        self.default_threshold = _default_threshold(memory)
+        self.app_threshold = app_threshold
+
+    @property
+    def backend(self) -> str:
+        return self.rule.backend
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any] | str | Path, *, app_threshold: float | None = None) -> "Mem0LibraryStore":
+        prepared = offline_config(load_config(config))
+        mem0 = _import_mem0()
+        try:
+            memory = mem0.Memory.from_config(prepared)
+        except ConnectorError:
+            raise
+        except Exception as exc:  # pydantic validation, a locked Qdrant path, a missing model ...
+            raise StoreUnavailable(f"Mem0 could not open this config: {type(exc).__name__}: {exc}") from exc
+        backend = str(prepared.get("vector_store", {}).get("provider") or memory.config.vector_store.provider)
+        return cls(memory, backend=backend, app_threshold=app_threshold)
+
+    # -------------------------------------------------------------- protocol
+
+    def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
+        if not text or not text.strip():
+            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        if not user_id:
+            raise InvalidRequest("Mem0 searches one entity at a time: choose an end user id.")
+        if k < 1:
+            raise InvalidRequest(f"k must be at least 1, got {k}")
+        started = time.perf_counter()
+        try:
+            body = self.memory.search(text, filters={"user_id": user_id}, top_k=k, threshold=0.0, explain=True)
+        except ValueError as exc:
+            raise InvalidRequest(f"Mem0 rejected the search: {exc}") from exc
+        except Exception as exc:
+            raise StoreUnavailable(f"Mem0 search failed: {type(exc).__name__}: {exc}") from exc
+        latency_ms = (time.perf_counter() - started) * 1000
+        items = _results_list(body, "Mem0 search")
+        hits = hits_from_search(items, self.rule, breakdown_key="score_details")
+        notes = [n for n in (self.rule.note, self.threshold_note(hits)) if n]
+        return QueryResult(
+            query=text,
+            hits=hits,
+            context=context_block(hits),
+            latency_ms=latency_ms,
+            raw=body,
+            notes=notes,
+            score_kind=self.score_kind,
+            raw_score_kind=self.rule.raw_kind,
+        )
+
+    def effective_threshold(self) -> tuple[float | None, str]:
+        if self.app_threshold is not None:
+            return self.app_threshold, "the threshold configured for your app"
+        return self.default_threshold, f"the default of Memory.search in mem0ai {self.version}"
+
+    def threshold_note(self, hits: list[Hit]) -> str | None:
+        """Which threshold Mem0 would apply, and what it would hide from these hits.
+
+        memlens queried with threshold 0 so the floor decides. Mem0 gates the
+        semantic score (before BM25/entity boosts) on its threshold."""
+        threshold, source = self.effective_threshold()
+        if threshold is None:
+            return None
+        if self.rule.returns_distance:
+            return (
+                f"Mem0 itself would apply threshold {threshold:.2f} ({source}), but on this version and "
+                "backend it compares it with a distance: it keeps the farthest memories and hides the closest."
+            )
+        semantic = [h.breakdown.get("semantic_score", h.raw_score) for h in hits]
+        hidden = sum(1 for value in semantic if value is not None and value < threshold)
+        return (
+            f"Mem0 itself would apply threshold {threshold:.2f} ({source}) to the semantic score; "
+            f"memlens queried with 0 so the floor decides. Mem0 would have hidden {hidden} of these "
+            f"{len(hits)} hits."
+        )
+
+    def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
+        try:
+            item = self.memory.get(memory_id)
+        except Exception as exc:  # a malformed id raises inside the vector store
+            if "not found" in str(exc).lower() or isinstance(exc, ValueError):
+                return None
+            raise StoreUnavailable(f"Mem0 get failed: {type(exc).__name__}: {exc}") from exc
+        if not item:
+            return None
+        memory = _memory_from_item(item)
+        if user_id is not None and memory.user_id != user_id:
+            return None
+        return memory
+
+    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
+        if not user_id:
+            raise InvalidRequest("Mem0 lists one entity at a time: choose an end user id.")
+        try:
+            # get_all has no offset: ask for offset+limit and keep the tail.
+            body = self.memory.get_all(filters={"user_id": user_id}, top_k=offset + limit)
+        except ValueError as exc:
+            raise InvalidRequest(f"Mem0 rejected the listing: {exc}") from exc
+        except Exception as exc:
+            raise StoreUnavailable(f"Mem0 get_all failed: {type(exc).__name__}: {exc}") from exc
+        return [_memory_from_item(item) for item in _results_list(body, "Mem0 get_all")[offset : offset + limit]]
+
+    def close(self) -> None:
+        client = getattr(getattr(self.memory, "vector_store", None), "client", None)
+        close = getattr(client, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # closing twice, or a client without local files
+                pass
+
+
+def open_library(
+    config: dict[str, Any] | str | None = None,
+    app_threshold: float | str | None = None,
+) -> Mem0LibraryStore:
+    """Registry factory: `config` is a dict or a YAML/JSON path (empty: MEMLENS_MEM0_CONFIG)."""
+    config = config or os.environ.get("MEMLENS_MEM0_CONFIG")
+    if not config:
+        raise InvalidRequest("Mem0: give the path of a Mem0 config file (YAML or JSON), or set MEMLENS_MEM0_CONFIG.")
+    return Mem0LibraryStore.from_config(config, app_threshold=_optional_threshold(app_threshold))
+
+
+def _optional_threshold(value: float | str | None) -> float | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"threshold: {value!r} is not a number in [0, 1]") from None
+    if not 0.0 <= number <= 1.0:
+        raise InvalidRequest(f"threshold: {number} is outside [0, 1]")
+    return number
+
+
+# ------------------------------------------------------------------ platform mode
+
+
+def _error_message(response: httpx.Response) -> str:
+    """The server's own words, from the shapes Mem0 and Django REST framework use."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:200] or response.reason_phrase
+    if isinstance(body, dict):
+        for key in ("detail", "message", "error"):
+            value = body.get(key)
+            if isinstance(value, dict):
+                value = value.get("message") or value.get("detail")
+            if value:
+                return str(value)[:300]
+    return response.reason_phrase
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    header = response.headers.get("Retry-After")
+    if header:
+        try:
+            return max(0.0, float(header))
+        except ValueError:
+            pass  # an HTTP date: rare enough to treat as "not said"
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    value = body.get("retry_after") if isinstance(body, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _request_id(response: httpx.Response) -> str | None:
+    for header in ("x-request-id", "request-id", "x-amzn-requestid"):
+        if response.headers.get(header):
+            return response.headers[header]
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return str(body["request_id"]) if isinstance(body, dict) and body.get("request_id") else None
+
+
+class Mem0PlatformStore:
+    """The Mem0 Platform REST API; `client` is injectable (tests pass a MockTransport)."""
+
+    name = "mem0_platform"
+    score_kind = ScoreKind.SIMILARITY
+
+    def __init__(
+        self,
+        api_key: str | None,
+        *,
+        base_url: str = PLATFORM_URL,
+        client: httpx.Client | None = None,
+        timeout: float = 10.0,
+        rerank: bool = False,
+        app_threshold: float | None = None,
+        max_retries: int = 2,
+        max_retry_wait: float = 10.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        if not api_key:
+            raise AuthFailed("Mem0 Platform needs an API key: set MEM0_API_KEY (or enter it in the settings).")
+        self.base_url = (base_url or PLATFORM_URL).rstrip("/")
+        self.timeout = float(timeout)
+        self.rerank = bool(rerank)
+        self.app_threshold = app_threshold
+        self.max_retries = max(0, int(max_retries))
+        self.max_retry_wait = float(max_retry_wait)
+        self._sleep = sleep
+        self._headers = {"Authorization": f"Token {api_key}", "Accept": "application/json"}
+        self._owns_client = client is None
+        self._client = client or httpx.Client(base_url=self.base_url, timeout=self.timeout)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"Mem0PlatformStore(base_url={self.base_url!r})"
+
+    def _url(self, path: str) -> str:
+        # An injected client may carry no base_url (a bare MockTransport client).
+        return path if self._client.base_url.host else f"{self.base_url}{path}"
+
+    def _send(self, method: str, path: str, *, json_body: Any = None, params: dict | None = None) -> Any:
+        where = f"Mem0 Platform {method} {path}"
+        attempt = 0
+        while True:
+            try:
+                response = self._client.request(
+                    method, self._url(path), json=json_body, params=params, headers=self._headers, timeout=self.timeout
+                )
+            except httpx.TimeoutException as exc:
+                raise StoreTimeout(f"{where}: no answer within {self.timeout:g} s") from exc
+            except httpx.TransportError as exc:
+                raise StoreUnavailable(f"{where}: cannot reach {self.base_url} ({type(exc).__name__})") from exc
+            status = response.status_code
+            if status < 400:
+                break
+            request_id = _request_id(response)
+            message = _error_message(response)
+            if status == 429:
+                wait = _retry_after(response)
+                if attempt < self.max_retries and (wait or 0.0) <= self.max_retry_wait:
+                    self._sleep(wait if wait is not None else 0.5 * 2**attempt)
+                    attempt += 1
+                    continue
+                after = f"; retry after {wait:g} s" if wait is not None else ""
+                raise RateLimited(f"{where}: rate limited ({message}){after}", retry_after=wait, request_id=request_id, status=status)
+            if status >= 500:
+                if attempt < self.max_retries:
+                    self._sleep(0.5 * 2**attempt)
+                    attempt += 1
+                    continue
+                raise BadResponse(
+                    f"{where}: server error {status} after {attempt + 1} tries ({message})",
+                    request_id=request_id,
+                    status=status,
+                )
+            if status in (401, 403):
+                raise AuthFailed(f"{where}: the API key was refused ({status}: {message})", request_id=request_id, status=status)
+            if status == 404:
+                raise NotFound(f"{where}: not found ({message})", request_id=request_id, status=status)
+            raise InvalidRequest(f"{where}: rejected with {status} ({message})", request_id=request_id, status=status)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise BadResponse(f"{where}: the answer is not JSON", request_id=_request_id(response), status=status) from exc
+
+    # -------------------------------------------------------------- protocol
+
+    def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
+        if not text or not text.strip():
+            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        if not user_id:
+            raise InvalidRequest("Mem0 Platform searches need an entity id: choose an end user id.")
+        if k < 1:
+            raise InvalidRequest(f"k must be at least 1, got {k}")
+        payload = {
+            "query": text,
+            "filters": {"user_id": user_id},
+            "top_k": int(k),
+            "threshold": 0.0,
+            "rerank": self.rerank,
+        }
+        started = time.perf_counter()
+        body = self._send("POST", "/v3/memories/search/", json_body=payload)
+        latency_ms = (time.perf_counter() - started) * 1000
+        hits = hits_from_search(_results_list(body, "Mem0 Platform search"), breakdown_key="score_breakdown")
+        threshold = self.app_threshold if self.app_threshold is not None else PLATFORM_DEFAULT_THRESHOLD
+        source = "the threshold configured for your app" if self.app_threshold is not None else "the v3 search default"
+        hidden = sum(1 for h in hits if h.score is not None and h.score < threshold)
+        notes = [
+            f"Mem0 Platform itself would apply threshold {threshold:.2f} ({source}); memlens queried with 0 "
+            f"so the floor decides. Mem0 would have hidden {hidden} of these {len(hits)} hits."
+        ]
+        return QueryResult(
+            query=text, hits=hits, context=context_block(hits), latency_ms=latency_ms, raw=body, notes=notes
+        )
+
+    def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
+        from urllib.parse import quote
+
+        try:
+            body = self._send("GET", f"/v1/memories/{quote(memory_id, safe='')}/")
+        except NotFound:
+            return None
+        if not isinstance(body, dict) or "id" not in body:
+            raise BadResponse("Mem0 Platform GET memory: the answer is not a memory object")
+        memory = _memory_from_item(body)
+        if user_id is not None and memory.user_id not in (None, user_id):
+            return None
+        return memory
+
+    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
+        if not user_id:
+            raise InvalidRequest("Mem0 Platform lists one entity at a time: choose an end user id.")
+        # Pages are page_size wide; an offset that is not a multiple is read from page 1.
+        if offset % limit == 0:
+            params, skip = {"page": offset // limit + 1, "page_size": limit}, 0
+        else:
+            params, skip = {"page": 1, "page_size": offset + limit}, offset
+        try:
+            body = self._send("POST", "/v3/memories/", json_body={"filters": {"user_id": user_id}}, params=params)
+        except NotFound:
+            return []  # a page past the end
+        return [_memory_from_item(item) for item in _results_list(body, "Mem0 Platform list")[skip : skip + limit]]
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+
+def open_platform(
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeout: float = 10.0,
+    rerank: bool = False,
+    app_threshold: float | str | None = None,
+    client: httpx.Client | None = None,
+) -> Mem0PlatformStore:
+    """Registry factory; the key comes from the settings or MEM0_API_KEY."""
+    return Mem0PlatformStore(
+        api_key or os.environ.get("MEM0_API_KEY"),
+        base_url=base_url or os.environ.get("MEMLENS_MEM0_URL") or PLATFORM_URL,
+        timeout=timeout,
+        rerank=rerank,
+        app_threshold=_optional_threshold(app_threshold),
+        client=client,
+    )

@@ -1,0 +1,358 @@
+"""A Qdrant collection of memories: local path (embedded mode) or a server URL.
+
+The query is embedded with the sentence-transformers model the collection was
+built with (the packaged all-MiniLM-L6-v2 unless configured), and
+``query_points`` returns each point's score in the collection's distance:
+
+    Cosine      cosine similarity in [-1, 1], higher is better   -> kept as is
+    Dot         dot product, higher is better                     -> kept as is
+    Euclid      euclidean distance, lower is better               -> 1 / (1 + d)
+    Manhattan   manhattan distance, lower is better               -> 1 / (1 + d)
+
+A distance is normalised on read (``QueryResult.raw_score_kind`` names it, the
+store's value stays in ``Hit.raw_score``), and the store's own order is kept.
+Which payload keys hold the id, text, created_at and user is configurable.
+
+Qdrant's local mode locks its folder to one client per process, so clients are
+shared per path here: two stores (or two Compare columns) on one folder work.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from connectors import embedding
+from connectors.base import (
+    BadResponse,
+    ConnectorError,
+    Hit,
+    InvalidRequest,
+    Memory,
+    NotFound,
+    QueryResult,
+    ScoreKind,
+    StoreTimeout,
+    StoreUnavailable,
+)
+
+DISTANCE_KINDS = {
+    "cosine": (ScoreKind.SIMILARITY, None),
+    "dot": (ScoreKind.SIMILARITY, None),
+    "euclid": (ScoreKind.DISTANCE, "euclidean distance"),
+    "manhattan": (ScoreKind.DISTANCE, "manhattan distance"),
+}
+USERS_SCAN_LIMIT = 10_000
+
+_local_clients: dict[str, Any] = {}
+_local_lock = threading.Lock()
+
+
+def local_client(path: str | Path):
+    """The one QdrantClient for a local folder in this process."""
+    from qdrant_client import QdrantClient
+
+    key = str(Path(path).expanduser().resolve())
+    with _local_lock:
+        if key not in _local_clients:
+            try:
+                _local_clients[key] = QdrantClient(path=key)
+            except Exception as exc:  # a folder locked by another process, unreadable files
+                raise StoreUnavailable(f"Cannot open the Qdrant folder {key}: {exc}") from exc
+        return _local_clients[key]
+
+
+def normalise(distance: str, raw: float | None) -> float | None:
+    """Higher-is-better score for a Qdrant score in `distance` (see module docstring)."""
+    if raw is None:
+        return None
+    if DISTANCE_KINDS[distance][0] is ScoreKind.DISTANCE:
+        return 1.0 / (1.0 + max(0.0, raw))
+    return raw
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, tz=timezone.utc)
+    if isinstance(value, str) and value:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return None
+
+
+class QdrantStore:
+    """One named Qdrant collection, read-only."""
+
+    name = "qdrant"
+
+    def __init__(
+        self,
+        collection: str,
+        *,
+        path: str | Path | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        vector_name: str | None = None,
+        id_field: str | None = None,
+        text_field: str = "text",
+        created_at_field: str | None = "created_at",
+        user_field: str = "user_id",
+        model: str | None = None,
+        timeout: float = 10.0,
+    ):
+        if not collection:
+            raise InvalidRequest("Qdrant: name the collection to read.")
+        self.collection = collection
+        self.vector_name = vector_name or None
+        self.id_field = id_field or None
+        self.text_field = text_field or "text"
+        self.created_at_field = created_at_field or None
+        self.user_field = user_field or "user_id"
+        self.model = model or None
+        self.location = str(path or url or "client")
+        if client is not None:
+            self.client = client
+        elif path:
+            self.client = local_client(path)
+        elif url:
+            from qdrant_client import QdrantClient
+
+            self.client = QdrantClient(url=url, api_key=api_key or None, timeout=int(timeout))
+        else:
+            raise InvalidRequest("Qdrant: give a local folder (path) or a server URL.")
+        self.distance = self._read_distance()
+        self.score_kind, self.raw_score_kind = DISTANCE_KINDS[self.distance]
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        """Run one client call, translating its failures at this boundary."""
+        try:
+            return fn(*args, **kwargs)
+        except ConnectorError:
+            raise
+        except Exception as exc:
+            text = str(exc)
+            kind = type(exc).__name__
+            if "timed out" in text.lower() or "timeout" in kind.lower():
+                raise StoreTimeout(f"Qdrant {what} on {self.collection!r}: timed out") from exc
+            if "not found" in text.lower() and "collection" in text.lower():
+                raise NotFound(f"Qdrant: no collection {self.collection!r} at {self.location}") from exc
+            if "connect" in text.lower() or "connect" in kind.lower():
+                raise StoreUnavailable(f"Qdrant at {self.location} is unreachable ({kind})") from exc
+            raise BadResponse(f"Qdrant {what} on {self.collection!r} failed: {kind}: {text[:300]}") from exc
+
+    def _read_distance(self) -> str:
+        exists = self._call("collection check", self.client.collection_exists, self.collection)
+        if not exists:
+            raise NotFound(f"Qdrant: no collection {self.collection!r} at {self.location}")
+        info = self._call("collection info", self.client.get_collection, self.collection)
+        vectors = info.config.params.vectors
+        if isinstance(vectors, dict):
+            if not vectors:
+                raise BadResponse(f"Qdrant: collection {self.collection!r} has no dense vectors")
+            if self.vector_name is None:
+                if len(vectors) > 1:
+                    raise InvalidRequest(
+                        f"Qdrant: collection {self.collection!r} has named vectors "
+                        f"{', '.join(sorted(vectors))}: set vector_name to one of them"
+                    )
+                self.vector_name = next(iter(vectors))
+            if self.vector_name not in vectors:
+                raise InvalidRequest(
+                    f"Qdrant: collection {self.collection!r} has no vector named {self.vector_name!r} "
+                    f"(it has {', '.join(sorted(vectors))})"
+                )
+            params = vectors[self.vector_name]
+        else:
+            params = vectors
+        distance = str(getattr(params.distance, "value", params.distance)).lower()
+        if distance not in DISTANCE_KINDS:
+            raise BadResponse(f"Qdrant: unknown distance {distance!r} in collection {self.collection!r}")
+        return distance
+
+    def _user_filter(self, user_id: str | None):
+        if not user_id:
+            return None
+        from qdrant_client import models
+
+        return models.Filter(must=[models.FieldCondition(key=self.user_field, match=models.MatchValue(value=user_id))])
+
+    def _memory_id(self, point: Any) -> str:
+        payload = point.payload or {}
+        if self.id_field and payload.get(self.id_field) is not None:
+            return str(payload[self.id_field])
+        return str(point.id)
+
+    def _text(self, point: Any) -> str:
+        value = (point.payload or {}).get(self.text_field)
+        return value if isinstance(value, str) else ("" if value is None else str(value))
+
+    def _metadata(self, point: Any) -> dict[str, Any]:
+        used = {self.text_field}
+        return {"point_id": str(point.id), **{k: v for k, v in (point.payload or {}).items() if k not in used}}
+
+    # -------------------------------------------------------------- protocol
+
+    def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
+        if not text or not text.strip():
+            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        if k < 1:
+            raise InvalidRequest(f"k must be at least 1, got {k}")
+        started = time.perf_counter()
+        vector = embedding.encode([text], model=self.model)[0].tolist()
+        response = self._call(
+            "query",
+            self.client.query_points,
+            self.collection,
+            query=vector,
+            using=self.vector_name,
+            query_filter=self._user_filter(user_id),
+            limit=int(k),
+            with_payload=True,
+        )
+        latency_ms = (time.perf_counter() - started) * 1000
+        hits = []
+        for rank, point in enumerate(response.points, start=1):
+            raw = float(point.score) if point.score is not None else None
+            hits.append(
+                Hit(
+                    memory_id=self._memory_id(point),
+                    rank=rank,
+                    text=self._text(point),
+                    score=normalise(self.distance, raw),
+                    raw_score=raw,
+                    created_at=_parse_time((point.payload or {}).get(self.created_at_field)) if self.created_at_field else None,
+                    metadata=self._metadata(point),
+                )
+            )
+        notes = []
+        if self.distance == "dot":
+            notes.append(
+                "This collection ranks by dot product: it is a cosine similarity only when the stored "
+                "vectors are unit length, so check that before trusting a floor."
+            )
+        raw = {
+            "collection": self.collection,
+            "distance": self.distance,
+            "points": [{"id": str(p.id), "score": p.score, "payload": p.payload} for p in response.points],
+        }
+        return QueryResult(
+            query=text,
+            hits=hits,
+            context=("Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)) if hits else None,
+            latency_ms=latency_ms,
+            raw=raw,
+            notes=notes,
+            score_kind=self.score_kind,
+            raw_score_kind=self.raw_score_kind,
+        )
+
+    def _to_memory(self, point: Any) -> Memory:
+        payload = point.payload or {}
+        return Memory(
+            memory_id=self._memory_id(point),
+            text=self._text(point),
+            user_id=payload.get(self.user_field),
+            created_at=_parse_time(payload.get(self.created_at_field)) if self.created_at_field else None,
+            metadata=self._metadata(point),
+        )
+
+    def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
+        from qdrant_client import models
+
+        if self.id_field:
+            conditions = [models.FieldCondition(key=self.id_field, match=models.MatchValue(value=memory_id))]
+            if user_id:
+                conditions.append(models.FieldCondition(key=self.user_field, match=models.MatchValue(value=user_id)))
+            points, _ = self._call(
+                "get", self.client.scroll, self.collection, scroll_filter=models.Filter(must=conditions), limit=1
+            )
+        else:
+            point_id: Any = int(memory_id) if memory_id.isdigit() else memory_id
+            try:
+                points = self.client.retrieve(self.collection, ids=[point_id], with_payload=True)
+            except Exception:  # not a valid point id (neither an integer nor a UUID): no such memory
+                return None
+        if not points:
+            return None
+        memory = self._to_memory(points[0])
+        if user_id is not None and memory.user_id != user_id:
+            return None
+        return memory
+
+    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
+        # scroll pages by point id; walking to `offset` costs a read per page, which
+        # is fine for the sizes a reviewer pages through by hand.
+        collected: list[Any] = []
+        next_page = None
+        wanted = offset + limit
+        while len(collected) < wanted:
+            points, next_page = self._call(
+                "list",
+                self.client.scroll,
+                self.collection,
+                scroll_filter=self._user_filter(user_id),
+                limit=min(256, wanted - len(collected)),
+                offset=next_page,
+                with_payload=True,
+            )
+            collected.extend(points)
+            if next_page is None:
+                break
+        return [self._to_memory(p) for p in collected[offset:wanted]]
+
+    def users(self) -> list[str]:
+        """The distinct user values, from the first USERS_SCAN_LIMIT points."""
+        seen: set[str] = set()
+        next_page = None
+        scanned = 0
+        while scanned < USERS_SCAN_LIMIT:
+            points, next_page = self._call(
+                "users", self.client.scroll, self.collection, limit=512, offset=next_page, with_payload=[self.user_field]
+            )
+            scanned += len(points)
+            seen.update(str(p.payload[self.user_field]) for p in points if (p.payload or {}).get(self.user_field))
+            if next_page is None:
+                break
+        return sorted(seen)
+
+    def close(self) -> None:
+        # Local clients are shared per folder (see local_client); they stay open.
+        pass
+
+
+def open_store(
+    collection: str = "memories",
+    path: str | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+    vector_name: str | None = None,
+    id_field: str | None = None,
+    text_field: str = "text",
+    created_at_field: str | None = "created_at",
+    user_field: str = "user_id",
+    model: str | None = None,
+    timeout: float = 10.0,
+) -> QdrantStore:
+    """Registry factory: a local folder wins over a URL when both are given."""
+    if path and not Path(path).expanduser().exists():
+        raise StoreUnavailable(f"No Qdrant folder at {path}")
+    return QdrantStore(
+        collection,
+        path=path or None,
+        url=None if path else (url or None),
+        api_key=api_key,
+        vector_name=vector_name,
+        id_field=id_field,
+        text_field=text_field,
+        created_at_field=created_at_field,
+        user_field=user_field,
+        model=model,
+        timeout=timeout,
+    )

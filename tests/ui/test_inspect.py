@@ -1,0 +1,242 @@
+"""The Inspect page in AppTest: the pizza loop, the floor, labels, the URL."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from connectors.base import REGISTRY, StoreSpec, StoreTimeout, register
+
+PIZZA = "What is the user's favourite pizza topping?"
+THEME = "Which UI theme does the user prefer?"
+SEARCH = "FormSubmitter:query_form-Search"
+
+
+class CountingStore:
+    """The demo store, counting every call that reaches it."""
+
+    name = "counting"
+
+    def __init__(self):
+        from connectors.embedded import open_demo_store
+
+        self.inner = open_demo_store()
+        self.score_kind = self.inner.score_kind
+        self.calls: list[str] = []
+
+    def query(self, text, *, user_id, k):
+        self.calls.append("query")
+        return self.inner.query(text, user_id=user_id, k=k)
+
+    def get(self, memory_id, *, user_id=None):
+        self.calls.append("get")
+        return self.inner.get(memory_id, user_id=user_id)
+
+    def list(self, *, user_id, limit, offset=0):
+        self.calls.append("list")
+        return self.inner.list(user_id=user_id, limit=limit, offset=offset)
+
+    def users(self):
+        return self.inner.users()
+
+    @property
+    def default_user(self):
+        return "sam"
+
+    def close(self):
+        pass
+
+
+OPENED: list[CountingStore] = []
+
+
+def open_counting() -> CountingStore:
+    OPENED.append(CountingStore())
+    return OPENED[-1]
+
+
+class TimingOutStore(CountingStore):
+    def query(self, text, *, user_id, k):
+        self.calls.append("query")
+        raise StoreTimeout("The store did not answer within 5.0 s", request_id="req-42")
+
+
+def open_timing_out() -> TimingOutStore:
+    OPENED.append(TimingOutStore())
+    return OPENED[-1]
+
+
+@pytest.fixture
+def test_stores():
+    register(StoreSpec("test-counting", "Counting demo", f"{__name__}:open_counting"))
+    register(StoreSpec("test-timeout", "Timing out", f"{__name__}:open_timing_out"))
+    OPENED.clear()
+    yield OPENED
+    REGISTRY.pop("test-counting")
+    REGISTRY.pop("test-timeout")
+
+
+def ask(at, query: str):
+    if not at.text_input:  # not run yet
+        at.run()
+    at.text_input(key="query").input(query)
+    at.button(key=SEARCH).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def table(at):
+    return at.dataframe[0].value
+
+
+def statuses(at) -> dict[str, str]:
+    frame = table(at)
+    return dict(zip(frame["memory id"], frame["status"]))
+
+
+def test_first_open_shows_demo_defaults(app):
+    at = app()
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="store").value == "embedded"
+    assert at.selectbox(key="user").value == "sam"
+    assert at.number_input(key="k").value == 5
+    assert at.slider(key="floor").value == pytest.approx(0.35)
+    assert "Type a message" in at.info[0].value
+
+
+def test_pizza_scenario(app):
+    at = ask(app(), PIZZA)
+    frame = table(at)
+    assert len(frame) == 5
+    assert {"rank", "memory id", "text", "score", "semantic", "recency", "importance", "usage", "status"} <= set(frame)
+    assert "Prefers light UI theme" in list(frame["text"])
+    assert frame["semantic"].max() < 0.3
+    # Under the default floor nothing is kept: the prompt says so.
+    assert set(frame["status"]) == {"dropped"}
+    assert at.code[0].value.startswith("No stored memory is relevant to this message.")
+    # Slide the floor under the theme memory: it reaches the prompt block.
+    theme_score = float(frame.loc[frame["text"] == "Prefers light UI theme", "score"].iloc[0])
+    at.slider(key="floor").set_value(round(theme_score - 0.01, 2)).run()
+    assert statuses(at)[frame.loc[frame["text"] == "Prefers light UI theme", "memory id"].iloc[0]] == "kept"
+    assert "Prefers light UI theme" in at.code[0].value
+    # The chart is drawn with the floor on it.
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert any(shape.get("x0") == pytest.approx(round(theme_score - 0.01, 2)) for shape in figure["layout"]["shapes"])
+    assert {trace["name"].split(" ")[0] for trace in figure["data"]} == {"semantic", "recency", "importance", "usage"}
+
+
+def test_floor_moves_change_kept_dropped_and_the_prompt_block(app):
+    at = ask(app(), THEME)
+    assert statuses(at)["sam-02"] == "kept"
+    kept_at_default = list(statuses(at).values()).count("kept")
+    block_default = at.code[0].value
+    at.slider(key="floor").set_value(0.0).run()
+    assert set(statuses(at).values()) == {"kept"}
+    assert at.code[0].value.startswith("Relevant memories about the user:")
+    assert at.code[0].value.count("\n- ") == 5  # nothing dropped: the store's own block, all five
+    assert any("store's own context block is used" in c.value for c in at.caption)
+    at.slider(key="floor").set_value(1.0).run()
+    assert set(statuses(at).values()) == {"dropped"}
+    assert at.code[0].value.startswith("No stored memory is relevant")
+    at.slider(key="floor").set_value(0.35).run()
+    assert list(statuses(at).values()).count("kept") == kept_at_default
+    assert at.code[0].value == block_default
+    assert "Prefers light UI theme" in block_default
+
+
+def test_store_is_queried_once_across_floor_moves_and_labels(app, test_stores):
+    at = app(store="test-counting")
+    ask(at, PIZZA)
+    for floor in (0.1, 0.2, 0.05):
+        at.slider(key="floor").set_value(floor).run()
+    first, second = table(at)["memory id"][:2]
+    at.button(key=f"relevant_{first}").click().run()
+    at.button(key=f"not_relevant_{second}").click().run()
+    assert not at.exception
+    [store] = test_stores
+    assert store.calls.count("query") == 1
+    assert at.session_state["store_calls"] == 1
+
+
+def test_labels_are_written_by_id_and_survive_a_new_session(app, data_dir):
+    at = ask(app(), PIZZA)
+    theme_id = table(at).set_index("text").loc["Prefers light UI theme", "memory id"]
+    at.button(key=f"not_relevant_{theme_id}").click().run()
+    assert any("❌ not relevant" in m.value for m in at.markdown)
+    # A new browser session (a new AppTest) on the same data dir sees the label.
+    again = ask(app(), PIZZA)
+    assert any("❌ not relevant" in m.value for m in again.markdown)
+    labels = again.dataframe[1].value
+    assert list(labels["memory_id"]) == [theme_id]
+    assert list(labels["label"]) == ["not_relevant"]
+    assert "memory_text" not in labels.columns
+    # The file on disk holds ids, not text.
+    import sqlite3
+
+    with sqlite3.connect(data_dir / "labels.sqlite") as db:
+        rows = db.execute("SELECT * FROM labels").fetchall()
+    assert len(rows) == 1
+    assert not any(isinstance(v, str) and ("pizza" in v or "theme" in v.lower()) for v in rows[0])
+
+
+def test_opt_in_stores_text_with_the_label(app):
+    at = app(store_text=True)
+    ask(at, THEME)
+    at.button(key="relevant_sam-02").click().run()
+    labels = at.dataframe[1].value
+    assert list(labels["memory_text"]) == ["Prefers light UI theme"]
+    assert list(labels["query_text"]) == [THEME]
+
+
+def test_url_carries_query_user_k_and_floor(app):
+    at = ask(app(), THEME)
+    at.slider(key="floor").set_value(0.5).run()
+    assert at.query_params["query"] == [THEME] or at.query_params["query"] == THEME
+    shared = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert shared["user"] == "sam" and shared["k"] == "5" and shared["floor"] == "0.50"
+    # Following the link in a new session reproduces the view without typing.
+    follow = app()
+    follow.query_params.update(shared)
+    follow.run()
+    assert not follow.exception
+    assert follow.text_input(key="query").value == THEME
+    assert follow.slider(key="floor").value == pytest.approx(0.5)
+    assert list(table(follow)["memory id"]) == list(table(at)["memory id"])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"k": "many", "floor": "high"},
+        {"k": "500", "floor": "-3"},
+        {"query": "x" * 5000},
+    ],
+)
+def test_malformed_url_falls_back_to_defaults(app, params):
+    at = app()
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception
+    assert 1 <= at.number_input(key="k").value <= 50
+    assert 0.0 <= at.slider(key="floor").value <= 1.0
+    assert len(at.text_input(key="query").value or "") <= 2000
+
+
+def test_memory_score_floor_sets_the_default(app, monkeypatch):
+    monkeypatch.setenv("MEMORY_SCORE_FLOOR", "0.12")
+    at = app()
+    at.run()
+    assert at.slider(key="floor").value == pytest.approx(0.12)
+
+
+def test_a_failing_store_shows_a_message_and_the_page_keeps_running(app, test_stores):
+    at = app(store="test-timeout")
+    ask(at, PIZZA)
+    assert any("did not answer within 5.0 s" in e.value and "req-42" in e.value for e in at.error)
+    at.slider(key="floor").set_value(0.2).run()  # no retry storm on a floor move
+    assert not at.exception
+    assert test_stores[0].calls.count("query") == 1
+    at.button(key="retry_query").click().run()
+    assert test_stores[0].calls.count("query") == 2
