@@ -189,6 +189,7 @@ class MemorySyncStore:
     name = "memorysync"
     score_kind = ScoreKind.SIMILARITY
     max_k = MAX_K
+    queries_bump_usage = True  # the page says so next to anything that queries
 
     def __init__(
         self,
