@@ -14,8 +14,10 @@ file) and queries it the way an inspector must:
   same thing before and after an upgrade.
 
 Platform mode speaks the REST API over httpx (``POST /v3/memories/search/`` with
-``Authorization: Token <key>``) and maps ``score_breakdown``. Its failures map to
-the connector errors (connectors/base.py) like every HTTP connector's:
+``Authorization: Token <key>``, ``GET /v1/memories/<id>/``, ``POST /v3/memories/``
+to list) and maps ``score_breakdown``. It sends through the shared HTTP boundary
+(connectors/http_base.py), so its failures map to the connector errors
+(connectors/base.py) exactly like every HTTP connector's:
 
     transport error          -> StoreUnavailable
     timeout                  -> StoreTimeout
@@ -54,9 +56,7 @@ from connectors.base import (
     Memory,
     NotFound,
     QueryResult,
-    RateLimited,
     ScoreKind,
-    StoreTimeout,
     StoreUnavailable,
     data_dir,
 )
@@ -466,50 +466,10 @@ def _optional_threshold(value: float | str | None) -> float | None:
 # ------------------------------------------------------------------ platform mode
 
 
-def _error_message(response: httpx.Response) -> str:
-    """The server's own words, from the shapes Mem0 and Django REST framework use."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text.strip()[:200] or response.reason_phrase
-    if isinstance(body, dict):
-        for key in ("detail", "message", "error"):
-            value = body.get(key)
-            if isinstance(value, dict):
-                value = value.get("message") or value.get("detail")
-            if value:
-                return str(value)[:300]
-    return response.reason_phrase
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    header = response.headers.get("Retry-After")
-    if header:
-        try:
-            return max(0.0, float(header))
-        except ValueError:
-            pass  # an HTTP date: rare enough to treat as "not said"
-    try:
-        body = response.json()
-    except ValueError:
-        return None
-    value = body.get("retry_after") if isinstance(body, dict) else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _request_id(response: httpx.Response) -> str | None:
-    for header in ("x-request-id", "request-id", "x-amzn-requestid"):
-        if response.headers.get(header):
-            return response.headers[header]
-    try:
-        body = response.json()
-    except ValueError:
-        return None
-    return str(body["request_id"]) if isinstance(body, dict) and body.get("request_id") else None
-
-
 class Mem0PlatformStore:
-    """The Mem0 Platform REST API; `client` is injectable (tests pass a MockTransport)."""
+    """The Mem0 Platform REST API through the shared HTTP boundary
+    (connectors/http_base.py), so its errors follow the same rules as every HTTP
+    connector's; `client` is injectable (tests pass a MockTransport)."""
 
     name = "mem0_platform"
     score_kind = ScoreKind.SIMILARITY
@@ -524,73 +484,36 @@ class Mem0PlatformStore:
         rerank: bool = False,
         app_threshold: float | None = None,
         max_retries: int = 2,
-        max_retry_wait: float = 10.0,
+        max_retry_wait: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ):
+        from connectors.http_base import HttpBoundary
+
         if not api_key:
             raise AuthFailed("Mem0 Platform needs an API key: set MEM0_API_KEY (or enter it in the settings).")
-        self.base_url = (base_url or PLATFORM_URL).rstrip("/")
-        self.timeout = float(timeout)
         self.rerank = bool(rerank)
         self.app_threshold = app_threshold
-        self.max_retries = max(0, int(max_retries))
-        self.max_retry_wait = float(max_retry_wait)
-        self._sleep = sleep
         self._headers = {"Authorization": f"Token {api_key}", "Accept": "application/json"}
-        self._owns_client = client is None
-        self._client = client or httpx.Client(base_url=self.base_url, timeout=self.timeout)
+        self.http = HttpBoundary(
+            store_title="Mem0 Platform",
+            base_url=base_url or PLATFORM_URL,
+            client=client,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_retry_wait=max_retry_wait,
+            sleep=sleep,
+            secrets=[api_key],
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self.http.base_url
 
     def __repr__(self) -> str:  # never show the key
         return f"Mem0PlatformStore(base_url={self.base_url!r})"
 
-    def _url(self, path: str) -> str:
-        # An injected client may carry no base_url (a bare MockTransport client).
-        return path if self._client.base_url.host else f"{self.base_url}{path}"
-
-    def _send(self, method: str, path: str, *, json_body: Any = None, params: dict | None = None) -> Any:
-        where = f"Mem0 Platform {method} {path}"
-        attempt = 0
-        while True:
-            try:
-                response = self._client.request(
-                    method, self._url(path), json=json_body, params=params, headers=self._headers, timeout=self.timeout
-                )
-            except httpx.TimeoutException as exc:
-                raise StoreTimeout(f"{where}: no answer within {self.timeout:g} s") from exc
-            except httpx.TransportError as exc:
-                raise StoreUnavailable(f"{where}: cannot reach {self.base_url} ({type(exc).__name__})") from exc
-            status = response.status_code
-            if status < 400:
-                break
-            request_id = _request_id(response)
-            message = _error_message(response)
-            if status == 429:
-                wait = _retry_after(response)
-                if attempt < self.max_retries and (wait or 0.0) <= self.max_retry_wait:
-                    self._sleep(wait if wait is not None else 0.5 * 2**attempt)
-                    attempt += 1
-                    continue
-                after = f"; retry after {wait:g} s" if wait is not None else ""
-                raise RateLimited(f"{where}: rate limited ({message}){after}", retry_after=wait, request_id=request_id, status=status)
-            if status >= 500:
-                if attempt < self.max_retries:
-                    self._sleep(0.5 * 2**attempt)
-                    attempt += 1
-                    continue
-                raise BadResponse(
-                    f"{where}: server error {status} after {attempt + 1} tries ({message})",
-                    request_id=request_id,
-                    status=status,
-                )
-            if status in (401, 403):
-                raise AuthFailed(f"{where}: the API key was refused ({status}: {message})", request_id=request_id, status=status)
-            if status == 404:
-                raise NotFound(f"{where}: not found ({message})", request_id=request_id, status=status)
-            raise InvalidRequest(f"{where}: rejected with {status} ({message})", request_id=request_id, status=status)
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise BadResponse(f"{where}: the answer is not JSON", request_id=_request_id(response), status=status) from exc
+    def _send(self, method: str, path: str, *, json_body: Any = None, params: dict | None = None):
+        return self.http.send(method, path, headers=self._headers, json=json_body, params=params)
 
     # -------------------------------------------------------------- protocol
 
@@ -608,9 +531,8 @@ class Mem0PlatformStore:
             "threshold": 0.0,
             "rerank": self.rerank,
         }
-        started = time.perf_counter()
-        body = self._send("POST", "/v3/memories/search/", json_body=payload)
-        latency_ms = (time.perf_counter() - started) * 1000
+        reply = self._send("POST", "/v3/memories/search/", json_body=payload)
+        body = reply.body
         hits = hits_from_search(_results_list(body, "Mem0 Platform search"), breakdown_key="score_breakdown")
         threshold = self.app_threshold if self.app_threshold is not None else PLATFORM_DEFAULT_THRESHOLD
         source = "the threshold configured for your app" if self.app_threshold is not None else "the v3 search default"
@@ -620,14 +542,14 @@ class Mem0PlatformStore:
             f"so the floor decides. Mem0 would have hidden {hidden} of these {len(hits)} hits."
         ]
         return QueryResult(
-            query=text, hits=hits, context=context_block(hits), latency_ms=latency_ms, raw=body, notes=notes
+            query=text, hits=hits, context=context_block(hits), latency_ms=reply.latency_ms, raw=body, notes=notes
         )
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
         from urllib.parse import quote
 
         try:
-            body = self._send("GET", f"/v1/memories/{quote(memory_id, safe='')}/")
+            body = self._send("GET", f"/v1/memories/{quote(memory_id, safe='')}/").body
         except NotFound:
             return None
         if not isinstance(body, dict) or "id" not in body:
@@ -646,14 +568,13 @@ class Mem0PlatformStore:
         else:
             params, skip = {"page": 1, "page_size": offset + limit}, offset
         try:
-            body = self._send("POST", "/v3/memories/", json_body={"filters": {"user_id": user_id}}, params=params)
+            body = self._send("POST", "/v3/memories/", json_body={"filters": {"user_id": user_id}}, params=params).body
         except NotFound:
             return []  # a page past the end
         return [_memory_from_item(item) for item in _results_list(body, "Mem0 Platform list")[skip : skip + limit]]
 
     def close(self) -> None:
-        if self._owns_client:
-            self._client.close()
+        self.http.close()
 
 
 def open_platform(

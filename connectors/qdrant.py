@@ -6,9 +6,13 @@ built with (the packaged all-MiniLM-L6-v2 unless configured), and
 
     Cosine      cosine similarity in [-1, 1], higher is better   -> kept as is
     Dot         dot product, higher is better                     -> kept as is
-    Euclid      euclidean distance, lower is better               -> 1 / (1 + d)
+    Euclid      euclidean distance, lower is better               -> 1 - d² / 2
     Manhattan   manhattan distance, lower is better               -> 1 / (1 + d)
 
+For unit-length embeddings (memlens encodes unit-length) 1 - d²/2 is exactly the
+cosine similarity, so a floor means the same on a Euclid collection as on a
+Cosine one (and on Chroma's l2). Manhattan distance has no such identity:
+1/(1+d) keeps the order, but a floor must be calibrated for that collection.
 A distance is normalised on read (``QueryResult.raw_score_kind`` names it, the
 store's value stays in ``Hit.raw_score``), and the store's own order is kept.
 Which payload keys hold the id, text, created_at and user is configurable.
@@ -45,6 +49,14 @@ DISTANCE_KINDS = {
     "euclid": (ScoreKind.DISTANCE, "euclidean distance"),
     "manhattan": (ScoreKind.DISTANCE, "manhattan distance"),
 }
+NOTES = {
+    "dot": "This collection ranks by dot product: it is the cosine similarity only when the stored "
+    "vectors are unit length, so check how the collection was built before trusting a floor.",
+    "euclid": "Scores are 1 - d²/2 of the euclidean distance d: the cosine similarity for unit-length "
+    "vectors (memlens encodes unit-length; check how the collection was built).",
+    "manhattan": "Scores are 1/(1+d) of the manhattan distance d: the order is the store's, but the value "
+    "is not a cosine similarity, so calibrate a floor for this collection instead of reusing one.",
+}
 USERS_SCAN_LIMIT = 10_000
 
 _local_clients: dict[str, Any] = {}
@@ -69,7 +81,9 @@ def normalise(distance: str, raw: float | None) -> float | None:
     """Higher-is-better score for a Qdrant score in `distance` (see module docstring)."""
     if raw is None:
         return None
-    if DISTANCE_KINDS[distance][0] is ScoreKind.DISTANCE:
+    if distance == "euclid":
+        return 1.0 - raw * raw / 2.0
+    if distance == "manhattan":
         return 1.0 / (1.0 + max(0.0, raw))
     return raw
 
@@ -231,12 +245,7 @@ class QdrantStore:
                     metadata=self._metadata(point),
                 )
             )
-        notes = []
-        if self.distance == "dot":
-            notes.append(
-                "This collection ranks by dot product: it is a cosine similarity only when the stored "
-                "vectors are unit length, so check that before trusting a floor."
-            )
+        notes = [NOTES[self.distance]] if self.distance in NOTES else []
         raw = {
             "collection": self.collection,
             "distance": self.distance,

@@ -68,3 +68,96 @@ register(
         ),
     )
 )
+
+register(
+    StoreSpec(
+        name="mem0",
+        title="Mem0 (open-source library)",
+        factory="connectors.mem0:open_library",
+        description="A mem0ai Memory opened from your Mem0 config file, searched with threshold 0 "
+        "and explain=True; the page says which threshold Mem0 itself would apply.",
+        fields=(
+            ConfigField(
+                "config",
+                "Mem0 config file (YAML or JSON)",
+                "path",
+                env="MEMLENS_MEM0_CONFIG",
+                default="",
+                help="The dict you pass to Memory.from_config, saved as a file.",
+            ),
+            ConfigField(
+                "app_threshold",
+                "Threshold your app passes (empty: Mem0's default)",
+                "text",
+                env="MEMLENS_MEM0_THRESHOLD",
+                default="",
+            ),
+        ),
+    )
+)
+
+register(
+    StoreSpec(
+        name="mem0_platform",
+        title="Mem0 Platform (hosted, REST)",
+        factory="connectors.mem0:open_platform",
+        description="The Mem0 Platform v3 search API; each hit's score_breakdown is shown.",
+        fields=(
+            ConfigField("api_key", "API key", "secret", env="MEM0_API_KEY"),
+            ConfigField("base_url", "Base URL", "text", env="MEMLENS_MEM0_URL", default="https://api.mem0.ai"),
+            ConfigField("timeout", "Timeout (seconds)", "float", default=10.0),
+            ConfigField("rerank", "Rerank", "bool", default=False),
+            ConfigField(
+                "app_threshold",
+                "Threshold your app passes (empty: the v3 default, 0.1)",
+                "text",
+                env="MEMLENS_MEM0_THRESHOLD",
+                default="",
+            ),
+        ),
+    )
+)
+
+register(
+    StoreSpec(
+        name="qdrant",
+        title="Qdrant collection",
+        factory="connectors.qdrant:open_store",
+        local_model=True,
+        description="A Qdrant collection (local folder or server URL) queried with the model it was "
+        "built with; distances are turned into higher-is-better scores, the raw value kept.",
+        fields=(
+            ConfigField("path", "Local folder (or leave empty and give a URL)", "path", env="MEMLENS_QDRANT_PATH", default=""),
+            ConfigField("url", "Server URL", "text", env="MEMLENS_QDRANT_URL", default=""),
+            ConfigField("api_key", "API key (server only)", "secret", env="QDRANT_API_KEY"),
+            ConfigField("collection", "Collection", "text", env="MEMLENS_QDRANT_COLLECTION", default="memories"),
+            ConfigField("vector_name", "Named vector (if the collection has several)", "text", default=""),
+            ConfigField("id_field", "Payload key of the memory id (empty: point id)", "text", env="MEMLENS_QDRANT_ID_FIELD", default=""),
+            ConfigField("text_field", "Payload key of the text", "text", default="text"),
+            ConfigField("created_at_field", "Payload key of created_at", "text", default="created_at"),
+            ConfigField("user_field", "Payload key of the user id", "text", default="user_id"),
+            ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
+        ),
+    )
+)
+
+register(
+    StoreSpec(
+        name="chroma",
+        title="Chroma collection",
+        factory="connectors.chroma:open_store",
+        local_model=True,
+        description="A Chroma collection (persistent folder or server URL) queried with the model it "
+        "was built with; l2 / cosine / ip distances become higher-is-better scores, the raw value kept.",
+        fields=(
+            ConfigField("path", "Persistent folder (or leave empty and give a URL)", "path", env="MEMLENS_CHROMA_PATH", default=""),
+            ConfigField("url", "Server URL", "text", env="MEMLENS_CHROMA_URL", default=""),
+            ConfigField("collection", "Collection", "text", env="MEMLENS_CHROMA_COLLECTION", default="memories"),
+            ConfigField("id_field", "Metadata key of the memory id (empty: Chroma id)", "text", default=""),
+            ConfigField("text_field", "Metadata key of the text (document: the document)", "text", default="document"),
+            ConfigField("created_at_field", "Metadata key of created_at", "text", default="created_at"),
+            ConfigField("user_field", "Metadata key of the user id", "text", default="user_id"),
+            ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
+        ),
+    )
+)

@@ -1,0 +1,317 @@
+"""A Chroma collection of memories: a persistent folder or a Chroma server.
+
+The query is embedded with the sentence-transformers model the collection was
+built with (the packaged all-MiniLM-L6-v2 unless configured); Chroma returns
+``distances`` in the collection's space, lower is better:
+
+    l2       squared euclidean distance   -> 1 - d / 2
+    cosine   1 - cosine similarity        -> 1 - d
+    ip       1 - dot product              -> 1 - d
+
+For unit-length embeddings (sentence-transformers with normalisation, as
+memlens encodes) all three give back the cosine similarity, so one floor means
+the same thing on every space. The store's value is kept in ``Hit.raw_score``
+and ``QueryResult.raw_score_kind`` names it; the store's order is kept.
+
+Ids are Chroma's own unless ``id_field`` names a metadata key; the text is the
+document unless ``text_field`` names a metadata key.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from connectors import embedding
+from connectors.base import (
+    BadResponse,
+    ConnectorError,
+    Hit,
+    InvalidRequest,
+    Memory,
+    NotFound,
+    QueryResult,
+    ScoreKind,
+    StoreTimeout,
+    StoreUnavailable,
+)
+
+RAW_KINDS = {
+    "l2": "squared l2 distance",
+    "cosine": "cosine distance (1 - cosine similarity)",
+    "ip": "inner product distance (1 - dot product)",
+}
+DOCUMENT = "document"  # text_field value meaning "the Chroma document"
+USERS_SCAN_LIMIT = 10_000
+
+
+def normalise(space: str, distance: float | None) -> float | None:
+    """Higher-is-better score for a Chroma distance in `space` (see module docstring)."""
+    if distance is None:
+        return None
+    if space == "l2":
+        return 1.0 - distance / 2.0
+    return 1.0 - distance
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, tz=timezone.utc)
+    if isinstance(value, str) and value:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return None
+
+
+def collection_space(collection: Any) -> str:
+    """The distance space a collection was created with (Chroma's default is l2)."""
+    configuration = getattr(collection, "configuration", None) or {}
+    for index in ("hnsw", "spann"):
+        section = configuration.get(index) if isinstance(configuration, dict) else None
+        if isinstance(section, dict) and section.get("space"):
+            return str(section["space"])
+    metadata = getattr(collection, "metadata", None) or {}
+    return str(metadata.get("hnsw:space", "l2"))
+
+
+class ChromaStore:
+    """One named Chroma collection, read-only."""
+
+    name = "chroma"
+    score_kind = ScoreKind.DISTANCE
+
+    def __init__(
+        self,
+        collection: str,
+        *,
+        path: str | Path | None = None,
+        url: str | None = None,
+        client: Any = None,
+        id_field: str | None = None,
+        text_field: str = DOCUMENT,
+        created_at_field: str | None = "created_at",
+        user_field: str = "user_id",
+        model: str | None = None,
+    ):
+        if not collection:
+            raise InvalidRequest("Chroma: name the collection to read.")
+        self.collection_name = collection
+        self.id_field = id_field or None
+        self.text_field = text_field or DOCUMENT
+        self.created_at_field = created_at_field or None
+        self.user_field = user_field or "user_id"
+        self.model = model or None
+        self.location = str(path or url or "client")
+        # Chroma's own telemetry is off unless the user turned it on explicitly.
+        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+        try:
+            import chromadb
+            from chromadb.config import Settings
+        except ImportError as exc:
+            raise StoreUnavailable("Chroma is not installed: `pip install 'memlens[chroma]'`.") from exc
+        settings = Settings(anonymized_telemetry=False)
+        try:
+            if client is not None:
+                self.client = client
+            elif path:
+                self.client = chromadb.PersistentClient(path=str(Path(path).expanduser()), settings=settings)
+            elif url:
+                parsed = urlparse(url if "://" in url else f"http://{url}")
+                self.client = chromadb.HttpClient(
+                    host=parsed.hostname or "localhost",
+                    port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                    ssl=parsed.scheme == "https",
+                    settings=settings,
+                )
+            else:
+                raise InvalidRequest("Chroma: give a persistent folder (path) or a server URL.")
+        except ConnectorError:
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(f"Cannot open Chroma at {self.location}: {type(exc).__name__}: {exc}") from exc
+        self.collection = self._call("open collection", self._open_collection)
+        self.space = collection_space(self.collection)
+        if self.space not in RAW_KINDS:
+            raise BadResponse(f"Chroma: unknown distance space {self.space!r} in collection {collection!r}")
+        self.raw_score_kind = RAW_KINDS[self.space]
+
+    def _open_collection(self):
+        try:
+            return self.client.get_collection(self.collection_name)
+        except Exception as exc:
+            if "does not exist" in str(exc).lower() or "not found" in str(exc).lower():
+                raise NotFound(f"Chroma: no collection {self.collection_name!r} at {self.location}") from exc
+            raise
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ConnectorError:
+            raise
+        except Exception as exc:
+            text, kind = str(exc), type(exc).__name__
+            if "timed out" in text.lower() or "timeout" in kind.lower():
+                raise StoreTimeout(f"Chroma {what} on {self.collection_name!r}: timed out") from exc
+            if "connect" in text.lower() or "connect" in kind.lower():
+                raise StoreUnavailable(f"Chroma at {self.location} is unreachable ({kind})") from exc
+            raise BadResponse(f"Chroma {what} on {self.collection_name!r} failed: {kind}: {text[:300]}") from exc
+
+    def _where(self, user_id: str | None) -> dict | None:
+        return {self.user_field: user_id} if user_id else None
+
+    def _memory_id(self, chroma_id: str, metadata: dict) -> str:
+        if self.id_field and metadata.get(self.id_field) is not None:
+            return str(metadata[self.id_field])
+        return str(chroma_id)
+
+    def _text(self, document: str | None, metadata: dict) -> str:
+        if self.text_field == DOCUMENT:
+            return document or ""
+        value = metadata.get(self.text_field)
+        return "" if value is None else str(value)
+
+    def _created(self, metadata: dict) -> datetime | None:
+        return _parse_time(metadata.get(self.created_at_field)) if self.created_at_field else None
+
+    # -------------------------------------------------------------- protocol
+
+    def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
+        if not text or not text.strip():
+            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        if k < 1:
+            raise InvalidRequest(f"k must be at least 1, got {k}")
+        started = time.perf_counter()
+        vector = embedding.encode([text], model=self.model)[0].tolist()
+        response = self._call(
+            "query",
+            self.collection.query,
+            query_embeddings=[vector],
+            n_results=int(k),
+            where=self._where(user_id),
+            include=["documents", "metadatas", "distances"],
+        )
+        latency_ms = (time.perf_counter() - started) * 1000
+        try:
+            ids = response["ids"][0]
+            distances = response["distances"][0]
+            documents = (response.get("documents") or [[None] * len(ids)])[0]
+            metadatas = (response.get("metadatas") or [[None] * len(ids)])[0]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise BadResponse(f"Chroma query on {self.collection_name!r}: unexpected answer shape") from exc
+        hits = []
+        for rank, (chroma_id, distance, document, metadata) in enumerate(zip(ids, distances, documents, metadatas), 1):
+            metadata = dict(metadata or {})
+            raw = float(distance) if distance is not None else None
+            hits.append(
+                Hit(
+                    memory_id=self._memory_id(chroma_id, metadata),
+                    rank=rank,
+                    text=self._text(document, metadata),
+                    score=normalise(self.space, raw),
+                    raw_score=raw,
+                    created_at=self._created(metadata),
+                    metadata={"chroma_id": chroma_id, **metadata},
+                )
+            )
+        notes = [] if self.space == "cosine" else [
+            f"This collection's space is {self.space}: the score is the cosine similarity only for "
+            "unit-length embeddings (memlens encodes unit-length; check how the collection was built)."
+        ]
+        raw_body = {
+            "collection": self.collection_name,
+            "space": self.space,
+            "ids": ids,
+            "distances": distances,
+            "metadatas": metadatas,
+        }
+        return QueryResult(
+            query=text,
+            hits=hits,
+            context=("Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)) if hits else None,
+            latency_ms=latency_ms,
+            raw=raw_body,
+            notes=notes,
+            score_kind=ScoreKind.DISTANCE,
+            raw_score_kind=self.raw_score_kind,
+        )
+
+    def _memories(self, response: dict) -> list[Memory]:
+        ids = response.get("ids") or []
+        documents = response.get("documents") or [None] * len(ids)
+        metadatas = response.get("metadatas") or [None] * len(ids)
+        memories = []
+        for chroma_id, document, metadata in zip(ids, documents, metadatas):
+            metadata = dict(metadata or {})
+            memories.append(
+                Memory(
+                    memory_id=self._memory_id(chroma_id, metadata),
+                    text=self._text(document, metadata),
+                    user_id=metadata.get(self.user_field),
+                    created_at=self._created(metadata),
+                    metadata={"chroma_id": chroma_id, **metadata},
+                )
+            )
+        return memories
+
+    def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
+        if self.id_field:
+            where: dict = {self.id_field: memory_id}
+            if user_id:
+                where = {"$and": [where, {self.user_field: user_id}]}
+            response = self._call("get", self.collection.get, where=where, limit=1, include=["documents", "metadatas"])
+        else:
+            response = self._call("get", self.collection.get, ids=[memory_id], include=["documents", "metadatas"])
+        found = self._memories(response)
+        if not found or (user_id is not None and found[0].user_id != user_id):
+            return None
+        return found[0]
+
+    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
+        response = self._call(
+            "list",
+            self.collection.get,
+            where=self._where(user_id),
+            limit=int(limit),
+            offset=int(offset),
+            include=["documents", "metadatas"],
+        )
+        return self._memories(response)
+
+    def users(self) -> list[str]:
+        response = self._call("users", self.collection.get, limit=USERS_SCAN_LIMIT, include=["metadatas"])
+        return sorted({str(m[self.user_field]) for m in response.get("metadatas") or [] if m and m.get(self.user_field)})
+
+    def close(self) -> None:
+        pass  # Chroma shares one system per folder in a process; nothing of ours to release
+
+
+def open_store(
+    collection: str = "memories",
+    path: str | None = None,
+    url: str | None = None,
+    id_field: str | None = None,
+    text_field: str = DOCUMENT,
+    created_at_field: str | None = "created_at",
+    user_field: str = "user_id",
+    model: str | None = None,
+) -> ChromaStore:
+    """Registry factory: a persistent folder wins over a URL when both are given."""
+    if path and not Path(path).expanduser().exists():
+        raise StoreUnavailable(f"No Chroma folder at {path}")
+    return ChromaStore(
+        collection,
+        path=path or None,
+        url=None if path else (url or None),
+        id_field=id_field,
+        text_field=text_field,
+        created_at_field=created_at_field,
+        user_field=user_field,
+        model=model,
+    )
