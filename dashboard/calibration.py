@@ -122,8 +122,9 @@ def labelled_scores(
     relevant_count = int(relevant.sum())
     if relevant_count in (0, n):
         only = RELEVANT if relevant_count else NOT_RELEVANT
+        every = f"All {n} labelled rows are" if n > 1 else "The only labelled row is"
         raise CalibrationError(
-            f"All {n} labelled rows are {only!r}: a floor is chosen between the two classes, "
+            f"{every} {only!r}: a floor is chosen between the two classes, "
             f"so label at least one {NOT_RELEVANT if relevant_count else RELEVANT!r} hit too."
         )
 
@@ -568,7 +569,7 @@ def _bootstrap_middles(
 
 def evaluate(data: LabelledScores, floors: Iterable[float]) -> Sweep:
     """Counts at the given floors only (searchsorted on each sorted class)."""
-    floors = np.sort(np.asarray(list(floors), dtype=np.float64))
+    floors = np.unique(np.asarray(list(floors), dtype=np.float64))
     relevant_sorted = np.sort(data.scores[data.relevant])
     irrelevant_sorted = np.sort(data.scores[~data.relevant])
     dropped_relevant = np.searchsorted(relevant_sorted, floors)

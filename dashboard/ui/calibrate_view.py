@@ -1,0 +1,343 @@
+"""The Calibrate page's pieces: where the labels come from, the controls, the
+summary, the four charts, the sweep table and the exports.
+
+Nothing here queries a memory store: calibration works on labelled scores only, so
+moving a control reruns arithmetic, never a retrieval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.calibration import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
+from dashboard.calibration_report import floor_choice
+from dashboard.demo_labels import DEMO_LABELS, load_demo_labels
+from dashboard.floor import default_floor
+from dashboard.label_files import LabelFile, LabelFileError, from_labels, parse_label_bytes
+from dashboard.ui import cache
+from dashboard.ui import calibration_charts as charts
+
+SOURCE_STORE = "Label store"
+SOURCE_UPLOAD = "Upload a file"
+ALL = "(all)"
+DEFAULT_FLOORS_TEXT = "0.15, 0.20, 0.25, 0.30, 0.35, 0.40"
+MAX_TABLE_ROWS = 2_000
+MAX_ISSUES_SHOWN = 200
+
+
+@dataclass
+class LabelSource:
+    labels: LabelFile
+    kind: str  # "store" | "upload" | "demo"
+    filters: dict[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ the floor from Inspect
+
+
+def current_floor() -> float:
+    """The floor the Inspect slider is set to (its default before Inspect is opened).
+
+    Streamlit forgets a widget's value when a page without that widget runs;
+    writing the value back keeps it for the reviewer's return to Inspect."""
+    floor = float(st.session_state.get("floor", default_floor()))
+    st.session_state["floor"] = floor
+    return floor
+
+
+# ------------------------------------------------------------------ where labels come from
+
+
+def label_source() -> LabelSource | None:
+    source = st.radio("Labels from", [SOURCE_STORE, SOURCE_UPLOAD], key="calibrate_source", horizontal=True)
+    if source == SOURCE_UPLOAD:
+        return _uploaded_labels()
+    return _stored_labels()
+
+
+def _label_date(stamp: str) -> date | None:
+    try:
+        return datetime.fromisoformat(stamp).date()
+    except (TypeError, ValueError):
+        return None
+
+
+def _stored_labels() -> LabelSource:
+    store = cache.label_store()
+    everything = store.labels()
+    if not everything:
+        st.info(
+            "**Demo data.** The label store has no labels yet, so this page shows the bundled demo "
+            f"judgments (`demo_data/{DEMO_LABELS.name}`: the demo queries run against the demo store "
+            "at k = 5, each hit judged by id). Label hits on the Inspect page, or upload a label "
+            "file, to calibrate on your own labels.",
+            icon="🧪",
+        )
+        return LabelSource(load_demo_labels(), "demo")
+
+    days = sorted(d for d in (_label_date(l.updated_at) for l in everything) if d)
+    cols = st.columns(3)
+    store_name = cols[0].selectbox("Store", [ALL, *store.stores()], key="calibrate_store")
+    reviewer = cols[1].selectbox("Reviewer", [ALL, *store.reviewers()], key="calibrate_reviewer")
+    picked = cols[2].date_input(
+        "Labelled between", value=(days[0], days[-1]) if days else None, key="calibrate_dates"
+    )
+    picked = tuple(picked) if isinstance(picked, (tuple, list)) else (picked,)
+    since = picked[0] if picked else None
+    until = picked[-1] if picked else None
+    labels = store.labels(
+        store=None if store_name == ALL else store_name,
+        reviewer=None if reviewer == ALL else reviewer,
+        since=since.isoformat() if since else None,
+        # updated_at is an ISO timestamp: everything on the last day sorts before the next day.
+        until=(until + timedelta(days=1)).isoformat() if until else None,
+    )
+    filters = {
+        "store": None if store_name == ALL else store_name,
+        "reviewer": None if reviewer == ALL else reviewer,
+        "from": since.isoformat() if since else None,
+        "to": until.isoformat() if until else None,
+    }
+    return LabelSource(from_labels(labels), "store", filters)
+
+
+def _uploaded_labels() -> LabelSource | None:
+    upload = st.file_uploader(
+        "Label file: JSONL or CSV in the export format, or any file with score and label",
+        type=["jsonl", "ndjson", "json", "csv", "txt"],
+        key="calibrate_upload",
+    )
+    if upload is None:
+        st.info("Choose a label file to calibrate on.")
+        return None
+    try:
+        labels = parse_label_bytes(upload.getvalue(), source=upload.name)
+    except LabelFileError as exc:
+        st.error(str(exc))
+        return None
+    return LabelSource(labels, "upload", {"file": upload.name})
+
+
+def show_issues(labels: LabelFile) -> None:
+    for note in labels.notes:
+        st.caption(note)
+    if not labels.issues:
+        return
+    st.warning(
+        f"{len(labels.issues)} problem(s) in {labels.source}: {labels.skipped} row(s) skipped, "
+        f"{len(labels.rows)} usable row(s) used."
+    )
+    with st.expander("Problems, by line"):
+        shown = labels.issues[:MAX_ISSUES_SHOWN]
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "line": [i.line for i in shown],
+                    "field": [i.field for i in shown],
+                    "problem": [i.message for i in shown],
+                    "outcome": ["row skipped" if i.skipped else "field ignored" for i in shown],
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+        if len(labels.issues) > MAX_ISSUES_SHOWN:
+            st.caption(f"Showing the first {MAX_ISSUES_SHOWN} of {len(labels.issues):,} problems.")
+
+
+def scores_or_error(labels: LabelFile) -> LabelledScores | None:
+    try:
+        return labels.labelled_scores()
+    except CalibrationError as exc:
+        st.error(f"Cannot calibrate on {labels.source}: {exc}")
+        return None
+
+
+# ------------------------------------------------------------------ controls
+
+
+def parse_floor_list(text: str) -> tuple[list[float], list[str]]:
+    floors, bad = [], []
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            floors.append(float(part))
+        except ValueError:
+            bad.append(part)
+    return floors, bad
+
+
+def controls() -> tuple[float, list[float]]:
+    cols = st.columns(2)
+    cost_ratio = cols[0].number_input(
+        "A wrong memory costs this many missed ones",
+        min_value=0.01,
+        max_value=1000.0,
+        value=1.0,
+        step=0.5,
+        key="cost_ratio",
+        help="The recommended floor minimises cost × irrelevant kept + relevant dropped. "
+        "A stray preference is a nuisance (1); a wrong allergy in a meal plan is not (10 or more).",
+    )
+    text = cols[1].text_input("Floors to list", value=DEFAULT_FLOORS_TEXT, key="calibrate_floors")
+    floors, bad = parse_floor_list(text)
+    if bad:
+        st.warning(f"Not a number, left out of the floor list: {', '.join(repr(b) for b in bad)}")
+    return float(cost_ratio), floors
+
+
+def calibration(data: LabelledScores, floors: list[float], cost_ratio: float) -> Calibration:
+    """The calibration of these labels, recomputed only when the labels, the floors
+    or the cost ratio change (the bootstrap is the slow part on large label sets)."""
+    digest = hashlib.sha1(data.scores.tobytes() + data.relevant.tobytes())
+    if data.turn is not None:
+        digest.update(data.turn.tobytes())
+    key = (digest.hexdigest(), tuple(floors), cost_ratio)
+    memo = st.session_state.get("_calibration_memo")
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    result = calibrate(data, floors, cost_ratio)
+    st.session_state["_calibration_memo"] = (key, result)
+    return result
+
+
+# ------------------------------------------------------------------ results
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None or value != value else f"{value:.0%}"
+
+
+def show_summary(result: Calibration, current: float) -> None:
+    data, rec = result.data, result.recommendation
+    cols = st.columns(4)
+    cols[0].metric("Labelled hits", f"{len(data):,}")
+    cols[1].metric("Relevant", f"{data.relevant_count:,}")
+    cols[2].metric("Not relevant", f"{data.irrelevant_count:,}")
+    cols[3].metric("Turns", f"{data.turns:,}" if data.turn is not None else "n/a")
+    for note in result.notes:
+        st.caption(note)
+
+    if result.band:
+        st.success(f"Separating band: {result.band.describe()}.")
+    else:
+        worst = float(data.scores[data.relevant].min())
+        best = float(data.scores[~data.relevant].max())
+        st.info(
+            f"No floor separates the labels: an irrelevant hit scores {best:.3f} and a relevant one "
+            f"{worst:.3f}, so every floor keeps some irrelevant memory or drops some relevant one."
+        )
+
+    now = evaluate(data, [current])
+    cols = st.columns(2)
+    interval = (
+        f"{rec.confidence:.0%} interval {rec.interval[0]:.3f}–{rec.interval[1]:.3f} "
+        f"({rec.resamples_used} resamples of {rec.resampled})"
+        if rec.interval
+        else "no interval (too few turns holding both labels)"
+    )
+    cols[0].metric(
+        f"Recommended floor (cost ratio {rec.cost_ratio:g})",
+        format_floor(rec.floor),
+        help="The middle of the range of floors with the lowest cost; the interval is that middle "
+        "over bootstrap resamples of turns.",
+    )
+    cols[0].caption(
+        f"Keeps {rec.kept_irrelevant:,} irrelevant, drops {rec.dropped_relevant:,} relevant, "
+        f"no memory in {_percent(rec.no_memory_share)} of turns; {interval}."
+    )
+    cols[1].metric("Inspect floor", format_floor(current))
+    no_memory = now.no_memory_share[0] if now.no_memory_share is not None else None
+    cols[1].caption(
+        f"Keeps {int(now.kept_irrelevant[0]):,} irrelevant, drops {int(now.dropped_relevant[0]):,} relevant, "
+        f"no memory in {_percent(no_memory)} of turns."
+    )
+
+
+def show_charts(result: Calibration, current: float) -> None:
+    rec, band, sweep = result.recommendation.floor, result.band, result.sweep
+    left, right = st.columns(2)
+    left.plotly_chart(
+        charts.score_histogram_figure(result.data, current, rec, band), width="stretch", key="calibrate_histogram"
+    )
+    right.plotly_chart(charts.tradeoff_figure(sweep, current, rec, band), width="stretch", key="calibrate_tradeoff")
+    left, right = st.columns(2)
+    left.plotly_chart(
+        charts.precision_recall_figure(sweep, current, rec, band), width="stretch", key="calibrate_precision_recall"
+    )
+    if sweep.no_memory_share is None:
+        right.info("The share of turns left with no memory needs a message id on every label.")
+    else:
+        right.plotly_chart(
+            charts.no_memory_figure(sweep, current, rec, band), width="stretch", key="calibrate_no_memory"
+        )
+
+
+def show_sweep_table(result: Calibration) -> None:
+    st.subheader("Every floor")
+    frame = result.sweep.to_frame()
+    if len(frame) > MAX_TABLE_ROWS:
+        shown = frame.iloc[charts.thinned(result.sweep, MAX_TABLE_ROWS)]
+        st.caption(
+            f"{len(frame):,} floors (one per distinct score); showing {len(shown):,} evenly spread ones "
+            "and every listed floor. The CSV download has them all."
+        )
+    else:
+        shown = frame
+        st.caption(f"{len(frame):,} floors: one per distinct score, plus the listed ones (ticked).")
+    st.dataframe(
+        shown,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "floor": st.column_config.NumberColumn("floor", format="%.4f"),
+            "precision": st.column_config.NumberColumn("precision", format="%.3f"),
+            "recall": st.column_config.NumberColumn("recall", format="%.3f"),
+            "f1": st.column_config.NumberColumn("F1", format="%.3f"),
+            "no_memory_share": st.column_config.NumberColumn("no memory (share of turns)", format="percent"),
+            "mean_kept_per_turn": st.column_config.NumberColumn("kept per turn", format="%.2f"),
+        },
+    )
+
+
+def show_exports(result: Calibration, source: LabelSource) -> None:
+    st.subheader("Export")
+    rec = result.recommendation
+    choice = floor_choice(result, source.labels, filters=source.filters, demo=source.kind == "demo")
+    st.code(rec.snippet, language="bash")
+    cols = st.columns(3)
+    cols[0].download_button(
+        "Download the sweep (CSV)",
+        result.sweep.to_frame().to_csv(index=False),
+        file_name="memlens-sweep.csv",
+        mime="text/csv",
+        key="download_sweep_csv",
+        on_click="ignore",
+    )
+    cols[1].download_button(
+        "Download the floor (.env line)",
+        rec.snippet + "\n",
+        file_name="memlens-floor.env",
+        mime="text/plain",
+        key="download_floor_env",
+        on_click="ignore",
+    )
+    cols[2].download_button(
+        "Download the floor (JSON)",
+        json.dumps(choice, indent=2),
+        file_name="memlens-floor.json",
+        mime="application/json",
+        key="download_floor_json",
+        on_click="ignore",
+    )
+    with st.expander("The numbers behind the floor (JSON)"):
+        st.json(choice, expanded=False)

@@ -1,0 +1,122 @@
+"""Plotly figures for the Calibrate page. No Streamlit here: a figure is built, a page shows it.
+
+Every figure marks the Inspect floor (the one the reviewer is using now), the
+recommended floor and, when there is one, the separating band, so the four charts
+read against the same reference lines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from dashboard.calibration import Band, LabelledScores, Sweep, format_floor
+
+RELEVANT_COLOUR = "#4C78A8"
+IRRELEVANT_COLOUR = "#F58518"
+CURRENT_COLOUR = "#E45756"
+RECOMMENDED_COLOUR = "#54A24B"
+BAND_FILL = "rgba(84, 162, 75, 0.12)"
+NEUTRAL_COLOUR = "#72B7B2"
+MAX_LINE_POINTS = 2_000  # a line of a million floors draws no better than two thousand
+
+
+def _mark_floors(fig: go.Figure, current: float, recommended: float, band: Band | None) -> go.Figure:
+    if band is not None:
+        fig.add_vrect(x0=band.low, x1=band.high, fillcolor=BAND_FILL, line_width=0, layer="below")
+    fig.add_vline(
+        x=recommended,
+        line_dash="dot",
+        line_color=RECOMMENDED_COLOUR,
+        annotation_text=f"recommended {format_floor(recommended)}",
+        annotation_position="top left",
+    )
+    fig.add_vline(
+        x=current,
+        line_dash="dash",
+        line_color=CURRENT_COLOUR,
+        annotation_text=f"Inspect floor {format_floor(current)}",
+        annotation_position="top right",
+    )
+    return fig
+
+
+def _layout(fig: go.Figure, title: str, y_title: str, **yaxis) -> go.Figure:
+    fig.update_layout(
+        title=title,
+        height=340,
+        margin=dict(l=10, r=10, t=60, b=10),
+        xaxis=dict(title="floor (score)"),
+        yaxis=dict(title=y_title, **yaxis),
+        legend=dict(orientation="h", y=-0.25),
+        hovermode="x unified",
+    )
+    return fig
+
+
+def thinned(sweep: Sweep, max_points: int = MAX_LINE_POINTS) -> np.ndarray:
+    """Indices of the sweep worth drawing: all of them when few, else evenly spaced
+    ones plus every requested floor and both ends."""
+    if len(sweep) <= max_points:
+        return np.arange(len(sweep))
+    spaced = np.linspace(0, len(sweep) - 1, max_points).astype(np.int64)
+    return np.unique(np.concatenate([spaced, np.flatnonzero(sweep.requested)]))
+
+
+def _step(fig: go.Figure, x: np.ndarray, y: np.ndarray, name: str, colour: str, fmt: str) -> None:
+    # A sweep value belongs to the floors just below its x (up to the previous
+    # distinct score), so the line steps up to it before reaching it: "vh".
+    fig.add_scatter(
+        x=x, y=y, name=name, mode="lines", line_shape="vh", line_color=colour, hovertemplate=f"{name}: %{{y:{fmt}}}<extra></extra>"
+    )
+
+
+def score_histogram_figure(
+    data: LabelledScores, current: float, recommended: float, band: Band | None, bins: int = 40
+) -> go.Figure:
+    """Scores of relevant and irrelevant hits, overlaid on shared bins."""
+    low, high = float(data.scores.min()), float(data.scores.max())
+    size = (high - low) / bins if high > low else 0.01
+    xbins = dict(start=low, end=high + size, size=size)
+    fig = go.Figure()
+    fig.add_histogram(
+        x=data.scores[data.relevant], name="relevant", xbins=xbins, marker_color=RELEVANT_COLOUR, opacity=0.65
+    )
+    fig.add_histogram(
+        x=data.scores[~data.relevant], name="not relevant", xbins=xbins, marker_color=IRRELEVANT_COLOUR, opacity=0.65
+    )
+    fig.update_layout(barmode="overlay")
+    _layout(fig, "Scores by label", "labelled hits")
+    fig.update_layout(xaxis=dict(title="score"))
+    return _mark_floors(fig, current, recommended, band)
+
+
+def tradeoff_figure(sweep: Sweep, current: float, recommended: float, band: Band | None) -> go.Figure:
+    """Irrelevant memories kept and relevant ones dropped, at every floor."""
+    index = thinned(sweep)
+    fig = go.Figure()
+    _step(fig, sweep.floor[index], sweep.kept_irrelevant[index], "irrelevant kept", IRRELEVANT_COLOUR, ",d")
+    _step(fig, sweep.floor[index], sweep.dropped_relevant[index], "relevant dropped", RELEVANT_COLOUR, ",d")
+    _layout(fig, "What each floor gets wrong", "memories", rangemode="tozero")
+    return _mark_floors(fig, current, recommended, band)
+
+
+def precision_recall_figure(sweep: Sweep, current: float, recommended: float, band: Band | None) -> go.Figure:
+    index = thinned(sweep)
+    fig = go.Figure()
+    _step(fig, sweep.floor[index], sweep.precision[index], "precision", IRRELEVANT_COLOUR, ".2f")
+    _step(fig, sweep.floor[index], sweep.recall[index], "recall", RELEVANT_COLOUR, ".2f")
+    _layout(fig, "Precision and recall of what is kept", "share", range=[0, 1.05])
+    return _mark_floors(fig, current, recommended, band)
+
+
+def no_memory_figure(sweep: Sweep, current: float, recommended: float, band: Band | None) -> go.Figure:
+    """The share of turns whose prompt would say "no stored memory is relevant"."""
+    share = sweep.no_memory_share
+    if share is None:
+        raise ValueError("the share of turns with no memory needs message ids")
+    index = thinned(sweep)
+    fig = go.Figure()
+    _step(fig, sweep.floor[index], share[index], "turns with no memory", NEUTRAL_COLOUR, ".0%")
+    _layout(fig, "Turns left with no memory", "share of turns", range=[0, 1.05], tickformat=".0%")
+    return _mark_floors(fig, current, recommended, band)
