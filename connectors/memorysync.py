@@ -280,7 +280,11 @@ class MemorySyncStore:
         if weights:
             body["weights"] = weights
         reply = self._send("POST", "/memory/query", user_id=user_id, json=body)
-        hits, problems = parse_query_body(reply.body, query=text, request_weights=weights)
+        try:
+            hits, problems = parse_query_body(reply.body, query=text, request_weights=weights)
+        except BadResponse as exc:
+            exc.request_id, exc.status = reply.request_id, reply.status
+            raise
         notes = list(NOTES)
         if asked != k:
             notes.append(f"k={asked} is outside MemorySync's 1-{MAX_K}; asked for k={k}.")
