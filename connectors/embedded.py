@@ -124,6 +124,7 @@ class ImportReport:
     source: str
     imported: int = 0
     reencoded: int = 0
+    ids: list[str] = field(default_factory=list)
     issues: list[ImportIssue] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -260,7 +261,8 @@ class EmbeddedStore:
         query_vector = embedding.encode([text], model=self.model)[0]
         with self._lock:
             self._ensure_loaded()
-            rows = self._by_user.get(user_id, np.empty(0, dtype=np.int64)) if user_id else None
+            # Only None means "every user": an empty id must not widen the search.
+            rows = None if user_id is None else self._by_user.get(user_id, np.empty(0, dtype=np.int64))
             hits = self._rank(query_vector, rows, k)
             if self.count_usage and hits:
                 self._db.executemany(
@@ -300,10 +302,15 @@ class EmbeddedStore:
         w = self.weights
         score = w["semantic"] * semantic + w["recency"] * recency + w["importance"] * importance + w["usage"] * usage
         top = min(k, len(score))
-        best = np.argpartition(-score, top - 1)[:top] if top < len(score) else np.arange(len(score))
-        # Ties broken by id so the same query always gives the same order.
+        if top < len(score):
+            # Every row tied with the k-th score is a candidate, so which of them
+            # gets in is decided by id below, not by argpartition's arbitrary pick.
+            kth = score[np.argpartition(-score, top - 1)[top - 1]]
+            best = np.flatnonzero(score >= kth)
+        else:
+            best = np.arange(len(score))
         local_ids = self._ids if rows is None else self._ids[rows]
-        best = sorted(best.tolist(), key=lambda i: (-float(score[i]), local_ids[i]))
+        best = sorted(best.tolist(), key=lambda i: (-float(score[i]), local_ids[i]))[:top]
         texts = self._texts([local_ids[i] for i in best])
         hits = []
         for rank, i in enumerate(best, start=1):
@@ -387,9 +394,9 @@ class EmbeddedStore:
     def feedback(self, memory_id: str, signal: str, *, comment: str | None = None) -> FeedbackResult:
         """Move importance: up for positive/retrieved, down for negative/ignored.
 
-        A signal that agrees with the memory's previous ones moves it further (x1.5
-        per agreeing signal, up to three); one that contradicts the last moves it
-        half as far, so mixed evidence settles instead of swinging.
+        A signal that agrees with the memory's previous ones moves it further (x1.5,
+        x2, x2.5 after one, two, three agreeing signals); one that contradicts the
+        last moves it half as far, so mixed evidence settles instead of swinging.
         """
         if signal not in SIGNALS:
             raise InvalidRequest(f"signal must be one of {', '.join(SIGNALS)}, got {signal!r}")
@@ -459,14 +466,15 @@ class EmbeddedStore:
     ) -> ImportReport:
         report = report or ImportReport(source="rows")
         rows = list(rows)
+        # One lock across read, encode and write: two imports must not interleave
+        # (imports are rare; a query waits for one to finish).
         with self._lock:
             known = dict(self._db.execute("SELECT id, text FROM memories WHERE model = ?", (self.model,)))
             # The same id twice in one file: the later line wins, as in an upsert.
             fresh = {r["id"]: r for r in rows}
             to_encode = [r for r in fresh.values() if known.get(r["id"]) != r["text"]]
-        vectors = embedding.encode([r["text"] for r in to_encode], model=self.model, progress=progress)
-        encoded = {r["id"]: vectors[i] for i, r in enumerate(to_encode)}
-        with self._lock:
+            vectors = embedding.encode([r["text"] for r in to_encode], model=self.model, progress=progress)
+            encoded = {r["id"]: vectors[i] for i, r in enumerate(to_encode)}
             existing = dict(
                 self._db.execute("SELECT id, embedding FROM memories WHERE model = ?", (self.model,))
             )
@@ -491,7 +499,19 @@ class EmbeddedStore:
             self._dirty = True
         report.imported += len(fresh)
         report.reencoded += len(to_encode)
+        report.ids += list(fresh)
         return report
+
+    def delete_except(self, keep_ids: list[str]) -> int:
+        """Delete every memory whose id is not in `keep_ids`; returns how many."""
+        with self._lock:
+            self._db.execute("CREATE TEMP TABLE IF NOT EXISTS keep_ids (id TEXT PRIMARY KEY)")
+            self._db.execute("DELETE FROM keep_ids")
+            self._db.executemany("INSERT OR IGNORE INTO keep_ids VALUES (?)", [(i,) for i in keep_ids])
+            deleted = self._db.execute("DELETE FROM memories WHERE id NOT IN (SELECT id FROM keep_ids)").rowcount
+            self._db.commit()
+            self._dirty = True
+        return deleted
 
     @property
     def default_user(self) -> str | None:
@@ -535,11 +555,12 @@ def open_store(
     progress: Callable[[int, int], None] | None = None,
 ) -> EmbeddedStore:
     """The registry's factory: a given SQLite file, or the demo store when none."""
+    options = dict(weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
     if db_path:
         if not Path(db_path).exists():
             raise StoreUnavailable(f"No embedded store file at {db_path}")
-        return EmbeddedStore(db_path, weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
-    return open_demo_store(weights=weights, half_life_hours=half_life_hours, progress=progress)
+        return EmbeddedStore(db_path, **options)
+    return open_demo_store(progress=progress, **options)
 
 
 def open_demo_store(
@@ -560,6 +581,7 @@ def open_demo_store(
     digest = hashlib.sha256(source).hexdigest()
     if store.meta("demo_source") != digest:
         report = store.import_jsonl(DEMO_MEMORIES, progress=progress)
+        store.delete_except(report.ids)  # a memory removed from the file leaves the demo
         # A broken demo line must not stop the demo: the rest is imported and the
         # problem is kept for the page to show with every result.
         store.set_meta("demo_import_issues", report.summary() if report.issues else "")

@@ -233,3 +233,32 @@ def test_demo_store_reports_a_bad_line_and_still_opens(tmp_path, monkeypatch):
     assert [h.memory_id for h in result.hits] == ["s1"]
     assert any("line 2" in note for note in result.notes)
     store.close()
+
+
+def test_ties_at_the_cut_off_are_decided_by_id(tmp_path):
+    store = EmbeddedStore(tmp_path / "t.sqlite", weights="importance=1", now=lambda: NOW)
+    rows = [
+        {"id": memory_id, "user_id": "u", "text": f"fact {memory_id}", "age_days": 1, "importance": 0.5}
+        for memory_id in ("d", "b", "e", "a", "c")
+    ]
+    store.import_rows([{**r, "created_at": NOW, "usage_count": 0, "metadata": {}} for r in rows])
+    assert [h.memory_id for h in store.query("anything", user_id="u", k=3).hits] == ["a", "b", "c"]
+    store.close()
+
+
+def test_an_empty_user_id_does_not_search_every_user(small_store):
+    assert small_store.query("Lisbon", user_id="", k=5).hits == []
+    assert {h.memory_id for h in small_store.query("Lisbon", user_id=None, k=5).hits} == {"a", "b", "c"}
+
+
+def test_a_memory_removed_from_the_demo_file_leaves_the_demo_store(tmp_path, monkeypatch):
+    import connectors.embedded as embedded
+
+    rows = [{"id": f"s{i}", "user_id": "sam", "text": f"Fact number {i}", "age_days": i} for i in range(3)]
+    source = write_jsonl(tmp_path / "demo.jsonl", rows)
+    monkeypatch.setattr(embedded, "DEMO_MEMORIES", source)
+    open_demo_store(tmp_path / "data").close()
+    write_jsonl(source, rows[:2])
+    store = open_demo_store(tmp_path / "data")
+    assert [m.memory_id for m in store.list(user_id="sam", limit=10)] == ["s0", "s1"]
+    store.close()
