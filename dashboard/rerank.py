@@ -254,8 +254,8 @@ def rerank(
     query: str = "",
 ) -> RerankResult:
     """Score every hit and order them: returned hits by composite (ties: higher
-    relevance, then the store's own order), then the excluded and stale ones in
-    the store's order."""
+    relevance, then the store's own order), then the excluded and stale ones by
+    relevance (then the store's order)."""
     settings = settings or RerankSettings()
     scored = []
     for position, hit in enumerate(hits, start=1):
@@ -284,12 +284,7 @@ def rerank(
             )
         )
     scored.sort(
-        key=lambda e: (
-            e["excluded"] or e["stale"],
-            -e["composite_score"],
-            -e["relevance_score"] if not (e["excluded"] or e["stale"]) else 0.0,
-            e["store_rank"],
-        )
+        key=lambda e: (e["excluded"] or e["stale"], -e["composite_score"], -e["relevance_score"], e["store_rank"])
     )
     entries = [RankedEntry(new_rank=i, **e) for i, e in enumerate(scored, start=1)]
     return RerankResult(query=query, settings=settings, entries=entries)
@@ -402,6 +397,7 @@ def validate_ranking(
             violation(f"weights.{name}", "weights", f"must be a number in [0, 1], got {value!r}")
             weights_ok = False
     if weights_ok and abs(relevance_weight + recency_weight - 1.0) > WEIGHT_SUM_TOLERANCE:
+        weights_ok = False  # every composite would then be judged against a wrong sum
         violation(
             "weights",
             "weights",
@@ -614,8 +610,8 @@ def _well_formed(payload: Any) -> list[dict[str, Any]]:
 def compare_rankings(ours: dict[str, Any], theirs: Any) -> Comparison:
     """Line up two §4 rankings by entry id: ranks, composites, returned or dropped."""
     our_rows, their_rows = _well_formed(ours), _well_formed(theirs)
-    our_by_id = {r["entry_id"]: (i, r) for i, r in reversed(list(enumerate(our_rows, start=1)))}
-    their_by_id = {r["entry_id"]: (i, r) for i, r in reversed(list(enumerate(their_rows, start=1)))}
+    our_by_id = _first_by_id(our_rows)
+    their_by_id = _first_by_id(their_rows)
     order = list(our_by_id) + [i for i in their_by_id if i not in our_by_id]
     rows = []
     for entry_id in order:
@@ -652,6 +648,14 @@ def compare_rankings(ours: dict[str, Any], theirs: Any) -> Comparison:
         only_ours=[i for i in our_by_id if i not in their_by_id],
         only_theirs=[i for i in their_by_id if i not in our_by_id],
     )
+
+
+def _first_by_id(rows: list[dict[str, Any]]) -> dict[str, tuple[int, dict[str, Any]]]:
+    """entry id -> (1-based position, entry), in order; a repeated id keeps its first place."""
+    found: dict[str, tuple[int, dict[str, Any]]] = {}
+    for position, row in enumerate(rows, start=1):
+        found.setdefault(row["entry_id"], (position, row))
+    return found
 
 
 def _number_or_none(entry: dict[str, Any] | None, name: str) -> float | None:

@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard.floor import apply_floor, prompt_block
 from dashboard.ui import inspect_view as view
 from dashboard.ui.feedback_panel import show_store_tools
+from dashboard.ui.rerank_panel import show_rerank_panel
 from dashboard.ui.sidebar import store_picker, user_picker
 
 st.title("Inspect a retrieval")
@@ -47,5 +48,6 @@ view.show_prompt_block(prompt_block(kept, dropped, result.context))
 view.show_labelling(result, choice, user, reviewer, store_text)
 show_store_tools(result, choice, user, kept, dropped)
 view.show_session_labels(store_text)
+show_rerank_panel(result, choice, user, store_text)
 with st.expander("Raw response"):
     st.json(result.raw if result.raw is not None else {}, expanded=False)

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import REGISTRY, ConnectorError, Hit, QueryResult
-from dashboard import export
+from dashboard import export, readlog
 from dashboard.display import clip_text, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import message_id
@@ -109,7 +109,9 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
         with st.spinner("Querying the store (the first query also loads the embedding model)…"):
             try:
                 state["store_calls"] = state.get("store_calls", 0) + 1
-                state["result"] = choice.store.query(query, user_id=user, k=k)
+                state["result"] = readlog.logged_query(
+                    choice.store, query, user_id=user, k=k, store_fingerprint=choice.fingerprint, source="inspect"
+                )
             except ConnectorError as exc:
                 state["result_error"] = f"{type(exc).__name__}: {exc}"
         state["result_key"] = key
@@ -173,10 +175,14 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
         st.info("The store returned no memories for this query.")
         return
     frame = hits_frame(hits, {h.memory_id for h in kept})
+    # Status next to the id: at the end, behind the breakdown columns, it sat off
+    # screen on a laptop-wide window and a reviewer had to scroll to see it.
+    leading = ["rank", "memory id", "status"]
     st.dataframe(
         frame,
         hide_index=True,
         width="stretch",
+        column_order=leading + [c for c in frame.columns if c not in leading],
         column_config={
             "score": st.column_config.ProgressColumn("score", min_value=0.0, max_value=1.0, format="%.3f"),
             "text": st.column_config.TextColumn("text", width="large"),

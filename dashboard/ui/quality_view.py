@@ -1,0 +1,337 @@
+"""The Quality page's pieces: precision and friends for the store's order and a
+re-ranked order, over the bundled demo queries and over any labelled session.
+
+The demo queries are read from the store once per (store, k, queries file) and kept
+in session state, so moving a control re-ranks what is in hand and never queries
+again. Every read goes through the read log helper."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from connectors.base import ConnectorError, Hit
+from dashboard import metrics, readlog
+from dashboard.metrics import QualityReport
+from dashboard.rerank import RerankSettings
+from dashboard.ui import cache
+from dashboard.ui.rerank_panel import rerank_controls, settings_text
+from dashboard.ui.sidebar import StoreChoice
+
+ALL_REVIEWERS = "(all reviewers)"
+RECENT_READS = 20
+
+
+def controls() -> tuple[RerankSettings, int, int]:
+    """(re-rank settings, candidates per query, metric cutoff)."""
+    state = st.session_state
+    state.setdefault("quality_k", 5)
+    state.setdefault("quality_cutoff", metrics.DEFAULT_CUTOFF)
+    cols = st.columns(2)
+    k = cols[0].number_input(
+        "Candidates per query (k)", min_value=1, max_value=50, step=1, key="quality_k",
+        help="How many memories the store is asked for; the re-ranker re-orders these.",
+    )
+    cutoff = cols[1].number_input(
+        "Metric cutoff (top n)", min_value=1, max_value=50, step=1, key="quality_cutoff",
+        help="precision@n, recall@n, nDCG@n and hit rate@n look at the first n results.",
+    )
+    st.markdown("**Re-ranked setting**")
+    settings = rerank_controls("quality")
+    return settings, int(k), int(cutoff)
+
+
+# ------------------------------------------------------------------ figures
+
+
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def summary_frame(report: QualityReport) -> pd.DataFrame:
+    n = report.k
+    rows = []
+    for name, summary in (("store order", report.store), (f"re-ranked ({settings_text(report.settings)})", report.rerank)):
+        rows.append(
+            {
+                "order": name,
+                f"top-{n} precision (returned)": summary.returned_precision,
+                f"precision@{n}": summary.precision,
+                f"recall@{n}": summary.recall,
+                "MRR": summary.mrr,
+                f"nDCG@{n}": summary.ndcg,
+                f"hit rate@{n}": summary.hit_rate,
+                "queries returning something": f"{summary.queries_with_returns} of {summary.queries}",
+                "unanswerable left empty": summary.abstention_rate,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def per_query_frame(report: QualityReport, show_query: bool) -> pd.DataFrame:
+    n = report.k
+    rows = []
+    for result in report.cases:
+        case = result.case
+        row: dict[str, Any] = {"message id": case.message_id}
+        if show_query:
+            row["user"] = case.user_id
+            row["query"] = case.query
+        row.update(
+            {
+                "relevant": ", ".join(sorted(m for m, g in case.grades.items() if g > 0)) or "(none)",
+                f"store top {n}": ", ".join(result.store.top),
+                f"re-ranked top {n}": ", ".join(result.rerank.top) or "(nothing returned)",
+                f"store precision@{n}": result.store.precision,
+                f"re-ranked precision@{n}": result.rerank.precision,
+                "store returned precision": result.store.returned_precision,
+                "re-ranked returned precision": result.rerank.returned_precision,
+                "store RR": result.store.reciprocal_rank,
+                "re-ranked RR": result.rerank.reciprocal_rank,
+            }
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def show_headline(report: QualityReport, key_prefix: str) -> None:
+    n = report.k
+    store, reranked = report.store.returned_precision, report.rerank.returned_precision
+    cols = st.columns(3)
+    cols[0].metric(f"Top-{n} precision, store order", _figure(store))
+    delta = None if store is None or reranked is None else f"{reranked - store:+.3f}"
+    cols[1].metric(f"Top-{n} precision, re-ranked", _figure(reranked), delta=delta)
+    cols[2].metric("Target", f"> {metrics.PRECISION_TARGET:.2f}")
+    st.caption(
+        f"Top-{n} precision: of the memories in the top {n} that reach the prompt, the share judged "
+        f"relevant, averaged over the queries that return anything. precision@{n} is the standard "
+        f"figure (as ranx computes it): it divides by {n} and covers answerable queries only, so with "
+        f"one relevant memory per question it cannot pass {1 / n:.2f}."
+    )
+    st.dataframe(summary_frame(report), hide_index=True, width="stretch", key=f"{key_prefix}_summary")
+
+
+def show_stale_but_convincing(report: QualityReport, key_prefix: str) -> None:
+    st.markdown("**Stale but convincing**")
+    state = st.session_state
+    state.setdefault(f"{key_prefix}_stale_age_days", 90.0)
+    state.setdefault(f"{key_prefix}_stale_min_relevance", 0.4)
+    cols = st.columns(2)
+    age_days = cols[0].number_input(
+        "Older than (days)", min_value=0.0, step=7.0, key=f"{key_prefix}_stale_age_days"
+    )
+    min_relevance = cols[1].slider(
+        "With relevance at least", 0.0, 1.0, step=0.05, key=f"{key_prefix}_stale_min_relevance"
+    )
+    found = metrics.stale_but_convincing(
+        report, older_than_hours=float(age_days) * 24, min_relevance=float(min_relevance)
+    )
+    if not found:
+        st.caption("No candidate is both that old and that relevant.")
+        return
+    st.caption(
+        f"{len(found)} candidate(s) are older than {age_days:g} days yet read as a strong match: "
+        "check that what they say is still true."
+    )
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "message id": s.message_id,
+                    "memory id": s.entry_id,
+                    "age (days)": round(s.age_hours / 24, 1),
+                    "relevance": s.relevance,
+                    "judged": {True: "relevant", False: "not relevant", None: "unjudged"}[s.judged_relevant],
+                }
+                for s in found
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key=f"{key_prefix}_stale_table",
+    )
+
+
+# ------------------------------------------------------------------ demo queries
+
+
+def demo_hits(choice: StoreChoice, queries: list[metrics.JudgedQuery], k: int, digest: str) -> dict[str, list[Hit]] | None:
+    """The store's hits for every demo query, read once per (store, k, file)."""
+    state = st.session_state
+    key = (choice.fingerprint, k, digest)
+    if state.get("quality_demo_key") != key:
+        state["quality_demo_hits"], state["quality_demo_error"] = None, None
+        hits: dict[str, list[Hit]] = {}
+        progress = st.progress(0.0, text="Running the demo queries…")
+        try:
+            for done, query in enumerate(queries, start=1):
+                result = readlog.logged_query(
+                    choice.store,
+                    query.query,
+                    user_id=query.user_id,
+                    k=k,
+                    store_fingerprint=choice.fingerprint,
+                    source="quality",
+                )
+                hits[query.message_id] = result.hits
+                progress.progress(done / len(queries), text=f"Ran {done} of {len(queries)} demo queries")
+        except ConnectorError as exc:
+            # Stop at the first failure: the next 37 calls would fail the same way.
+            state["quality_demo_error"] = f"{type(exc).__name__}: {exc}"
+        else:
+            state["quality_demo_hits"] = hits
+        progress.empty()
+        state["quality_demo_key"] = key
+    if state.get("quality_demo_error"):
+        st.error(f"The store could not answer a demo query: {state['quality_demo_error']}")
+        st.button("Retry", key="quality_retry", on_click=lambda: state.pop("quality_demo_key", None))
+        return None
+    return state["quality_demo_hits"]
+
+
+def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cutoff: int) -> None:
+    st.header("Demo queries")
+    try:
+        raw = metrics.DEMO_QUERIES.read_bytes()
+    except OSError as exc:
+        st.error(f"Cannot read the demo queries at {metrics.DEMO_QUERIES}: {exc}")
+        return
+    queries, issues = metrics.parse_queries(raw.decode("utf-8", errors="replace"), source=metrics.DEMO_QUERIES.name)
+    if issues:
+        st.warning(
+            f"{len(issues)} line(s) of the demo queries were skipped:\n" + "\n".join(f"- {i}" for i in issues)
+        )
+    if not queries:
+        st.info("There are no usable demo queries.")
+        return
+    st.caption(
+        f"{len(queries)} judged questions about the bundled demo users, each asked with its user's id; "
+        "memories not listed as relevant count as not relevant."
+    )
+    hits = demo_hits(choice, queries, k, hashlib.sha256(raw).hexdigest())
+    if hits is None:
+        return
+    cases = metrics.cases_from_queries(queries, hits)
+    check = metrics.judged_ids_check(cases)
+    if check.judged and not check.overlap:
+        st.warning(
+            "None of the memories the demo judgments name came back from this store: "
+            "is it loaded with the bundled demo memories?"
+        )
+    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(timezone.utc), k=cutoff)
+    show_headline(report, "quality_demo")
+    with st.expander("Per query", expanded=False):
+        st.dataframe(per_query_frame(report, show_query=True), hide_index=True, width="stretch", key="quality_demo_per_query")
+    show_stale_but_convincing(report, "quality_demo")
+
+
+# ------------------------------------------------------------------ labelled sessions
+
+
+def _created_at_lookup(choice: StoreChoice, store_fingerprint: str):
+    """Ages from the open store when it is the one the labels judged, remembered in
+    session state so moving a control does not fetch them again; else None."""
+    if choice.store is None or store_fingerprint != choice.fingerprint:
+        return None
+    known: dict[str, datetime | None] = st.session_state.setdefault("quality_created_at", {})
+
+    def lookup(memory_id: str) -> datetime | None:
+        key = f"{store_fingerprint}|{memory_id}"
+        if key not in known:
+            try:
+                memory = choice.store.get(memory_id)
+            except ConnectorError:
+                memory = None
+            known[key] = memory.created_at if memory is not None else None
+        return known[key]
+
+    return lookup
+
+
+def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff: int) -> None:
+    st.header("Labelled sessions")
+    labels_db = cache.label_store()
+    stores = labels_db.stores()
+    if not stores:
+        st.info("No labels yet: label results on the Inspect page (or import a labelled session) to measure them here.")
+        return
+    if st.session_state.get("quality_label_store") not in stores:
+        st.session_state["quality_label_store"] = choice.fingerprint if choice.fingerprint in stores else stores[0]
+    cols = st.columns(2)
+    store_fingerprint = cols[0].selectbox("Labels for store", stores, key="quality_label_store")
+    reviewers = [ALL_REVIEWERS, *labels_db.reviewers()]
+    if st.session_state.get("quality_label_reviewer") not in reviewers:
+        st.session_state["quality_label_reviewer"] = ALL_REVIEWERS
+    reviewer = cols[1].selectbox("Reviewer", reviewers, key="quality_label_reviewer")
+    labels = labels_db.labels(store=store_fingerprint, reviewer=None if reviewer == ALL_REVIEWERS else reviewer)
+    if not labels:
+        st.info("No labels for this store and reviewer.")
+        return
+    lookup = _created_at_lookup(choice, store_fingerprint)
+    cases = metrics.cases_from_labels(labels, lookup)
+    st.caption(
+        f"{len(cases)} labelled message(s), {len(labels)} label(s). The store's order is the rank the reviewer "
+        "saw; relevance for re-ranking is the labelled score (labels keep no breakdown); memories nobody "
+        "labelled count as not returned. "
+        + (
+            "Ages come from the open store."
+            if lookup
+            else "The open store is not the one these labels judged, so ages are unknown (recency 0)."
+        )
+    )
+    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(timezone.utc), k=cutoff)
+    show_headline(report, "quality_labels")
+    with st.expander("Per message", expanded=False):
+        st.dataframe(per_query_frame(report, show_query=False), hide_index=True, width="stretch", key="quality_labels_per_query")
+
+
+# ------------------------------------------------------------------ read log
+
+
+def show_read_log() -> None:
+    st.header("Read log")
+    path = readlog.read_log_path()
+    records, broken = readlog.read_records(path)
+    st.caption(
+        f"Every store query the app makes is one line in `{path}`: query hash, store fingerprint, "
+        "candidate count, top-k ids with scores and latency, no text. Attach it to a bug report."
+    )
+    if broken:
+        st.warning(f"{broken} line(s) of the read log are not valid JSON and are left out of the table.")
+    if not records:
+        st.caption("No reads logged yet.")
+        return
+    st.metric("Reads logged", len(records))
+    recent = records[-RECENT_READS:][::-1]
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "at": r.get("at"),
+                    "source": r.get("source"),
+                    "store": r.get("store"),
+                    "query hash": r.get("query_hash"),
+                    "candidates": r.get("candidate_count"),
+                    "top id": (r.get("top_k") or [{}])[0].get("memory_id"),
+                    "latency ms": r.get("latency_ms"),
+                    "error": r.get("error"),
+                }
+                for r in recent
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+        key="readlog_recent",
+    )
+    st.download_button(
+        "Download read log (JSONL)",
+        readlog.log_bytes(path),
+        file_name="memlens-reads.jsonl",
+        mime="application/jsonl",
+        key="readlog_download",
+        on_click="ignore",
+    )
