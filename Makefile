@@ -30,6 +30,9 @@ system-deps:
 	# Debian's Chromium drives the browser tests (Playwright's own download does not
 	# work offline); PostgreSQL backs the shared label store tests.
 	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+	# The page icons and label marks are emoji: without this font the README's
+	# screenshots (taken by the browser tests) show empty boxes.
+	@test -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf || (apt-get update -q && apt-get install -y -q fonts-noto-color-emoji)
 	@test -x /usr/lib/postgresql/15/bin/initdb || (apt-get update -q && apt-get install -y -q postgresql-15)
 
 run: install-app

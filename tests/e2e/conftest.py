@@ -1,0 +1,143 @@
+"""One `streamlit run` server and one headless Chromium for the whole e2e session.
+
+The server runs the app exactly as `make run` does, on 127.0.0.1 and a free port,
+with a fresh MEMLENS_DATA_DIR (so the demo store is built and the label database
+created by the app itself) and no network for the model. Each test gets its own
+browser context: a new Streamlit session, as a second reviewer opening the link.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",  # CI runs as root, where Chromium's sandbox cannot start
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+# The first page view starts loading the embedding model and the first query waits
+# for it; on a busy two-core machine that has taken well over a minute.
+STARTUP_TIMEOUT_S = 180
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+            return response.status == 200 and response.read().strip() == b"ok"
+    except OSError:
+        return False
+
+
+class Server:
+    def __init__(self, url: str, data_dir: Path, log_path: Path, process: subprocess.Popen):
+        self.url = url
+        self.data_dir = data_dir
+        self.log_path = log_path
+        self.process = process
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory) -> Server:
+    """`streamlit run dashboard/app.py` on a free loopback port; stopped at the end
+    of the session, and also when the start-up itself fails."""
+    data_dir = tmp_path_factory.mktemp("e2e-data")
+    log_path = data_dir.parent / "streamlit-e2e.log"
+    port = _free_port()
+    env = dict(os.environ)
+    for inherited in ("MEMORY_SCORE_FLOOR", "MEMLENS_EMBEDDED_DB", "MEMLENS_REVIEWER"):
+        env.pop(inherited, None)
+    env.update(
+        MEMLENS_DATA_DIR=str(data_dir),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        MEM0_TELEMETRY="False",
+        ANONYMIZED_TELEMETRY="False",
+    )
+    command = [
+        sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false",
+        # Other work edits the source while the suite runs; a watcher would put a
+        # "source changed" banner into the screenshots.
+        "--server.fileWatcherType", "none",
+    ]  # fmt: skip
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not _healthy(url):
+            if process.poll() is not None:
+                pytest.fail(f"streamlit exited with {process.returncode}:\n{log_path.read_text()[-4000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit not healthy after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()[-4000:]}")
+            time.sleep(0.25)
+        yield Server(url, data_dir, log_path, process)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    """A fresh browser context (a new Streamlit session) that fails the test if the
+    app ever showed an exception box."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    context.set_default_timeout(30_000)
+    tab = context.new_page()
+    tab.base_url = server.url  # type: ignore[attr-defined]
+    try:
+        yield tab
+        exceptions = tab.locator("[data-testid=stException]")
+        assert exceptions.count() == 0, exceptions.first.inner_text()
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS

@@ -1,0 +1,95 @@
+"""Driving a Streamlit page the way a reviewer does, through the DOM Streamlit renders.
+
+Keyed widgets sit in a container with the CSS class ``st-key-<key>``: those are the
+selectors used here, with Streamlit's ``data-testid`` values for unkeyed elements.
+A data frame is drawn on a canvas; its cells are read from the accessible table
+Streamlit's grid renders beside the canvas for screen readers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlencode
+
+from playwright.sync_api import Locator, Page, expect
+
+# The first query waits for the embedding model, which a busy machine loads slowly.
+FIRST_RESULT_TIMEOUT_MS = 240_000
+
+
+def wait_idle(page: Page, timeout: float = 60_000) -> None:
+    """Wait until the app is connected and no script run is in progress."""
+    page.wait_for_selector(
+        "[data-testid=stApp][data-test-connection-state=CONNECTED][data-test-script-state=notRunning]",
+        timeout=timeout,
+    )
+    page.wait_for_timeout(250)  # a rerun triggered by the last event may just be starting
+    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
+
+
+def open_app(page: Page, path: str = "", params: dict[str, str] | None = None) -> None:
+    url = page.base_url + "/" + path.lstrip("/")  # type: ignore[attr-defined]
+    if params:
+        url += "?" + urlencode(params)
+    page.goto(url)
+    wait_idle(page, timeout=FIRST_RESULT_TIMEOUT_MS)
+
+
+def widget(page: Page, key: str) -> Locator:
+    return page.locator(f".st-key-{key}")
+
+
+def ask(page: Page, query: str) -> None:
+    """Type the message and press Enter (the form's submit), then wait for the table."""
+    box = widget(page, "query").locator("input")
+    box.fill(query)
+    box.press("Enter")
+    expect(page.get_by_test_id("stCode").first).to_be_visible(timeout=FIRST_RESULT_TIMEOUT_MS)
+    wait_idle(page, timeout=FIRST_RESULT_TIMEOUT_MS)
+
+
+def table_rows(page: Page, index: int = 0) -> list[dict[str, str]]:
+    """The rows of the index-th data frame, as header -> cell text, read from the
+    grid's accessible table (it holds the rows and columns currently in view)."""
+    grid = page.get_by_test_id("stDataFrame").nth(index)
+    expect(grid.locator("table [role=gridcell]").first).to_be_attached()
+    headers = grid.locator("table thead [role=columnheader]").all_inner_texts()
+    rows = []
+    for row in grid.locator("table tbody [role=row]").all():
+        cells = row.locator("[role=gridcell]").all_inner_texts()
+        rows.append(dict(zip(headers, cells)))
+    return rows
+
+
+def slider_value(page: Page, key: str) -> str:
+    return widget(page, key).locator("input[type=range]").get_attribute("aria-valuetext") or ""
+
+
+def move_slider(page: Page, key: str, steps: int) -> None:
+    """Put the focus on the slider's thumb (as Tab does) and press an arrow key
+    `steps` times (negative: left), as a keyboard user would."""
+    widget(page, key).locator("input[type=range]").focus()
+    key_name = "ArrowRight" if steps > 0 else "ArrowLeft"
+    for _ in range(abs(steps)):
+        page.keyboard.press(key_name)
+    wait_idle(page)
+
+
+def code_blocks(page: Page) -> list[str]:
+    return page.get_by_test_id("stCode").all_inner_texts()
+
+
+def screenshot(page: Page, path: Path) -> None:
+    """The whole page, not just the viewport: Streamlit scrolls inside its main
+    section, so the viewport is stretched to that section's height for the shot."""
+    wait_idle(page)
+    viewport = page.viewport_size
+    height = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebarContent]')]"
+        ".map(e => e.scrollHeight))"
+    )
+    page.set_viewport_size({"width": viewport["width"], "height": max(viewport["height"], int(height) + 40)})
+    page.wait_for_timeout(500)  # let charts and the grid re-layout to the new size
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(viewport)
