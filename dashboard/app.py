@@ -14,6 +14,7 @@ st.navigation(
     [
         st.Page(PAGES / "inspect.py", title="Inspect", icon="🔎", default=True, url_path="inspect"),
         st.Page(PAGES / "calibrate.py", title="Calibrate", icon="📏", url_path="calibrate"),
+        st.Page(PAGES / "label.py", title="Label", icon="🏷️", url_path="label"),
         st.Page(PAGES / "quality.py", title="Quality", icon="🎯", url_path="quality"),
         st.Page(PAGES / "browse.py", title="Browse", icon="🗂️", url_path="browse"),
         st.Page(PAGES / "compare.py", title="Compare", icon="⚖️", url_path="compare"),

@@ -8,11 +8,13 @@ from dashboard.floor import apply_floor, prompt_block
 from dashboard.ui import inspect_view as view
 from dashboard.ui.feedback_panel import show_store_tools
 from dashboard.ui.rerank_panel import show_rerank_panel
+from dashboard.ui.access import require_access
 from dashboard.ui.sidebar import store_picker, user_picker
 
 st.title("Inspect a retrieval")
 st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
 
+require_access()  # the page shows memory text
 view.restore_from_url()
 choice = store_picker()
 user = user_picker(choice.store)

@@ -7,13 +7,14 @@ floor move, a label click) reuses what is already open.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from concurrent.futures import Future
 
 import streamlit as st
 
 from connectors.base import MemoryStore, create_store, data_dir
-from dashboard.labels import LabelStore
+from dashboard.labels import LABELS_URL_ENV, LabelStore, label_store_target, open_label_store
 
 
 def open_store(name: str, config_json: str) -> MemoryStore:
@@ -29,13 +30,22 @@ def _open_store(name: str, config_json: str, data_dir_key: str) -> MemoryStore:
 
 
 def label_store() -> LabelStore:
-    """The label store in the data directory (MEMLENS_DATA_DIR), opened once."""
-    return _label_store(str(data_dir() / "labels.sqlite"))
+    """The label store, opened once: MEMLENS_LABELS_URL (st.secrets or the
+    environment; a PostgreSQL URL or a SQLite path), else labels.sqlite in the data
+    directory (MEMLENS_DATA_DIR). A database that cannot be reached raises
+    LabelStoreError, which is not cached, so the next rerun tries again."""
+    environ = dict(os.environ)
+    try:
+        if LABELS_URL_ENV in st.secrets:
+            environ[LABELS_URL_ENV] = str(st.secrets[LABELS_URL_ENV])
+    except Exception:  # no secrets.toml: the common case
+        pass
+    return _label_store(label_store_target(environ, data_dir()))
 
 
 @st.cache_resource(show_spinner=False)
-def _label_store(path: str) -> LabelStore:
-    return LabelStore(path)
+def _label_store(target: str) -> LabelStore:
+    return open_label_store(target)
 
 
 @st.cache_resource(show_spinner=False)

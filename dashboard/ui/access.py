@@ -1,0 +1,113 @@
+"""Who may see memory text, and who is labelling.
+
+A page that shows memory text calls ``require_access()`` first:
+
+- Streamlit authentication configured (an ``[auth]`` section in secrets.toml):
+  the viewer must be logged in (``st.login``); their identity names their labels.
+- else a password in ``MEMLENS_PASSWORD`` (environment or st.secrets): asked once
+  per browser session; only a hash of it is kept in the session.
+- else the page is open (the local demo).
+
+The password is compared in constant time and never shown, logged or echoed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import streamlit as st
+
+from dashboard.ui.sidebar import secret_value
+
+PASSWORD_ENV = "MEMLENS_PASSWORD"
+_GRANTED = "_access_granted"
+REVIEWER_KEY = "label_reviewer"
+
+
+def auth_configured() -> bool:
+    try:
+        return "auth" in st.secrets
+    except Exception:  # no secrets.toml at all
+        return False
+
+
+def logged_in_identity() -> str | None:
+    """The signed-in user's e-mail (or name) when authentication is configured."""
+    if not auth_configured():
+        return None
+    try:
+        if st.user.is_logged_in:
+            return st.user.get("email") or st.user.get("name")
+    except Exception:
+        return None
+    return None
+
+
+def _digest(password: str) -> str:
+    return hashlib.sha256(password.encode("utf-8")).hexdigest()
+
+
+def _check_password(password: str) -> None:
+    entered = st.session_state.get("access_password") or ""
+    if hmac.compare_digest(entered.encode("utf-8"), password.encode("utf-8")):
+        st.session_state[_GRANTED] = _digest(password)
+        st.session_state.pop("access_error", None)
+    else:
+        st.session_state["access_error"] = "Wrong password."
+    st.session_state["access_password"] = ""  # never keep what was typed
+
+
+def require_access() -> None:
+    """Stop the page unless the viewer may see memory text (see the module doc)."""
+    if auth_configured():
+        if logged_in_identity():
+            return
+        st.info("This page shows memory text. Sign in to continue.")
+        st.button("Sign in", key="access_login", on_click=st.login)
+        st.stop()
+    password = secret_value(PASSWORD_ENV)
+    if not password:
+        return
+    # A hash, not the password, marks the session; changing the password locks it again.
+    if st.session_state.get(_GRANTED) == _digest(password):
+        return
+    st.info("This page shows memory text. Enter the memlens password to continue.")
+    with st.form("access_form"):
+        st.text_input("Password", type="password", key="access_password")
+        st.form_submit_button("Unlock", on_click=_check_password, args=(password,))
+    if error := st.session_state.get("access_error"):
+        st.error(error)
+    st.stop()
+
+
+def _set_reviewer() -> None:
+    name = (st.session_state.get("label_reviewer_input") or "").strip()
+    if name:
+        st.session_state[REVIEWER_KEY] = name
+
+
+def _change_reviewer() -> None:
+    st.session_state.pop(REVIEWER_KEY, None)
+
+
+def require_reviewer() -> str:
+    """The reviewer name labels carry: the signed-in identity, else a name asked
+    once per browser session (the page stops until one is given)."""
+    identity = logged_in_identity()
+    if identity:
+        st.sidebar.caption(f"Labelling as **{identity}** (signed in)")
+        return identity
+    name = st.session_state.get(REVIEWER_KEY)
+    if name:
+        st.sidebar.caption(f"Labelling as **{name}**")
+        st.sidebar.button("Change reviewer", key="label_change_reviewer", on_click=_change_reviewer)
+        return name
+    st.info("Who is labelling? Your name goes with every label you give, so agreement between reviewers can be measured.")
+    with st.form("reviewer_form"):
+        default = st.session_state.get("reviewer")  # the name used on Inspect, if any
+        if default and default != "reviewer" and "label_reviewer_input" not in st.session_state:
+            st.session_state["label_reviewer_input"] = default
+        st.text_input("Your name", key="label_reviewer_input")
+        st.form_submit_button("Start labelling", on_click=_set_reviewer)
+    st.stop()

@@ -1,0 +1,356 @@
+"""The Label page's pieces: read a log, draw a session, label it from the keyboard.
+
+Every write happens in a button callback, before the page is drawn again, so what
+the page shows is always what the label database holds. Memory text is looked up
+by id with the connected store's ``get`` once per turn, shown, and never written
+anywhere; the lookups of the current turn are kept in the browser session only,
+so pressing a label button never calls the store again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pandas as pd
+import streamlit as st
+
+from connectors.base import ConnectorError
+from dashboard import export, labelling, sampling
+from dashboard.agreement import agreement
+from dashboard.display import clip_text, inert_markdown
+from dashboard.labels import LabelSession, LabelStore, LabelStoreError, SessionExists
+from dashboard.logs import LogFormatError, LogImport, read_log, read_log_bytes
+from dashboard.ui.sidebar import StoreChoice
+
+SAMPLE_LOG_CHOICE = "The bundled sample log"
+UPLOAD_CHOICE = "Upload a log file"
+MAX_ISSUES_SHOWN = 1_000
+UNDO_DEPTH = 100
+# Keys that are letters or digits, so they work on any layout; Streamlit reserves R and C.
+SHORTCUTS = {"relevant": "1", "not_relevant": "2", "skip": "3", "undo": "u"}
+NO_MESSAGE_TEXT = "message text not available"
+METHOD_TITLES = {
+    "uniform": "Uniform: rows at random",
+    "stratified": "Stratified by score band: every band equally covered",
+    "turns": "Whole turns: every row of the drawn messages",
+}
+
+
+# ------------------------------------------------------------------ the log
+
+
+def _read_log() -> None:
+    state = st.session_state
+    state.pop("label_log_error", None)
+    try:
+        if state.get("log_source") == UPLOAD_CHOICE:
+            upload = state.get("log_upload")
+            if upload is None:
+                state["label_log_error"] = "Choose a log file first."
+                return
+            state["label_log"] = read_log_bytes(upload.getvalue(), upload.name)
+        else:
+            from dashboard.demo_log import SAMPLE_LOG
+
+            state["label_log"] = read_log(SAMPLE_LOG)
+            state["label_log"].source = "sample_log.jsonl"
+    except LogFormatError as exc:
+        state["label_log_error"] = str(exc)
+
+
+def log_loader() -> LogImport | None:
+    """Pick and read a log; show what was imported and every bad row."""
+    st.radio("Log", [SAMPLE_LOG_CHOICE, UPLOAD_CHOICE], key="log_source", horizontal=True)
+    if st.session_state.get("log_source") == UPLOAD_CHOICE:
+        st.file_uploader(
+            "Log file (JSONL, CSV or Parquet): message_id, memory_id, rank, score; "
+            "optional user_id, query, timestamp, store",
+            type=["jsonl", "ndjson", "json", "csv", "parquet"],
+            key="log_upload",
+        )
+    st.button("Read the log", key="log_read", on_click=_read_log)
+    if error := st.session_state.get("label_log_error"):
+        st.error(error)
+    log: LogImport | None = st.session_state.get("label_log")
+    if log is None:
+        return None
+    st.caption(log.summary())
+    if log.issues:
+        st.warning(f"{log.bad_rows:,} bad row(s) were skipped; the other rows were imported.")
+        st.dataframe(
+            pd.DataFrame(
+                [{"line": i.line, "field": i.field, "problem": i.message} for i in log.issues[:MAX_ISSUES_SHOWN]]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="log_issues_table",
+        )
+        if len(log.issues) > MAX_ISSUES_SHOWN:
+            st.caption(f"Showing the first {MAX_ISSUES_SHOWN:,} of {len(log.issues):,} problems; download them all:")
+        st.download_button(
+            "Download every problem",
+            "\n".join(log.issue_lines()) + "\n",
+            file_name="log-problems.txt",
+            key="log_issues_download",
+            on_click="ignore",
+        )
+    if log.conflicts:
+        with st.expander(f"{len(log.conflicts):,} repeated row(s) disagreed with the first one"):
+            st.text("\n".join(str(c) for c in log.conflicts[:MAX_ISSUES_SHOWN]))
+    return log
+
+
+# ------------------------------------------------------------------ a new session
+
+
+def _create_session(store: LabelStore) -> None:
+    state = st.session_state
+    log: LogImport | None = state.get("label_log")
+    state.pop("session_form_error", None)
+    if log is None or log.rows.empty:
+        state["session_form_error"] = "Read a log with at least one good row first."
+        return
+    name = (state.get("session_name") or "").strip()
+    try:
+        session = sampling.save_session(
+            store,
+            name,
+            log.rows,
+            method=state.get("sample_method", "stratified"),
+            size=int(state.get("sample_size", 200)),
+            seed=int(state.get("sample_seed", 1)),
+            band_width=float(state.get("sample_band_width", sampling.DEFAULT_BAND_WIDTH)),
+            reviewers=sampling.parse_reviewers(state.get("session_reviewers", "")),
+            overlap=float(state.get("session_overlap", 0.0)),
+            source=log.source,
+            keep_text=bool(state.get("session_keep_text", False)),
+        )
+    except (SessionExists, ValueError, LabelStoreError) as exc:
+        state["session_form_error"] = str(exc)
+        return
+    state["label_session"] = session.name
+    state["session_created"] = f"Session {session.name!r} created: {session.size} rows in {session.params.get('turns')} turns."
+
+
+def new_session_form(store: LabelStore, log: LogImport | None) -> None:
+    if log is None:
+        return
+    state = st.session_state
+    state.setdefault("session_name", f"session-{datetime.now(timezone.utc):%Y%m%d-%H%M}")
+    state.setdefault("sample_size", min(200, max(1, len(log.rows))))
+    with st.form("session_form"):
+        st.text_input("Session name", key="session_name")
+        st.selectbox("Sampling", sampling.METHODS, key="sample_method", index=1, format_func=METHOD_TITLES.get)
+        cols = st.columns(3)
+        cols[0].number_input("Size (rows; turns for whole turns)", min_value=1, step=1, key="sample_size")
+        cols[1].number_input("Seed", min_value=0, step=1, value=1, key="sample_seed")
+        cols[2].number_input(
+            "Score band width", min_value=0.01, max_value=1.0, step=0.01, value=sampling.DEFAULT_BAND_WIDTH,
+            key="sample_band_width",
+        )
+        st.text_input("Reviewers (comma separated; empty: everyone labels every turn)", key="session_reviewers")
+        st.slider("Overlap: share of turns labelled by two reviewers", 0.0, 1.0, 0.2, 0.05, key="session_overlap")
+        st.checkbox(
+            "Keep the message text from the log with the session",
+            key="session_keep_text",
+            help="Off: the session holds ids and scores only, and reviewers see "
+            f"“{NO_MESSAGE_TEXT}”. Memory text is never kept.",
+        )
+        st.form_submit_button("Create session", on_click=_create_session, args=(store,))
+    if error := state.get("session_form_error"):
+        st.error(error)
+
+
+def session_picker(store: LabelStore) -> LabelSession | None:
+    sessions = {s.name: s for s in store.sessions()}
+    if note := st.session_state.pop("session_created", None):
+        st.success(note)
+    if not sessions:
+        st.info("No labelling session yet: read a log and create one below.")
+        return None
+    if st.session_state.get("label_session") not in sessions:
+        st.session_state["label_session"] = next(iter(sessions))
+    name = st.selectbox("Session", list(sessions), key="label_session")
+    session = sessions[name]
+    who = ", ".join(session.reviewers) if session.reviewers else "everyone labels every turn"
+    st.caption(
+        f"{session.size} rows, {session.method} sample, seed {session.seed}, from {session.source or 'a log'}; "
+        f"reviewers: {who}" + (f"; overlap {session.overlap:.0%}" if session.reviewers else "")
+    )
+    return session
+
+
+# ------------------------------------------------------------------ labelling
+
+
+def _undo_stack() -> list[labelling.UndoStep]:
+    return st.session_state.setdefault("label_undo_steps", [])
+
+
+def _act(store, session, item, reviewer, action, connected, missing) -> None:
+    try:
+        step = labelling.record(
+            store, session, item, reviewer, action, connected_store=connected, memory_missing=missing
+        )
+    except (LabelStoreError, ValueError) as exc:
+        st.session_state["label_error"] = f"The label was not saved: {exc}"
+        return
+    st.session_state.pop("label_error", None)
+    stack = _undo_stack()
+    stack.append(step)
+    del stack[:-UNDO_DEPTH]
+
+
+def _undo(store, session, items_by_key, connected) -> None:
+    stack = _undo_stack()
+    if not stack:
+        return
+    step = stack[-1]
+    try:
+        labelling.undo(store, step, items_by_key[(step.message_id, step.memory_id)], session, connected)
+    except LabelStoreError as exc:
+        st.session_state["label_error"] = f"Undo failed: {exc}"
+        return
+    stack.pop()
+
+
+def memory_texts(choice: StoreChoice, session_name: str, message_id: str, items) -> dict[str, tuple[str, str | None]]:
+    """memory_id -> ("ok", text) | ("missing", None) | ("error", message), looked
+    up once per turn and store; kept in this browser session only."""
+    state = st.session_state
+    key = (session_name, message_id, choice.fingerprint)
+    cached = state.get("label_texts")
+    if cached and cached["key"] == key:
+        return cached["memories"]
+    memories: dict[str, tuple[str, str | None]] = {}
+    for item in items:
+        try:
+            state["label_lookups"] = state.get("label_lookups", 0) + 1
+            memory = choice.store.get(item.memory_id, user_id=item.user_id)
+        except ConnectorError as exc:
+            memories[item.memory_id] = ("error", f"{type(exc).__name__}: {exc}")
+            continue
+        memories[item.memory_id] = ("ok", memory.text) if memory is not None else ("missing", None)
+    state["label_texts"] = {"key": key, "memories": memories}
+    return memories
+
+
+def _status_text(status: str | None) -> str:
+    return {"relevant": "✅ relevant", "not_relevant": "❌ not relevant", "skip": "⏭ skipped"}.get(status, "")
+
+
+def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, choice: StoreChoice) -> None:
+    queue = labelling.load_queue(store, session.name, reviewer)
+    if session.reviewers and not queue.assigned:
+        st.caption(f"{reviewer} is not among this session's reviewers, so every turn is shown.")
+    total = max(queue.total, 1)
+    st.progress(queue.done / total, text=f"{queue.done} of {queue.total} rows done by {reviewer}")
+    if error := st.session_state.get("label_error"):
+        st.error(error)
+    items_by_key = {(i.message_id, i.memory_id): i for i in queue.items}
+    stack = [s for s in _undo_stack() if s.session == session.name and s.reviewer == reviewer]
+    current = queue.current()
+    if current is None:
+        st.success("Every row of this session assigned to you is labelled or skipped.")
+        st.button(
+            "Undo the last label",
+            key="label_undo",
+            shortcut=SHORTCUTS["undo"],
+            disabled=not stack,
+            on_click=_undo,
+            args=(store, session, items_by_key, choice.fingerprint),
+        )
+        return
+    turn, item = current
+    turns = queue.turns()
+    st.subheader(f"Turn {turns.index(turn.message_id) + 1} of {len(turns)}")
+    st.caption(f"message `{turn.message_id}`" + (f" · user `{turn.user_id}`" if turn.user_id else ""))
+    if turn.query_text:
+        st.markdown(f"> {inert_markdown(clip_text(turn.query_text)[0])}")
+    else:
+        st.markdown(f"*{NO_MESSAGE_TEXT}*")
+    if choice.store is None:
+        st.error(f"Cannot open the store, so memory text cannot be looked up: {choice.error}")
+        texts = {i.memory_id: ("error", "no store connected") for i in turn.items}
+    else:
+        texts = memory_texts(choice, session.name, turn.message_id, turn.items)
+    for row in turn.items:
+        kind, text = texts.get(row.memory_id, ("error", "not looked up"))
+        is_current = (row.message_id, row.memory_id) == (item.message_id, item.memory_id)
+        with st.container(border=is_current):
+            score = f"{row.score:.3f}" if row.score is not None else "no score"
+            marker = "▶ " if is_current else ""
+            st.markdown(f"{marker}**#{row.rank}** `{inert_markdown(row.memory_id)}` · score {score} {_status_text(queue.status(row))}")
+            if kind == "ok":
+                st.markdown(inert_markdown(clip_text(text or "")[0]))
+            elif kind == "missing":
+                st.warning("Missing: the store no longer has this memory. It can be labelled not relevant or skipped.")
+            else:
+                st.error(f"Could not look this memory up: {text}")
+    kind = texts.get(item.memory_id, ("error", None))[0]
+    missing = kind == "missing"
+    cols = st.columns(4)
+    common = (store, session, item, reviewer)
+    cols[0].button(
+        "Relevant", key="label_relevant", shortcut=SHORTCUTS["relevant"], type="primary",
+        disabled=kind != "ok", on_click=_act, args=(*common, "relevant", choice.fingerprint, missing),
+    )
+    cols[1].button(
+        "Not relevant", key="label_not_relevant", shortcut=SHORTCUTS["not_relevant"],
+        disabled=kind == "error", on_click=_act, args=(*common, "not_relevant", choice.fingerprint, missing),
+    )
+    cols[2].button(
+        "Skip", key="label_skip", shortcut=SHORTCUTS["skip"],
+        on_click=_act, args=(*common, "skip", choice.fingerprint, missing),
+    )
+    cols[3].button(
+        "Undo", key="label_undo", shortcut=SHORTCUTS["undo"], disabled=not stack,
+        on_click=_undo, args=(store, session, items_by_key, choice.fingerprint),
+    )
+    st.caption("Keys: 1 relevant · 2 not relevant · 3 skip · U undo")
+
+
+# ------------------------------------------------------------------ results
+
+
+def session_results(store: LabelStore, session: LabelSession) -> None:
+    labels = store.session_labels(session.name)
+    st.subheader("Session labels and agreement")
+    if not labels:
+        st.caption("No labels in this session yet.")
+        return
+    report = agreement(labels)
+    cols = st.columns(3)
+    cols[0].metric("Labels", len(labels))
+    cols[1].metric("Reviewers", len(report.reviewers))
+    kappa = report.kappa if report.kappa is not None and report.kappa == report.kappa else None
+    cols[2].metric(report.method_name, f"{kappa:.3f}" if kappa is not None else "n/a")
+    st.caption(report.headline())
+    if report.disagreements:
+        st.markdown(f"**{len(report.disagreements)} disagreement(s) to resolve**")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {"message id": d.message_id, "memory id": d.memory_id, "rank": d.rank, "score": d.score,
+                     **{f"{reviewer}": label for reviewer, label in sorted(d.labels.items())}}
+                    for d in report.disagreements
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="disagreements_table",
+        )
+    cols = st.columns(3)
+    name = session.name.replace("/", "_")
+    cols[0].download_button(
+        "Download JSONL", export.to_jsonl(labels), file_name=f"{name}-labels.jsonl",
+        mime="application/jsonl", key="session_download_jsonl", on_click="ignore",
+    )
+    cols[1].download_button(
+        "Download CSV", export.to_csv(labels), file_name=f"{name}-labels.csv",
+        mime="text/csv", key="session_download_csv", on_click="ignore",
+    )
+    cols[2].download_button(
+        "Download TREC qrels", export.to_qrels(labels), file_name=f"{name}.qrels",
+        mime="text/plain", key="session_download_qrels", on_click="ignore",
+    )

@@ -1,0 +1,315 @@
+"""The Label page in AppTest: a whole demo session from the keyboard, then calibrated;
+undo, missing memories, reviewers, the password gate, a broken log upload; and a
+SIGKILL in the middle of a session losing no acknowledged label."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dashboard import export, sampling
+from dashboard.display import inert_markdown
+from dashboard.labels import open_label_store
+from dashboard.logs import read_log, read_log_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = str(ROOT / "dashboard" / "pages" / "label.py")
+WORKER = Path(__file__).resolve().parent / "label_session_worker.py"
+SAMPLE_LOG = ROOT / "demo_data" / "sample_log.jsonl"
+ACTION_BUTTONS = {"relevant": "label_relevant", "not_relevant": "label_not_relevant", "skip": "label_skip"}
+
+
+@pytest.fixture
+def label_page(data_dir, demo_store):
+    from streamlit.testing.v1 import AppTest
+
+    def make(**session_state):
+        at = AppTest.from_file(PAGE, default_timeout=180)
+        for key, value in session_state.items():
+            at.session_state[key] = value
+        return at
+
+    return make
+
+
+def labels_db(data_dir):
+    return open_label_store(data_dir / "labels.sqlite")
+
+
+def make_session(data_dir, name, rows, **options):
+    store = labels_db(data_dir)
+    try:
+        return sampling.save_session(store, name, rows, **options)
+    finally:
+        store.close()
+
+
+def judgments() -> dict[str, set[str]]:
+    """message_id -> the memory ids the demo queries call relevant."""
+    lines = (ROOT / "demo_data" / "queries.jsonl").read_text().splitlines()
+    return {q["message_id"]: set(q["relevant"]) for q in map(json.loads, filter(str.strip, lines))}
+
+
+def press(at, action):
+    button = at.button(key=ACTION_BUTTONS[action])
+    assert button.proto.shortcut, f"{action} has no keyboard shortcut"
+    button.click().run()
+    assert not at.exception, at.exception
+
+
+def memlens_command() -> list[str]:
+    script = Path(sys.executable).with_name("memlens")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "dashboard.cli"]
+
+
+def test_a_whole_demo_session_from_the_keyboard_then_calibrate(label_page, data_dir, tmp_path):
+    at = label_page(label_reviewer="ana")
+    at.run()
+    # Create the session through the page: the bundled sample log, whole turns.
+    at.button(key="log_read").click().run()
+    assert "imported 190 rows in 38 turns" in " ".join(at.caption.values)
+    at.text_input(key="session_name").input("demo week")
+    at.selectbox(key="sample_method").select("turns")
+    at.number_input(key="sample_size").set_value(12)
+    at.checkbox(key="session_keep_text").check()
+    at.button(key="FormSubmitter:session_form-Create session").click().run()
+    assert not at.exception
+    assert at.session_state["label_session"] == "demo week"
+
+    shortcuts = {key: at.button(key=key).proto.shortcut for key in (*ACTION_BUTTONS.values(), "label_undo")}
+    assert len(set(shortcuts.values())) == 4 and not {"r", "c"} & {s.lower() for s in shortcuts.values()}
+
+    truth = judgments()
+    questions = {q["message_id"]: q["query"] for q in map(json.loads, (ROOT / "demo_data" / "queries.jsonl").read_text().splitlines())}
+    store = labels_db(data_dir)
+    items = store.session_items("demo week")
+    assert len({i.message_id for i in items}) == 12 and len(items) == 60
+    for expected, item in enumerate(items):
+        # the page's progress and message match the row the next key press labels
+        assert at.get("progress")[0].proto.text.startswith(f"{expected} of 60 rows done")
+        assert f"> {inert_markdown(questions[item.message_id])}" in [m.value for m in at.markdown]
+        assert any(m.value.startswith(f"▶ **#{item.rank}**") for m in at.markdown)
+        press(at, "relevant" if item.memory_id in truth[item.message_id] else "not_relevant")
+    assert at.get("progress")[0].proto.text.startswith("60 of 60 rows done")
+    assert "Every row of this session assigned to you is labelled" in at.success[0].value
+
+    labels = store.session_labels("demo week")
+    store.close()
+    assert len(labels) == 60 and {l.reviewer for l in labels} == {"ana"}
+    assert {l.store for l in labels} == {"embedded:68061ffc"}  # the store the log names
+    relevant = [l for l in labels if l.label == "relevant"]
+    assert 0 < len(relevant) < 60
+    exported = tmp_path / "demo-week.jsonl"
+    exported.write_text(export.to_jsonl(labels))
+
+    done = subprocess.run(
+        [*memlens_command(), "calibrate", str(exported), "--floors", "0.2,0.3,0.4"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    for floor in (0.2, 0.3, 0.4):
+        kept_irrelevant = sum(l.label == "not_relevant" and l.score >= floor for l in labels)
+        dropped_relevant = sum(l.label == "relevant" and l.score < floor for l in labels)
+        assert f"floor {floor:.2f}: keeps {kept_irrelevant} irrelevant, drops {dropped_relevant} relevant" in done.stdout
+    assert "MEMORY_SCORE_FLOOR=" in done.stdout
+
+
+def test_labelling_never_looks_memories_up_again_within_a_turn(label_page, data_dir):
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "lookups", log.rows, method="turns", size=2, seed=5)
+    at = label_page(label_reviewer="ana", label_session="lookups")
+    at.run()
+    assert at.session_state["label_lookups"] == 5  # one get() per memory of the first turn
+    for _ in range(4):
+        press(at, "not_relevant")
+    assert at.session_state["label_lookups"] == 5
+    press(at, "not_relevant")  # the last row of the turn: the next turn is looked up once
+    assert at.session_state["label_lookups"] == 10
+
+
+def test_undo_takes_back_the_last_label_and_a_skip(label_page, data_dir):
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "undo", log.rows, method="turns", size=1, seed=2)
+    at = label_page(label_reviewer="ana", label_session="undo")
+    at.run()
+    assert at.button(key="label_undo").disabled
+    press(at, "not_relevant")
+    press(at, "skip")
+    store = labels_db(data_dir)
+    try:
+        assert len(store.session_labels("undo")) == 1 and len(store.skips("undo")) == 1
+        at.button(key="label_undo").click().run()
+        assert store.skips("undo") == set() and len(store.session_labels("undo")) == 1
+        at.button(key="label_undo").click().run()
+        assert store.session_labels("undo") == []
+        assert at.get("progress")[0].proto.text.startswith("0 of 5 rows done")
+        first = store.session_items("undo")[0]
+        assert store.history(first.message_id, first.memory_id)[-1]["new_label"] is None
+    finally:
+        store.close()
+
+
+def test_a_missing_memory_is_shown_and_can_only_be_not_relevant_or_skipped(label_page, data_dir):
+    log = read_log_bytes(
+        b'{"message_id": "m1", "memory_id": "sam-01", "rank": 1, "score": 0.4, "user_id": "sam"}\n'
+        b'{"message_id": "m1", "memory_id": "sam-gone", "rank": 2, "score": 0.3, "user_id": "sam"}\n',
+        "small.jsonl",
+    )
+    make_session(data_dir, "missing", log.rows, method="uniform", size=2, seed=1)
+    at = label_page(label_reviewer="ana", label_session="missing")
+    at.run()
+    assert any("message text not available" in m.value for m in at.markdown)
+    press(at, "relevant")  # sam-01 exists
+    warning = " ".join(w.value for w in at.warning)
+    assert "Missing: the store no longer has this memory" in warning
+    assert at.button(key="label_relevant").disabled
+    assert not at.button(key="label_not_relevant").disabled and not at.button(key="label_skip").disabled
+    press(at, "not_relevant")
+    store = labels_db(data_dir)
+    try:
+        assert {(l.memory_id, l.label) for l in store.session_labels("missing")} == {
+            ("sam-01", "relevant"),
+            ("sam-gone", "not_relevant"),
+        }
+    finally:
+        store.close()
+
+
+def test_reviewer_is_asked_once_and_overlap_gives_agreement(label_page, data_dir):
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "pair", log.rows, method="turns", size=4, seed=9, reviewers=["ana", "ben"], overlap=1.0)
+    at = label_page(label_session="pair")
+    at.run()
+    assert "label_relevant" not in [b.key for b in at.button]  # no labelling before a name
+    at.text_input(key="label_reviewer_input").input("ana")
+    at.button(key="FormSubmitter:reviewer_form-Start labelling").click().run()
+    assert at.session_state["label_reviewer"] == "ana"
+    for _ in range(20):  # every turn is shared (overlap 1): ana labels all 20 rows
+        press(at, "relevant")
+    at.run()  # a later run does not ask again
+    assert "label_reviewer_input" not in [w.key for w in at.text_input]
+
+    ben = label_page(label_reviewer="ben", label_session="pair")
+    ben.run()
+    for n in range(20):
+        press(ben, "relevant" if n % 4 else "not_relevant")
+    text = " ".join(ben.caption.values)
+    assert "Cohen's kappa" in text and "over 20 row(s)" in text
+    assert len(ben.dataframe) >= 1  # the disagreement list
+    disagreements = ben.dataframe[-1].value
+    assert len(disagreements) == 5 and set(disagreements["ana"]) == {"relevant"}
+    assert set(disagreements["ben"]) == {"not_relevant"}
+
+    done = subprocess.run(
+        [*memlens_command(), "agreement", "pair"], capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "MEMLENS_DATA_DIR": str(data_dir)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Cohen's kappa 0.000 over 20 row(s)" in done.stdout
+    assert "5 disagreement(s):" in done.stdout and done.stdout.count("ana relevant, ben not_relevant") == 5
+
+
+def test_the_password_gate_hides_memory_text_until_unlocked(label_page, data_dir, monkeypatch):
+    monkeypatch.setenv("MEMLENS_PASSWORD", "pw-Zebra-42")
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "gated", log.rows, method="turns", size=1, seed=3)
+    at = label_page(label_reviewer="ana", label_session="gated")
+    at.run()
+    locked = " ".join(m.value for m in at.markdown)
+    assert "label_relevant" not in [b.key for b in at.button] and "Lives in" not in locked
+    at.text_input(key="access_password").input("wrong")
+    at.button(key="FormSubmitter:access_form-Unlock").click().run()
+    assert "Wrong password." in [e.value for e in at.error]
+    assert "label_relevant" not in [b.key for b in at.button]
+    at.text_input(key="access_password").input("pw-Zebra-42")
+    at.button(key="FormSubmitter:access_form-Unlock").click().run()
+    assert "label_relevant" in [b.key for b in at.button]
+    shown = json.dumps([str(e.value) for e in at.main if hasattr(e, "value")] , default=str)
+    assert "pw-Zebra-42" not in shown
+    assert at.session_state["access_password"] == ""  # what was typed is not kept
+
+
+def test_a_broken_upload_lists_every_bad_line_and_keeps_the_rest(label_page, data_dir):
+    broken = (
+        b'{"message_id": "m1", "memory_id": "sam-01", "rank": 1, "score": 0.41}\n'
+        b'{"message_id": "m1", "memory_id": "sam-02", "rank": "two", "score": 0.3}\n'
+        b"this is not json\n"
+        b'{"message_id": "m2", "memory_id": "sam-03", "rank": 1, "score": 0.2}\n'
+        b'{"message_id": "m2", "memory_id": "sam-03", "rank": 1, "score": 0.2}\n'
+        b'{"memory_id": "sam-04", "rank": 1, "score": 0.2}\n'
+    )
+    at = label_page(label_reviewer="ana")
+    at.run()
+    at.radio(key="log_source").set_value("Upload a log file").run()
+    at.file_uploader(key="log_upload").set_value(("week.jsonl", broken, "application/jsonl")).run()
+    at.button(key="log_read").click().run()
+    assert not at.exception
+    assert "imported 2 rows in 2 turns from 6 read; 3 bad row(s) skipped; 1 duplicate row(s) merged" in " ".join(
+        at.caption.values
+    )
+    issues = at.dataframe[0].value
+    assert list(zip(issues["line"], issues["field"])) == [(2, "rank"), (3, "(line)"), (6, "message_id")]
+
+
+def test_sigkill_mid_session_loses_no_acknowledged_label(data_dir, demo_store):
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "crash", log.rows, method="turns", size=8, seed=4)
+    env = {**os.environ, "MEMLENS_DATA_DIR": str(data_dir)}
+    worker = subprocess.Popen(
+        [sys.executable, str(WORKER), "crash", "ana"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+    )
+    acknowledged = []
+    try:
+        while len(acknowledged) < 17:
+            line = worker.stdout.readline()
+            assert line.startswith("ACK "), line + worker.stderr.read()[-3000:] if not line else line
+            acknowledged.append(line.split()[1:])
+        # kill the app process in the middle of the session, mid-press most likely
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=60)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == -signal.SIGKILL
+
+    store = labels_db(data_dir)  # a fresh process's view: reopen the file
+    try:
+        labels = {(l.message_id, l.memory_id): l.label for l in store.session_labels("crash", reviewer="ana")}
+        skips = {(m, k) for m, k, _ in store.skips("crash", reviewer="ana")}
+    finally:
+        store.close()
+    for message, memory, action in acknowledged:
+        if action == "skip":
+            assert (message, memory) in skips
+        else:
+            assert labels.get((message, memory)) == action
+    # the one press that may have been cut off is the only row beyond the acknowledged ones
+    assert len(labels) + len(skips) - len(acknowledged) in (0, 1)
+
+    # after a restart, the page resumes where the reviewer was
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.session_state["label_reviewer"] = "ana"
+    at.session_state["label_session"] = "crash"
+    at.run()
+    done = len(labels) + len(skips)
+    assert at.get("progress")[0].proto.text.startswith(f"{done} of 40 rows done")
+
+
+def test_inspect_shows_no_memory_text_without_the_password(app, monkeypatch):
+    monkeypatch.setenv("MEMLENS_PASSWORD", "pw-Zebra-42")
+    at = app()
+    at.run()
+    assert not at.exception
+    assert "query" not in [w.key for w in at.text_input]  # no search before unlocking
+    at.text_input(key="access_password").input("pw-Zebra-42")
+    at.button(key="FormSubmitter:access_form-Unlock").click().run()
+    assert "query" in [w.key for w in at.text_input]
