@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from connectors import embedding
+from connectors.query_vectors import query_vector
 from connectors.base import (
     BadResponse,
     ConnectorError,
@@ -70,6 +70,24 @@ def _parse_time(value: Any) -> datetime | None:
     return None
 
 
+def _import_chromadb():
+    # Chroma reads its telemetry switch from the environment when a client is made:
+    # off unless the user turned it on. Clients are made with default settings so
+    # that every client on one folder in this process agrees (Chroma refuses a
+    # second client on a folder with different settings).
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    try:
+        import chromadb
+    except ImportError as exc:
+        raise StoreUnavailable("Chroma is not installed: `pip install 'memlens[chroma]'`.") from exc
+    return chromadb
+
+
+def persistent_client(path: str | Path):
+    """A PersistentClient on `path` (Chroma shares one per folder in a process)."""
+    return _import_chromadb().PersistentClient(path=str(Path(path).expanduser()))
+
+
 def collection_space(collection: Any) -> str:
     """The distance space a collection was created with (Chroma's default is l2)."""
     configuration = getattr(collection, "configuration", None) or {}
@@ -109,26 +127,18 @@ class ChromaStore:
         self.user_field = user_field or "user_id"
         self.model = model or None
         self.location = str(path or url or "client")
-        # Chroma's own telemetry is off unless the user turned it on explicitly.
-        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-        try:
-            import chromadb
-            from chromadb.config import Settings
-        except ImportError as exc:
-            raise StoreUnavailable("Chroma is not installed: `pip install 'memlens[chroma]'`.") from exc
-        settings = Settings(anonymized_telemetry=False)
         try:
             if client is not None:
                 self.client = client
             elif path:
-                self.client = chromadb.PersistentClient(path=str(Path(path).expanduser()), settings=settings)
+                self.client = persistent_client(path)
             elif url:
+                chromadb = _import_chromadb()
                 parsed = urlparse(url if "://" in url else f"http://{url}")
                 self.client = chromadb.HttpClient(
                     host=parsed.hostname or "localhost",
                     port=parsed.port or (443 if parsed.scheme == "https" else 8000),
                     ssl=parsed.scheme == "https",
-                    settings=settings,
                 )
             else:
                 raise InvalidRequest("Chroma: give a persistent folder (path) or a server URL.")
@@ -188,7 +198,7 @@ class ChromaStore:
         if k < 1:
             raise InvalidRequest(f"k must be at least 1, got {k}")
         started = time.perf_counter()
-        vector = embedding.encode([text], model=self.model)[0].tolist()
+        vector = query_vector(text, self.model)
         response = self._call(
             "query",
             self.collection.query,

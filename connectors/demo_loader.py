@@ -132,9 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.location).mkdir(parents=True, exist_ok=True)
         count = load_qdrant(local_client(args.location), args.collection, rows, distance=args.distance)
     elif args.target == "chroma":
-        import chromadb
+        from connectors.chroma import persistent_client
 
-        count = load_chroma(chromadb.PersistentClient(path=args.location), args.collection, rows, space=args.space)
+        count = load_chroma(persistent_client(args.location), args.collection, rows, space=args.space)
     else:
         from connectors.mem0 import Mem0LibraryStore
 

@@ -23,13 +23,14 @@ shared per path here: two stores (or two Compare columns) on one folder work.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from connectors import embedding
+from connectors.query_vectors import query_vector
 from connectors.base import (
     BadResponse,
     ConnectorError,
@@ -75,6 +76,19 @@ def local_client(path: str | Path):
             except Exception as exc:  # a folder locked by another process, unreadable files
                 raise StoreUnavailable(f"Cannot open the Qdrant folder {key}: {exc}") from exc
         return _local_clients[key]
+
+
+@atexit.register
+def _close_local_clients() -> None:
+    # Closed here, while the interpreter still works: QdrantClient.__del__ at
+    # shutdown prints an ImportError otherwise.
+    with _local_lock:
+        for client in _local_clients.values():
+            try:
+                client.close()
+            except Exception:
+                pass
+        _local_clients.clear()
 
 
 def normalise(distance: str, raw: float | None) -> float | None:
@@ -219,7 +233,7 @@ class QdrantStore:
         if k < 1:
             raise InvalidRequest(f"k must be at least 1, got {k}")
         started = time.perf_counter()
-        vector = embedding.encode([text], model=self.model)[0].tolist()
+        vector = query_vector(text, self.model)
         response = self._call(
             "query",
             self.client.query_points,

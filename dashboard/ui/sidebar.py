@@ -36,8 +36,9 @@ def secret_value(env_name: str | None) -> str | None:
     return os.environ.get(env_name) or None
 
 
-def _field_widget(store_name: str, field: ConfigField) -> Any:
-    key = f"cfg_{store_name}_{field.name}"
+def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> Any:
+    # key_prefix lets one page draw two sets of settings (Compare's columns A and B).
+    key = f"{key_prefix}cfg_{store_name}_{field.name}"
     if field.kind == "secret":
         configured = secret_value(field.env)
         if configured:

@@ -1,0 +1,168 @@
+"""Is the memory I expected stored at all? Pure functions for the Browse page.
+
+A retrieval that misses is either a ranking problem (the memory is stored but
+scores too low for this query, or under the floor) or a storage problem (it was
+never stored, or stored in other words: Mem0's ``infer=True`` rewrites and drops
+facts). This module answers the storage half from the user's own memories:
+
+- ``scan_memories`` reads every memory of a user through ``MemoryStore.list``,
+  page by page, up to a cap (and says when the cap cut it short);
+- ``find_text_matches`` finds the expected text among them: exact (case and
+  spacing aside), contained in a memory, containing a memory, or similar wording;
+- ``stored_verdict`` turns the text matches and the store's nearest memories by
+  embedding (its own ``query`` with the expected text) into one sentence.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from connectors.base import Hit, Memory
+
+SCAN_PAGE_SIZE = 200
+MAX_SCANNED = 5_000
+SIMILAR_AT = 0.6  # difflib ratio (or word overlap) from which wording counts as "similar"
+MAX_MATCHES = 20
+MATCH_ORDER = {"exact": 0, "contains": 1, "contained": 2, "similar": 3}
+MATCH_TITLES = {
+    "exact": "the same text",
+    "contains": "a memory containing the text",
+    "contained": "a memory that is part of the text",
+    "similar": "similar wording",
+}
+
+_SPACES = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]+")
+
+
+def normalise_text(text: str) -> str:
+    """Casefolded, spacing collapsed, outer punctuation trimmed: how two stores that
+    wrote the same memory still compare equal."""
+    return _SPACES.sub(" ", (text or "").casefold()).strip().strip(".!?;:,").strip()
+
+
+@dataclass
+class Scan:
+    memories: list[Memory]
+    complete: bool  # False when MAX_SCANNED cut the listing short
+
+
+def scan_memories(
+    list_page: Callable[[int, int], list[Memory]],
+    *,
+    page_size: int = SCAN_PAGE_SIZE,
+    max_memories: int = MAX_SCANNED,
+) -> Scan:
+    """Every memory `list_page(limit, offset)` yields, up to `max_memories`."""
+    memories: list[Memory] = []
+    while len(memories) < max_memories:
+        want = min(page_size, max_memories - len(memories))
+        page = list_page(want, len(memories))
+        memories.extend(page)
+        if len(page) < want:
+            return Scan(memories, complete=True)
+    # Exactly at the cap: one more read says whether anything was left out.
+    return Scan(memories, complete=not list_page(1, len(memories)))
+
+
+@dataclass
+class TextMatch:
+    memory: Memory
+    kind: str  # exact | contains | contained | similar
+    similarity: float  # difflib ratio of the normalised texts, 0..1
+
+    @property
+    def title(self) -> str:
+        return MATCH_TITLES[self.kind]
+
+
+def _word_overlap(a: str, b: str) -> float:
+    words_a, words_b = set(_WORD.findall(a)), set(_WORD.findall(b))
+    if not words_a or not words_b:
+        return 0.0
+    return len(words_a & words_b) / len(words_a | words_b)
+
+
+def find_text_matches(
+    memories: list[Memory], expected: str, *, similar_at: float = SIMILAR_AT, limit: int = MAX_MATCHES
+) -> list[TextMatch]:
+    """Memories whose text matches `expected`, best kind first, then most similar."""
+    wanted = normalise_text(expected)
+    if not wanted:
+        return []
+    matches = []
+    for memory in memories:
+        text = normalise_text(memory.text)
+        if not text:
+            continue
+        ratio = difflib.SequenceMatcher(None, wanted, text).ratio()
+        if text == wanted:
+            kind = "exact"
+        elif wanted in text:
+            kind = "contains"
+        elif text in wanted:
+            kind = "contained"
+        elif ratio >= similar_at or _word_overlap(wanted, text) >= similar_at:
+            kind = "similar"
+        else:
+            continue
+        matches.append(TextMatch(memory, kind, ratio))
+    matches.sort(key=lambda m: (MATCH_ORDER[m.kind], -m.similarity, m.memory.memory_id))
+    return matches[:limit]
+
+
+@dataclass
+class StoredVerdict:
+    status: str  # stored | reworded | not_found
+    message: str
+
+
+def stored_verdict(
+    expected: str,
+    matches: list[TextMatch],
+    nearest: list[Hit],
+    *,
+    scanned: int,
+    complete: bool,
+    user_id: str | None,
+) -> StoredVerdict:
+    """One sentence a reviewer can act on: ranking problem or storage problem."""
+    whose = f"the {scanned:,} memories of {user_id}" if user_id else f"{scanned:,} memories"
+    if not complete:
+        whose = f"the first {scanned:,} memories (the listing was cut there)" + (f" of {user_id}" if user_id else "")
+    exact = [m for m in matches if m.kind == "exact"]
+    if exact:
+        ids = ", ".join(m.memory.memory_id for m in exact)
+        own = next((h for h in nearest if h.memory_id in {m.memory.memory_id for m in exact}), None)
+        if own is None:
+            rank = " Searching its own text does not return it among the nearest: check the embedding model."
+        elif own.score is None:
+            rank = f" Searching its own text ranks it #{own.rank}."
+        else:
+            rank = f" Searching its own text ranks it #{own.rank} with score {own.score:.3f}."
+        return StoredVerdict(
+            "stored",
+            f"Stored as written ({ids}). A miss is a ranking problem: its score for that query, or the floor."
+            + rank,
+        )
+    if matches:
+        best = matches[0]
+        return StoredVerdict(
+            "reworded",
+            f"Not stored as written, but {best.title} is ({best.memory.memory_id}: "
+            f"\u201c{best.memory.text[:120]}\u201d). The store may have rewritten or merged it "
+            "(Mem0 infer=True does); query with words closer to what was stored.",
+        )
+    closest = ""
+    if nearest:
+        top = nearest[0]
+        score = f" (score {top.score:.3f})" if top.score is not None else ""
+        closest = f" The nearest by embedding is {top.memory_id}{score}: \u201c{top.text[:120]}\u201d."
+    return StoredVerdict(
+        "not_found",
+        f"No text match among {whose}: it was probably never stored (an extraction step such as "
+        f"Mem0 infer=True can drop a fact), so no floor or ranking change will retrieve it.{closest}",
+    )

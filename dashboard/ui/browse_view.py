@@ -1,0 +1,186 @@
+"""The Browse page's pieces: a user's memories page by page, and the check "is the
+memory I expected stored at all?". The store is read only when the store, user,
+page or checked text changes; filtering a page never reads it again."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from connectors.base import REGISTRY, ConnectorError, Hit, Memory
+from dashboard.browse import Scan, find_text_matches, scan_memories, stored_verdict
+from dashboard.display import clip_text
+from dashboard.ui import cache
+from dashboard.ui.sidebar import StoreChoice
+
+PAGE_SIZES = (25, 50, 100, 200)
+NEAREST_K = 5
+TABLE_TEXT_CHARS = 300
+
+
+def warm_model(store_name: str) -> None:
+    spec = REGISTRY.get(store_name)
+    if spec is not None and spec.local_model:
+        cache.model_warmup()
+
+
+def _count_call() -> None:
+    st.session_state["browse_store_calls"] = st.session_state.get("browse_store_calls", 0) + 1
+
+
+def memories_frame(memories: list[Memory]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "memory id": m.memory_id,
+                "text": clip_text(m.text, TABLE_TEXT_CHARS)[0],
+                "created at": m.created_at.isoformat(timespec="seconds") if m.created_at else None,
+                "user": m.user_id,
+                "metadata": json.dumps(m.metadata, default=str, sort_keys=True)[:200] if m.metadata else "",
+            }
+            for m in memories
+        ],
+        columns=["memory id", "text", "created at", "user", "metadata"],
+    )
+
+
+def hits_frame(hits: list[Hit]) -> pd.DataFrame:
+    rows = []
+    for hit in hits:
+        row: dict[str, Any] = {
+            "rank": hit.rank,
+            "memory id": hit.memory_id,
+            "text": clip_text(hit.text, TABLE_TEXT_CHARS)[0],
+            "score": hit.score,
+        }
+        if hit.raw_score is not None and hit.raw_score != hit.score:
+            row["raw score"] = hit.raw_score
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ listing
+
+
+def _listing(choice: StoreChoice, user: str | None, size: int, page: int) -> tuple[list[Memory] | None, str | None]:
+    state = st.session_state
+    key = (choice.fingerprint, user, size, page)
+    if state.get("browse_listing_key") != key:
+        state["browse_listing"], state["browse_listing_error"] = None, None
+        with st.spinner("Reading the store…"):
+            try:
+                _count_call()
+                state["browse_listing"] = choice.store.list(user_id=user, limit=size, offset=(page - 1) * size)
+            except ConnectorError as exc:
+                state["browse_listing_error"] = f"{type(exc).__name__}: {exc}"
+        state["browse_listing_key"] = key
+    return state.get("browse_listing"), state.get("browse_listing_error")
+
+
+def show_listing(choice: StoreChoice, user: str | None) -> None:
+    st.subheader(f"Memories of {user}" if user else "Memories")
+    cols = st.columns([1, 1, 3])
+    size = cols[0].selectbox("Per page", PAGE_SIZES, key="browse_page_size")
+    page = int(cols[1].number_input("Page", min_value=1, step=1, key="browse_page"))
+    needle = cols[2].text_input("Filter this page", key="browse_filter", placeholder="words in the text or id")
+    memories, error = _listing(choice, user, int(size), page)
+    if error:
+        st.error(f"The store could not list memories: {error}")
+        return
+    if not memories:
+        st.info("No memories on this page." if page > 1 else "This store holds no memories for this user.")
+        return
+    shown = memories
+    if needle.strip():
+        wanted = needle.strip().casefold()
+        shown = [m for m in memories if wanted in m.text.casefold() or wanted in m.memory_id.casefold()]
+    first = (page - 1) * int(size) + 1
+    st.caption(
+        f"Memories {first:,}–{first + len(memories) - 1:,}"
+        + (f"; {len(shown):,} match the filter." if needle.strip() else ".")
+    )
+    st.dataframe(
+        memories_frame(shown),
+        hide_index=True,
+        width="stretch",
+        column_config={"text": st.column_config.TextColumn("text", width="large")},
+        key="browse_table",
+    )
+
+
+# ------------------------------------------------------------------ the check
+
+
+def _check(choice: StoreChoice, user: str | None, expected: str) -> dict[str, Any]:
+    state = st.session_state
+    key = (choice.fingerprint, user, expected)
+    if state.get("browse_check_key") != key:
+        outcome: dict[str, Any] = {"error": None}
+        with st.spinner("Reading every memory of this user and searching the store…"):
+            try:
+                _count_call()
+                scan: Scan = scan_memories(lambda limit, offset: choice.store.list(user_id=user, limit=limit, offset=offset))
+                _count_call()
+                nearest = choice.store.query(expected, user_id=user, k=NEAREST_K)
+                outcome.update(scan=scan, matches=find_text_matches(scan.memories, expected), nearest=nearest)
+            except ConnectorError as exc:
+                outcome["error"] = f"{type(exc).__name__}: {exc}"
+        state["browse_check"], state["browse_check_key"] = outcome, key
+    return state["browse_check"]
+
+
+def show_expected_check(choice: StoreChoice, user: str | None) -> None:
+    st.subheader("Is the memory I expected stored at all?")
+    st.caption(
+        "A miss is either a ranking problem (stored, but scored low or under the floor) or a "
+        "storage problem (never stored, or stored in other words). Type the memory you expected."
+    )
+    with st.form("browse_check_form"):
+        st.text_input("Expected memory", key="browse_expected", placeholder="Prefers light UI theme")
+        st.form_submit_button("Check", type="primary")
+    expected = (st.session_state.get("browse_expected") or "").strip()
+    if not expected:
+        return
+    outcome = _check(choice, user, expected)
+    if outcome["error"]:
+        st.error(f"The store could not answer: {outcome['error']}")
+        return
+    scan: Scan = outcome["scan"]
+    nearest = outcome["nearest"]
+    verdict = stored_verdict(
+        expected, outcome["matches"], nearest.hits, scanned=len(scan.memories), complete=scan.complete, user_id=user
+    )
+    {"stored": st.success, "reworded": st.warning, "not_found": st.error}[verdict.status](verdict.message)
+    left, right = st.columns(2)
+    left.markdown("**Text matches**")
+    if outcome["matches"]:
+        left.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "match": m.title,
+                        "memory id": m.memory.memory_id,
+                        "text": clip_text(m.memory.text, TABLE_TEXT_CHARS)[0],
+                        "similarity": round(m.similarity, 3),
+                    }
+                    for m in outcome["matches"]
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="browse_matches_table",
+        )
+    else:
+        left.caption(f"None among {len(scan.memories):,} memories.")
+    right.markdown("**Nearest by embedding** (the store's own search for this text)")
+    for note in nearest.notes:
+        right.caption(note)
+    if nearest.raw_score_kind:
+        right.caption(f"The store returns {nearest.raw_score_kind}; scores are normalised so higher is better.")
+    if nearest.hits:
+        right.dataframe(hits_frame(nearest.hits), hide_index=True, width="stretch", key="browse_nearest_table")
+    else:
+        right.caption("The store returned nothing for this text.")

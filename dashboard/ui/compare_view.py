@@ -1,0 +1,156 @@
+"""The Compare page's pieces: a store picker per column, both queries (run only
+when the query, user, k or either store changes), and the side-by-side view.
+Moving a floor slider or switching how memories are matched never re-queries."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from connectors import registry  # noqa: F401  (fills REGISTRY)
+from connectors.base import REGISTRY, ConnectorError, QueryResult, fingerprint
+from dashboard.compare import ABSENT, KEPT, MATCH_BY, Comparison
+from dashboard.display import clip_text, inert_markdown
+from dashboard.floor import default_floor
+from dashboard.ui import cache
+from dashboard.ui.sidebar import DEFAULT_STORE, StoreChoice, _field_widget
+
+SIDES = ("a", "b")
+TABLE_TEXT_CHARS = 200
+
+
+def side_picker(side: str, container) -> StoreChoice:
+    """Column `side`'s store, its settings (keys prefixed compare_<side>_) and its floor."""
+    state = st.session_state
+    names = list(REGISTRY)
+    store_key = f"compare_{side}_store"
+    if state.get(store_key) not in names:
+        state[store_key] = DEFAULT_STORE if DEFAULT_STORE in names else names[0]
+    floor_key = f"compare_{side}_floor"
+    state.setdefault(floor_key, default_floor())
+    with container:
+        name = st.selectbox(
+            f"Store {side.upper()}", names, key=store_key, format_func=lambda n: REGISTRY[n].title if n in REGISTRY else n
+        )
+        spec = REGISTRY[name]
+        config: dict[str, Any] = {}
+        with st.expander(f"Settings {side.upper()}", expanded=False):
+            for config_field in spec.fields:
+                config[config_field.name] = _field_widget(name, config_field, key_prefix=f"compare_{side}_")
+        st.slider(f"Floor {side.upper()}", 0.0, 1.0, step=0.01, key=floor_key)
+        if spec.local_model:
+            cache.model_warmup()
+    store, error = None, None
+    try:
+        store = cache.open_store(name, json.dumps(config, sort_keys=True, default=str))
+    except ConnectorError as exc:
+        error = str(exc)
+    return StoreChoice(name, config, fingerprint(name, config), store, error)
+
+
+def current_results(
+    choices: dict[str, StoreChoice], user: str | None, k: int
+) -> dict[str, QueryResult | str] | None:
+    """Each side's result (or its error message) for the submitted query."""
+    state = st.session_state
+    query = (state.get("compare_query") or "").strip()
+    if not query:
+        st.info("Type a message and press Compare.")
+        return None
+    key = (choices["a"].fingerprint, choices["b"].fingerprint, user, query, k)
+    if state.get("compare_results_key") != key:
+        results: dict[str, QueryResult | str] = {}
+        with st.spinner("Querying both stores…"):
+            for side, choice in choices.items():
+                if choice.error:
+                    results[side] = f"Cannot open the store: {choice.error}"
+                    continue
+                try:
+                    state["compare_store_calls"] = state.get("compare_store_calls", 0) + 1
+                    results[side] = choice.store.query(query, user_id=user, k=k)
+                except ConnectorError as exc:
+                    results[side] = f"{type(exc).__name__}: {exc}"
+        state["compare_results"], state["compare_results_key"] = results, key
+    return state["compare_results"]
+
+
+def match_by_picker(choices: dict[str, StoreChoice]) -> str:
+    """Match by id for two configurations of one store, by text across stores."""
+    state = st.session_state
+    same_store = choices["a"].name == choices["b"].name
+    if state.get("compare_match_by") not in MATCH_BY:
+        state["compare_match_by"] = "id" if same_store else "text"
+    return st.sidebar.radio(
+        "Match memories by",
+        MATCH_BY,
+        key="compare_match_by",
+        format_func=lambda v: {"id": "memory id", "text": "text"}[v],
+        help="Two stores give the same memory different ids: match those by text.",
+    )
+
+
+def show_side_notes(side: str, result: QueryResult, container) -> None:
+    with container:
+        for note in result.notes:
+            st.caption(f"{side.upper()}: {note}")
+        if result.raw_score_kind:
+            st.info(f"{side.upper()} returns {result.raw_score_kind}; its scores are normalised so higher is better.")
+
+
+def _cell(hit, kind: str) -> Any:
+    if hit is None:
+        return None
+    return {"rank": hit.rank, "score": hit.score, "raw": hit.raw_score}[kind]
+
+
+def comparison_frame(comparison: Comparison) -> pd.DataFrame:
+    rows = []
+    for row in comparison.rows:
+        rows.append(
+            {
+                "memory": clip_text(row.text, TABLE_TEXT_CHARS)[0],
+                "A id": row.memory_ids[0],
+                "A rank": _cell(row.a, "rank"),
+                "A score": _cell(row.a, "score"),
+                "A": row.status("a"),
+                "B id": row.memory_ids[1],
+                "B rank": _cell(row.b, "rank"),
+                "B score": _cell(row.b, "score"),
+                "B": row.status("b"),
+                "rank change (B - A)": row.rank_change,
+                "verdict": row.verdict,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def show_comparison(comparison: Comparison, floors: dict[str, float]) -> None:
+    cols = st.columns(4)
+    cols[0].metric("Returned by both", comparison.returned_by_both)
+    cols[1].metric("Kept by both", comparison.kept_by_both)
+    cols[2].metric("Kept by A only", len(comparison.kept_only_a))
+    cols[3].metric("Kept by B only", len(comparison.kept_only_b))
+    for note in comparison.notes:
+        st.warning(note)
+    st.dataframe(
+        comparison_frame(comparison),
+        hide_index=True,
+        width="stretch",
+        key="compare_table",
+        column_config={
+            "A score": st.column_config.NumberColumn("A score", format="%.3f"),
+            "B score": st.column_config.NumberColumn("B score", format="%.3f"),
+        },
+    )
+    left, right = st.columns(2)
+    for side, column in (("a", left), ("b", right)):
+        kept = [row for row in comparison.rows if row.status(side) == KEPT]
+        column.markdown(f"**{side.upper()} keeps {len(kept)} at its floor {floors[side]:.2f}**")
+        if kept:
+            column.markdown("\n".join(f"- {inert_markdown(clip_text(row.text, 120)[0])}" for row in kept))
+        absent = sum(1 for row in comparison.rows if row.status(side) == ABSENT)
+        if absent:
+            column.caption(f"{absent} memories returned by the other side are not among {side.upper()}'s results.")

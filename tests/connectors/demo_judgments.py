@@ -1,0 +1,39 @@
+"""The demo judgments (demo_data/queries.jsonl) applied to any store: label each
+hit of every demo query by whether its demo id is among the query's relevant ids,
+and let dashboard.calibration choose the floor from those labels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from connectors.base import Hit, MemoryStore
+from dashboard.calibration import labelled_scores, recommend
+
+DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
+K = 5
+
+
+def demo_queries() -> list[dict]:
+    return [json.loads(line) for line in DEMO_QUERIES.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def query_text(message_id: str) -> str:
+    return next(q["query"] for q in demo_queries() if q["message_id"] == message_id)
+
+
+def relevant_ids(message_id: str) -> list[str]:
+    return next(q["relevant"] for q in demo_queries() if q["message_id"] == message_id)
+
+
+def calibrated_floor(store: MemoryStore, demo_id: Callable[[Hit], str]) -> float:
+    """The floor dashboard.calibration recommends for `store`'s own scores on the
+    demo queries, labelled by the demo judgments (`demo_id` reads a hit's demo id)."""
+    scores, labels, turns = [], [], []
+    for q in demo_queries():
+        for hit in store.query(q["query"], user_id=q["user_id"], k=K).hits:
+            scores.append(hit.score)
+            labels.append("relevant" if demo_id(hit) in q["relevant"] else "not_relevant")
+            turns.append(q["message_id"])
+    return recommend(labelled_scores(scores, labels, turns), resamples=0).floor
