@@ -189,9 +189,9 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
         cols,
         (
             ("Candidates", reranked.total_candidates),
-            ("Returned", len(reranked.returned)),
-            ("Excluded", reranked.excluded_count),
-            ("Stale", reranked.stale_count),
+            ("Returned after re-ranking", len(reranked.returned)),
+            ("Excluded (relevance)", reranked.excluded_count),
+            ("Stale (age)", reranked.stale_count),
         ),
     ):
         col.metric(label, value)
