@@ -24,20 +24,19 @@ MAX_LINE_POINTS = 2_000  # a line of a million floors draws no better than two t
 def _mark_floors(fig: go.Figure, current: float, recommended: float, band: Band | None) -> go.Figure:
     if band is not None:
         fig.add_vrect(x0=band.low, x1=band.high, fillcolor=BAND_FILL, line_width=0, layer="below")
-    fig.add_vline(
-        x=recommended,
-        line_dash="dot",
-        line_color=RECOMMENDED_COLOUR,
-        annotation_text=f"recommended {format_floor(recommended)}",
-        annotation_position="top left",
-    )
-    fig.add_vline(
-        x=current,
-        line_dash="dash",
-        line_color=CURRENT_COLOUR,
-        annotation_text=f"Inspect floor {format_floor(current)}",
-        annotation_position="top right",
-    )
+    marks = [
+        (current, f"Inspect floor {format_floor(current)}", CURRENT_COLOUR, "dash"),
+        (recommended, f"recommended {format_floor(recommended)}", RECOMMENDED_COLOUR, "dot"),
+    ]
+    # The two floors are often close: the lower one's label reads leftwards from its
+    # line and the higher one's rightwards, so the labels never overlap.
+    marks.sort(key=lambda mark: mark[0])
+    for (x, text, colour, dash), anchor in zip(marks, ("right", "left")):
+        fig.add_vline(x=x, line_dash=dash, line_color=colour)
+        fig.add_annotation(
+            x=x, y=1.0, xref="x", yref="paper", text=text, showarrow=False,
+            xanchor=anchor, yanchor="bottom", font=dict(color=colour, size=11),
+        )  # fmt: skip
     return fig
 
 

@@ -1,0 +1,136 @@
+"""The Calibrate page in AppTest: demo labels on first open, every chart filled, the
+Inspect floor marked, labels from the store with filters, and the cost control."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+
+from dashboard.calibration import calibrate, format_floor
+from dashboard.demo_labels import load_demo_labels
+from dashboard.labels import LabelStore
+
+PAGE = "pages/calibrate.py"
+CHART_KEYS = ("histogram", "trade-off", "precision/recall", "no memory")
+
+
+def open_calibrate(app, **state):
+    at = app(**state)
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def values(encoded) -> np.ndarray:
+    """A trace's x or y as plotted: plotly sends numpy arrays as base64 typed arrays."""
+    if isinstance(encoded, dict) and "bdata" in encoded:
+        return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"])
+    return np.asarray(encoded if encoded is not None else [])
+
+
+def figures(at) -> list[dict]:
+    return [json.loads(element.proto.spec) for element in at.get("plotly_chart")]
+
+
+def vertical_lines(figure: dict) -> set[float]:
+    return {round(shape["x0"], 6) for shape in figure["layout"].get("shapes", []) if shape["type"] == "line"}
+
+
+def metric(at, label_start: str) -> str:
+    return next(m.value for m in at.metric if m.label.startswith(label_start))
+
+
+def test_opens_on_the_demo_labels_with_every_chart_filled(app):
+    at = open_calibrate(app)
+    assert any("Demo data" in info.value for info in at.info)
+    demo = load_demo_labels()
+    expected = calibrate(demo.labelled_scores(), [0.15, 0.2, 0.25, 0.3, 0.35, 0.4], 1.0)
+    data = expected.data
+
+    charts = figures(at)
+    assert len(charts) == len(CHART_KEYS)
+    histogram, tradeoff, precision_recall, no_memory = charts
+    relevant, irrelevant = (values(trace["x"]) for trace in histogram["data"])
+    assert sorted(relevant) == sorted(data.scores[data.relevant])
+    assert sorted(irrelevant) == sorted(data.scores[~data.relevant])
+    for figure in (tradeoff, precision_recall, no_memory):
+        for trace in figure["data"]:
+            x, y = values(trace["x"]), values(trace["y"])
+            assert len(x) == len(expected.sweep) and len(y) == len(x), trace["name"]
+            assert np.isfinite(y.astype(float)).any(), trace["name"]
+    kept_irrelevant = values(tradeoff["data"][0]["y"])
+    np.testing.assert_array_equal(kept_irrelevant, expected.sweep.kept_irrelevant)
+
+    recommended = expected.recommendation.floor
+    for figure in charts:  # the Inspect floor (default 0.35) and the recommendation on every chart
+        assert vertical_lines(figure) == {0.35, round(recommended, 6)}
+    assert metric(at, "Labelled hits") == str(len(data))
+    assert metric(at, "Recommended floor") == format_floor(recommended)
+    assert at.code[0].value == f"MEMORY_SCORE_FLOOR={format_floor(recommended)}"
+    assert len(at.dataframe[0].value) == len(expected.sweep)
+    if expected.band:
+        assert any("Separating band" in s.value for s in at.success)
+
+
+def test_the_floor_set_on_inspect_is_marked_and_kept(app):
+    at = open_calibrate(app, floor=0.3)
+    for figure in figures(at):
+        assert 0.3 in vertical_lines(figure)
+        assert any(a.get("text") == "Inspect floor 0.30" for a in figure["layout"]["annotations"])
+    assert metric(at, "Inspect floor") == "0.30"
+    at.run()
+    assert at.session_state["floor"] == 0.3  # still there for the return to Inspect
+
+
+def label(store, message, memory, value, score, reviewer="ana", where="embedded:aaaa1111"):
+    store.upsert(message_id=message, memory_id=memory, label=value, reviewer=reviewer, store=where, score=score, rank=1)
+
+
+@pytest.fixture
+def labelled(data_dir):
+    """Own labels in the data dir: the hand-built case of test_calibration.py, by ana,
+    plus two labels by ben on another store."""
+    store = LabelStore(data_dir / "labels.sqlite")
+    for i, score in enumerate([0.1, 0.2, 0.3, 0.5]):
+        label(store, f"m{i}", "off", "not_relevant", score)
+    for i, score in enumerate([0.25, 0.4, 0.6, 0.7]):
+        label(store, f"m{i}", "on", "relevant", score)
+    label(store, "m9", "x", "relevant", 0.9, reviewer="ben", where="mem0:bbbb2222")
+    label(store, "m9", "y", "not_relevant", 0.05, reviewer="ben", where="mem0:bbbb2222")
+    store.close()
+    return data_dir
+
+
+def test_labels_from_the_store_replace_the_demo_and_filter_by_reviewer_and_store(app, labelled):
+    at = open_calibrate(app)
+    assert not any("Demo data" in info.value for info in at.info)
+    assert metric(at, "Labelled hits") == "10"
+    at.selectbox(key="calibrate_reviewer").select("ana").run()
+    assert metric(at, "Labelled hits") == "8"
+    at.selectbox(key="calibrate_reviewer").select("(all)").run()
+    at.selectbox(key="calibrate_store").select("mem0:bbbb2222").run()
+    assert metric(at, "Labelled hits") == "2"
+    assert not at.exception
+
+
+def test_the_cost_ratio_moves_the_recommended_floor(app, labelled):
+    at = open_calibrate(app)
+    at.selectbox(key="calibrate_reviewer").select("ana").run()
+    assert float(metric(at, "Recommended floor")) <= 0.25  # a tie at cost 2 goes to the lowest floors
+    at.number_input(key="cost_ratio").set_value(3.0).run()
+    assert metric(at, "Recommended floor (cost ratio 3)") == "0.55"
+    assert at.code[0].value == "MEMORY_SCORE_FLOOR=0.55"
+    assert not any("Separating band" in s.value for s in at.success)
+
+
+def test_labels_of_one_class_only_show_why_they_cannot_calibrate(app, data_dir):
+    store = LabelStore(data_dir / "labels.sqlite")
+    label(store, "m1", "a", "relevant", 0.5)
+    label(store, "m2", "b", "relevant", 0.7)
+    store.close()
+    at = open_calibrate(app)
+    assert any("All 2 labelled rows are 'relevant'" in e.value for e in at.error)
+    assert not at.get("plotly_chart")
