@@ -1,0 +1,134 @@
+"""What every benchmark shares: the machine line, a table printer, RESULTS.md.
+
+Not a benchmark itself (the leading underscore keeps `python -m benchmarks` from
+running it).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+PYTHON = sys.executable
+
+# Offline by construction, in this process and every child it starts.
+for _name, _value in (
+    ("HF_HUB_OFFLINE", "1"),
+    ("TRANSFORMERS_OFFLINE", "1"),
+    ("MEM0_TELEMETRY", "False"),
+    ("ANONYMIZED_TELEMETRY", "False"),
+):
+    os.environ.setdefault(_name, _value)
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def machine() -> str:
+    """CPU model, cores and RAM, read from /proc so no extra package is needed."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB RAM"
+                break
+    except OSError:
+        pass
+    try:
+        load = "load avg %.2f/%.2f/%.2f at start" % os.getloadavg()
+    except OSError:
+        load = ""
+    return f"{cpu}, {os.cpu_count()} cores, {ram}, Python {platform.python_version()}, {load}"
+
+
+def rss_mib() -> float:
+    """Resident memory of this process now (VmRSS), MiB."""
+    return _status_kib("VmRSS") / 1024
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far (VmHWM), MiB."""
+    return _status_kib("VmHWM") / 1024
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def timed(fn, repeat: int, warmup: int = 1) -> list[float]:
+    """Wall times of `fn()` in milliseconds, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def median(values: Iterable[float]) -> float:
+    return statistics.median(list(values))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table (it reads fine in a terminal too)."""
+    cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in cells]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3g}" if abs(value) < 1 else f"{value:.2f}"
+    return str(value)
+
+
+def report(title: str, body: str) -> None:
+    """Print one benchmark's section and append it to RESULTS.md with the date and
+    the machine it ran on."""
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    section = f"\n## {title} — {stamp}\n\nMachine: {machine()}" + (f"; commit {commit}" if commit else "") + f"\n\n{body.strip()}\n"
+    print(section)
+    if not RESULTS.exists():
+        RESULTS.write_text(HEADER)
+    with RESULTS.open("a", encoding="utf-8") as out:
+        out.write(section)
+
+
+HEADER = """# Benchmark results
+
+Every section below was appended by one run of a script in `benchmarks/`
+(`python -m benchmarks` runs them all, `python -m benchmarks.<name>` one). Each
+names the date, the machine, the commit, and the baseline it was measured against
+in the same run. Append; never edit old sections. Times are wall-clock on a
+machine shared with other work, so compare a figure with the baseline beside it,
+not with a figure from another day.
+"""
