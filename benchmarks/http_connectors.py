@@ -81,7 +81,7 @@ def main() -> None:
         for memory in decoded["memories"]:  # deeper nesting than the server sends
             memory["scoring_breakdown"]["debug"] = {"ann": {"distance": 0.3, "probe": 4}, "label": "x"}
         text = json.dumps(decoded)
-        parse_ms = timed(lambda: parse_query_body(json.loads(text), query=QUERY), 200)
+        parse_ms = timed(lambda: parse_query_body(json.loads(text)), 200)
         loads_ms = timed(lambda: json.loads(text), 200)
         server.stop()
         demo.close()

@@ -87,7 +87,7 @@ def _weights(value: Any) -> dict[str, float]:
     return numbers
 
 
-def parse_query_body(body: Any, *, query: str, request_weights: dict[str, float] | None = None) -> tuple[list[Hit], list[str]]:
+def parse_query_body(body: Any, *, request_weights: dict[str, float] | None = None) -> tuple[list[Hit], list[str]]:
     """Hits and the notes about what could not be read, from a query response.
 
     A body without a ``memories`` list is a BadResponse; a memory without an id is
@@ -281,7 +281,7 @@ class MemorySyncStore:
             body["weights"] = weights
         reply = self._send("POST", "/memory/query", user_id=user_id, json=body)
         try:
-            hits, problems = parse_query_body(reply.body, query=text, request_weights=weights)
+            hits, problems = parse_query_body(reply.body, request_weights=weights)
         except BadResponse as exc:
             exc.request_id, exc.status = reply.request_id, reply.status
             raise

@@ -366,9 +366,7 @@ def test_error_message_reads_every_documented_shape():
 
 
 def test_settings_are_checked_when_the_store_is_opened():
-    from connectors.base import StoreUnavailable as Unavailable
-
-    with pytest.raises(Unavailable, match="MEMORYSYNC_BASE_URL"):
+    with pytest.raises(StoreUnavailable, match="MEMORYSYNC_BASE_URL"):
         open_store(base_url="", api_key=KEY)
     with pytest.raises(AuthFailed, match="MEMORYSYNC_API_KEY"):
         open_store(base_url=BASE, api_key="")

@@ -161,6 +161,18 @@ def test_a_missing_key_is_asked_for_as_a_password_and_then_never_shown(app, ms_e
     assert ms_env.api_key not in str(dict(at.query_params))
 
 
+def test_a_key_from_st_secrets_is_used_and_only_configured_is_shown(app, ms_env, monkeypatch):
+    monkeypatch.delenv("MEMORYSYNC_API_KEY")
+    at = app(store="memorysync", query=THEME)
+    at.secrets["MEMORYSYNC_API_KEY"] = ms_env.api_key
+    at.run()
+    assert not at.error and at.session_state["result"].hits
+    assert ms_env.requests_to("/memory/query")[-1].headers["X-API-Key"] == ms_env.api_key
+    assert any("API key: configured (from MEMORYSYNC_API_KEY)" in c.value for c in at.sidebar.caption)
+    assert not any(t.key == "cfg_memorysync_api_key" for t in at.text_input)
+    assert ms_env.api_key not in everything_rendered(at)
+
+
 # ------------------------------------------------------------------ rank lookup and feedback
 
 
