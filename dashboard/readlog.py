@@ -123,6 +123,32 @@ def logged_query(
     return result
 
 
+class LoggedStore:
+    """`store` with every ``query`` going through ``logged_query``; any other
+    attribute (``get``, ``max_k``, ``feedback`` ...) is the store's own. For code
+    that takes a store and queries it itself, such as the rank lookup."""
+
+    def __init__(self, store: MemoryStore, *, store_fingerprint: str, source: str, log_path: str | Path | None = None):
+        self._store = store
+        self._fingerprint = store_fingerprint
+        self._source = source
+        self._log_path = log_path
+
+    def query(self, text: str, *, user_id: str | None, k: int) -> QueryResult:
+        return logged_query(
+            self._store,
+            text,
+            user_id=user_id,
+            k=k,
+            store_fingerprint=self._fingerprint,
+            source=self._source,
+            log_path=self._log_path,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
 def _append_quietly(path: Path, record: dict[str, Any]) -> str | None:
     try:
         append_record(path, record)

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import REGISTRY, ConnectorError, Hit, QueryResult
-from dashboard import feedback
+from dashboard import feedback, readlog
 from dashboard.rank_lookup import find_rank, lookup_k
 from dashboard.ui.sidebar import StoreChoice
 
@@ -48,7 +48,11 @@ def _run_lookup(choice: StoreChoice, user: str | None, result: QueryResult) -> N
     entry: dict[str, Any] = {"context": _context(choice, user, result), "lookup": None, "error": None}
     try:
         entry["lookup"] = find_rank(
-            choice.store, result.query, state.get("rank_lookup_id", ""), user_id=user, table_hits=result.hits
+            readlog.LoggedStore(choice.store, store_fingerprint=choice.fingerprint, source="rank_lookup"),
+            result.query,
+            state.get("rank_lookup_id", ""),
+            user_id=user,
+            table_hits=result.hits,
         )
     except ConnectorError as exc:
         entry["error"] = f"{type(exc).__name__}: {exc}"

@@ -83,3 +83,17 @@ def test_reads_append_and_broken_lines_are_counted_not_fatal(demo_store, tmp_pat
 
 def test_the_log_lives_in_the_data_dir(data_dir):
     assert readlog.read_log_path() == data_dir / "reads.jsonl"
+
+
+def test_a_logged_store_logs_the_rank_lookup_and_passes_everything_else_through(demo_store, tmp_path):
+    from dashboard.rank_lookup import DEFAULT_LOOKUP_K, find_rank
+
+    log = tmp_path / "reads.jsonl"
+    wrapped = readlog.LoggedStore(demo_store, store_fingerprint="embedded:1", source="rank_lookup", log_path=log)
+    assert wrapped.get("sam-01").text == demo_store.get("sam-01").text
+    assert wrapped.name == demo_store.name
+    lookup = find_rank(wrapped, QUERY, "sam-01", user_id="sam")
+    assert lookup.found
+    [record] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert record["source"] == "rank_lookup" and record["k"] == DEFAULT_LOOKUP_K
+    assert record["candidate_count"] == lookup.returned
