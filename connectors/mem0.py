@@ -264,11 +264,15 @@ def offline_config(config: dict[str, Any]) -> dict[str, Any]:
     embedder = config.setdefault("embedder", {"provider": "huggingface", "config": {}})
     embedder_config = embedder.setdefault("config", {}) or {}
     embedder["config"] = embedder_config
-    if embedder.get("provider", "huggingface") == "huggingface" and not embedder_config.get("model"):
+    if embedder.get("provider", "huggingface") == "huggingface":
         from connectors import embedding
 
-        embedder_config["model"] = embedding.packaged_model_path()
-        embedder_config.setdefault("embedding_dims", embedding.DIMENSIONS)
+        packaged = embedding.packaged_model_path()
+        if not embedder_config.get("model"):
+            embedder_config["model"] = packaged
+        if embedder_config["model"] == packaged:
+            # Mem0 would size the collection for OpenAI's 1536 dims otherwise.
+            embedder_config.setdefault("embedding_dims", embedding.DIMENSIONS)
     vector_store = config.setdefault("vector_store", {})
     vs_config = vector_store.setdefault("config", {}) or {}
     vector_store["config"] = vs_config

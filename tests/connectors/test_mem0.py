@@ -1,0 +1,225 @@
+"""Mem0 library mode against a real ``mem0.Memory`` (infer=False, the packaged
+MiniLM through the huggingface embedder, a local Qdrant path, telemetry off),
+loaded with the demo memories; and the version/backend score rule as a table."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+
+import pytest
+import yaml
+
+from connectors import embedding
+from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable, create_store
+from connectors.demo_loader import demo_rows, load_mem0
+from connectors.mem0 import (
+    UNUSED_LLM_KEY,
+    Mem0LibraryStore,
+    ScoreRule,
+    hits_from_search,
+    load_config,
+    offline_config,
+    score_rule,
+)
+from demo_judgments import calibrated_floor, query_text, relevant_ids
+
+THEME = query_text("demo-q04")
+PIZZA = query_text("demo-q01")
+THEME_ID = relevant_ids("demo-q04")[0]
+
+
+# ------------------------------------------------------------------ the score rule
+
+
+@pytest.mark.parametrize(
+    "version,backend,distance,formula",
+    [
+        ("2.0.4", "chroma", True, "1/(1+d)"),
+        ("2.0.4", "pgvector", True, "1 - d"),
+        ("2.0.0", "Chroma", True, "1/(1+d)"),
+        ("1.0.11", "pgvector", True, "1 - d"),
+        ("0.1.118", "chroma", True, "1/(1+d)"),
+        ("2.0.5rc1", "chroma", True, "1/(1+d)"),  # a pre-release of 2.0.5 is not yet 2.0.5
+        ("2.0.5", "chroma", False, None),
+        ("2.0.5", "pgvector", False, None),
+        ("2.2.1", "chroma", False, None),
+        ("2.2.1", "pgvector", False, None),
+        ("3.0.0", "chroma", False, None),
+        ("2.0.4", "qdrant", False, None),
+        ("1.0.0", "faiss", False, None),
+        ("2.0.4", "redis", False, None),
+        ("not-a-version", "chroma", False, None),
+        ("", "pgvector", False, None),
+    ],
+)
+def test_score_rule_table(version, backend, distance, formula):
+    rule = score_rule(version, backend)
+    assert rule.returns_distance is distance
+    assert rule.formula == formula
+    assert (rule.note is not None) is distance
+    assert (rule.raw_kind is not None) is distance
+
+
+def test_distance_rule_normalises_like_mem0_does_from_2_0_5():
+    chroma, pg = score_rule("2.0.4", "chroma"), score_rule("2.0.4", "pgvector")
+    assert chroma.normalise(0.0) == 1.0
+    assert chroma.normalise(1.0) == 0.5
+    assert pg.normalise(0.25) == 0.75
+    assert pg.normalise(1.5) == 0.0  # cosine distance past 1 is clamped, as Mem0 clamps it
+    assert score_rule("2.2.1", "chroma").normalise(0.42) == 0.42
+
+
+def test_distances_from_an_old_backend_keep_mems_order_and_become_higher_is_better():
+    """The shape Mem0 2.0.4 with Chroma returned: score is the L2 distance."""
+    items = [
+        {"id": "m1", "memory": "Prefers light UI theme", "score": 0.41, "user_id": "sam"},
+        {"id": "m2", "memory": "Lives in Lisbon", "score": 1.32, "user_id": "sam"},
+        {"id": "m3", "memory": "Has a dog", "score": 1.45, "user_id": "sam"},
+    ]
+    hits = hits_from_search(items, score_rule("2.0.4", "chroma"), breakdown_key="score_details")
+    assert [h.memory_id for h in hits] == ["m1", "m2", "m3"]
+    assert [h.raw_score for h in hits] == [0.41, 1.32, 1.45]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].score == pytest.approx(1 / 1.41)
+
+
+# ------------------------------------------------------------------ a real Memory
+
+
+@pytest.fixture(scope="session")
+def mem0_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mem0")
+    os.environ.setdefault("MEM0_DIR", str(root / "mem0-dir"))  # read when mem0 is first imported
+    config_file = root / "mem0.yaml"
+    config_file.write_text(
+        yaml.safe_dump(
+            {
+                "vector_store": {
+                    "provider": "qdrant",
+                    "config": {"collection_name": "memlens_demo", "path": str(root / "qdrant"), "on_disk": True},
+                },
+                "embedder": {"provider": "huggingface", "config": {"model": embedding.packaged_model_path()}},
+                "history_db_path": str(root / "history.db"),
+            }
+        )
+    )
+    store = create_store("mem0", {"config": str(config_file), "app_threshold": ""})
+    rows, report = demo_rows()
+    assert not report.issues
+    load_mem0(store.memory, rows)
+    yield store
+    store.close()
+
+
+def demo_id(hit) -> str:
+    return hit.metadata["memory_id"]
+
+
+def test_theme_question_ranks_theme_memory_first(mem0_store):
+    result = mem0_store.query(THEME, user_id="sam", k=5)
+    top = result.hits[0]
+    assert demo_id(top) == THEME_ID
+    assert top.text == "Prefers light UI theme"
+    assert {h.metadata["user_id"] for h in result.hits} == {"sam"}
+    # score_details lands in the breakdown, in Mem0's own words
+    assert {"semantic_score", "bm25_score", "entity_boost", "final_score", "threshold"} <= set(top.breakdown)
+    assert top.breakdown["threshold"] == 0.0  # memlens asked for everything
+    assert top.score == pytest.approx(top.breakdown["final_score"])
+
+
+def test_pizza_top_score_is_under_the_floor_calibrated_on_the_demo_judgments(mem0_store):
+    floor = calibrated_floor(mem0_store, demo_id)
+    result = mem0_store.query(PIZZA, user_id="sam", k=5)
+    assert len(result.hits) == 5  # Mem0 still answers with its nearest memories
+    assert result.hits[0].score < floor
+    assert mem0_store.query(THEME, user_id="sam", k=5).hits[0].score >= floor
+
+
+def test_reports_the_threshold_mem0_itself_would_apply(mem0_store):
+    result = mem0_store.query(PIZZA, user_id="sam", k=5)
+    hidden = sum(1 for h in result.hits if h.breakdown["semantic_score"] < 0.1)
+    assert any(
+        "Mem0 itself would apply threshold 0.10" in note and f"hidden {hidden} of these 5 hits" in note
+        for note in result.notes
+    ), result.notes
+    mem0_store.app_threshold = 0.3
+    try:
+        note = mem0_store.threshold_note(result.hits)
+    finally:
+        mem0_store.app_threshold = None
+    assert "threshold 0.30 (the threshold configured for your app)" in note
+    assert "hidden 5 of these 5 hits" in note  # every pizza hit is under 0.3
+
+
+def test_detects_the_installed_version_and_backend(mem0_store):
+    assert mem0_store.version == importlib.metadata.version("mem0ai")
+    assert mem0_store.backend == "qdrant"
+    assert mem0_store.rule == ScoreRule(mem0_store.version, "qdrant", False)
+    result = mem0_store.query(THEME, user_id="sam", k=3)
+    assert result.score_kind is ScoreKind.SIMILARITY and result.raw_score_kind is None
+    assert os.environ["MEM0_TELEMETRY"] == "False"
+
+
+def test_list_and_get(mem0_store):
+    rows, _ = demo_rows()
+    sams = {r["id"] for r in rows if r["user_id"] == "sam"}
+    listed = mem0_store.list(user_id="sam", limit=100)
+    assert {m.metadata["memory_id"] for m in listed} == sams
+    assert all(m.user_id == "sam" for m in listed)
+    page = mem0_store.list(user_id="sam", limit=5, offset=5)
+    assert [m.memory_id for m in page] == [m.memory_id for m in listed[5:10]]
+    theme = next(m for m in listed if m.metadata["memory_id"] == THEME_ID)
+    fetched = mem0_store.get(theme.memory_id)
+    assert fetched.text == "Prefers light UI theme" and fetched.created_at is not None
+    assert mem0_store.get(theme.memory_id, user_id="leo") is None
+    assert mem0_store.get("00000000-0000-0000-0000-000000000000") is None
+
+
+def test_bad_queries_are_clear_errors(mem0_store):
+    with pytest.raises(InvalidRequest, match="empty"):
+        mem0_store.query("   ", user_id="sam", k=5)
+    with pytest.raises(InvalidRequest, match="end user"):
+        mem0_store.query(THEME, user_id=None, k=5)
+    with pytest.raises(InvalidRequest, match="end user"):
+        mem0_store.list(user_id=None, limit=5)
+
+
+# ------------------------------------------------------------------ configs
+
+
+def test_offline_config_fills_what_a_local_inspection_needs(monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("MEMLENS_DATA_DIR", str(tmp_path))
+    config = offline_config({"vector_store": {"provider": "qdrant", "config": {"path": "/x"}}})
+    assert config["embedder"]["config"]["model"] == embedding.packaged_model_path()
+    assert config["vector_store"]["config"]["embedding_model_dims"] == 384
+    assert config["llm"]["config"]["api_key"] == UNUSED_LLM_KEY
+    assert config["history_db_path"] == str(tmp_path / "mem0" / "history.db")
+    # a user's own choices stay
+    own = offline_config({"llm": {"provider": "openai", "config": {"api_key": "sk-own"}}, "history_db_path": "/h.db"})
+    assert own["llm"]["config"]["api_key"] == "sk-own" and own["history_db_path"] == "/h.db"
+
+
+def test_config_file_errors_name_the_file_and_line(tmp_path):
+    broken = tmp_path / "mem0.json"
+    broken.write_text('{\n  "vector_store": {\n    "provider": "qdrant",,\n  }\n}\n')
+    with pytest.raises(InvalidRequest, match=r"mem0\.json, line 3: not valid JSON"):
+        load_config(broken)
+    listed = tmp_path / "mem0.yaml"
+    listed.write_text("- just\n- a list\n")
+    with pytest.raises(InvalidRequest, match="must be a mapping"):
+        load_config(listed)
+    with pytest.raises(InvalidRequest, match="Cannot read the Mem0 config"):
+        load_config(tmp_path / "missing.yaml")
+    with pytest.raises(InvalidRequest, match="MEMLENS_MEM0_CONFIG"):
+        create_store("mem0", {"config": "", "app_threshold": ""})
+    with pytest.raises(InvalidRequest, match="outside"):
+        create_store("mem0", {"config": str(listed), "app_threshold": "1.5"})
+
+
+def test_an_unusable_config_is_a_store_error_not_a_crash(tmp_path):
+    config = tmp_path / "mem0.yaml"
+    config.write_text(yaml.safe_dump({"vector_store": {"provider": "no-such-store", "config": {}}}))
+    with pytest.raises((StoreUnavailable, InvalidRequest), match="Mem0"):
+        Mem0LibraryStore.from_config(config)
