@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 DEFAULT_TEXT_LIMIT = 2_000
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
@@ -19,3 +20,40 @@ def inert_markdown(text: str) -> str:
     """Escape every character Markdown (or Streamlit's HTML-free renderer) acts on,
     so a memory reading `<script>` or `**bold**` is shown as those characters."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("\n", "  \n")
+
+
+def bounded_json(value: Any, *, max_items: int = 100, max_chars: int = DEFAULT_TEXT_LIMIT) -> tuple[Any, bool]:
+    """A copy of decoded JSON small enough to draw: lists and objects cut to their
+    first `max_items` entries (a marker says how many more there were), strings cut to
+    `max_chars`. Returns the copy and whether anything was cut."""
+    if isinstance(value, str):
+        return clip_text(value, max_chars)
+    if isinstance(value, dict):
+        items = list(value.items())
+        bounded, cut = {}, len(items) > max_items
+        for key, item in items[:max_items]:
+            bounded[str(key)], item_cut = bounded_json(item, max_items=max_items, max_chars=max_chars)
+            cut |= item_cut
+        if len(items) > max_items:
+            bounded["…"] = f"{len(items) - max_items:,} more keys not shown"
+        return bounded, cut
+    if isinstance(value, (list, tuple)):
+        shown, cut = [], len(value) > max_items
+        for item in value[:max_items]:
+            bounded_item, item_cut = bounded_json(item, max_items=max_items, max_chars=max_chars)
+            shown.append(bounded_item)
+            cut |= item_cut
+        if len(value) > max_items:
+            shown.append(f"… {len(value) - max_items:,} more items not shown")
+        return shown, cut
+    return value, False
+
+
+def code_span(text: str) -> str:
+    """`text` as one Markdown code span whatever backticks it holds: the fence is one
+    backtick longer than the longest run inside, and a space pads an edge backtick
+    (CommonMark strips one space from each side of such a span)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == " " and text[-1:] == " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -51,5 +51,4 @@ view.show_labelling(result, choice, user, reviewer, store_text)
 show_store_tools(result, choice, user, kept, dropped)
 view.show_session_labels(store_text)
 show_rerank_panel(result, choice, user, store_text)
-with st.expander("Raw response"):
-    st.json(result.raw if result.raw is not None else {}, expanded=False)
+view.show_raw_response(result)

@@ -11,7 +11,7 @@ import streamlit as st
 
 from connectors.base import REGISTRY, ConnectorError, Hit, QueryResult
 from dashboard import export, readlog
-from dashboard.display import clip_text, inert_markdown
+from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import message_id
 from dashboard.ui import cache
@@ -23,6 +23,9 @@ MAX_TABLE_ROWS = 1_000
 MAX_CHART_BARS = 50
 MAX_LABEL_ROWS = 200
 TABLE_TEXT_CHARS = 300
+MAX_NOTES = 20
+MAX_PROMPT_CHARS = 20_000
+MAX_RAW_ITEMS = 100
 
 
 # ------------------------------------------------------------------ URL state
@@ -126,8 +129,11 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
 
 
 def show_notes(result: QueryResult) -> None:
-    for note in result.notes:
+    # A store can send one note per result; 100,000 warning boxes would hang the tab.
+    for note in result.notes[:MAX_NOTES]:
         st.warning(note)
+    if len(result.notes) > MAX_NOTES:
+        st.warning(f"… and {len(result.notes) - MAX_NOTES:,} more notes from the store, not shown.")
     if not result.score_kind.comparable_to_floor:
         st.warning(
             f"This store's scores are {result.score_kind.value}s, not similarities: "
@@ -204,7 +210,24 @@ def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:
 def show_prompt_block(block: PromptBlock) -> None:
     st.subheader("Prompt block")
     st.caption(block.explanation)
-    st.code(block.text, language=None, wrap_lines=True)
+    text, clipped = clip_text(block.text, MAX_PROMPT_CHARS)
+    if clipped:
+        st.caption(
+            f"Prompt block cut to {MAX_PROMPT_CHARS:,} of {len(block.text):,} characters for display; "
+            "the prompt would get all of it."
+        )
+    st.code(text, language=None, wrap_lines=True)
+
+
+def show_raw_response(result: QueryResult) -> None:
+    with st.expander("Raw response"):
+        raw, cut = bounded_json(result.raw if result.raw is not None else {}, max_items=MAX_RAW_ITEMS)
+        if cut:
+            st.caption(
+                f"Lists longer than {MAX_RAW_ITEMS} items and texts longer than 2,000 characters "
+                "are cut here, so a big response does not hang the page."
+            )
+        st.json(raw, expanded=False)
 
 
 # ------------------------------------------------------------------ labels
@@ -237,7 +260,7 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
         text, clipped = clip_text(hit.text)
         cols = st.columns([6, 2, 1.4, 1.6])
         score = f"{hit.score:.3f}" if hit.score is not None else "no score"
-        cols[0].markdown(f"**#{hit.rank}** `{hit.memory_id}` · {score}  \n{inert_markdown(text)}")
+        cols[0].markdown(f"**#{hit.rank}** {code_span(hit.memory_id)} · {score}  \n{inert_markdown(text)}")
         if clipped:
             cols[0].caption(f"Text cut to {len(text) - 1:,} of {len(hit.text):,} characters.")
         current = existing.get(hit.memory_id)

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import QueryResult
-from dashboard.display import clip_text
+from dashboard.display import bounded_json, clip_text
 from dashboard.labels import message_id
 from dashboard.rerank import (
     DEFAULT_HALF_LIFE_HOURS,
@@ -33,6 +33,9 @@ from dashboard.ui.sidebar import StoreChoice
 
 DECAY_MODES = ("half-life", "per hour")
 STORE_TEXT_CHARS = 80
+# A store may return 100,000 candidates: re-rank them all, draw only this many.
+MAX_ROWS_SHOWN = 1_000
+MAX_MESSAGE_CHARS = 500
 RELEVANCE_SOURCE_TEXT = {
     "semantic": "Relevance is the store's `semantic` component (how well the words match).",
     "score": "Relevance is the store's score: it sends no `semantic` component.",
@@ -196,7 +199,7 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
     ):
         col.metric(label, value)
     for flag in review_flags(payload):
-        st.warning(f"Review: {flag}")
+        st.warning(f"Review: {clip_text(flag, MAX_MESSAGE_CHARS)[0]}")
 
     left, right = st.columns([2, 5])
     left.markdown("**Store order**")
@@ -209,7 +212,7 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
                     "score": h.score,
                     "text": clip_text(h.text, STORE_TEXT_CHARS)[0],
                 }
-                for h in result.hits
+                for h in result.hits[:MAX_ROWS_SHOWN]
             ]
         ),
         hide_index=True,
@@ -218,7 +221,7 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
     )
     right.markdown(f"**Re-ranked** ({settings_text(settings)})")
     right.dataframe(
-        reranked_frame(reranked),
+        reranked_frame(reranked).head(MAX_ROWS_SHOWN),
         hide_index=True,
         width="stretch",
         key="rerank_new_order",
@@ -230,12 +233,16 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
         },
     )
 
+    if len(result.hits) > MAX_ROWS_SHOWN:
+        st.caption(f"Both tables show the first {MAX_ROWS_SHOWN:,} of {len(result.hits):,} candidates; all are re-ranked.")
     candidate_ids = [h.memory_id for h in result.hits]
     violations = validate_ranking(
         payload, candidate_ids, relevance_weight=settings.relevance_weight, recency_weight=settings.recency_weight
     )
     if violations:
-        st.error("This ranking breaks the checks:\n" + "\n".join(f"- {v}" for v in violations))
+        shown = "\n".join(f"- {clip_text(v, MAX_MESSAGE_CHARS)[0]}" for v in violations[:20])
+        more = f"\n- … and {len(violations) - 20:,} more" if len(violations) > 20 else ""
+        st.error("This ranking breaks the checks:\n" + shown + more)
     else:
         st.caption("✅ This ranking passes the checks: known ids, scores in [0, 1], composite = the weighted sum, 0 when excluded or stale, counts that add up.")
     st.download_button(
@@ -248,7 +255,7 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
         help="The query is replaced by its message id unless text is stored with labels.",
     )
     with st.expander("JSON", expanded=False):
-        st.json(payload, expanded=False)
+        st.json(bounded_json(payload)[0], expanded=False)
     show_pasted_ranking(payload, candidate_ids, settings)
 
 
