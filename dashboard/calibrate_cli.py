@@ -20,7 +20,7 @@ import math
 import sys
 from typing import Any
 
-from dashboard.calibration import DEFAULT_RESAMPLES, DEFAULT_SEED, CalibrationError, calibrate
+from dashboard.calibration import DEFAULT_SEED, CalibrationError, calibrate
 from dashboard.calibration_report import as_json, table_lines
 from dashboard.label_files import LabelFileError, read_label_file
 
@@ -77,7 +77,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="how many missed relevant memories one wrong memory costs (default 1)",
     )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES, help="bootstrap resamples (default 1000)")
+    parser.add_argument(
+        "--resamples", type=int, default=None, help="bootstrap resamples (default 1000; fewer past 20,000 rows; 0: none)"
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default 0)")
     parser.set_defaults(handler=run)
     return parser
@@ -94,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{labels.summary()}; calibrating on the usable rows.", file=sys.stderr)
     try:
         result = calibrate(
-            labels.labelled_scores(), args.floors, args.cost_ratio, resamples=max(0, args.resamples), seed=args.seed
+            labels.labelled_scores(),
+            args.floors,
+            args.cost_ratio,
+            resamples=None if args.resamples is None else max(0, args.resamples),
+            seed=args.seed,
         )
     except CalibrationError as exc:
         print(f"memlens calibrate: {args.file}: {exc}", file=sys.stderr)

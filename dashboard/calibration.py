@@ -43,9 +43,13 @@ SWEEP_COLUMNS = (
     "mean_kept_per_turn",
 )
 DEFAULT_RESAMPLES = 1000
+MIN_RESAMPLES = 100
 DEFAULT_SEED = 0
+# The bootstrap costs resamples x rows: past 20,000 rows, fewer resamples keep a
+# page rerun or a CLI call within seconds.
+_BOOTSTRAP_BUDGET = 20_000_000
 # Cap on the (resamples x rows) weight matrix the bootstrap builds at once.
-_BOOTSTRAP_CELLS = 4_000_000
+_BOOTSTRAP_CELLS = 1_000_000
 _SHOWN_PROBLEM_ROWS = 5
 
 
@@ -290,35 +294,40 @@ def sweep(data: LabelledScores, floors: Iterable[float] = ()) -> Sweep:
     np.not_equal(merged_scores[1:], merged_scores[:-1], out=first[1:])
     starts = np.flatnonzero(first)  # hits scoring under each distinct floor
     distinct = merged_scores[starts]
-    relevant_before = np.concatenate([[0], np.cumsum(is_relevant)])
-    dropped_relevant = relevant_before[starts]
+    relevant_through = np.cumsum(is_relevant)  # relevant hits at or before each position
+    dropped_relevant = relevant_through[starts] - is_relevant[starts]
     dropped_irrelevant = starts - dropped_relevant
 
     requested = np.unique(np.asarray(list(floors), dtype=np.float64))
     requested = requested[np.isfinite(requested)]
-    extra = requested[~np.isin(requested, distinct)]
-    all_floors = distinct
-    is_score = np.ones(len(distinct), dtype=bool)
+    all_floors, is_score = distinct, np.ones(len(distinct), dtype=bool)
+    at = np.searchsorted(distinct, requested)
+    among_scores = (at < len(distinct)) & (distinct[np.minimum(at, len(distinct) - 1)] == requested)
+    extra, at = requested[~among_scores], at[~among_scores]
     if len(extra):
-        all_floors = np.concatenate([distinct, extra])
-        is_score = np.concatenate([is_score, np.zeros(len(extra), dtype=bool)])
-        dropped_relevant = np.concatenate([dropped_relevant, np.searchsorted(relevant_sorted, extra)])
-        dropped_irrelevant = np.concatenate([dropped_irrelevant, np.searchsorted(irrelevant_sorted, extra)])
-        by_floor = np.argsort(all_floors, kind="stable")
-        all_floors, is_score = all_floors[by_floor], is_score[by_floor]
-        dropped_relevant, dropped_irrelevant = dropped_relevant[by_floor], dropped_irrelevant[by_floor]
+        # Slot the few requested floors into the sorted distinct scores: a copy, no re-sort.
+        all_floors = np.insert(distinct, at, extra)
+        is_score = np.insert(is_score, at, False)
+        dropped_relevant = np.insert(dropped_relevant, at, np.searchsorted(relevant_sorted, extra))
+        dropped_irrelevant = np.insert(dropped_irrelevant, at, np.searchsorted(irrelevant_sorted, extra))
+    is_requested = np.zeros(len(all_floors), dtype=bool)
+    is_requested[np.searchsorted(all_floors, requested)] = True
 
     no_memory = None
     if data.turn is not None:
         # A turn is left with no memory when even its best hit is under the floor.
+        # Each best score is itself a floor: count the turns whose best sits at each
+        # floor, and the running total says how many are under the next one.
         best = np.full(data.turns, -np.inf)
         np.maximum.at(best, data.turn, data.scores)
-        no_memory = np.searchsorted(np.sort(best), all_floors, side="left")
+        # Sorted keys make searchsorted walk the floors once instead of jumping about.
+        turns_at = np.bincount(np.searchsorted(all_floors, np.sort(best)), minlength=len(all_floors))
+        no_memory = np.concatenate([[0], np.cumsum(turns_at)[:-1]])
 
     relevant_total, irrelevant_total = len(relevant_sorted), len(irrelevant_sorted)
     return Sweep(
         floor=all_floors,
-        requested=np.isin(all_floors, requested),
+        requested=is_requested,
         is_score=is_score,
         kept_relevant=relevant_total - dropped_relevant,
         kept_irrelevant=irrelevant_total - dropped_irrelevant,
@@ -470,11 +479,16 @@ def _pasteable(exact: float, low: float, high: float) -> float:
     return high if math.isfinite(high) else float(np.nextafter(low, np.inf))
 
 
+def default_resamples(rows: int) -> int:
+    """1000 resamples, fewer (never under 100) on large label sets."""
+    return int(min(DEFAULT_RESAMPLES, max(MIN_RESAMPLES, _BOOTSTRAP_BUDGET // max(1, rows))))
+
+
 def recommend(
     data: LabelledScores,
     cost_ratio: float = 1.0,
     *,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int | None = None,
     seed: int = DEFAULT_SEED,
     confidence: float = 0.95,
     result: Sweep | None = None,
@@ -483,8 +497,11 @@ def recommend(
 
     Ties go to the lowest range of floors (it keeps the most). The interval
     resamples turns with replacement (rows when there are no message ids) and
-    recomputes the optimal range's middle each time.
+    recomputes the optimal range's middle each time; ``resamples`` defaults to
+    ``default_resamples(rows)``, 0 skips the interval.
     """
+    if resamples is None:
+        resamples = default_resamples(len(data))
     if not (isinstance(cost_ratio, (int, float)) and math.isfinite(cost_ratio) and cost_ratio > 0):
         raise CalibrationError(f"cost ratio must be a number above 0, got {cost_ratio!r}")
     full = result if result is not None else sweep(data)
@@ -536,33 +553,38 @@ def _bootstrap_middles(
     """The optimal range's middle on each resample.
 
     A resample of turns is a weight per turn (how often it was drawn), so each
-    resample is the same sorted rows with other weights: weighted counts per
-    distinct score, then cumulative sums, as in ``sweep``.
+    resample is the same sorted rows with other weights: running weighted totals
+    over the rows, read where each distinct score starts, as in ``sweep``.
     """
     rng = np.random.default_rng(seed)
     order = np.argsort(data.scores, kind="stable")
-    scores_sorted = data.scores[order]
+    rows = len(order)
     relevant_sorted = data.relevant[order]
-    groups = data.turn[order] if data.turn is not None else np.arange(len(order))
-    group_count = data.turns if data.turn is not None else len(order)
-    starts = np.searchsorted(scores_sorted, distinct, side="left")
+    groups = data.turn[order] if data.turn is not None else np.arange(rows)
+    group_count = data.turns if data.turn is not None else rows
+    # Column j: floors up to distinct[j] drop the rows before starts[j]; the last
+    # column (every row dropped) is the floor above every score.
+    columns = np.append(np.searchsorted(data.scores[order], distinct, side="left"), rows)
 
     middles = np.empty(resamples)
-    chunk = max(1, _BOOTSTRAP_CELLS // max(1, len(order)))
+    chunk = max(1, _BOOTSTRAP_CELLS // max(1, rows))
     for first in range(0, resamples, chunk):
         size = min(chunk, resamples - first)
-        draws = rng.multinomial(group_count, np.full(group_count, 1.0 / group_count), size=size)
-        weights = draws[:, groups].astype(np.float64)
-        relevant_weight = np.add.reduceat(weights * relevant_sorted, starts, axis=1)
-        irrelevant_weight = np.add.reduceat(weights * ~relevant_sorted, starts, axis=1)
-        zeros = np.zeros((size, 1))
-        dropped_relevant = np.cumsum(np.hstack([zeros, relevant_weight]), axis=1)
-        irrelevant_below = np.cumsum(np.hstack([zeros, irrelevant_weight]), axis=1)
-        kept_irrelevant = irrelevant_below[:, -1:] - irrelevant_below
-        cost = cost_ratio * kept_irrelevant + dropped_relevant
-        low, high = _optimal_range(cost, distinct)
+        # Each resample draws group_count turns with replacement; count the draws per turn.
+        picks = rng.integers(0, group_count, size=(size, group_count))
+        picks += np.arange(size)[:, None] * group_count
+        draws = np.bincount(picks.ravel(), minlength=size * group_count).reshape(size, group_count)
+        weights = draws.astype(np.float64)[:, groups]
+        relevant_weight = weights * relevant_sorted
+        relevant_before = np.zeros((size, rows + 1))
+        irrelevant_before = np.zeros((size, rows + 1))
+        np.cumsum(relevant_weight, axis=1, out=relevant_before[:, 1:])
+        np.cumsum(weights - relevant_weight, axis=1, out=irrelevant_before[:, 1:])
+        dropped_relevant = relevant_before[:, columns]
+        kept_irrelevant = irrelevant_before[:, -1:] - irrelevant_before[:, columns]
+        low, high = _optimal_range(cost_ratio * kept_irrelevant + dropped_relevant, distinct)
         # A resample that drew only one class has no trade-off to optimise: left out.
-        both_classes = (relevant_weight.sum(axis=1) > 0) & (irrelevant_weight.sum(axis=1) > 0)
+        both_classes = (relevant_before[:, -1] > 0) & (irrelevant_before[:, -1] > 0)
         middles[first : first + size] = np.where(both_classes, _middle(low, high), np.nan)
     return middles
 
@@ -611,7 +633,7 @@ def calibrate(
     floors: Iterable[float] = (),
     cost_ratio: float = 1.0,
     *,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int | None = None,
     seed: int = DEFAULT_SEED,
 ) -> Calibration:
     floors = list(floors)

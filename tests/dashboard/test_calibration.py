@@ -327,3 +327,8 @@ def test_cost_ratio_must_be_positive():
 @pytest.mark.parametrize("floor, text", [(0.2, "0.20"), (0.35, "0.35"), (0.375, "0.375"), (1.0, "1.00")])
 def test_format_floor(floor, text):
     assert cal.format_floor(floor) == text
+
+
+@pytest.mark.parametrize("rows, resamples", [(190, 1000), (20_000, 1000), (100_000, 200), (1_000_000, 100)])
+def test_fewer_resamples_on_large_label_sets(rows, resamples):
+    assert cal.default_resamples(rows) == resamples
