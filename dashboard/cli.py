@@ -1,6 +1,8 @@
 """The `memlens` command.
 
     memlens run [streamlit args]     start the dashboard (the demo store by default)
+    memlens calibrate FILE           the floor trade-off of a label file (see calibrate_cli.py)
+    memlens agreement SESSION        reviewer agreement and disagreements of a labelling session
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="start the dashboard")
     run.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed to `streamlit run`")
     run.set_defaults(handler=_run)
+    from dashboard import calibrate_cli  # memlens calibrate FILE
+
+    calibrate_cli.add_parser(commands)
+    from dashboard import agreement_cli  # memlens agreement SESSION
+
+    agreement_cli.add_parser(commands)
     return parser
 
 
