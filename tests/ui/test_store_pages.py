@@ -1,0 +1,164 @@
+"""The Browse and Compare pages, and the Inspect page on distance-returning
+collections, in AppTest against real Qdrant (local) and Chroma (persistent)
+folders loaded with the demo memories."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors.chroma import persistent_client
+from connectors.demo_loader import demo_rows, load_chroma, load_qdrant
+from connectors.qdrant import local_client
+
+THEME = "Which UI theme does the user prefer?"
+SEARCH = "FormSubmitter:query_form-Search"
+CHECK = "FormSubmitter:browse_check_form-Check"
+COMPARE = "FormSubmitter:compare_form-Compare"
+
+
+@pytest.fixture(scope="session")
+def vector_dirs(tmp_path_factory):
+    rows, _ = demo_rows()
+    qdrant_dir, chroma_dir = tmp_path_factory.mktemp("ui-qdrant"), tmp_path_factory.mktemp("ui-chroma")
+    for distance in ("cosine", "euclid"):
+        load_qdrant(local_client(qdrant_dir), f"demo_{distance}", rows, distance=distance)
+    for space in ("l2", "cosine"):
+        load_chroma(persistent_client(chroma_dir), f"demo-{space}", rows, space=space)
+    return qdrant_dir, chroma_dir
+
+
+@pytest.fixture
+def stores_env(vector_dirs, monkeypatch):
+    """The store settings a deployment would set, read by the settings widgets."""
+    qdrant_dir, chroma_dir = vector_dirs
+    monkeypatch.setenv("MEMLENS_QDRANT_PATH", str(qdrant_dir))
+    monkeypatch.setenv("MEMLENS_QDRANT_COLLECTION", "demo_cosine")
+    monkeypatch.setenv("MEMLENS_QDRANT_ID_FIELD", "memory_id")
+    monkeypatch.setenv("MEMLENS_CHROMA_PATH", str(chroma_dir))
+    monkeypatch.setenv("MEMLENS_CHROMA_COLLECTION", "demo-l2")
+    return vector_dirs
+
+
+def frame(at, index=0):
+    return at.dataframe[index].value
+
+
+# ------------------------------------------------------------------ Inspect: the raw kind
+
+
+@pytest.mark.parametrize(
+    "store,collection_env,collection,raw_kind",
+    [
+        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-l2", "squared l2 distance"),
+        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-cosine", "cosine distance"),
+        ("qdrant", "MEMLENS_QDRANT_COLLECTION", "demo_euclid", "euclidean distance"),
+    ],
+)
+def test_inspect_shows_the_raw_kind_beside_normalised_scores(app, stores_env, monkeypatch, store, collection_env, collection, raw_kind):
+    monkeypatch.setenv(collection_env, collection)
+    at = app(store=store, user="sam")
+    at.run()
+    at.text_input(key="query").input(THEME)
+    at.button(key=SEARCH).click().run()
+    assert not at.exception
+    assert any(raw_kind in info.value for info in at.info), [i.value for i in at.info]
+    hits = frame(at)
+    assert hits.iloc[0]["memory id"] == "sam-02"
+    assert "raw score" in hits.columns
+    assert list(hits["score"]) == sorted(hits["score"], reverse=True)
+    assert list(hits["raw score"]) == sorted(hits["raw score"])  # the store's distances, nearest first
+
+
+# ------------------------------------------------------------------ Browse
+
+
+def open_browse(app, **state):
+    at = app(**state)
+    at.switch_page("pages/browse.py").run()
+    assert not at.exception
+    return at
+
+
+def test_browse_lists_a_users_memories_and_filters_without_reading_again(app, stores_env):
+    at = open_browse(app, store="qdrant", user="sam")
+    listing = frame(at)
+    assert len(listing) == 22 and set(listing["user"]) == {"sam"}
+    calls = at.session_state["browse_store_calls"]
+    at.text_input(key="browse_filter").input("lisbon").run()
+    filtered = frame(at)
+    assert len(filtered) >= 1 and all("lisbon" in t.lower() for t in filtered["text"])
+    assert at.session_state["browse_store_calls"] == calls
+
+
+def test_browse_says_a_stored_memory_is_stored_and_a_missing_one_was_never_stored(app, stores_env):
+    at = open_browse(app, store="chroma", user="sam")
+    at.text_input(key="browse_expected").input("prefers light UI theme.")
+    at.button(key=CHECK).click().run()
+    assert not at.exception
+    assert at.success and "Stored as written (sam-02)" in at.success[0].value
+    assert "ranks it #1" in at.success[0].value
+    at.text_input(key="browse_expected").input("Is allergic to peanuts")
+    at.button(key=CHECK).click().run()
+    assert at.error and "probably never stored" in at.error[0].value
+    assert "22 memories of sam" in at.error[0].value
+    nearest = next(df.value for df in at.dataframe if "rank" in df.value.columns)
+    assert len(nearest) == 5 and "raw score" in nearest.columns
+
+
+def test_browse_shows_a_store_error_in_the_page(app, stores_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("MEMLENS_QDRANT_PATH", str(tmp_path / "no-such-folder"))
+    at = open_browse(app, store="qdrant", user="sam")
+    assert at.error and "No Qdrant folder" in at.error[0].value
+
+
+# ------------------------------------------------------------------ Compare
+
+
+def open_compare(app, **state):
+    at = app(**state)
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    return at
+
+
+def test_compare_two_stores_side_by_side_and_floors_do_not_requery(app, stores_env):
+    at = open_compare(app, compare_a_store="chroma", compare_b_store="qdrant", user="sam")
+    assert at.session_state["compare_match_by"] == "text"  # two stores: ids differ in general
+    at.text_input(key="compare_query").input(THEME)
+    at.button(key=COMPARE).click().run()
+    assert not at.exception
+    table = frame(at)
+    first = table.iloc[0]
+    assert first["memory"] == "Prefers light UI theme"
+    assert (first["A rank"], first["B rank"], first["verdict"]) == (1, 1, "kept by both")
+    assert first["A score"] == pytest.approx(first["B score"], abs=1e-4)  # both give the cosine
+    assert any("squared l2 distance" in info.value for info in at.info)
+    calls = at.session_state["compare_store_calls"]
+    assert calls == 2
+    at.slider(key="compare_b_floor").set_value(0.95).run()
+    assert at.session_state["compare_store_calls"] == calls
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Kept by A only"] == "1" and metrics["Kept by both"] == "0"
+    assert frame(at).iloc[0]["verdict"] == "kept by A only"
+
+
+def test_compare_two_configurations_of_one_store_matches_by_id(app, stores_env):
+    at = open_compare(app, compare_a_store="qdrant", compare_b_store="qdrant", user="sam")
+    at.text_input(key="compare_b_cfg_qdrant_collection").set_value("demo_euclid")
+    at.text_input(key="compare_query").input(THEME)
+    at.button(key=COMPARE).click().run()
+    assert not at.exception
+    assert at.session_state["compare_match_by"] == "id"
+    table = frame(at)
+    assert list(table["A id"]) == list(table["B id"])  # same order on both collections
+    assert set(table["verdict"]) <= {"kept by both", "kept by neither"}
+    assert any("different kinds" in w.value for w in at.warning)
+
+
+def test_compare_shows_a_side_that_cannot_open_without_crashing(app, stores_env, tmp_path):
+    at = open_compare(app, compare_a_store="chroma", compare_b_store="qdrant", user="sam")
+    at.text_input(key="compare_b_cfg_qdrant_path").set_value(str(tmp_path / "gone"))
+    at.text_input(key="compare_query").input(THEME)
+    at.button(key=COMPARE).click().run()
+    assert not at.exception
+    assert any("B could not answer" in e.value and "No Qdrant folder" in e.value for e in at.error)
