@@ -21,6 +21,7 @@ from dashboard.calibration_report import floor_choice
 from dashboard.demo_labels import DEMO_LABELS, load_demo_labels
 from dashboard.floor import default_floor
 from dashboard.label_files import LabelFile, LabelFileError, from_labels, parse_label_bytes
+from dashboard.labels import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import calibration_charts as charts
 
@@ -59,7 +60,11 @@ def label_source() -> LabelSource | None:
     source = st.radio("Labels from", [SOURCE_STORE, SOURCE_UPLOAD], key="calibrate_source", horizontal=True)
     if source == SOURCE_UPLOAD:
         return _uploaded_labels()
-    return _stored_labels()
+    try:
+        return _stored_labels()
+    except LabelStoreError as exc:  # the label database went away: say so, keep the page up
+        st.error(f"The label store cannot be read: {exc}. Upload a label file to calibrate meanwhile.")
+        return None
 
 
 def _label_date(stamp: str) -> date | None:

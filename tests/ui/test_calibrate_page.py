@@ -134,3 +134,10 @@ def test_labels_of_one_class_only_show_why_they_cannot_calibrate(app, data_dir):
     at = open_calibrate(app)
     assert any("All 2 labelled rows are 'relevant'" in e.value for e in at.error)
     assert not at.get("plotly_chart")
+
+
+def test_an_unreachable_label_database_is_reported_in_the_page(app, monkeypatch):
+    monkeypatch.setenv("MEMLENS_LABELS_URL", "postgresql://memlens@127.0.0.1:9/labels?connect_timeout=2")
+    at = open_calibrate(app)
+    assert any("The label store cannot be read" in e.value for e in at.error)
+    assert not at.get("plotly_chart")
