@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,7 +46,7 @@ _JSON_SCHEMA = pa.schema(
     [
         ("message_id", pa.string()),
         ("memory_id", pa.string()),
-        ("rank", pa.int64()),
+        ("rank", pa.float64()),  # whole-ness is checked with the other columns
         ("score", pa.float64()),
         ("user_id", pa.string()),
         ("query", pa.string()),
@@ -146,22 +147,36 @@ def read_log_bytes(data: bytes, name: str, *, format: str | None = None) -> LogI
 # ------------------------------------------------------------------ JSONL
 
 
-def _parse_json_block(block: bytes) -> pa.Table:
+def _parse_json_block(block, *, single_block: bool = False) -> pa.Table:
+    """Arrow's JSON reader on a buffer. `single_block` reads it as one block on one
+    thread, so an error's "in row N" counts rows from the start of the buffer."""
     from pyarrow import json as pa_json
 
     options = pa_json.ParseOptions(explicit_schema=_JSON_SCHEMA, unexpected_field_behavior="ignore")
-    return pa_json.read_json(io.BytesIO(block), parse_options=options)
+    read_options = (
+        pa_json.ReadOptions(use_threads=False, block_size=max(len(block), 1 << 16))
+        if single_block
+        else pa_json.ReadOptions()
+    )
+    return pa_json.read_json(pa.BufferReader(block), read_options=read_options, parse_options=options)
+
+
+_ROW_IN_ERROR = re.compile(r" in row (\d+)")
+_MAX_SINGLE_BLOCK = 2**31 - 1  # arrow's block size is a 32-bit int
 
 
 def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[LogIssue]]:
-    """Parse with arrow's JSON reader, which takes a whole block at once. A block
-    that fails (bad JSON, a string where a number belongs) is halved until the
-    failing lines stand alone; only those are looked at line by line, so a log with
-    a handful of bad rows costs a few extra block parses, not a Python loop."""
-    # The common case, a clean file, is one parse of the whole buffer.
+    """Parse with arrow's JSON reader, which takes a whole buffer at once.
+
+    A clean file is one parse. When a parse fails, arrow names the row it stopped
+    at: the rows before it are parsed as one block, that one line is looked at on
+    its own (for a message naming its field), and parsing resumes after it. So a
+    log with a few bad rows costs about two parses, not a Python loop per row. An
+    error that names no row falls back to halving the block until the failing
+    lines stand alone."""
     line_count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     try:
-        table = _parse_json_block(data) if data.strip() else None
+        table = _parse_json_block(data) if data and not data.isspace() else None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         table = None
     if table is not None and table.num_rows == line_count:
@@ -170,44 +185,74 @@ def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
+    # byte offset where each line starts, and the line index of each non-blank row
+    starts = np.concatenate([[0], np.cumsum([len(line) + 1 for line in lines])])
+    row_lines = np.flatnonzero([bool(line.strip()) for line in lines])
+    buffer = pa.py_buffer(data)
     tables: list[pa.Table] = []
     line_numbers: list[np.ndarray] = []
     issues: list[LogIssue] = []
     single_rows: list[tuple[int, dict]] = []
 
-    def parse(start: int, stop: int) -> None:
-        block = b"\n".join(lines[start:stop])
-        if not block.strip():
+    def diagnose(index: int) -> None:
+        row, problems = _diagnose_json_line(lines[index], index + 1, name)
+        issues.extend(problems)
+        if row is not None:
+            single_rows.append((index + 1, row))
+
+    def keep(table: pa.Table, line_indexes: np.ndarray) -> None:
+        tables.append(table)
+        line_numbers.append(line_indexes + 1)
+
+    def rows_between(start: int, stop: int) -> np.ndarray:
+        return row_lines[np.searchsorted(row_lines, start) : np.searchsorted(row_lines, stop)]
+
+    def halve(start: int, stop: int) -> None:
+        """Lines [start, stop): parse, or split in two until the bad lines stand alone."""
+        if not rows_between(start, stop).size:
             return
         try:
-            table = _parse_json_block(block)
+            table = _parse_json_block(buffer.slice(starts[start], min(starts[stop], len(data)) - starts[start]))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             if stop - start == 1:
-                row, problems = _diagnose_json_line(lines[start], start + 1, name)
-                issues.extend(problems)
-                if row is not None:
-                    single_rows.append((start + 1, row))
+                diagnose(start)
                 return
             middle = (start + stop) // 2
-            parse(start, middle)
-            parse(middle, stop)
+            halve(start, middle)
+            halve(middle, stop)
             return
-        numbers = np.arange(start + 1, stop + 1)
-        if table.num_rows != stop - start:
-            # arrow skips blank lines; find which lines it read (rare, so a loop is fine)
-            numbers = numbers[[bool(line.strip()) for line in lines[start:stop]]]
-        tables.append(table)
-        line_numbers.append(numbers)
+        keep(table, rows_between(start, stop))
 
-    if lines:
-        parse(0, len(lines))
+    end = len(lines)
+    row = 0
+    while row < len(row_lines):
+        first_line = row_lines[row]
+        rest = buffer.slice(starts[first_line], min(starts[end], len(data)) - starts[first_line])
+        if rest.size > _MAX_SINGLE_BLOCK:
+            halve(first_line, end)
+            break
+        try:
+            keep(_parse_json_block(rest, single_block=True), row_lines[row:])
+            break
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            found = _ROW_IN_ERROR.search(str(exc))
+            bad = row + int(found.group(1)) if found else None
+            if bad is None or bad >= len(row_lines):
+                halve(first_line, end)
+                break
+            if bad > row:
+                halve(first_line, row_lines[bad])  # one parse when arrow was right
+            diagnose(row_lines[bad])
+            row = bad + 1
     if single_rows:
         tables.append(pa.Table.from_pylist([row for _, row in single_rows], schema=_JSON_SCHEMA))
         line_numbers.append(np.array([number for number, _ in single_rows]))
     table = pa.concat_tables(tables) if tables else _JSON_SCHEMA.empty_table()
     numbers = np.concatenate(line_numbers) if line_numbers else np.empty(0, dtype=np.int64)
     frame = _json_frame(table)
-    order = np.argsort(numbers, kind="stable")
+    if np.all(numbers[1:] > numbers[:-1]):
+        return frame, numbers, issues
+    order = np.argsort(numbers, kind="stable")  # lines looked at alone came last
     return frame.iloc[order].reset_index(drop=True), numbers[order], issues
 
 
@@ -343,13 +388,15 @@ def _require_columns(columns: list[str], name: str) -> None:
 
 def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LogIssue], name: str) -> LogImport:
     """Check every column of every row at once, drop the bad rows, merge repeats."""
-    rows_read = len(np.union1d(lines, [issue.line for issue in issues]))
+    issue_lines = np.unique(np.array([issue.line for issue in issues], dtype=np.int64))
+    # every row once: the rows read whole, plus bad lines that never became a row
+    rows_read = len(frame) + int((~_contains(issue_lines, lines)).sum())
     for column in COLUMNS:
         if column not in frame.columns:
             frame[column] = None
     frame = frame[list(COLUMNS)].copy()
     # rows a reader already found wrong stay out, whatever the column checks say
-    bad = np.isin(lines, [issue.line for issue in issues])
+    bad = _contains(lines, issue_lines)
     found: list[tuple[np.ndarray, str, str]] = []
 
     def flag(mask: np.ndarray, column: str, message: str) -> None:
@@ -427,6 +474,14 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LogIssue], na
         conflicts=conflicts,
         rows_read=rows_read,
     )
+
+
+def _contains(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """np.isin for line numbers; the lookup-table method is linear, where the
+    default sorts a million lines."""
+    if not len(values) or not len(wanted):
+        return np.zeros(len(values), dtype=bool)
+    return np.isin(values, wanted, kind="table")
 
 
 def _issue_list(

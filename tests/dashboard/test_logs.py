@@ -146,19 +146,32 @@ CORRUPTIONS = {
     "memory_empty": lambda r: json.dumps({**r, "memory_id": " "}),
     "timestamp": lambda r: json.dumps({**r, "timestamp": "soon"}),
     "not_object": lambda r: "42",
+    "rank_fraction": lambda r: json.dumps({**r, "rank": 2.5}),
+    "id_number": lambda r: json.dumps({**r, "message_id": 12345}),
+    "score_bool": lambda r: json.dumps({**r, "score": True}),
 }
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_random_corruption_is_found_exactly(seed):
-    """Every corrupted line is reported and no other; every other row is imported."""
+@pytest.mark.parametrize("strategy", ["arrow names the row", "halving"])
+def test_random_corruption_is_found_exactly(seed, strategy, monkeypatch):
+    """Every corrupted line is reported and no other; every other row is imported,
+    whether arrow's error names the failing row or the reader has to halve blocks."""
+    if strategy == "halving":
+        import re
+
+        from dashboard import logs
+
+        monkeypatch.setattr(logs, "_ROW_IN_ERROR", re.compile(r"(?!)(\d)"))  # never matches
     rng = random.Random(seed)
     lines, bad_lines, good = [], set(), set()
     for number in range(1, 20_001):
         r = row(f"msg-{number // 5}", f"mem-{number}", number % 5 + 1, round(rng.random(), 4))
+        if rng.random() < 0.002:
+            lines.append("")  # a blank line is not a row, and shifts nothing
         if rng.random() < 0.01:
             lines.append(CORRUPTIONS[rng.choice(sorted(CORRUPTIONS))](r))
-            bad_lines.add(number)
+            bad_lines.add(len(lines))
         else:
             lines.append(json.dumps(r))
             good.add(r["memory_id"])
