@@ -19,7 +19,7 @@ from dashboard import metrics, readlog
 from dashboard.metrics import QualityReport
 from dashboard.rerank import RerankSettings
 from dashboard.ui import cache
-from dashboard.ui.rerank_panel import rerank_controls, settings_text
+from dashboard.ui.rerank_panel import RELEVANCE_SOURCE_TEXT, rerank_controls, settings_text
 from dashboard.ui.sidebar import StoreChoice
 
 ALL_REVIEWERS = "(all reviewers)"
@@ -223,6 +223,9 @@ def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cut
             "is it loaded with the bundled demo memories?"
         )
     report = metrics.compare_orders(cases, settings=settings, now=datetime.now(timezone.utc), k=cutoff)
+    sources = {result.reranked.relevance_source for result in report.cases if result.reranked.entries}
+    source = "none" if not sources else sources.pop() if len(sources) == 1 else "mixed"
+    st.caption(RELEVANCE_SOURCE_TEXT[source])
     show_headline(report, "quality_demo")
     with st.expander("Per query", expanded=False):
         st.dataframe(per_query_frame(report, show_query=True), hide_index=True, width="stretch", key="quality_demo_per_query")

@@ -19,7 +19,6 @@ from dashboard.rerank import (
     DEFAULT_RELEVANCE_THRESHOLD,
     DEFAULT_RELEVANCE_WEIGHT,
     DEFAULT_STALENESS_HOURS,
-    REVIEW_MIN_TOP_COMPOSITE,
     Comparison,
     RerankResult,
     RerankSettings,
@@ -283,7 +282,7 @@ def show_pasted_ranking(ours: dict, candidate_ids: list[str], settings: RerankSe
     else:
         st.success("The pasted ranking passes every check.")
     if isinstance(theirs, dict):
-        for flag in review_flags(theirs, min_top_composite=REVIEW_MIN_TOP_COMPOSITE):
+        for flag in review_flags(theirs):
             st.warning(f"Review (pasted): {flag}")
     comparison = compare_rankings(ours, theirs)
     if comparison.rows:

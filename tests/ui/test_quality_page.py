@@ -56,6 +56,7 @@ def test_demo_queries_show_top3_precision_for_the_store_and_the_reranked_order(a
     [reranked_shown] = metric_values(at, "Top-3 precision, re-ranked")
     assert float(store_shown) == pytest.approx(store_expected, abs=5e-4)
     assert float(reranked_shown) == pytest.approx(reranked_expected, abs=5e-4)
+    assert any("store's `semantic` component" in c.value for c in at.caption)
     # The threshold drops the off-topic memories: the prompt gets far fewer wrong ones.
     assert float(reranked_shown) > float(store_shown)
 
