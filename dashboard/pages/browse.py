@@ -5,9 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.ui import browse_view as view
+from dashboard.ui.access import require_access
 from dashboard.ui.sidebar import store_picker, user_picker
 
 st.title("Browse a store")
+require_access()  # the page shows memory text
 st.caption("List what a store holds for a user, and check whether the memory a retrieval missed was ever stored.")
 
 choice = store_picker()

@@ -6,9 +6,11 @@ import streamlit as st
 
 from dashboard.compare import compare
 from dashboard.ui import compare_view as view
+from dashboard.ui.access import require_access
 from dashboard.ui.sidebar import user_picker
 
 st.title("Compare two stores")
+require_access()  # the page shows memory text
 st.caption(
     "The same message against two stores (or two settings of one): ranks, scores, and which "
     "memories each keeps under its own floor."

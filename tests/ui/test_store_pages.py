@@ -162,3 +162,13 @@ def test_compare_shows_a_side_that_cannot_open_without_crashing(app, stores_env,
     at.button(key=COMPARE).click().run()
     assert not at.exception
     assert any("B could not answer" in e.value and "No Qdrant folder" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("page", ["pages/browse.py", "pages/compare.py"])
+def test_pages_with_memory_text_ask_for_the_password_when_one_is_set(app, stores_env, monkeypatch, page):
+    monkeypatch.setenv("MEMLENS_PASSWORD", "correct horse")
+    at = app(store="qdrant", user="sam")
+    at.switch_page(page).run()
+    assert not at.exception
+    assert any("Enter the memlens password" in i.value for i in at.info)
+    assert not at.dataframe  # no memory text before the password
