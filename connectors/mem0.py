@@ -302,6 +302,30 @@ def _import_mem0():
     return mem0
 
 
+def call_arguments(method: Callable, user_id: str, count: int, *, search: bool = False) -> dict[str, Any]:
+    """Keyword arguments for Memory.search / get_all in the installed Mem0's own
+    spelling: 2.x takes ``filters={"user_id": ...}`` and ``top_k``; 1.x and 0.x took
+    ``user_id=`` and ``limit``. A search asks for threshold 0 and ``explain`` only
+    where the installed version knows them."""
+    import inspect
+
+    try:
+        accepted = set(inspect.signature(method).parameters)
+    except (TypeError, ValueError):
+        accepted = {"filters", "top_k", "threshold", "explain"}
+    arguments: dict[str, Any] = {}
+    if "filters" in accepted and "user_id" not in accepted:
+        arguments["filters"] = {"user_id": user_id}
+    else:
+        arguments["user_id"] = user_id
+    arguments["top_k" if "top_k" in accepted or "limit" not in accepted else "limit"] = count
+    if search and "threshold" in accepted:
+        arguments["threshold"] = 0.0
+    if search and "explain" in accepted:
+        arguments["explain"] = True
+    return arguments
+
+
 def _default_threshold(memory: Any) -> float | None:
     """The threshold `Memory.search` applies when a caller passes none."""
     import inspect
@@ -362,7 +386,7 @@ class Mem0LibraryStore:
             raise InvalidRequest(f"k must be at least 1, got {k}")
         started = time.perf_counter()
         try:
-            body = self.memory.search(text, filters={"user_id": user_id}, top_k=k, threshold=0.0, explain=True)
+            body = self.memory.search(text, **call_arguments(type(self.memory).search, user_id, k, search=True))
         except ValueError as exc:
             raise InvalidRequest(f"Mem0 rejected the search: {exc}") from exc
         except Exception as exc:
@@ -427,7 +451,7 @@ class Mem0LibraryStore:
             raise InvalidRequest("Mem0 lists one entity at a time: choose an end user id.")
         try:
             # get_all has no offset: ask for offset+limit and keep the tail.
-            body = self.memory.get_all(filters={"user_id": user_id}, top_k=offset + limit)
+            body = self.memory.get_all(**call_arguments(type(self.memory).get_all, user_id, offset + limit))
         except ValueError as exc:
             raise InvalidRequest(f"Mem0 rejected the listing: {exc}") from exc
         except Exception as exc:

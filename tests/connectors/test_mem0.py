@@ -223,3 +223,45 @@ def test_an_unusable_config_is_a_store_error_not_a_crash(tmp_path):
     config.write_text(yaml.safe_dump({"vector_store": {"provider": "no-such-store", "config": {}}}))
     with pytest.raises((StoreUnavailable, InvalidRequest), match="Mem0"):
         Mem0LibraryStore.from_config(config)
+
+
+# ------------------------------------------------------------------ older Mem0 signatures
+
+
+class Mem0v2:
+    def search(self, query, *, top_k=20, filters=None, threshold=0.1, rerank=False, explain=False, **kwargs): ...
+
+    def get_all(self, *, filters=None, top_k=20, show_expired=False, **kwargs): ...
+
+
+class Mem0v1:
+    def search(self, query, user_id=None, agent_id=None, run_id=None, limit=100, filters=None, threshold=None): ...
+
+    def get_all(self, user_id=None, agent_id=None, run_id=None, filters=None, limit=100): ...
+
+
+class Mem0v0:
+    def search(self, query, user_id=None, agent_id=None, run_id=None, limit=100, filters=None): ...
+
+
+@pytest.mark.parametrize(
+    "method,search,expected",
+    [
+        (Mem0v2.search, True, {"filters": {"user_id": "sam"}, "top_k": 5, "threshold": 0.0, "explain": True}),
+        (Mem0v2.get_all, False, {"filters": {"user_id": "sam"}, "top_k": 5}),
+        (Mem0v1.search, True, {"user_id": "sam", "limit": 5, "threshold": 0.0}),
+        (Mem0v1.get_all, False, {"user_id": "sam", "limit": 5}),
+        (Mem0v0.search, True, {"user_id": "sam", "limit": 5}),
+    ],
+)
+def test_search_arguments_follow_the_installed_signature(method, search, expected):
+    from connectors.mem0 import call_arguments
+
+    assert call_arguments(method, "sam", 5, search=search) == expected
+
+
+def test_the_installed_mem0_gets_threshold_zero_and_explain(mem0_store):
+    from connectors.mem0 import call_arguments
+
+    arguments = call_arguments(type(mem0_store.memory).search, "sam", 5, search=True)
+    assert arguments == {"filters": {"user_id": "sam"}, "top_k": 5, "threshold": 0.0, "explain": True}
