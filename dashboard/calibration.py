@@ -203,8 +203,6 @@ class Sweep:
     floor: np.ndarray
     requested: np.ndarray  # bool: a floor the caller asked for
     is_score: np.ndarray  # bool: the floor is one of the labelled scores
-    kept_relevant: np.ndarray
-    kept_irrelevant: np.ndarray
     dropped_relevant: np.ndarray
     dropped_irrelevant: np.ndarray
     no_memory_turns: np.ndarray | None  # turns with nothing kept (None: no message ids)
@@ -214,6 +212,14 @@ class Sweep:
 
     def __len__(self) -> int:
         return len(self.floor)
+
+    @property
+    def kept_relevant(self) -> np.ndarray:
+        return self.relevant_total - self.dropped_relevant
+
+    @property
+    def kept_irrelevant(self) -> np.ndarray:
+        return self.irrelevant_total - self.dropped_irrelevant
 
     @property
     def kept(self) -> np.ndarray:
@@ -282,21 +288,29 @@ def sweep(data: LabelledScores, floors: Iterable[float] = ()) -> Sweep:
     the merged order tells how many hits score below it; a running count of the
     relevant ones tells how many of those are relevant.
     """
-    relevant_sorted = np.sort(data.scores[data.relevant])
-    irrelevant_sorted = np.sort(data.scores[~data.relevant])
-    merged_scores = np.concatenate([relevant_sorted, irrelevant_sorted])
-    order = np.argsort(merged_scores, kind="stable")
-    merged_scores = merged_scores[order]
-    is_relevant = order < len(relevant_sorted)
+    rows, relevant_total = len(data.scores), int(np.count_nonzero(data.relevant))
+    by_class = np.empty(rows)  # relevant scores, then irrelevant ones, each sorted in place
+    relevant_sorted, irrelevant_sorted = by_class[:relevant_total], by_class[relevant_total:]
+    np.compress(data.relevant, data.scores, out=relevant_sorted)
+    np.compress(~data.relevant, data.scores, out=irrelevant_sorted)
+    relevant_sorted.sort()
+    irrelevant_sorted.sort()
+    order = np.argsort(by_class, kind="stable")
+    merged_scores = by_class[order]
+    relevant_before = np.empty(rows + 1, dtype=np.int64)  # relevant hits before each position
+    relevant_before[0] = 0
+    np.cumsum(order < relevant_total, out=relevant_before[1:])
 
-    first = np.empty(len(merged_scores), dtype=bool)
-    first[0] = True
-    np.not_equal(merged_scores[1:], merged_scores[:-1], out=first[1:])
-    starts = np.flatnonzero(first)  # hits scoring under each distinct floor
-    distinct = merged_scores[starts]
-    relevant_through = np.cumsum(is_relevant)  # relevant hits at or before each position
-    dropped_relevant = relevant_through[starts] - is_relevant[starts]
-    dropped_irrelevant = starts - dropped_relevant
+    new_score = merged_scores[1:] != merged_scores[:-1]
+    if new_score.all():  # every score distinct, the usual case for float scores
+        distinct = merged_scores
+        dropped_relevant = relevant_before[:-1]
+        dropped_irrelevant = np.arange(rows) - dropped_relevant
+    else:
+        starts = np.flatnonzero(np.concatenate([[True], new_score]))  # hits under each distinct score
+        distinct = merged_scores[starts]
+        dropped_relevant = relevant_before[starts]
+        dropped_irrelevant = starts - dropped_relevant
 
     requested = np.unique(np.asarray(list(floors), dtype=np.float64))
     requested = requested[np.isfinite(requested)]
@@ -324,19 +338,16 @@ def sweep(data: LabelledScores, floors: Iterable[float] = ()) -> Sweep:
         turns_at = np.bincount(np.searchsorted(all_floors, np.sort(best)), minlength=len(all_floors))
         no_memory = np.concatenate([[0], np.cumsum(turns_at)[:-1]])
 
-    relevant_total, irrelevant_total = len(relevant_sorted), len(irrelevant_sorted)
     return Sweep(
         floor=all_floors,
         requested=is_requested,
         is_score=is_score,
-        kept_relevant=relevant_total - dropped_relevant,
-        kept_irrelevant=irrelevant_total - dropped_irrelevant,
         dropped_relevant=dropped_relevant,
         dropped_irrelevant=dropped_irrelevant,
         no_memory_turns=no_memory,
         turns=data.turns,
         relevant_total=relevant_total,
-        irrelevant_total=irrelevant_total,
+        irrelevant_total=rows - relevant_total,
     )
 
 
@@ -605,8 +616,6 @@ def evaluate(data: LabelledScores, floors: Iterable[float]) -> Sweep:
         floor=floors,
         requested=np.ones(len(floors), dtype=bool),
         is_score=np.isin(floors, data.scores),
-        kept_relevant=len(relevant_sorted) - dropped_relevant,
-        kept_irrelevant=len(irrelevant_sorted) - dropped_irrelevant,
         dropped_relevant=dropped_relevant,
         dropped_irrelevant=dropped_irrelevant,
         no_memory_turns=no_memory,
