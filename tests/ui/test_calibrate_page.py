@@ -141,3 +141,46 @@ def test_an_unreachable_label_database_is_reported_in_the_page(app, monkeypatch)
     at = open_calibrate(app)
     assert any("The label store cannot be read" in e.value for e in at.error)
     assert not at.get("plotly_chart")
+
+
+UPLOAD = "\n".join(
+    [
+        '{"message_id": "m1", "memory_id": "a", "score": 0.8, "label": "relevant"}',
+        '{"message_id": "m1", "memory_id": "b", "score": 0.3, "label": "not_relevant"}',
+        "{broken",
+        '{"message_id": "m2", "memory_id": "a", "score": "high", "label": "relevant"}',
+        '{"message_id": "m2", "memory_id": "b", "score": 0.6, "label": "relevant"}',
+        '{"message_id": "m1", "memory_id": "a", "score": 0.1, "label": "not_relevant"}',
+        '{"message_id": "m2", "memory_id": "c", "score": 0.2, "label": "not_relevant"}',
+    ]
+).encode()
+
+
+def test_an_uploaded_file_is_validated_by_line_and_its_good_rows_calibrated(app):
+    at = open_calibrate(app, calibrate_source="Upload a file")
+    at.file_uploader(key="calibrate_upload").set_value(("team.jsonl", UPLOAD, "application/jsonl")).run()
+    assert not at.exception
+    assert any("3 problem(s) in team.jsonl: 3 row(s) skipped, 4 usable row(s) used" in w.value for w in at.warning)
+    problems = at.dataframe[0].value
+    assert problems["line"].tolist() == [3, 4, 6]
+    assert "duplicate of line 1" in problems["problem"].iloc[2]
+    assert metric(at, "Labelled hits") == "4"
+    assert metric(at, "Turns") == "2"
+    assert len(figures(at)) == 4
+    assert not any("Demo data" in info.value for info in at.info)
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("labels.csv", b"id,relevance\nm1,1\n", "must name the columns 'score' and 'label'"),
+        ("labels.jsonl", b'{"score": 0.5, "label": "relevant"}\n\xff\n', "not UTF-8"),
+        ("labels.jsonl", b'{"score": 0.5, "label": "relevant"}\n', "The only labelled row is 'relevant'"),
+    ],
+)
+def test_an_unusable_upload_says_why(app, name, content, message):
+    at = open_calibrate(app, calibrate_source="Upload a file")
+    at.file_uploader(key="calibrate_upload").set_value((name, content, "text/plain")).run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error)
+    assert not at.get("plotly_chart")
