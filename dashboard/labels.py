@@ -503,7 +503,12 @@ class PostgresLabelStore(LabelStore):
     _history_order = "id"
 
     def __init__(self, url: str, *, connect_timeout: float = 10):
-        import psycopg
+        try:
+            import psycopg
+        except ImportError:
+            raise LabelStoreError(
+                "A PostgreSQL label store needs psycopg: pip install 'memlens[postgres]'"
+            ) from None
 
         self._psycopg = psycopg
         self.url = url
