@@ -184,3 +184,13 @@ def test_an_unusable_upload_says_why(app, name, content, message):
     assert not at.exception
     assert any(message in e.value for e in at.error)
     assert not at.get("plotly_chart")
+
+
+def test_the_inspect_slider_keeps_its_floor_across_a_visit_to_calibrate(app):
+    at = app()
+    at.run()
+    at.slider(key="floor").set_value(0.3).run()
+    at.switch_page(PAGE).run()
+    assert metric(at, "Inspect floor") == "0.30"
+    at.switch_page("pages/inspect.py").run()
+    assert at.slider(key="floor").value == 0.3
