@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import QueryResult
-from dashboard.display import bounded_json, clip_text
+from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
 from dashboard.labels import message_id
 from dashboard.rerank import (
     DEFAULT_HALF_LIFE_HOURS,
@@ -31,6 +31,9 @@ from dashboard.rerank import (
 from dashboard.ui.sidebar import StoreChoice
 
 DECAY_MODES = ("half-life", "per hour")
+WHY_EXPANDED_ROWS = 10
+MAX_WHY_ROWS = 200
+MAX_VIOLATIONS_SHOWN = 20
 STORE_TEXT_CHARS = 80
 # A store may return 100,000 candidates: re-rank them all, draw only this many.
 MAX_ROWS_SHOWN = 1_000
@@ -224,6 +227,8 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
         hide_index=True,
         width="stretch",
         key="rerank_new_order",
+        # Status and move next to the id: in a narrow column the later ones scroll off.
+        column_order=("new rank", "memory id", "status", "move", "composite", "relevance", "recency", "store rank", "why"),
         column_config={
             "relevance": st.column_config.NumberColumn(format="%.3f"),
             "recency": st.column_config.NumberColumn(format="%.3f"),
@@ -234,13 +239,27 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
 
     if len(result.hits) > MAX_ROWS_SHOWN:
         st.caption(f"Both tables show the first {MAX_ROWS_SHOWN:,} of {len(result.hits):,} candidates; all are re-ranked.")
+    with st.expander("Why each row is where it is", expanded=len(reranked.entries) <= WHY_EXPANDED_ROWS):
+        st.markdown(
+            "\n".join(
+                f"- **#{e.new_rank}** {code_span(clip_text(e.entry_id, STORE_TEXT_CHARS)[0])} "
+                f"({move_text(e.move)} from #{e.store_rank}, {status_text(e.excluded, e.stale)}): "
+                f"{inert_markdown(e.justification)}"
+                for e in reranked.entries[:MAX_WHY_ROWS]
+            )
+        )
+        if len(reranked.entries) > MAX_WHY_ROWS:
+            st.caption(f"The first {MAX_WHY_ROWS} of {len(reranked.entries):,} rows; the table has every one.")
+
     candidate_ids = [h.memory_id for h in result.hits]
     violations = validate_ranking(
         payload, candidate_ids, relevance_weight=settings.relevance_weight, recency_weight=settings.recency_weight
     )
     if violations:
-        shown = "\n".join(f"- {clip_text(v, MAX_MESSAGE_CHARS)[0]}" for v in violations[:20])
-        more = f"\n- … and {len(violations) - 20:,} more" if len(violations) > 20 else ""
+        shown = "\n".join(f"- {clip_text(str(v), MAX_MESSAGE_CHARS)[0]}" for v in violations[:MAX_VIOLATIONS_SHOWN])
+        more = (
+            f"\n- … and {len(violations) - MAX_VIOLATIONS_SHOWN:,} more" if len(violations) > MAX_VIOLATIONS_SHOWN else ""
+        )
         st.error("This ranking breaks the checks:\n" + shown + more)
     else:
         st.caption("✅ This ranking passes the checks: known ids, scores in [0, 1], composite = the weighted sum, 0 when excluded or stale, counts that add up.")
@@ -277,16 +296,18 @@ def show_pasted_ranking(ours: dict, candidate_ids: list[str], settings: RerankSe
     )
     if violations:
         st.error(
-            f"The pasted ranking breaks {len(violations)} check(s):\n" + "\n".join(f"- {v}" for v in violations)
+            f"The pasted ranking breaks {len(violations)} check(s):\n"
+            + "\n".join(f"- {clip_text(str(v), MAX_MESSAGE_CHARS)[0]}" for v in violations[:MAX_VIOLATIONS_SHOWN])
+            + (f"\n- … and {len(violations) - MAX_VIOLATIONS_SHOWN:,} more" if len(violations) > MAX_VIOLATIONS_SHOWN else "")
         )
     else:
         st.success("The pasted ranking passes every check.")
     if isinstance(theirs, dict):
         for flag in review_flags(theirs):
-            st.warning(f"Review (pasted): {flag}")
+            st.warning(f"Review (pasted): {clip_text(flag, MAX_MESSAGE_CHARS)[0]}")
     comparison = compare_rankings(ours, theirs)
     if comparison.rows:
         st.caption(f"Compared with this page's ranking: {comparison.summary()}")
         st.dataframe(
-            comparison_frame(comparison), hide_index=True, width="stretch", key="rerank_comparison"
+            comparison_frame(comparison).head(MAX_ROWS_SHOWN), hide_index=True, width="stretch", key="rerank_comparison"
         )

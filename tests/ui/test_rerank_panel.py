@@ -74,6 +74,11 @@ def test_defaults_reorder_by_the_weighted_sum_and_mark_exclusions(app):
     assert table["memory id"].iloc[0] == "sam-02"
     assert metric(at, "Excluded (relevance)") == str(int((hits["semantic"] < 0.3).sum()))
     assert metric(at, "Returned after re-ranking") == str(int((hits["semantic"] >= 0.3).sum()))
+    # Every row's reason, in the new order, reads from its numbers.
+    why = next(m.value for m in at.markdown if m.value.startswith("- **#1**"))
+    assert why.splitlines()[0].startswith("- **#1** `sam-02` (= from #1, returned): relevance ")
+    assert len(why.splitlines()) == len(table)
+    assert all("under the 0\\.30 threshold" in line for line in why.splitlines() if "excluded)" in line)
     # Our own output passes the validator and says so.
     assert any("passes the checks" in c.value for c in at.caption)
     assert at.download_button[-1].label == "Download re-ranking JSON"
