@@ -51,7 +51,7 @@ def demo_store_fingerprint() -> str:
 def read_queries(path: Path = DEMO_QUERIES) -> tuple[list[DemoQuery], list[str]]:
     """The demo queries, and a message per line that could not be used."""
     queries, problems = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
         if not line.strip():
             continue
         try:

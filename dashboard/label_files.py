@@ -179,7 +179,9 @@ def _parse_jsonl(text: str, source: str) -> LabelFile:
             "as memlens exports do"
         )
     seen: dict[tuple[str, str], int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Split at line feeds only: splitlines() also breaks at U+2028, U+0085 and others,
+    # which JSON (and memlens's own export) may carry raw inside a string.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

@@ -174,3 +174,15 @@ def test_label_store_rows_collapse_several_reviewers_to_the_latest(store):
     assert (pair.label, pair.reviewer) == ("not_relevant", "ben")
     assert labels.notes and "more than one reviewer" in labels.notes[0]
     assert labels.reviewers() == ["ana", "ben"]
+
+
+def test_line_numbers_hold_with_crlf_and_raw_unicode_line_separators_in_ids():
+    # JSON may carry U+2028 raw inside a string; it does not end a JSONL line.
+    text = (
+        '{"message_id": "m1", "memory_id": "a\u2028b", "score": 0.8, "label": "relevant"}\r\n'
+        '{"message_id": "m1", "memory_id": "c", "score": 0.2, "label": "maybe"}\r\n'
+        '{"message_id": "m1", "memory_id": "d", "score": 0.1, "label": "not_relevant"}\r\n'
+    )
+    labels = parse_label_text(text, source="x.jsonl")
+    assert [(i.line, i.field) for i in labels.issues] == [(2, "label")]
+    assert [(r.line, r.memory_id) for r in labels.rows] == [(1, "a\u2028b"), (3, "d")]
