@@ -282,11 +282,13 @@ class Sweep:
 def sweep(data: LabelledScores, floors: Iterable[float] = ()) -> Sweep:
     """Counts at every distinct score, plus at each of ``floors``.
 
-    Each class is sorted on its own (two half-size sorts are cheaper than an argsort
-    of every row), then the two sorted runs are merged with a stable argsort, which
-    numpy runs as timsort: one linear merge. Where a distinct score first appears in
-    the merged order tells how many hits score below it; a running count of the
-    relevant ones tells how many of those are relevant.
+    The two classes are copied into one buffer, relevant first, and each part is
+    sorted in place (two part sorts are far cheaper than an argsort of every row).
+    A stable argsort then merges the two sorted runs: numpy runs it as timsort, which
+    finds the runs and does one linear merge, and each position's source says its
+    class. Where a distinct score first appears in the merged order tells how many
+    hits score below it; a running count of the relevant ones tells how many of
+    those are relevant. Requested floors are placed with searchsorted.
     """
     rows, relevant_total = len(data.scores), int(np.count_nonzero(data.relevant))
     by_class = np.empty(rows)  # relevant scores, then irrelevant ones, each sorted in place
