@@ -299,7 +299,8 @@ def parse_queries(text: str, source: str = "queries.jsonl") -> tuple[list[Judged
     queries: list[JudgedQuery] = []
     issues: list[LineIssue] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Line feeds only: splitlines() would also break inside a string holding U+2028 or U+0085.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
 

@@ -3,6 +3,7 @@ averaging, judged queries from a file, labelled sessions, stale-but-convincing."
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import dataclass
@@ -238,3 +239,14 @@ def test_cases_from_labels_rebuild_the_store_order_and_ages():
     # Relevance from the score: c (0.35) is excluded, a and b returned.
     assert report.cases[0].rerank.top == ("a", "b")
     assert report.cases[0].reranked.relevance_source == "score"
+
+
+def test_a_query_holding_a_unicode_line_separator_stays_on_its_line():
+    text = (
+        json.dumps({"message_id": "q1", "user_id": "sam", "query": "Where\u2028now?", "relevant": [], "answerable": False}, ensure_ascii=False)
+        + "\r\n"
+        + '{"message_id": "q2", "user_id": "sam", "query": "Pets?", "relevant": ["sam-14"], "answerable": true}\n'
+    )
+    queries, issues = metrics.parse_queries(text)
+    assert issues == []
+    assert [q.query for q in queries] == ["Where\u2028now?", "Pets?"]
