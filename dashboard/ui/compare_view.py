@@ -107,16 +107,21 @@ def _cell(hit, kind: str) -> Any:
 
 
 def comparison_frame(comparison: Comparison) -> pd.DataFrame:
+    """One row per memory; one id column when matching by id, each side's id otherwise."""
     rows = []
     for row in comparison.rows:
+        ids = (
+            {"memory id": row.key}
+            if comparison.match_by == "id"
+            else {"A id": row.memory_ids[0], "B id": row.memory_ids[1]}
+        )
         rows.append(
             {
                 "memory": clip_text(row.text, TABLE_TEXT_CHARS)[0],
-                "A id": row.memory_ids[0],
+                **ids,
                 "A rank": _cell(row.a, "rank"),
                 "A score": _cell(row.a, "score"),
                 "A": row.status("a"),
-                "B id": row.memory_ids[1],
                 "B rank": _cell(row.b, "rank"),
                 "B score": _cell(row.b, "score"),
                 "B": row.status("b"),
