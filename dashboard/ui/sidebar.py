@@ -87,14 +87,20 @@ def user_picker(store: MemoryStore | None) -> str | None:
     """The `user` widget: a list when the store can name its users, else free text."""
     users_of = getattr(store, "users", None)
     users: list[str] = []
+    preferred = None
     if callable(users_of):
-        try:
-            users = users_of()
-        except ConnectorError:
-            users = []
+        # Listed once per session and opened store, so a floor move or a label
+        # click never reaches the store (for a remote store, a listing is a request).
+        memo_key = f"_users_of_store_{id(store)}"
+        if memo_key not in st.session_state:
+            try:
+                st.session_state[memo_key] = (users_of(), getattr(store, "default_user", None))
+            except ConnectorError:
+                pass  # not remembered: the next rerun tries again
+        users, preferred = st.session_state.get(memo_key, ([], None))
+        users = list(users)
     if users:
         current = st.session_state.get("user")
-        preferred = getattr(store, "default_user", None)
         if not current and preferred in users:
             st.session_state["user"] = preferred
         if current and current not in users:

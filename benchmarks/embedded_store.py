@@ -1,0 +1,461 @@
+"""The embedded store at 10,000 / 100,000 / 1,000,000 memories: query latency
+against FAISS and against one read of the vectors; import throughput; memory.
+
+Scan benchmark (one child process per size, so RSS figures are that size's own):
+- The SQLite file is written straight (random unit float32 vectors, 384 dims,
+  ids, users, dates, importance, usage), then opened with EmbeddedStore.
+- Two cases on the same file: "one user" (user u0 holds every memory, the query
+  names u0) and "1 of 10 users" (a second file whose rows are inserted round-robin
+  across 10 users, the layout that scatters one user's rows through the table; the
+  query names u3, so a tenth of the rows are scanned).
+- Timed: EmbeddedStore.query(text, user_id, k=5) with the query encoding replaced
+  by a precomputed unit vector, after the first query has loaded the arrays. That
+  is the scan (cosine for every scanned memory plus the recency, importance and
+  usage components and the weighted sum), the top-k selection, and building the 5
+  Hits (their texts read from SQLite by id). Query encoding is excluded.
+- Baselines on the same vectors in the same process: FAISS IndexFlatIP.search
+  (inner products and top-k only) and "one float32 read": np.sum over the N x 384
+  float32 matrix of the rows scanned (bandwidth bound).
+- Recall@5 of the store's semantic ranking (weights semantic=1) against FAISS's
+  exact top 5, over 20 queries: 1.0 unless the store trades accuracy for speed.
+- Memory: RSS of the child before opening the store, after the arrays are loaded,
+  and its peak while loading (VmHWM); the SQLite file size.
+
+Import benchmark: a few thousand real texts (the demo memories, varied) imported
+with EmbeddedStore.import_jsonl and its progress callback drawing a bar; encoding
+and total throughput (texts/s), the model load excluded and shown apart.
+
+Targets: the store never slower than FAISS; at 100,000, a query no slower than
+one float32 read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks._common import PYTHON, ROOT, median, peak_rss_mib, report, rss_mib, table, timed
+
+DIMENSIONS = 384
+SIZES = (10_000, 100_000, 1_000_000)
+K = 5
+CHUNK = 50_000
+NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+def repeats_for(rows: int) -> int:
+    return max(10, min(300, 3_000_000 // max(rows, 1)))
+
+
+# ---------------------------------------------------------------- data
+
+
+def write_store(path: Path, size: int, users: int, seed: int) -> None:
+    """`size` memories with random unit vectors written straight into SQLite, rows
+    inserted round-robin over `users` users (u0, u1, ...)."""
+    from connectors.embedded import SCHEMA
+
+    rng = np.random.default_rng(seed)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=OFF")
+    db.executescript(SCHEMA)
+    for start in range(0, size, CHUNK):
+        count = min(CHUNK, size - start)
+        vectors = rng.standard_normal((count, DIMENSIONS), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        ages = rng.uniform(0, 24 * 365, count)
+        importance = rng.uniform(0.05, 1.0, count)
+        usage = rng.integers(0, 50, count)
+        db.executemany(
+            "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    f"m{start + i:07d}",
+                    f"u{(start + i) % users}",
+                    f"synthetic memory {start + i}",
+                    (NOW - timedelta(hours=float(ages[i]))).isoformat(),
+                    float(importance[i]),
+                    int(usage[i]),
+                    "{}",
+                    vectors[i].tobytes(),
+                    MODEL_NAME,
+                )
+                for i in range(count)
+            ),
+        )
+    db.commit()
+    db.close()
+
+
+# ---------------------------------------------------------------- one size, in a child process
+
+
+def scan_child(size: int, users: int, user: str, workdir: Path) -> dict:
+    """Runs in its own process: load, time the store, FAISS and one read."""
+    import faiss
+
+    from connectors import embedding
+    from connectors.embedded import EmbeddedStore
+
+    path = workdir / f"scan-{size}-{users}.sqlite"
+    started = time.perf_counter()
+    write_store(path, size, users, seed=size + users)
+    write_s = time.perf_counter() - started
+
+    rng = np.random.default_rng(7)
+    queries = rng.standard_normal((20, DIMENSIONS), dtype=np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    current = {"vector": queries[0]}
+    # The scan is what is measured: the query vector is given, not encoded.
+    embedding.encode = lambda texts, **_: current["vector"][None, :]
+
+    rss_before = rss_mib()
+    store = EmbeddedStore(path, now=lambda: NOW)
+    started = time.perf_counter()
+    store.query("q", user_id=user, k=K)
+    load_s = time.perf_counter() - started
+    rss_loaded = rss_mib()
+    peak_loaded = peak_rss_mib()
+
+    repeat = repeats_for(size)
+    query_ms = median(timed(lambda: store.query("q", user_id=user, k=K), repeat))
+    rows = store._by_user[user]
+    rank_ms = median(timed(lambda: store._rank(queries[0], rows, K), repeat))
+
+    # The same rows as the store scans, as FAISS and the bandwidth bound see them.
+    db = sqlite3.connect(path)
+    scanned_rows = db.execute("SELECT id, embedding FROM memories WHERE user_id = ? ORDER BY rowid", (user,)).fetchall()
+    db.close()
+    ids = [r[0] for r in scanned_rows]
+    matrix = np.frombuffer(b"".join(r[1] for r in scanned_rows), dtype=np.float32).reshape(len(ids), DIMENSIONS).copy()
+    del scanned_rows
+    scanned = len(matrix)
+    read_ms = median(timed(lambda: np.sum(matrix), repeats_for(scanned)))
+    index = faiss.IndexFlatIP(DIMENSIONS)
+    index.add(matrix)
+    default_threads = faiss.omp_get_max_threads()
+    faiss_ms = median(timed(lambda: index.search(queries[:1], K), repeats_for(scanned)))
+    faiss.omp_set_num_threads(1)
+    faiss_1t_ms = median(timed(lambda: index.search(queries[:1], K), repeats_for(scanned)))
+    faiss.omp_set_num_threads(default_threads)
+
+    semantic_only = EmbeddedStore(path, weights="semantic=1", now=lambda: NOW)
+    found = total = 0
+    for q in queries:
+        current["vector"] = q
+        mine = {h.memory_id for h in semantic_only.query("q", user_id=user, k=K).hits}
+        _, best = index.search(q[None, :], K)
+        exact = {ids[i] for i in best[0]}
+        found += len(mine & exact)
+        total += K
+    store.close()
+    semantic_only.close()
+    return {
+        "size": size,
+        "users": users,
+        "scanned": scanned,
+        "write_s": write_s,
+        "load_s": load_s,
+        "rank_ms": rank_ms,
+        "query_ms": query_ms,
+        "faiss_ms": faiss_ms,
+        "faiss_1t_ms": faiss_1t_ms,
+        "read_ms": read_ms,
+        "recall": found / total,
+        "rss_before": rss_before,
+        "rss_loaded": rss_loaded,
+        "peak_loaded": peak_loaded,
+        "file_mib": path.stat().st_size / 2**20,
+        "vectors_mib": size * DIMENSIONS * 4 / 2**20,
+        "faiss_threads": default_threads,
+    }
+
+
+def run_child(args: list[str]) -> dict:
+    out = subprocess.run(
+        [PYTHON, "-m", "benchmarks.embedded_store", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if out.returncode:
+        raise RuntimeError(f"child {args} failed:\n{out.stderr[-3000:]}")
+    sys.stderr.write(out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- import throughput
+
+
+def varied_texts(count: int) -> list[dict]:
+    """Demo memories, varied so no two texts are the same: the store would skip
+    re-encoding an unchanged text, and real imports are mostly new texts."""
+    from connectors.embedded import DEMO_MEMORIES
+
+    demo = [json.loads(line) for line in DEMO_MEMORIES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    prefixes = ["", "As of last week, ", "The user said: ", "Noted in chat: ", "Reminder: ", "From onboarding: "]
+    suffixes = ["", " (mentioned twice)", " according to the user", " since spring", " as of the last review"]
+    chooser = random.Random(11)
+    rows = []
+    for i in range(count):
+        base = demo[i % len(demo)]
+        other = demo[chooser.randrange(len(demo))]["text"].lower()
+        text = f"{chooser.choice(prefixes)}{base['text']}{chooser.choice(suffixes)}"
+        if i >= len(demo) * len(prefixes):
+            text += f"; also {other}"
+        rows.append(
+            {
+                "id": f"imp-{i:05d}",
+                "user_id": f"user-{i % 50}",
+                "text": f"{text} #{i}",
+                "age_days": (i % 400) / 3,
+                "importance": 0.5,
+            }
+        )
+    return rows
+
+
+def import_child(count: int, workdir: Path) -> dict:
+    from connectors import embedding
+    from connectors.embedded import EmbeddedStore
+
+    rows = varied_texts(count)
+    source = workdir / "import.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    words = sum(len(r["text"].split()) for r in rows)
+
+    started = time.perf_counter()
+    embedding.load_model()
+    model_s = time.perf_counter() - started
+
+    encode_s = {"total": 0.0}
+    original_encode = embedding.encode
+
+    def timed_encode(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return original_encode(*args, **kwargs)
+        finally:
+            encode_s["total"] += time.perf_counter() - began
+
+    embedding.encode = timed_encode
+    bar = ProgressBar("encoding")
+    store = EmbeddedStore(workdir / "import.sqlite")
+    rss_before = rss_mib()
+    started = time.perf_counter()
+    import_report = store.import_jsonl(source, progress=bar)
+    total_s = time.perf_counter() - started
+    encoding_s = encode_s["total"]
+    bar.close()
+    assert import_report.imported == count and not import_report.issues, import_report.summary()
+    started = time.perf_counter()
+    store.query("Where does the user live?", user_id="user-0", k=K)
+    first_query_s = time.perf_counter() - started
+    store.close()
+    return {
+        "count": count,
+        "words": words,
+        "model_s": model_s,
+        "encode_s": encoding_s,
+        "total_s": total_s,
+        "first_query_s": first_query_s,
+        "rss_before": rss_before,
+        "rss_after": rss_mib(),
+        "peak": peak_rss_mib(),
+        "bar_updates": bar.updates,
+        "torch_threads": __import__("torch").get_num_threads(),
+    }
+
+
+class ProgressBar:
+    """The import_jsonl progress callback drawn as a text bar on stderr."""
+
+    def __init__(self, label: str, width: int = 40):
+        self.label, self.width, self.updates = label, width, 0
+        self.started = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        self.updates += 1
+        filled = int(self.width * done / total) if total else self.width
+        rate = done / max(time.perf_counter() - self.started, 1e-9)
+        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} {rate:,.0f} texts/s")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+
+
+# ---------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--import-count", type=int, default=3000)
+    parser.add_argument("--child", choices=["scan", "import"], help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--users", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--user", default="u0", help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child == "scan":
+        print(json.dumps(scan_child(args.size, args.users, args.user, Path(args.workdir))))
+        return
+    if args.child == "import":
+        print(json.dumps(import_child(args.import_count, Path(args.workdir))))
+        return
+
+    scans = []
+    with tempfile.TemporaryDirectory(prefix="memlens-bench-store-") as workdir:
+        for size in args.sizes:
+            for users, user in ((1, "u0"), (10, "u3")):
+                print(f"scan: {size:,} memories, {users} user(s)...", flush=True)
+                scans.append(
+                    run_child(
+                        ["--child", "scan", "--size", str(size), "--users", str(users), "--user", user, "--workdir", workdir]
+                    )
+                )
+                print(json.dumps(scans[-1]), flush=True)
+                for leftover in Path(workdir).glob("scan-*"):
+                    leftover.unlink()
+        print(f"import: {args.import_count:,} texts...", flush=True)
+        imported = run_child(["--child", "import", "--import-count", str(args.import_count), "--workdir", workdir])
+        print(json.dumps(imported), flush=True)
+
+    scan_rows, verdicts = [], []
+    for s in scans:
+        case = "one user" if s["users"] == 1 else f"1 of {s['users']} users"
+        best_faiss = min(s["faiss_ms"], s["faiss_1t_ms"])
+        scan_rows.append(
+            [
+                f"{s['size']:,}",
+                case,
+                f"{s['scanned']:,}",
+                f"{s['rank_ms']:.3f}",
+                f"{s['query_ms']:.3f}",
+                f"{s['faiss_ms']:.3f}",
+                f"{s['faiss_1t_ms']:.3f}",
+                f"{s['read_ms']:.3f}",
+                f"{s['rank_ms'] / best_faiss:.2f}",
+                f"{s['rank_ms'] / s['read_ms']:.2f}",
+                f"{s['recall']:.2f}",
+            ]
+        )
+        verdict = (
+            f"- {s['size']:,} memories, {case} ({s['scanned']:,} scanned): scan + top-k {s['rank_ms']:.3f} ms vs the "
+            f"faster FAISS {best_faiss:.3f} ms: {'met' if s['rank_ms'] <= best_faiss else 'NOT met'}"
+        )
+        if s["size"] == 100_000 and s["users"] == 1:
+            verdict += (
+                f"; vs one float32 read {s['read_ms']:.3f} ms: "
+                f"{'met' if s['rank_ms'] <= s['read_ms'] else 'NOT met'}"
+            )
+        verdicts.append(verdict + ".")
+    memory_rows = [
+        [
+            f"{s['size']:,}",
+            f"{s['vectors_mib']:.0f}",
+            f"{s['file_mib']:.0f}",
+            f"{s['write_s']:.1f}",
+            f"{s['load_s']:.2f}",
+            f"{s['rss_before']:.0f}",
+            f"{s['rss_loaded']:.0f}",
+            f"{s['rss_loaded'] - s['rss_before']:.0f}",
+            f"{s['peak_loaded']:.0f}",
+        ]
+        for s in scans
+        if s["users"] == 1
+    ]
+    i = imported
+    import_rows = [
+        [
+            f"{i['count']:,}",
+            f"{i['words'] / i['count']:.1f}",
+            f"{i['model_s']:.2f}",
+            f"{i['encode_s']:.2f}",
+            f"{i['count'] / i['encode_s']:.0f}",
+            f"{i['total_s']:.2f}",
+            f"{i['count'] / i['total_s']:.0f}",
+            f"{i['total_s'] - i['encode_s']:.2f}",
+            f"{i['rss_before']:.0f} -> {i['rss_after']:.0f} (peak {i['peak']:.0f})",
+        ]
+    ]
+    body = (
+        "Median ms per query, k=5, random unit float32 vectors (384 dims). "
+        "scan + top-k: EmbeddedStore._rank (cosine for every scanned memory, the recency, importance and usage "
+        "components, the weighted sum, top-k with ties by id, and building the 5 Hits with their texts read from "
+        "SQLite); query(): the whole EmbeddedStore.query with the encoding replaced by a given vector; FAISS: "
+        f"IndexFlatIP.search on the same scanned vectors, with its default {scans[0]['faiss_threads'] if scans else '?'} "
+        "OpenMP threads and with 1; one f32 read: np.sum over the scanned float32 matrix. Ratios use scan + top-k "
+        "against the faster FAISS.\n\n"
+        + table(
+            [
+                "memories",
+                "case",
+                "rows scanned",
+                "scan + top-k (ms)",
+                "query() (ms)",
+                "FAISS (ms)",
+                "FAISS 1 thread (ms)",
+                "one f32 read (ms)",
+                "vs FAISS",
+                "vs read",
+                "recall@5",
+            ],
+            scan_rows,
+        )
+        + "\n\nMemory per size (one-user file; RSS of a fresh child process, MiB):\n\n"
+        + table(
+            [
+                "memories",
+                "f32 vectors (MiB)",
+                "SQLite file (MiB)",
+                "write file (s)",
+                "first query incl. load (s)",
+                "RSS before open",
+                "RSS loaded",
+                "RSS added",
+                "peak RSS",
+            ],
+            memory_rows,
+        )
+        + f"\n\nImport throughput (real texts: demo memories varied; torch threads {i['torch_threads']}; "
+        f"the progress callback drew the bar {i['bar_updates']} times; the first query after it took "
+        f"{i['first_query_s']:.2f} s):\n\n"
+        + table(
+            [
+                "texts",
+                "words/text",
+                "model load (s, excluded)",
+                "encoding (s)",
+                "encoding (texts/s)",
+                "import_jsonl (s)",
+                "import (texts/s)",
+                "parse + SQLite (s)",
+                "RSS MiB",
+            ],
+            import_rows,
+        )
+        + "\n\nTargets (never slower than FAISS; at 100,000 no slower than one float32 read):\n"
+        + "\n".join(verdicts)
+    )
+    report("embedded_store: scan vs FAISS vs one read, import throughput, memory", body)
+
+
+if __name__ == "__main__":
+    main()

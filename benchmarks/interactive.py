@@ -1,0 +1,261 @@
+"""Interactive cost: what a floor move and a label click cost on the server, and
+how often they reach the store.
+
+Set-up: an embedded store file with 71 memories for user "sam" (the demo texts,
+all given to sam, so k=50 returns 50 hits), opened through the normal store
+settings (MEMLENS_EMBEDDED_DB), the whole app (navigation included) in
+streamlit.testing.v1.AppTest, query "Where does the user live?", k=50.
+
+What is timed, per rerun:
+- script run: Streamlit's ScriptRunner._run_script, wrapped with a timer (the
+  server-side cost of one rerun: the page script and the messages it queues);
+- AppTest wall: the whole AppTest.run() call (adds AppTest's own bookkeeping).
+Baseline, in the same process and run: the same two timers on an empty page (a
+script that only imports streamlit).
+
+Store calls are counted twice: the page's own counter
+(st.session_state["store_calls"], bumped before each query) and a wrapper around
+every public EmbeddedStore method, over 20 floor moves and 20 label clicks after
+the first query. Target: 0 queries; every other method call is listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from benchmarks._common import ROOT, median, report, table
+
+APP = str(ROOT / "dashboard" / "app.py")
+QUERY = "Where does the user live?"
+K = 50
+MOVES = 20
+LABELS = 20
+STORE_METHODS = ("query", "get", "list", "users", "count", "feedback", "meta", "import_rows", "import_jsonl")
+
+
+class ScriptRunTimer:
+    """Wraps ScriptRunner._run_script: the duration of each script run, in ms."""
+
+    def __init__(self):
+        from streamlit.runtime.scriptrunner import script_runner
+
+        self.cls = script_runner.ScriptRunner
+        self.original = self.cls._run_script
+        self.runs: list[float] = []
+        timer = self
+
+        @functools.wraps(self.original)
+        def timed(runner, rerun_data):
+            started = time.perf_counter()
+            try:
+                return timer.original(runner, rerun_data)
+            finally:
+                timer.runs.append((time.perf_counter() - started) * 1000)
+
+        self.cls._run_script = timed
+
+    def close(self) -> None:
+        self.cls._run_script = self.original
+
+
+class StoreCallCounter:
+    """Counts every call of the public EmbeddedStore methods, whoever makes it."""
+
+    def __init__(self):
+        from connectors.embedded import EmbeddedStore
+
+        self.cls = EmbeddedStore
+        self.calls: Counter[str] = Counter()
+        self.originals = {}
+        for name in STORE_METHODS:
+            original = getattr(EmbeddedStore, name)
+            self.originals[name] = original
+            setattr(EmbeddedStore, name, self._counting(name, original))
+
+    def _counting(self, name, original):
+        @functools.wraps(original)
+        def counted(*args, **kwargs):
+            self.calls[name] += 1
+            return original(*args, **kwargs)
+
+        return counted
+
+    def close(self) -> None:
+        for name, original in self.originals.items():
+            setattr(self.cls, name, original)
+
+
+def build_store(path: Path) -> int:
+    """Every demo memory, given to sam: enough for k=50 real hits."""
+    from connectors.embedded import DEMO_MEMORIES, EmbeddedStore
+
+    rows = [json.loads(line) for line in DEMO_MEMORIES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [json.dumps({**row, "id": f"bench-{i:03d}", "user_id": "sam"}) for i, row in enumerate(rows)]
+    source = path.with_suffix(".jsonl")
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = EmbeddedStore(path)
+    store.import_jsonl(source)
+    store.close()
+    return len(lines)
+
+
+def profile_floor_moves(at, moves: int = 5) -> list[tuple[str, float]]:
+    """Where a floor move's rerun goes: the cumulative time of each call the page
+    script makes (dashboard/pages/inspect.py at module level), per rerun, under
+    cProfile (which slows everything, so read the shares, not the absolute ms)."""
+    import cProfile
+    import pstats
+
+    from streamlit.runtime.scriptrunner import script_runner
+
+    profiler = cProfile.Profile()
+    original = script_runner.ScriptRunner._run_script
+
+    def profiled(runner, rerun_data):
+        profiler.enable()
+        try:
+            return original(runner, rerun_data)
+        finally:
+            profiler.disable()
+
+    script_runner.ScriptRunner._run_script = profiled
+    try:
+        for i in range(moves):
+            at.slider(key="floor").set_value(round(0.9 - 0.1 * i, 2))
+            at.run()
+    finally:
+        script_runner.ScriptRunner._run_script = original
+    stats = pstats.Stats(profiler).stats
+    total = sum(ct for (file, _, name), (_, _, _, ct, _) in stats.items() if name == "_run_script")
+    page = str(ROOT / "dashboard" / "pages" / "inspect.py")
+    shares = []
+    for (file, line, name), (_, _, _, _, callers) in stats.items():
+        from_page = sum(c[3] for (cfile, _, cname), c in callers.items() if cfile == page and cname == "<module>")
+        if from_page:
+            shares.append((f"{Path(file).stem}.{name}", from_page / moves * 1000, from_page / total))
+    shares.sort(key=lambda item: -item[1])
+    return shares[:8]
+
+
+def timed_run(at, timer: ScriptRunTimer) -> tuple[float, float]:
+    """(AppTest wall ms, script-run ms) of one rerun."""
+    before = len(timer.runs)
+    started = time.perf_counter()
+    at.run()
+    wall = (time.perf_counter() - started) * 1000
+    if at.exception:
+        raise RuntimeError(f"the page raised: {[e.value for e in at.exception]}")
+    return wall, sum(timer.runs[before:])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args()
+    import logging
+
+    from streamlit.testing.v1 import AppTest
+
+    # AppTest outside a server logs "missing ScriptRunContext" for session-state
+    # writes made before the first run; they are expected here.
+    logging.getLogger("streamlit").setLevel(logging.ERROR)
+
+    work = Path(tempfile.mkdtemp(prefix="memlens-bench-interactive-"))
+    timer = ScriptRunTimer()
+    counter = StoreCallCounter()
+    try:
+        db = work / "bench.sqlite"
+        memories = build_store(db)
+        os.environ["MEMLENS_DATA_DIR"] = str(work / "data")
+        os.environ["MEMLENS_EMBEDDED_DB"] = str(db)
+
+        empty = AppTest.from_string("import streamlit as st\n", default_timeout=60)
+        empty.run()
+        empty_runs = [timed_run(empty, timer) for _ in range(MOVES)]
+
+        at = AppTest.from_file(APP, default_timeout=300)
+        at.session_state["query"] = QUERY
+        at.session_state["user"] = "sam"
+        at.session_state["k"] = K
+        first_wall, first_script = timed_run(at, timer)
+        hits = at.session_state["result"].hits
+        if len(hits) != K:
+            raise RuntimeError(f"expected {K} hits, got {len(hits)}")
+        page_calls_before = at.session_state["store_calls"]
+        counter.calls.clear()
+
+        floor_runs = []
+        for i in range(MOVES):
+            at.slider(key="floor").set_value(round(0.05 + 0.045 * i, 2))
+            floor_runs.append(timed_run(at, timer))
+        calls_after_moves = Counter(counter.calls)
+        page_calls_after_moves = at.session_state["store_calls"] - page_calls_before
+
+        label_runs = []
+        for i, hit in enumerate(hits[:LABELS]):
+            value = "relevant" if i % 2 == 0 else "not_relevant"
+            at.button(key=f"{value}_{hit.memory_id}").click()
+            label_runs.append(timed_run(at, timer))
+        calls_after_labels = counter.calls - calls_after_moves
+        page_calls_total = at.session_state["store_calls"] - page_calls_before
+        where = profile_floor_moves(at)
+    finally:
+        timer.close()
+        counter.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+    def row(name, runs, baseline):
+        wall, script = median(r[0] for r in runs), median(r[1] for r in runs)
+        return [name, len(runs), f"{script:.1f}", f"{script / baseline:.1f}x", f"{wall:.1f}", f"{max(r[1] for r in runs):.1f}"]
+
+    empty_script = median(r[1] for r in empty_runs)
+    rows = [
+        row("empty page (baseline)", empty_runs, empty_script),
+        row(f"Inspect, first query (k={K}; model already loaded)", [(first_wall, first_script)], empty_script),
+        row(f"Inspect, floor move (k={K})", floor_runs, empty_script),
+        row(f"Inspect, label click (k={K})", label_runs, empty_script),
+    ]
+    queries = calls_after_moves["query"] + calls_after_labels["query"]
+    others = Counter({n: c for n, c in (calls_after_moves + calls_after_labels).items() if n != "query"})
+
+    def listing(calls: Counter) -> str:
+        return ", ".join(f"{name} x{count}" for name, count in sorted(calls.items())) or "none"
+
+    body = (
+        f"Store: {memories} memories for user sam; query {QUERY!r}, k={K}. Medians over {MOVES} floor moves, "
+        f"{LABELS} label clicks and {MOVES} empty-page reruns, in one process.\n\n"
+        + table(
+            ["rerun", "n", "script run (ms)", "vs empty page", "AppTest wall (ms)", "slowest script run (ms)"],
+            rows,
+        )
+        + f"\n\nWhere a floor move's rerun goes (calls made by the page script; cProfile over 5 more moves, "
+        "ms per rerun under the profiler and share of the whole rerun):\n\n"
+        + table(["call", "ms per rerun (profiled)", "share"], [[n, f"{ms:.1f}", f"{share:.0%}"] for n, ms, share in where])
+        + "\n\nStore calls after the first query:\n\n"
+        + table(
+            ["during", "page counter (store_calls)", "queries at the store", "every store method called"],
+            [
+                [f"{MOVES} floor moves", page_calls_after_moves, calls_after_moves["query"], listing(calls_after_moves)],
+                [f"{LABELS} label clicks", page_calls_total - page_calls_after_moves, calls_after_labels["query"], listing(calls_after_labels)],
+            ],
+        )
+        + f"\n\nTarget: 0 store queries across {MOVES} floor moves and {LABELS} labels: "
+        + ("met" if queries == 0 and page_calls_total == 0 else f"NOT met ({queries} queries, page counter {page_calls_total})")
+        + (
+            f"; other store methods called on those reruns: {listing(others)}."
+            if others
+            else "; no other store method was called either."
+        )
+    )
+    report("interactive: Inspect rerun cost and store calls", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The embedded store's in-memory scan: per-user slices give the same answers as a
+brute-force ranking, whatever order the rows were written in."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+from connectors.embedded import EmbeddedStore
+
+NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+TEXTS = [
+    "Lives in Lisbon",
+    "Prefers light UI theme",
+    "Training for a half marathon in October",
+    "Allergic to peanuts",
+    "Works on the orders service, which runs on MySQL",
+    "Has a cat called Miso",
+    "Drinks oat milk in coffee",
+    "Moved the team to weekly releases",
+    "Reads science fiction on the train",
+]
+USERS = ["ana", "sam", "leo"]
+
+
+@pytest.fixture(scope="module")
+def interleaved(tmp_path_factory):
+    """Three users' memories written round-robin, so no user's rows are adjacent
+    in the table: the layout that a by-user slice has to undo."""
+    path = tmp_path_factory.mktemp("scan") / "interleaved.sqlite"
+    store = EmbeddedStore(path, now=lambda: NOW)
+    rows = [
+        {
+            "id": f"{USERS[i % 3]}-{i:02d}",
+            "user_id": USERS[i % 3],
+            "text": f"{TEXTS[i % len(TEXTS)]} ({USERS[i % 3]})",
+            "created_at": NOW - timedelta(hours=7 * i),
+            "importance": 0.05 + 0.1 * (i % 10),
+            "usage_count": i % 4,
+            "metadata": {},
+        }
+        for i in range(27)
+    ]
+    store.import_rows(rows)
+    yield store, rows
+    store.close()
+
+
+def brute_force(store: EmbeddedStore, rows: list[dict], query: str, user: str | None, k: int) -> list[tuple[str, float]]:
+    """The documented ranking, computed row by row from the stored embeddings."""
+    from connectors import embedding
+
+    q = embedding.encode([query])[0]
+    stored = dict(store._db.execute("SELECT id, embedding FROM memories"))
+    w = store.weights
+    ranked = []
+    for row in rows:
+        if user is not None and row["user_id"] != user:
+            continue
+        vector = np.frombuffer(stored[row["id"]], dtype=np.float32)
+        semantic = min(1.0, max(0.0, float(vector @ q)))
+        hours = max(0.0, (NOW - row["created_at"]).total_seconds() / 3600)
+        recency = math.exp(-hours * math.log(2) / store.half_life_hours)
+        usage = min(1.0, math.log1p(row["usage_count"]) / 5)
+        score = w["semantic"] * semantic + w["recency"] * recency + w["importance"] * row["importance"] + w["usage"] * usage
+        ranked.append((row["id"], score))
+    ranked.sort(key=lambda item: (-item[1], item[0]))
+    return ranked[:k]
+
+
+@pytest.mark.parametrize("user", [*USERS, None])
+def test_each_user_gets_exactly_the_brute_force_ranking(interleaved, user):
+    store, rows = interleaved
+    query = "Where does the user live?"
+    hits = store.query(query, user_id=user, k=6).hits
+    expected = brute_force(store, rows, query, user, k=6)
+    assert [h.memory_id for h in hits] == [memory_id for memory_id, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([score for _, score in expected], abs=1e-6)
+    if user is not None:
+        assert {h.metadata["user_id"] for h in hits} == {user}
+
+
+def test_a_memory_added_later_joins_its_users_slice(tmp_path):
+    store = EmbeddedStore(tmp_path / "grow.sqlite", now=lambda: NOW)
+    base = {"created_at": NOW, "importance": 0.5, "usage_count": 0, "metadata": {}}
+    store.import_rows([{**base, "id": "a1", "user_id": "ana", "text": "Likes jazz"}])
+    store.import_rows([{**base, "id": "s1", "user_id": "sam", "text": "Lives in Lisbon"}])
+    assert [h.memory_id for h in store.query("music", user_id="ana", k=5).hits] == ["a1"]
+    store.import_rows([{**base, "id": "a2", "user_id": "ana", "text": "Plays the piano"}])
+    assert {h.memory_id for h in store.query("music", user_id="ana", k=5).hits} == {"a1", "a2"}
+    assert [h.memory_id for h in store.query("music", user_id="sam", k=5).hits] == ["s1"]
+    assert store.query("music", user_id="nobody", k=5).hits == []
+    store.close()
+
+
+def test_a_query_leaves_the_blas_thread_count_as_it_was(interleaved):
+    store, _ = interleaved
+    before = [(lib["filepath"], lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas"]
+    store.query("Which UI theme does the user prefer?", user_id="sam", k=3)
+    after = [(lib["filepath"], lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas"]
+    assert after == before
