@@ -37,7 +37,9 @@ def to_jsonl(labels: Iterable[Label], *, include_text: bool = False) -> str:
 
 def to_csv(labels: Iterable[Label], *, include_text: bool = False) -> str:
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=_columns(include_text), lineterminator="\n")
+    # CRLF (RFC 4180): the writer quotes a cell holding any character of the line
+    # ending, so with "\n" alone a memory text holding a bare "\r" broke its row.
+    writer = csv.DictWriter(out, fieldnames=_columns(include_text), lineterminator="\r\n")
     writer.writeheader()
     for label in labels:
         writer.writerow({k: neutralise_cell(v) for k, v in label.export_row(include_text).items()})

@@ -162,6 +162,33 @@ def _parse_json_block(block, *, single_block: bool = False) -> pa.Table:
 
 
 _ROW_IN_ERROR = re.compile(r" in row (\d+)")
+# A line that does not start a JSON object ("null", a number, a list) never reaches
+# arrow: a bare `null` before any object makes arrow's reader crash the process with
+# a segmentation fault (apache/arrow#47409), which would take the whole app down.
+_NOT_AN_OBJECT = re.compile(rb"^[ \t\r]*[^{ \t\r\n]", re.MULTILINE)
+_BLANK_LINE = re.compile(rb"^[ \t\r]*$", re.MULTILINE)
+
+
+def _set_aside_non_objects(data: bytes, name: str) -> tuple[bytes, list[LogIssue]]:
+    """The data with every line that is not an object blanked (same length, so byte
+    offsets hold), and an issue for each; a leading UTF-8 BOM is blanked too."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = b"   " + data[3:]
+    if not _NOT_AN_OBJECT.search(data):
+        return data, []
+    blanked, issues = bytearray(data), []
+    number, counted_to = 1, 0
+    for match in _NOT_AN_OBJECT.finditer(data):
+        start = match.start()
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        number += data.count(b"\n", counted_to, start)
+        counted_to = start
+        issues.extend(_diagnose_json_line(data[start:end], number, name)[1])
+        blanked[start:end] = b" " * (end - start)
+    return bytes(blanked), issues
+
+
 _MAX_SINGLE_BLOCK = 2**31 - 1  # arrow's block size is a 32-bit int
 
 
@@ -174,12 +201,16 @@ def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[
     log with a few bad rows costs about two parses, not a Python loop per row. An
     error that names no row falls back to halving the block until the failing
     lines stand alone."""
+    data, set_aside = _set_aside_non_objects(data, name)
     line_count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     try:
         table = _parse_json_block(data) if data and not data.isspace() else None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         table = None
-    if table is not None and table.num_rows == line_count:
+    # One row per line only when no line is blank: a line holding two objects gives
+    # two rows, which a blank line elsewhere would otherwise even out.
+    last = len(data) - 1 if data.endswith(b"\n") else len(data)
+    if table is not None and table.num_rows == line_count and not _BLANK_LINE.search(data, 0, last):
         return _json_frame(table), np.arange(1, line_count + 1), []
 
     lines = data.split(b"\n")
@@ -191,7 +222,7 @@ def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[
     buffer = pa.py_buffer(data)
     tables: list[pa.Table] = []
     line_numbers: list[np.ndarray] = []
-    issues: list[LogIssue] = []
+    issues: list[LogIssue] = list(set_aside)
     single_rows: list[tuple[int, dict]] = []
 
     def diagnose(index: int) -> None:
@@ -214,14 +245,17 @@ def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[
         try:
             table = _parse_json_block(buffer.slice(starts[start], min(starts[stop], len(data)) - starts[start]))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            if stop - start == 1:
-                diagnose(start)
-                return
-            middle = (start + stop) // 2
-            halve(start, middle)
-            halve(middle, stop)
+            table = None
+        # more rows than lines: a line held two objects, which is as bad as broken JSON
+        if table is not None and table.num_rows == rows_between(start, stop).size:
+            keep(table, rows_between(start, stop))
             return
-        keep(table, rows_between(start, stop))
+        if stop - start == 1:
+            diagnose(start)
+            return
+        middle = (start + stop) // 2
+        halve(start, middle)
+        halve(middle, stop)
 
     end = len(lines)
     row = 0
@@ -232,7 +266,11 @@ def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[
             halve(first_line, end)
             break
         try:
-            keep(_parse_json_block(rest, single_block=True), row_lines[row:])
+            table = _parse_json_block(rest, single_block=True)
+            if table.num_rows == len(row_lines) - row:
+                keep(table, row_lines[row:])
+            else:  # some line held more than one object: find it
+                halve(first_line, end)
             break
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             found = _ROW_IN_ERROR.search(str(exc))
