@@ -313,3 +313,30 @@ def test_inspect_shows_no_memory_text_without_the_password(app, monkeypatch):
     at.text_input(key="access_password").input("pw-Zebra-42")
     at.button(key="FormSubmitter:access_form-Unlock").click().run()
     assert "query" in [w.key for w in at.text_input]
+
+
+def test_with_streamlit_authentication_configured_a_sign_in_is_required(label_page, data_dir):
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "auth", log.rows, method="turns", size=1, seed=3)
+    at = label_page(label_reviewer="ana", label_session="auth")
+    at.secrets["auth"] = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "x" * 32}
+    at.run()
+    assert not at.exception
+    assert "access_login" in [b.key for b in at.button]
+    assert "label_relevant" not in [b.key for b in at.button]  # no memory text, no labelling
+
+
+def test_a_signed_in_user_labels_under_their_own_identity(label_page, data_dir):
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "signed", log.rows, method="turns", size=1, seed=3)
+    at = label_page(label_session="signed")  # no name typed: the login names the reviewer
+    at.secrets["auth"] = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "x" * 32}
+    at.user = {"is_logged_in": True, "email": "ana@example.com"}
+    at.run()
+    assert "label_reviewer_input" not in [w.key for w in at.text_input]
+    press(at, "not_relevant")
+    store = labels_db(data_dir)
+    try:
+        assert [l.reviewer for l in store.session_labels("signed")] == ["ana@example.com"]
+    finally:
+        store.close()
