@@ -4,6 +4,7 @@ k or store changes."""
 
 from __future__ import annotations
 
+import math
 import os
 
 import pandas as pd
@@ -19,6 +20,7 @@ from dashboard.ui.charts import score_breakdown_figure
 from dashboard.ui.sidebar import StoreChoice
 
 MAX_QUERY_CHARS = 2_000
+MAX_USER_CHARS = 200
 MAX_TABLE_ROWS = 1_000
 MAX_CHART_BARS = 50
 MAX_LABEL_ROWS = 200
@@ -31,9 +33,15 @@ MAX_RAW_ITEMS = 100
 # ------------------------------------------------------------------ URL state
 
 
+def _quoted(value: str) -> str:
+    """A value from the link, as inert Markdown and cut short: a link is anyone's text."""
+    return inert_markdown(repr(clip_text(value, 40)[0]))
+
+
 def restore_from_url() -> None:
     """Once per browser session, take query, user, k and floor from the URL so a
-    shared link reproduces what the reviewer saw; bad values fall back to defaults."""
+    shared link reproduces what the reviewer saw; a bad value falls back to the
+    default, and the page says which part of the link it could not use."""
     state = st.session_state
     if state.get("_url_restored"):
         return
@@ -42,25 +50,36 @@ def restore_from_url() -> None:
     state.setdefault("k", 5)
     state.setdefault("floor", default_floor())
     state.setdefault("query", "")
+    notes: list[str] = []
     query = params.get("query")
     if query:
         state["query"] = query[:MAX_QUERY_CHARS]
         if len(query) > MAX_QUERY_CHARS:
-            state["_url_warning"] = f"The query in the link was longer than {MAX_QUERY_CHARS} characters and was cut."
+            notes.append(f"The query in the link was longer than {MAX_QUERY_CHARS} characters and was cut.")
     if params.get("user"):
-        state["user"] = params["user"][:200]
-    try:
-        k = int(params.get("k", ""))
-        if 1 <= k <= 50:
+        state["user"] = params["user"][:MAX_USER_CHARS]
+        if len(params["user"]) > MAX_USER_CHARS:
+            notes.append(f"The user in the link was longer than {MAX_USER_CHARS} characters and was cut.")
+    if "k" in params:
+        raw = params["k"]
+        k = int(raw) if raw.isascii() and raw.strip().lstrip("+-").isdigit() and len(raw) < 10 else None
+        if k is not None and 1 <= k <= 50:
             state["k"] = k
-    except ValueError:
-        pass
-    try:
-        floor = float(params.get("floor", ""))
-        if 0.0 <= floor <= 1.0:
+        else:
+            notes.append(f"The link's k {_quoted(raw)} is not a whole number from 1 to 50; using {state['k']}.")
+    if "floor" in params:
+        raw = params["floor"]
+        try:
+            floor = float(raw)
+        except ValueError:
+            floor = math.nan
+        if 0.0 <= floor <= 1.0:  # False for NaN as well
             state["floor"] = round(floor, 2)
-    except ValueError:
-        pass
+        else:
+            notes.append(
+                f"The link's floor {_quoted(raw)} is not a number from 0 to 1; using {state['floor']:.2f}."
+            )
+    state["_url_warnings"] = notes
 
 
 def sync_url(user: str | None, k: int, floor: float) -> None:
@@ -69,7 +88,7 @@ def sync_url(user: str | None, k: int, floor: float) -> None:
     wanted = {key: value for key, value in wanted.items() if value}
     if {key: st.query_params.get(key) for key in wanted} != wanted or set(st.query_params) - set(wanted):
         st.query_params.from_dict(wanted)
-    if warning := st.session_state.pop("_url_warning", None):
+    for warning in st.session_state.pop("_url_warnings", []):
         st.warning(warning)
 
 
