@@ -1,0 +1,75 @@
+"""How untrusted text is shown: whatever a memory or an id holds, the reader sees its
+characters (rendered by a CommonMark renderer, raw HTML allowed), and big JSON is
+cut to a size a browser draws at once."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
+
+RENDER = MarkdownIt("commonmark", {"html": True})
+# One line of text from any script; line ends are Markdown's own business (a code
+# span turns them into spaces, inert_markdown into line breaks).
+ONE_LINE = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")), max_size=40)
+MARKUP = st.text(alphabet="<>/&*_`[]()!#|~$:\\-+=. \"'abc", max_size=30)
+
+
+def shown(source: str) -> str:
+    rendered = RENDER.render(source)
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip("\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(ONE_LINE, MARKUP))
+def test_inert_markdown_shows_exactly_the_characters(text):
+    rendered = RENDER.render(inert_markdown(text))
+    assert [tag for tag in re.findall(r"<(\w+)", rendered) if tag not in ("p", "br")] == []
+    # A renderer drops a paragraph's leading and trailing blanks; nothing else changes.
+    assert shown(inert_markdown(text)).strip() == text.strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(ONE_LINE, MARKUP).filter(lambda s: s.strip()))
+def test_code_span_holds_any_id_in_one_code_element(memory_id):
+    rendered = RENDER.render(f"**#1** {code_span(memory_id)} · 0.5")
+    code = re.findall(r"<code>(.*?)</code>", rendered)
+    assert [html.unescape(c) for c in code] == [memory_id]
+    assert rendered.count("<strong>") == 1
+
+
+def test_bounded_json_cuts_lists_objects_and_strings_and_says_how_much():
+    raw = {"memories": [{"id": f"m{i}", "text": "x" * 5000} for i in range(100_000)], "took_ms": 12}
+    bounded, cut = bounded_json(raw, max_items=50, max_chars=100)
+    assert cut
+    assert len(bounded["memories"]) == 51
+    assert bounded["memories"][-1] == "… 99,950 more items not shown"
+    assert bounded["memories"][0] == {"id": "m0", "text": "x" * 100 + "…"}
+    assert bounded["took_ms"] == 12
+    assert len(json.dumps(bounded)) < 10_000
+    wide, cut = bounded_json({str(i): i for i in range(300)}, max_items=100)
+    assert cut and len(wide) == 101 and wide["…"] == "200 more keys not shown"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+        lambda children: st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=5), children, max_size=6),
+        max_leaves=40,
+    )
+)
+def test_bounded_json_leaves_small_json_exactly_as_it_was(value):
+    bounded, cut = bounded_json(value, max_items=100, max_chars=100)
+    assert not cut and bounded == value
+
+
+def test_clip_text_marks_a_cut_and_leaves_short_text_alone():
+    assert clip_text("short", 10) == ("short", False)
+    assert clip_text("x" * 11, 10) == ("x" * 10 + "…", True)
