@@ -169,12 +169,25 @@ _NOT_AN_OBJECT = re.compile(rb"^[ \t\r]*[^{ \t\r\n]", re.MULTILINE)
 _BLANK_LINE = re.compile(rb"^[ \t\r]*$", re.MULTILINE)
 
 
+def _every_line_opens_an_object(data: bytes) -> bool:
+    """True when the first byte of every line is "{", so no line is blank or a bare
+    value. One vectorised pass over the bytes; the regular expressions above walk
+    every line start in Python's regex engine, a second or more on a million lines,
+    so they only run when this says a line needs a closer look."""
+    if not data:
+        return False
+    raw = np.frombuffer(data, dtype=np.uint8)
+    starts = np.flatnonzero(raw == ord("\n")) + 1
+    starts = starts[starts < len(raw)]  # a final line feed starts no line
+    return bool(raw[0] == ord("{") and np.all(raw[starts] == ord("{")))
+
+
 def _set_aside_non_objects(data: bytes, name: str) -> tuple[bytes, list[LogIssue]]:
     """The data with every line that is not an object blanked (same length, so byte
     offsets hold), and an issue for each; a leading UTF-8 BOM is blanked too."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = b"   " + data[3:]
-    if not _NOT_AN_OBJECT.search(data):
+    if _every_line_opens_an_object(data) or not _NOT_AN_OBJECT.search(data):
         return data, []
     blanked, issues = bytearray(data), []
     number, counted_to = 1, 0
@@ -210,7 +223,11 @@ def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[
     # One row per line only when no line is blank: a line holding two objects gives
     # two rows, which a blank line elsewhere would otherwise even out.
     last = len(data) - 1 if data.endswith(b"\n") else len(data)
-    if table is not None and table.num_rows == line_count and not _BLANK_LINE.search(data, 0, last):
+    if (
+        table is not None
+        and table.num_rows == line_count
+        and (_every_line_opens_an_object(data) or not _BLANK_LINE.search(data, 0, last))
+    ):
         return _json_frame(table), np.arange(1, line_count + 1), []
 
     lines = data.split(b"\n")
