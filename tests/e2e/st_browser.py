@@ -48,10 +48,11 @@ def ask(page: Page, query: str) -> None:
     wait_idle(page, timeout=FIRST_RESULT_TIMEOUT_MS)
 
 
-def table_rows(page: Page, index: int = 0) -> list[dict[str, str]]:
-    """The rows of the index-th data frame, as header -> cell text, read from the
-    grid's accessible table (it holds the rows and columns currently in view)."""
-    grid = page.get_by_test_id("stDataFrame").nth(index)
+def table_rows(scope: Page | Locator, index: int = 0) -> list[dict[str, str]]:
+    """The rows of the index-th data frame in `scope` (the page, or a part of it), as
+    header -> cell text, read from the grid's accessible table (it holds the rows and
+    columns currently in view)."""
+    grid = scope.get_by_test_id("stDataFrame").nth(index)
     expect(grid.locator("table [role=gridcell]").first).to_be_attached()
     headers = grid.locator("table thead [role=columnheader]").all_inner_texts()
     rows = []
@@ -93,3 +94,22 @@ def screenshot(page: Page, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(viewport)
+
+
+def choose(page: Page, key: str, option: str) -> None:
+    """Pick `option` in the keyed selectbox: open it, click the option."""
+    widget(page, key).get_by_role("combobox").click()
+    page.get_by_role("option", name=option, exact=True).click()
+    wait_idle(page)
+
+
+def go_to(page: Page, title: str) -> None:
+    """Follow a page's link in the sidebar navigation (the session is kept)."""
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title).click()
+    wait_idle(page, timeout=FIRST_RESULT_TIMEOUT_MS)
+
+
+def chart_count(page: Page, key: str) -> int:
+    """How many drawn plotly charts (an SVG inside) the keyed chart element holds."""
+    charts = widget(page, key).get_by_test_id("stPlotlyChart")
+    return charts.filter(has=page.locator("svg.main-svg")).count()
