@@ -13,6 +13,7 @@ import streamlit as st
 from connectors.base import REGISTRY, ConnectorError, Hit, Memory
 from dashboard.browse import Scan, find_text_matches, scan_memories, stored_verdict
 from dashboard.display import clip_text
+from dashboard.readlog import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice
 
@@ -124,7 +125,9 @@ def _check(choice: StoreChoice, user: str | None, expected: str) -> dict[str, An
                 _count_call()
                 scan: Scan = scan_memories(lambda limit, offset: choice.store.list(user_id=user, limit=limit, offset=offset))
                 _count_call()
-                nearest = choice.store.query(expected, user_id=user, k=NEAREST_K)
+                nearest = logged_query(
+                    choice.store, expected, user_id=user, k=NEAREST_K, store_fingerprint=choice.fingerprint, source="browse"
+                )
                 outcome.update(scan=scan, matches=find_text_matches(scan.memories, expected), nearest=nearest)
             except ConnectorError as exc:
                 outcome["error"] = f"{type(exc).__name__}: {exc}"

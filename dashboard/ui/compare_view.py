@@ -15,6 +15,7 @@ from connectors.base import REGISTRY, ConnectorError, QueryResult, fingerprint
 from dashboard.compare import ABSENT, KEPT, MATCH_BY, Comparison
 from dashboard.display import clip_text, inert_markdown
 from dashboard.floor import default_floor
+from dashboard.readlog import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import DEFAULT_STORE, StoreChoice, _field_widget
 
@@ -70,7 +71,9 @@ def current_results(
                     continue
                 try:
                     state["compare_store_calls"] = state.get("compare_store_calls", 0) + 1
-                    results[side] = choice.store.query(query, user_id=user, k=k)
+                    results[side] = logged_query(
+                        choice.store, query, user_id=user, k=k, store_fingerprint=choice.fingerprint, source="compare"
+                    )
                 except ConnectorError as exc:
                     results[side] = f"{type(exc).__name__}: {exc}"
         state["compare_results"], state["compare_results_key"] = results, key

@@ -136,6 +136,14 @@ def test_compare_two_stores_side_by_side_and_floors_do_not_requery(app, stores_e
     assert any("squared l2 distance" in info.value for info in at.info)
     calls = at.session_state["compare_store_calls"]
     assert calls == 2
+    # Both reads are in the read log (ids and hashes, no text), like Inspect's.
+    import json
+
+    from dashboard.readlog import read_log_path
+
+    reads = [json.loads(line) for line in read_log_path().read_text().splitlines()]
+    assert [r["source"] for r in reads] == ["compare", "compare"]
+    assert THEME not in read_log_path().read_text()
     at.slider(key="compare_b_floor").set_value(0.95).run()
     assert at.session_state["compare_store_calls"] == calls
     metrics = {m.label: m.value for m in at.metric}
