@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.floor import apply_floor, prompt_block
-from dashboard.ui import inspect_view as view
-from dashboard.ui.feedback_panel import show_store_tools
-from dashboard.ui.rerank_panel import show_rerank_panel
-from dashboard.ui.access import require_access
-from dashboard.ui.sidebar import store_picker, user_picker
-
+# The title goes out before the imports below (pandas, plotly, the panels): on a
+# cold start the page paints at once instead of after them.
 st.title("Inspect a retrieval")
 st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
+
+from dashboard.floor import apply_floor, prompt_block  # noqa: E402
+from dashboard.ui import inspect_view as view  # noqa: E402
+from dashboard.ui.feedback_panel import show_store_tools  # noqa: E402
+from dashboard.ui.rerank_panel import show_rerank_panel  # noqa: E402
+from dashboard.ui.access import require_access  # noqa: E402
+from dashboard.ui.sidebar import store_picker, user_picker  # noqa: E402
 
 require_access()  # the page shows memory text
 view.restore_from_url()
