@@ -6,7 +6,9 @@ file) and queries it the way an inspector must:
 - ``filters={"user_id": ...}``, ``threshold=0`` so every candidate comes back and
   memlens's floor decides (the threshold Mem0 itself would apply is reported in
   ``QueryResult.notes``, with how many of these hits it would have hidden), and
-  ``explain=True`` so ``score_details`` lands in ``Hit.breakdown``;
+  ``explain=True`` so ``score_details`` lands in ``Hit.breakdown`` (its
+  ``threshold`` and ``max_possible_score``, settings rather than components, in
+  ``Hit.metadata["score_settings"]``);
 - the installed Mem0 version and the vector-store backend decide whether
   ``score`` is a similarity or a distance (``score_rule``, a pure function):
   before 2.0.5 the Chroma and pgvector backends returned distances, which are
@@ -174,6 +176,11 @@ def _numbers(mapping: Any) -> dict[str, float]:
     }
 
 
+# score_details also reports what the score was computed under: the threshold the
+# search applied and the divisor of the hybrid score. They are not parts of the score,
+# so they go to Hit.metadata["score_settings"], not into the breakdown columns.
+SCORE_SETTINGS = ("threshold", "max_possible_score")
+
 _MEMORY_KEYS = {"id", "memory", "score", "score_details", "score_breakdown", "created_at", "user_id", "metadata"}
 
 
@@ -207,6 +214,11 @@ def hits_from_search(items: list[dict[str, Any]], rule: ScoreRule | None = None,
         raw = item.get("score")
         raw = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
         memory = _memory_from_item(item)
+        breakdown = _numbers(item.get(breakdown_key))
+        settings = {name: breakdown.pop(name) for name in SCORE_SETTINGS if name in breakdown}
+        metadata = {"user_id": memory.user_id, **memory.metadata}
+        if settings:
+            metadata["score_settings"] = settings
         hits.append(
             Hit(
                 memory_id=memory.memory_id,
@@ -214,9 +226,9 @@ def hits_from_search(items: list[dict[str, Any]], rule: ScoreRule | None = None,
                 text=memory.text,
                 score=rule.normalise(raw) if rule else raw,
                 raw_score=raw,
-                breakdown=_numbers(item.get(breakdown_key)),
+                breakdown=breakdown,
                 created_at=memory.created_at,
-                metadata={"user_id": memory.user_id, **memory.metadata},
+                metadata=metadata,
             )
         )
     return hits

@@ -2,8 +2,9 @@
 
 For each hit the store returned:
 
-    relevance  the store's ``semantic`` component when it sends one, else its score,
-               clamped to [0, 1] (which one was used is reported)
+    relevance  the store's semantic component when it sends one (under any name in
+               SEMANTIC_COMPONENTS), else its score, clamped to [0, 1] (which one
+               was used is reported)
     recency    exp(-decay_per_hour * hours_since_created)   (decay = ln 2 / half-life)
     composite  relevance_weight * relevance + recency_weight * recency, weights summing to 1
 
@@ -36,6 +37,11 @@ WEIGHT_SUM_TOLERANCE = 1e-6
 REVIEW_MIN_TOP_COMPOSITE = 0.4
 REVIEW_NEAR_TIE = 0.05
 JSON_DECIMALS = 6
+# The semantic component under the names stores give it in Hit.breakdown (which keeps
+# the store's own words), first match wins: `semantic` (embedded store, MemorySync,
+# Mem0 Platform's score_breakdown), `semantic_score` (Mem0 library's score_details),
+# `vector` (MemorySync's raw cosine in scoring_breakdown).
+SEMANTIC_COMPONENTS = ("semantic", "semantic_score", "vector")
 
 ENTRY_FIELDS = (
     "entry_id",
@@ -190,10 +196,13 @@ def _clamp01(value: float) -> float:
 def relevance_of(hit: Hit) -> tuple[float | None, str]:
     """(relevance in [0, 1], where it came from). The semantic component says how
     well the memory matches the words; the blended score also carries recency and
-    importance, which this ranking weighs on its own terms."""
-    semantic = hit.breakdown.get("semantic") if hit.breakdown else None
-    if _is_number(semantic):
-        return _clamp01(float(semantic)), "semantic"
+    importance, which this ranking weighs on its own terms (Mem0's adds keyword and
+    entity boosts and divides by their maximum: with BM25 on, a hit that matches no
+    keyword scores half its similarity)."""
+    for name in SEMANTIC_COMPONENTS:
+        semantic = hit.breakdown.get(name) if hit.breakdown else None
+        if _is_number(semantic):
+            return _clamp01(float(semantic)), "semantic"
     if _is_number(hit.score):
         return _clamp01(float(hit.score)), "score"
     return None, "none"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+from datetime import datetime, timezone
 
 import pytest
 import yaml
@@ -22,6 +23,7 @@ from connectors.mem0 import (
     offline_config,
     score_rule,
 )
+from dashboard.rerank import rerank
 from demo_judgments import calibrated_floor, query_text, relevant_ids
 
 THEME = query_text("demo-q04")
@@ -123,9 +125,60 @@ def test_theme_question_ranks_theme_memory_first(mem0_store):
     assert top.text == "Prefers light UI theme"
     assert {h.metadata["user_id"] for h in result.hits} == {"sam"}
     # score_details lands in the breakdown, in Mem0's own words
-    assert {"semantic_score", "bm25_score", "entity_boost", "final_score", "threshold"} <= set(top.breakdown)
-    assert top.breakdown["threshold"] == 0.0  # memlens asked for everything
+    assert {"semantic_score", "bm25_score", "entity_boost", "final_score"} <= set(top.breakdown)
     assert top.score == pytest.approx(top.breakdown["final_score"])
+
+
+def test_threshold_and_max_possible_score_are_settings_not_breakdown_components(mem0_store):
+    """They would otherwise be two more columns in the hits table beside the parts of the score."""
+    result = mem0_store.query(THEME, user_id="sam", k=5)
+    for hit in result.hits:
+        assert not {"threshold", "max_possible_score"} & set(hit.breakdown)
+        assert hit.metadata["score_settings"] == {"threshold": 0.0, "max_possible_score": 1.0}  # asked for everything
+    assert result.raw["results"][0]["score_details"]["threshold"] == 0.0  # the raw response keeps them too
+
+
+def test_rerank_takes_relevance_from_mem0s_semantic_score(mem0_store):
+    result = mem0_store.query(THEME, user_id="sam", k=5)
+    reranked = rerank(result.hits, now=datetime.now(timezone.utc), query=THEME)
+    assert reranked.relevance_source == "semantic"
+    semantic = {h.memory_id: h.breakdown["semantic_score"] for h in result.hits}
+    assert {e.entry_id: e.relevance_score for e in reranked.entries} == pytest.approx(semantic)
+    assert reranked.entries[0].entry_id == result.hits[0].memory_id and not reranked.entries[0].excluded
+
+
+@pytest.fixture(scope="session")
+def mem0_score_and_rank(tmp_path_factory):
+    """Mem0's own hybrid scoring function. Importing mem0 reads MEM0_DIR (and writes
+    there), so it points at a temporary folder when this is the first import."""
+    os.environ.setdefault("MEM0_DIR", str(tmp_path_factory.mktemp("mem0-dir")))
+    from mem0.utils.scoring import score_and_rank
+
+    return score_and_rank
+
+
+def test_with_bm25_on_the_hybrid_score_is_not_taken_for_relevance(mem0_score_and_rank):
+    """Mem0's own scoring with BM25 active (mem0ai[extras]) divides semantic + BM25 by 2,
+    so a memory that answers the question in other words scores half its similarity.
+    The what-if ranking must judge it on the semantic score, not exclude it."""
+    candidates = [
+        {"id": "theme", "score": 0.62, "payload": {"data": "Prefers light UI theme", "user_id": "sam"}},
+        {"id": "pizza", "score": 0.21, "payload": {"data": "Ordered a pizza at work", "user_id": "sam"}},
+    ]
+    scored = mem0_score_and_rank(candidates, {"pizza": 0.9}, {}, threshold=0.0, top_k=5, explain=True)
+    items = [
+        {"id": s["id"], "memory": s["payload"]["data"], "score": s["score"], "score_details": s["score_details"], "user_id": "sam"}
+        for s in scored
+    ]
+    hits = hits_from_search(items, score_rule("2.2.1", "qdrant"), breakdown_key="score_details")
+    assert [h.memory_id for h in hits] == ["pizza", "theme"]  # the keyword match leads Mem0's order
+    assert {h.memory_id: h.score for h in hits} == pytest.approx({"pizza": 0.555, "theme": 0.31})
+    assert all(h.metadata["score_settings"]["max_possible_score"] == 2.0 for h in hits)
+    reranked = rerank(hits, now=datetime.now(timezone.utc), query="Which UI theme does the user prefer?")
+    entries = {e.entry_id: e for e in reranked.entries}
+    assert entries["theme"].relevance_score == pytest.approx(0.62) and not entries["theme"].excluded
+    assert entries["pizza"].relevance_score == pytest.approx(0.21) and entries["pizza"].excluded
+    assert reranked.entries[0].entry_id == "theme"
 
 
 def test_pizza_top_score_is_under_the_floor_calibrated_on_the_demo_judgments(mem0_store):

@@ -149,6 +149,28 @@ def test_relevance_falls_back_to_the_score_and_reports_it():
     assert mixed.relevance_source == "mixed"
 
 
+@pytest.mark.parametrize(
+    "component",
+    [
+        "semantic",  # embedded store, MemorySync, Mem0 Platform's score_breakdown
+        "semantic_score",  # Mem0 library's score_details
+        "vector",  # MemorySync's raw cosine in scoring_breakdown
+    ],
+)
+def test_relevance_reads_the_semantic_component_under_each_stores_own_name(component):
+    """A hybrid score (Mem0 divides semantic + BM25 by 2) is not the relevance: a
+    hit whose words match well but whose blended score is low must not be excluded."""
+    result = rerank([hit("a", 1, score=0.25, age_hours=0, breakdown={component: 0.5})], now=NOW)
+    entry = result.entries[0]
+    assert entry.relevance_score == 0.5 and result.relevance_source == "semantic"
+    assert not entry.excluded and entry.composite_score == pytest.approx(0.7 * 0.5 + 0.3 * 1.0)
+
+
+def test_the_conventional_semantic_name_wins_over_an_alias():
+    result = rerank([hit("a", 1, semantic=0.4, score=0.9, age_hours=0, breakdown={"vector": 0.8})], now=NOW)
+    assert result.entries[0].relevance_score == 0.4
+
+
 def test_a_cosine_outside_zero_one_is_clamped():
     result = rerank([hit("a", 1, score=-0.3, age_hours=0), hit("b", 2, score=1.2, age_hours=0)], now=NOW)
     assert {e.entry_id: e.relevance_score for e in result.entries} == {"a": 0.0, "b": 1.0}
