@@ -301,11 +301,22 @@ class EmbeddedStore:
             self._by_user[user] = slice(start, stop)
             start = stop
         self._ids, self._created, self._importance, self._usage = ids, created, importance, usage
+        self._usage_component = np.minimum(1.0, np.log1p(usage.astype(np.float64)) / 5.0)
+        self._fixed = None
         self._vectors = vectors
         self._loaded_version = version
         self._dirty = False
 
     _dirty = True
+
+    def _fixed_part(self) -> np.ndarray:
+        """w_importance * importance + w_usage * usage for every loaded memory. It
+        depends on neither the query nor the clock, so it is computed once per load
+        (and again if the weights are changed)."""
+        key = (self.weights["importance"], self.weights["usage"])
+        if self._fixed is None or self._fixed[0] != key:
+            self._fixed = (key, key[0] * self._importance.astype(np.float64) + key[1] * self._usage_component)
+        return self._fixed[1]
 
     # ------------------------------------------------------------ protocol
 
@@ -353,18 +364,25 @@ class EmbeddedStore:
         created = self._created[rows]
         importance = self._importance[rows]
         usage_count = self._usage[rows]
+        usage = self._usage_component[rows]
         with _single_threaded_blas():
-            semantic = np.clip(vectors @ query_vector, 0.0, 1.0)
-        hours = np.maximum(0.0, (self._now().timestamp() - created) / 3600.0)
-        recency = np.exp(-hours * math.log(2) / self.half_life_hours)
-        usage = np.minimum(1.0, np.log1p(usage_count) / 5.0)
+            semantic = vectors @ query_vector
+        # Every step writes into an array it made (out=): fresh temporaries of a
+        # hundred thousand floats each cost more than the matrix-vector product.
+        np.clip(semantic, 0.0, 1.0, out=semantic)
+        seconds = np.subtract(self._now().timestamp(), created)
+        np.maximum(seconds, 0.0, out=seconds)
+        recency = np.multiply(seconds, -math.log(2) / (self.half_life_hours * 3600.0))
+        np.exp(recency, out=recency)
         w = self.weights
-        score = w["semantic"] * semantic + w["recency"] * recency + w["importance"] * importance + w["usage"] * usage
+        score = np.multiply(recency, w["recency"])
+        score += self._fixed_part()[rows]
+        score += w["semantic"] * semantic
         top = min(k, len(score))
         if top < len(score):
             # Every row tied with the k-th score is a candidate, so which of them
-            # gets in is decided by id below, not by argpartition's arbitrary pick.
-            kth = score[np.argpartition(-score, top - 1)[top - 1]]
+            # gets in is decided by id below, not by partition's arbitrary pick.
+            kth = np.partition(score, len(score) - top)[len(score) - top]
             best = np.flatnonzero(score >= kth)
         else:
             best = np.arange(len(score))
@@ -393,7 +411,7 @@ class EmbeddedStore:
                     metadata={
                         "user_id": user,
                         "usage_count": int(usage_count[i]),
-                        "age_hours": round(float(hours[i]), 1),
+                        "age_hours": round(float(seconds[i]) / 3600.0, 1),
                         **metadata,
                     },
                 )
