@@ -16,9 +16,19 @@ def clip_text(text: str, limit: int = DEFAULT_TEXT_LIMIT) -> tuple[str, bool]:
     return text[:limit] + "…", True
 
 
+# Streamlit's Markdown makes a picture or a link of some plain text even when every
+# special character in it is escaped: `:name:` shortcodes (emoji, Material icons, its
+# logo), bare URLs, www. addresses and e-mail addresses. An invisible word joiner
+# after the colon, the "www" or the "@" stops each of them.
+_AUTO_MARKUP = re.compile(r":(?=[\w+\-]|//)|(?i:\bwww)(?=\.)|@(?=\w)")
+WORD_JOINER = "\u2060"
+
+
 def inert_markdown(text: str) -> str:
     """Escape every character Markdown (or Streamlit's HTML-free renderer) acts on,
-    so a memory reading `<script>` or `**bold**` is shown as those characters."""
+    so a memory reading `<script>`, `**bold**`, `:material/home:` or a URL is shown as
+    those characters (with an invisible word joiner inside shortcodes and addresses)."""
+    text = _AUTO_MARKUP.sub(lambda match: match.group(0) + WORD_JOINER, text)
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("\n", "  \n")
 
 

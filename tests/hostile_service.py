@@ -28,7 +28,9 @@ INERT = {
     "x-img": '<img src="x" onerror="window.__memlens_pwned = 2">Has a cat',
     "x-markdown": "**Bold claim** and _emphasis_ with [a link](javascript:alert(1)) and `code`",
     "x-block": "# Not a heading\n- not a list item\n> not a quote",
-    "x-streamlit": "Costs $5 to $10 :red[alarm] :material/warning: ~~struck~~ <b>bold tag</b>",
+    "x-streamlit": "Costs $5 to $10 :red[alarm] :material/warning: :material_home: :streamlit: :smile: "
+    "~~struck~~ <b>bold tag</b>",
+    "x-links": "See http://evil.example/phish or www.evil.example, mail me@evil.example",
     "x-rtl": "המשתמש גר בתל אביב · يسكن المستخدم في القاهرة",
     "x-bidi": "abc\u202edcba\u202c, 👩\u200d💻 and cafe\u0301",
     FORMULA_ID: "A memory whose id a spreadsheet would run as a formula",

@@ -43,6 +43,11 @@ def restore_from_url() -> None:
     shared link reproduces what the reviewer saw; a bad value falls back to the
     default, and the page says which part of the link it could not use."""
     state = st.session_state
+    # The page stops before drawing the floor slider while a store cannot be opened
+    # (e.g. its settings are not filled in yet), and Streamlit forgets a widget's
+    # value on a run that does not draw it: the slider came back at 0.00, keeping
+    # every hit. Writing the value back on every run keeps the reviewer's floor.
+    state["floor"] = state.get("floor", default_floor())
     if state.get("_url_restored"):
         return
     state["_url_restored"] = True

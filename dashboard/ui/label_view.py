@@ -17,7 +17,7 @@ import streamlit as st
 from connectors.base import ConnectorError
 from dashboard import export, labelling, sampling
 from dashboard.agreement import agreement
-from dashboard.display import clip_text, inert_markdown
+from dashboard.display import clip_text, code_span, inert_markdown
 from dashboard.labels import LabelSession, LabelStore, LabelStoreError, SessionExists
 from dashboard.logs import LogFormatError, LogImport, read_log, read_log_bytes
 from dashboard.ui.sidebar import StoreChoice
@@ -280,7 +280,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         with st.container(border=is_current):
             score = f"{row.score:.3f}" if row.score is not None else "no score"
             marker = "▶ " if is_current else ""
-            st.markdown(f"{marker}**#{row.rank}** `{inert_markdown(row.memory_id)}` · score {score} {_status_text(queue.status(row))}")
+            st.markdown(f"{marker}**#{row.rank}** {code_span(row.memory_id)} · score {score} {_status_text(queue.status(row))}")
             if kind == "ok":
                 st.markdown(inert_markdown(clip_text(text or "")[0]))
             elif kind == "missing":

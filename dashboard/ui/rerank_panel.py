@@ -46,6 +46,12 @@ RELEVANCE_SOURCE_TEXT = {
 }
 
 
+def _inert(message: object) -> str:
+    """A check's message as inert Markdown, cut short: it quotes store ids, which are
+    anyone's text (an id holding a URL was drawn as a link)."""
+    return inert_markdown(clip_text(str(message), MAX_MESSAGE_CHARS)[0])
+
+
 def rerank_controls(prefix: str) -> RerankSettings:
     """Weights (one slider: the two sum to 1), decay as a half-life or a rate per
     hour, the relevance threshold and an optional staleness cutoff. Every widget
@@ -201,7 +207,7 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
     ):
         col.metric(label, value)
     for flag in review_flags(payload):
-        st.warning(f"Review: {clip_text(flag, MAX_MESSAGE_CHARS)[0]}")
+        st.warning(f"Review: {_inert(flag)}")
 
     left, right = st.columns([2, 5])
     left.markdown("**Store order**")
@@ -256,7 +262,7 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
         payload, candidate_ids, relevance_weight=settings.relevance_weight, recency_weight=settings.recency_weight
     )
     if violations:
-        shown = "\n".join(f"- {clip_text(str(v), MAX_MESSAGE_CHARS)[0]}" for v in violations[:MAX_VIOLATIONS_SHOWN])
+        shown = "\n".join(f"- {_inert(v)}" for v in violations[:MAX_VIOLATIONS_SHOWN])
         more = (
             f"\n- … and {len(violations) - MAX_VIOLATIONS_SHOWN:,} more" if len(violations) > MAX_VIOLATIONS_SHOWN else ""
         )
@@ -297,14 +303,14 @@ def show_pasted_ranking(ours: dict, candidate_ids: list[str], settings: RerankSe
     if violations:
         st.error(
             f"The pasted ranking breaks {len(violations)} check(s):\n"
-            + "\n".join(f"- {clip_text(str(v), MAX_MESSAGE_CHARS)[0]}" for v in violations[:MAX_VIOLATIONS_SHOWN])
+            + "\n".join(f"- {_inert(v)}" for v in violations[:MAX_VIOLATIONS_SHOWN])
             + (f"\n- … and {len(violations) - MAX_VIOLATIONS_SHOWN:,} more" if len(violations) > MAX_VIOLATIONS_SHOWN else "")
         )
     else:
         st.success("The pasted ranking passes every check.")
     if isinstance(theirs, dict):
         for flag in review_flags(theirs):
-            st.warning(f"Review (pasted): {clip_text(flag, MAX_MESSAGE_CHARS)[0]}")
+            st.warning(f"Review (pasted): {_inert(flag)}")
     comparison = compare_rankings(ours, theirs)
     if comparison.rows:
         st.caption(f"Compared with this page's ranking: {comparison.summary()}")

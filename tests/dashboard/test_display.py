@@ -12,18 +12,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
+from dashboard.display import WORD_JOINER, bounded_json, clip_text, code_span, inert_markdown
 
 RENDER = MarkdownIt("commonmark", {"html": True})
 # One line of text from any script; line ends are Markdown's own business (a code
 # span turns them into spaces, inert_markdown into line breaks).
 ONE_LINE = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")), max_size=40)
-MARKUP = st.text(alphabet="<>/&*_`[]()!#|~$:\\-+=. \"'abc", max_size=30)
+MARKUP = st.text(alphabet="<>/&*_`[]()!#|~$:\\-+=. \"'abc", max_size=30) | st.sampled_from(
+    [":material/home:", ":material_home:", ":streamlit:", ":smile: :tada:", ":red[alarm]", "$x^2$",
+     "http://evil.example/x", "WWW.evil.example", "me@evil.example"]
+)
 
 
 def shown(source: str) -> str:
     rendered = RENDER.render(source)
-    return html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip("\n")
+    # the invisible word joiner inert_markdown puts into `:name:` shortcodes aside
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip("\n").replace(WORD_JOINER, "")
 
 
 @settings(max_examples=300, deadline=None)
@@ -32,7 +36,7 @@ def test_inert_markdown_shows_exactly_the_characters(text):
     rendered = RENDER.render(inert_markdown(text))
     assert [tag for tag in re.findall(r"<(\w+)", rendered) if tag not in ("p", "br")] == []
     # A renderer drops a paragraph's leading and trailing blanks; nothing else changes.
-    assert shown(inert_markdown(text)).strip() == text.strip()
+    assert shown(inert_markdown(text)).strip() == text.strip().replace(WORD_JOINER, "")
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,6 +8,7 @@ Streamlit's grid renders beside the canvas for screen readers.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -36,7 +37,7 @@ def open_app(page: Page, path: str = "", params: dict[str, str] | None = None) -
 
 
 def widget(page: Page, key: str) -> Locator:
-    return page.locator(f".st-key-{key}")
+    return page.locator("." + key_class(key))
 
 
 def ask(page: Page, query: str) -> None:
@@ -80,10 +81,20 @@ def code_blocks(page: Page) -> list[str]:
     return page.get_by_test_id("stCode").all_inner_texts()
 
 
-def screenshot(page: Page, path: Path) -> None:
+def key_class(key: str) -> str:
+    """The CSS class Streamlit gives a keyed widget's container (it replaces every
+    character outside [a-zA-Z0-9_-] with a dash)."""
+    return "st-key-" + re.sub(r"[^a-zA-Z0-9_-]", "-", key.strip())
+
+
+def screenshot(page: Page, path: Path, *, full_page: bool = True) -> None:
     """The whole page, not just the viewport: Streamlit scrolls inside its main
     section, so the viewport is stretched to that section's height for the shot."""
     wait_idle(page)
+    if not full_page:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path))
+        return
     viewport = page.viewport_size
     height = page.evaluate(
         "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebarContent]')]"

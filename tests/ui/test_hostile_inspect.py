@@ -16,6 +16,7 @@ import pytest
 from hostile_service import BACKTICK_ID, FORMULA_ID, HUGE_ROWS, HUGE_TEXT_CHARS, INERT, HostileService
 from markdown_it import MarkdownIt
 
+from dashboard.display import WORD_JOINER
 from dashboard.ui.inspect_view import MAX_LABEL_ROWS, MAX_NOTES, MAX_TABLE_ROWS, TABLE_TEXT_CHARS
 
 SEARCH = "FormSubmitter:query_form-Search"
@@ -44,7 +45,7 @@ def open_route(app, service, tmp_path, route: str, **state):
 
 def shown_text(markdown_source: str) -> str:
     """The text a reader sees of rendered Markdown (tags removed, entities decoded)."""
-    return html.unescape(TAGS.sub("", RENDER.render(markdown_source)))
+    return html.unescape(TAGS.sub("", RENDER.render(markdown_source))).replace(WORD_JOINER, "")
 
 
 def label_row_markdown(at, memory_id: str) -> str:
@@ -136,3 +137,4 @@ def test_100000_connector_notes_are_summarised_not_drawn_one_by_one(app, service
     assert notes[0] == "results[0] (n000000): no text at 'text'; shown empty."
     assert f"… and {HUGE_ROWS - MAX_NOTES:,} more notes from the store, not shown." in warnings
     assert page_bytes(at) < PAGE_BYTES_LIMIT
+

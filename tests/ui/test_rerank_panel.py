@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -32,6 +33,11 @@ def our_payload(at):
         if isinstance(body, dict) and "ranked_results" in body:
             return body
     raise AssertionError("the panel's JSON is not on the page")
+
+
+def shown(markdown: str) -> str:
+    """What a reader sees of inert Markdown: escapes and invisible word joiners gone."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def metric(at, label):
@@ -120,11 +126,11 @@ def test_review_flags_show_for_a_question_nothing_answers(app):
     at = opened(app)
     at.text_input(key="query").input("What is the user's favourite pizza topping?")
     at.button(key="FormSubmitter:query_form-Search").click().run()
-    assert any("top composite is 0.00, under 0.40" in w.value for w in at.warning)
+    assert any("top composite is 0.00, under 0.40" in shown(w.value) for w in at.warning)
     assert set(reranked(at)["status"]) == {"🚫 excluded"}
     at.slider(key="rerank_threshold").set_value(0.0).run()
     # With nothing excluded the off-topic memories bunch together: a near-tie flag.
-    assert any("lie within 0.05 of each other" in w.value for w in at.warning)
+    assert any("lie within 0.05 of each other" in shown(w.value) for w in at.warning)
 
 
 def test_the_json_carries_ids_not_text_unless_opted_in(app):
@@ -154,7 +160,7 @@ def test_a_pasted_ranking_is_validated_and_compared(app):
     broken["ranked_results"][-1]["entry_id"] = "sam-999"
     broken["retrieval_metadata"]["excluded_count"] = 0
     at.text_area(key="rerank_pasted_json").input(json.dumps(broken)).run()
-    [error] = [e.value for e in at.error if "pasted ranking breaks" in e.value]
+    [error] = [shown(e.value) for e in at.error if "pasted ranking breaks" in e.value]
     assert "ranked_results[0].composite_score" in error
     assert "ranked_results[4].entry_id: 'sam-999' is not among the candidates" in error
     assert "retrieval_metadata.excluded_count" in error
