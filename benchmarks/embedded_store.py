@@ -130,11 +130,6 @@ def scan_child(size: int, users: int, user: str, workdir: Path) -> dict:
     rss_loaded = rss_mib()
     peak_loaded = peak_rss_mib()
 
-    repeat = repeats_for(size)
-    query_ms = median(timed(lambda: store.query("q", user_id=user, k=K), repeat))
-    rows = store._by_user[user]
-    rank_ms = median(timed(lambda: store._rank(queries[0], rows, K), repeat))
-
     # The same rows as the store scans, as FAISS and the bandwidth bound see them.
     db = sqlite3.connect(path)
     scanned_rows = db.execute("SELECT id, embedding FROM memories WHERE user_id = ? ORDER BY rowid", (user,)).fetchall()
@@ -143,14 +138,33 @@ def scan_child(size: int, users: int, user: str, workdir: Path) -> dict:
     matrix = np.frombuffer(b"".join(r[1] for r in scanned_rows), dtype=np.float32).reshape(len(ids), DIMENSIONS).copy()
     del scanned_rows
     scanned = len(matrix)
-    read_ms = median(timed(lambda: np.sum(matrix), repeats_for(scanned)))
     index = faiss.IndexFlatIP(DIMENSIONS)
     index.add(matrix)
     default_threads = faiss.omp_get_max_threads()
-    faiss_ms = median(timed(lambda: index.search(queries[:1], K), repeats_for(scanned)))
-    faiss.omp_set_num_threads(1)
-    faiss_1t_ms = median(timed(lambda: index.search(queries[:1], K), repeats_for(scanned)))
+    rows = store._by_user[user]
+
+    def faiss_with(threads: int):
+        faiss.omp_set_num_threads(threads)
+        index.search(queries[:1], K)
+
+    contenders = {
+        "scan_ms": lambda: store._scan(queries[0], rows, K),
+        "rank_ms": lambda: store._rank(queries[0], rows, K),
+        "query_ms": lambda: store.query("q", user_id=user, k=K),
+        "faiss_ms": lambda: faiss_with(default_threads),
+        "faiss_1t_ms": lambda: faiss_with(1),
+        "read_ms": lambda: np.sum(matrix),
+    }
+    # Round-robin, so that every contender sees the same moments of a shared,
+    # noisy machine; the median of each is reported.
+    for run in contenders.values():
+        run()
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeats_for(scanned)):
+        for name, run in contenders.items():
+            times[name] += timed(run, repeat=1, warmup=0)
     faiss.omp_set_num_threads(default_threads)
+    medians = {name: median(values) for name, values in times.items()}
 
     semantic_only = EmbeddedStore(path, weights="semantic=1", now=lambda: NOW)
     found = total = 0
@@ -169,11 +183,7 @@ def scan_child(size: int, users: int, user: str, workdir: Path) -> dict:
         "scanned": scanned,
         "write_s": write_s,
         "load_s": load_s,
-        "rank_ms": rank_ms,
-        "query_ms": query_ms,
-        "faiss_ms": faiss_ms,
-        "faiss_1t_ms": faiss_1t_ms,
-        "read_ms": read_ms,
+        **medians,
         "recall": found / total,
         "rss_before": rss_before,
         "rss_loaded": rss_loaded,
@@ -346,24 +356,25 @@ def main() -> None:
                 f"{s['size']:,}",
                 case,
                 f"{s['scanned']:,}",
+                f"{s['scan_ms']:.3f}",
                 f"{s['rank_ms']:.3f}",
                 f"{s['query_ms']:.3f}",
                 f"{s['faiss_ms']:.3f}",
                 f"{s['faiss_1t_ms']:.3f}",
                 f"{s['read_ms']:.3f}",
-                f"{s['rank_ms'] / best_faiss:.2f}",
-                f"{s['rank_ms'] / s['read_ms']:.2f}",
+                f"{s['scan_ms'] / best_faiss:.2f}",
+                f"{s['scan_ms'] / s['read_ms']:.2f}",
                 f"{s['recall']:.2f}",
             ]
         )
         verdict = (
-            f"- {s['size']:,} memories, {case} ({s['scanned']:,} scanned): scan + top-k {s['rank_ms']:.3f} ms vs the "
-            f"faster FAISS {best_faiss:.3f} ms: {'met' if s['rank_ms'] <= best_faiss else 'NOT met'}"
+            f"- {s['size']:,} memories, {case} ({s['scanned']:,} scanned): scan + top-k {s['scan_ms']:.3f} ms vs the "
+            f"faster FAISS {best_faiss:.3f} ms: {'met' if s['scan_ms'] <= best_faiss else 'NOT met'}"
         )
         if s["size"] == 100_000 and s["users"] == 1:
             verdict += (
                 f"; vs one float32 read {s['read_ms']:.3f} ms: "
-                f"{'met' if s['rank_ms'] <= s['read_ms'] else 'NOT met'}"
+                f"{'met' if s['scan_ms'] <= s['read_ms'] else 'NOT met'}"
             )
         verdicts.append(verdict + ".")
     memory_rows = [
@@ -396,12 +407,13 @@ def main() -> None:
         ]
     ]
     body = (
-        "Median ms per query, k=5, random unit float32 vectors (384 dims). "
-        "scan + top-k: EmbeddedStore._rank (cosine for every scanned memory, the recency, importance and usage "
-        "components, the weighted sum, top-k with ties by id, and building the 5 Hits with their texts read from "
-        "SQLite); query(): the whole EmbeddedStore.query with the encoding replaced by a given vector; FAISS: "
-        f"IndexFlatIP.search on the same scanned vectors, with its default {scans[0]['faiss_threads'] if scans else '?'} "
-        "OpenMP threads and with 1; one f32 read: np.sum over the scanned float32 matrix. Ratios use scan + top-k "
+        "Median ms per query, k=5, random unit float32 vectors (384 dims), every contender timed in turn "
+        "(round-robin) so all see the same load. scan + top-k: EmbeddedStore._scan (cosine for every scanned "
+        "memory, the recency, importance and usage components, the weighted sum, the top k with ties by id); "
+        "+ hits: EmbeddedStore._rank (the same plus building the 5 Hits, texts read from SQLite); query(): the "
+        "whole EmbeddedStore.query with the encoding replaced by a given vector. FAISS: IndexFlatIP.search on "
+        f"the same scanned vectors, with its default {scans[0]['faiss_threads'] if scans else '?'} OpenMP threads "
+        "and with 1; one f32 read: np.sum over the scanned float32 matrix. The ratios and targets use scan + top-k "
         "against the faster FAISS.\n\n"
         + table(
             [
@@ -409,6 +421,7 @@ def main() -> None:
                 "case",
                 "rows scanned",
                 "scan + top-k (ms)",
+                "+ hits (ms)",
                 "query() (ms)",
                 "FAISS (ms)",
                 "FAISS 1 thread (ms)",

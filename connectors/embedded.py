@@ -356,38 +356,49 @@ class EmbeddedStore:
         }
         return QueryResult(query=text, hits=hits, context=context, latency_ms=latency_ms, raw=raw, notes=notes)
 
-    def _rank(self, query_vector: np.ndarray, rows: slice, k: int) -> list[Hit]:
+    def _scan(self, query_vector: np.ndarray, rows: slice, k: int) -> tuple[list[int], dict[str, np.ndarray]]:
+        """Score every memory in `rows` and pick the top k: their positions within
+        `rows`, best first (ties by id), and the per-memory arrays (score,
+        semantic, recency, seconds since created) that their hits are built from."""
         # `rows` is a slice, so these are views: nothing is copied per query.
         vectors = self._vectors[rows]
         if len(vectors) == 0:
-            return []
-        created = self._created[rows]
-        importance = self._importance[rows]
-        usage_count = self._usage[rows]
-        usage = self._usage_component[rows]
+            return [], {}
         with _single_threaded_blas():
             semantic = vectors @ query_vector
         # Every step writes into an array it made (out=): fresh temporaries of a
         # hundred thousand floats each cost more than the matrix-vector product.
         np.clip(semantic, 0.0, 1.0, out=semantic)
-        seconds = np.subtract(self._now().timestamp(), created)
+        seconds = np.subtract(self._now().timestamp(), self._created[rows])
         np.maximum(seconds, 0.0, out=seconds)
         recency = np.multiply(seconds, -math.log(2) / (self.half_life_hours * 3600.0))
         np.exp(recency, out=recency)
-        w = self.weights
-        score = np.multiply(recency, w["recency"])
+        score = np.multiply(recency, self.weights["recency"])
         score += self._fixed_part()[rows]
-        score += w["semantic"] * semantic
+        score += self.weights["semantic"] * semantic
         top = min(k, len(score))
         if top < len(score):
             # Every row tied with the k-th score is a candidate, so which of them
             # gets in is decided by id below, not by partition's arbitrary pick.
             kth = np.partition(score, len(score) - top)[len(score) - top]
-            best = np.flatnonzero(score >= kth)
+            candidates = np.flatnonzero(score >= kth)
         else:
-            best = np.arange(len(score))
+            candidates = np.arange(len(score))
         local_ids = self._ids[rows]
-        best = sorted(best.tolist(), key=lambda i: (-float(score[i]), local_ids[i]))[:top]
+        best = sorted(candidates.tolist(), key=lambda i: (-float(score[i]), local_ids[i]))[:top]
+        return best, {"score": score, "semantic": semantic, "recency": recency, "seconds": seconds}
+
+    def _rank(self, query_vector: np.ndarray, rows: slice, k: int) -> list[Hit]:
+        best, columns = self._scan(query_vector, rows, k)
+        if not best:
+            return []
+        score, semantic, recency, seconds = (columns[c] for c in ("score", "semantic", "recency", "seconds"))
+        created = self._created[rows]
+        importance = self._importance[rows]
+        usage_count = self._usage[rows]
+        usage = self._usage_component[rows]
+        local_ids = self._ids[rows]
+        w = self.weights
         texts = self._texts([local_ids[i] for i in best])
         hits = []
         for rank, i in enumerate(best, start=1):
