@@ -87,23 +87,26 @@ def key_class(key: str) -> str:
     return "st-key-" + re.sub(r"[^a-zA-Z0-9_-]", "-", key.strip())
 
 
-def screenshot(page: Page, path: Path, *, full_page: bool = True) -> None:
+def screenshot(page: Page, path: Path, *, full_page: bool = True, height: int | None = None) -> None:
     """The whole page, not just the viewport: Streamlit scrolls inside its main
-    section, so the viewport is stretched to that section's height for the shot."""
+    section, so the viewport is stretched to that section's height for the shot.
+    `height` keeps only the top of it (for the README); `full_page=False` the viewport."""
     wait_idle(page)
+    path.parent.mkdir(parents=True, exist_ok=True)
     if not full_page:
-        path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(path))
         return
     viewport = page.viewport_size
-    height = page.evaluate(
+    content = page.evaluate(
         "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebarContent]')]"
         ".map(e => e.scrollHeight))"
     )
-    page.set_viewport_size({"width": viewport["width"], "height": max(viewport["height"], int(height) + 40)})
+    page.set_viewport_size({"width": viewport["width"], "height": max(viewport["height"], int(content) + 40)})
     page.wait_for_timeout(500)  # let charts and the grid re-layout to the new size
-    path.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(path), full_page=True)
+    if height:
+        page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": viewport["width"], "height": height})
+    else:
+        page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(viewport)
 
 

@@ -43,7 +43,8 @@ def test_pizza_query_drops_the_theme_memory_and_the_floor_changes_the_prompt(pag
     assert {r["status"] for r in rows} == {"dropped"}  # nothing about food is stored
     assert code_blocks(page)[0].startswith(NO_MEMORY)
     expect(page.get_by_text("Every hit scores under the floor 0.35.")).to_be_visible()
-    screenshot(page, screenshots / "inspect-pizza.png")
+    screenshot(page, screenshots / "inspect-pizza.png", height=1420)  # the README's picture
+    screenshot(page, screenshots / "inspect-pizza-full.png")
 
     # Slide the floor down to just under the theme memory's score, with the keyboard.
     score = float(theme["score"])
@@ -60,7 +61,7 @@ def test_pizza_query_drops_the_theme_memory_and_the_floor_changes_the_prompt(pag
     assert [line[2:] for line in block.splitlines()[1:]] == kept_texts
     assert all(float(r["score"]) >= target for r in rows if r["status"] == "kept")
     assert all(float(r["score"]) < target for r in rows if r["status"] == "dropped")
-    screenshot(page, screenshots / "inspect-floor-moved.png")
+    screenshot(page, screenshots / "inspect-floor-moved.png", height=1420)
 
 
 def test_two_labels_survive_a_reload_and_download_as_jsonl_rows(page, server, screenshots):
