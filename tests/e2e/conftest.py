@@ -124,15 +124,20 @@ def browser():
 @pytest.fixture
 def page(browser, server):
     """A fresh browser context (a new Streamlit session) that fails the test if the
-    app ever showed an exception box."""
+    app showed an exception box, or if the server logged a traceback meanwhile."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     context.set_default_timeout(30_000)
     tab = context.new_page()
     tab.base_url = server.url  # type: ignore[attr-defined]
+    log_start = server.log_path.stat().st_size
     try:
         yield tab
         exceptions = tab.locator("[data-testid=stException]")
         assert exceptions.count() == 0, exceptions.first.inner_text()
+        with open(server.log_path, "rb") as log:
+            log.seek(log_start)
+            logged = log.read().decode("utf-8", "replace")
+        assert "Traceback" not in logged, logged[-4000:]
     finally:
         context.close()
 
