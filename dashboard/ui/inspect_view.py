@@ -14,7 +14,7 @@ from connectors.base import REGISTRY, ConnectorError, Hit, QueryResult
 from dashboard import export, readlog
 from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
-from dashboard.labels import message_id
+from dashboard.labels import LabelStoreError, message_id
 from dashboard.ui import cache
 from dashboard.ui.charts import score_breakdown_figure
 from dashboard.ui.sidebar import StoreChoice
@@ -197,6 +197,9 @@ def hits_frame(hits: list[Hit], kept_ids: set[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+NOT_NUMERIC = ("memory id", "status", "text")
+
+
 def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
     hits = result.hits[:MAX_TABLE_ROWS]
     if len(result.hits) > MAX_TABLE_ROWS:
@@ -214,6 +217,10 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
         width="stretch",
         column_order=leading + [c for c in frame.columns if c not in leading],
         column_config={
+            # Components like recency come out as 1e-12 for old memories: three
+            # decimals say "about zero" instead of a wall of digits.
+            **{c: st.column_config.NumberColumn(c, format="%.3f") for c in frame.columns if c not in NOT_NUMERIC},
+            "rank": st.column_config.NumberColumn("rank", format="%d"),
             "score": st.column_config.ProgressColumn("score", min_value=0.0, max_value=1.0, format="%.3f"),
             "text": st.column_config.TextColumn("text", width="large"),
         },
@@ -260,17 +267,21 @@ def show_raw_response(result: QueryResult) -> None:
 def _write_label(choice: StoreChoice, user, reviewer, store_text, hit: Hit, value: str) -> None:
     query = st.session_state.get("query", "").strip()
     msg = message_id(query, user, choice.fingerprint)
-    cache.label_store().upsert(
-        message_id=msg,
-        memory_id=hit.memory_id,
-        label=value,
-        reviewer=reviewer,
-        store=choice.fingerprint,
-        rank=hit.rank,
-        score=hit.score,
-        query_text=query if store_text else None,
-        memory_text=hit.text if store_text else None,
-    )
+    try:
+        cache.label_store().upsert(
+            message_id=msg,
+            memory_id=hit.memory_id,
+            label=value,
+            reviewer=reviewer,
+            store=choice.fingerprint,
+            rank=hit.rank,
+            score=hit.score,
+            query_text=query if store_text else None,
+            memory_text=hit.text if store_text else None,
+        )
+    except LabelStoreError as exc:
+        # A callback cannot draw where the page wants it: keep the message for the rerun.
+        st.session_state["label_error"] = f"The label for {hit.memory_id} was not saved: {exc}"
 
 
 def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str, store_text: bool) -> None:
@@ -278,8 +289,14 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
         return
     st.subheader("Label the results")
     st.caption(f"Labels are saved at once by id as reviewer **{inert_markdown(reviewer)}**.")
+    if error := st.session_state.pop("label_error", None):
+        st.error(error)
     msg = message_id(result.query, user, choice.fingerprint)
-    existing = {l.memory_id: l.label for l in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
+    try:
+        existing = {l.memory_id: l.label for l in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
+    except LabelStoreError as exc:
+        st.error(f"Labelling is unavailable: {exc}")
+        return
     for hit in result.hits[:MAX_LABEL_ROWS]:
         text, clipped = clip_text(hit.text)
         cols = st.columns([6, 2, 1.4, 1.6])
@@ -303,8 +320,12 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
 
 def show_session_labels(include_text: bool) -> None:
     reviewer = st.session_state.get("reviewer") or "reviewer"
-    labels = cache.label_store().labels(reviewer=reviewer)
     st.subheader("Your labels")
+    try:
+        labels = cache.label_store().labels(reviewer=reviewer)
+    except LabelStoreError as exc:
+        st.error(f"Cannot read the labels: {exc}")
+        return
     if not labels:
         st.caption("No labels yet.")
         return

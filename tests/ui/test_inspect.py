@@ -240,3 +240,25 @@ def test_a_failing_store_shows_a_message_and_the_page_keeps_running(app, test_st
     assert test_stores[0].calls.count("query") == 1
     at.button(key="retry_query").click().run()
     assert test_stores[0].calls.count("query") == 2
+
+
+def test_an_unreachable_label_database_is_a_message_not_a_traceback(app, monkeypatch):
+    # Port 1 on loopback refuses at once; the password must not reach the page.
+    monkeypatch.setenv("MEMLENS_LABELS_URL", "postgresql://memlens:s3cret-pw@127.0.0.1:1/labels")
+    at = ask(app(), THEME)
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("Labelling is unavailable") for e in errors)
+    assert any(e.startswith("Cannot read the labels") for e in errors)
+    assert not any("s3cret-pw" in e for e in errors)
+    # The retrieval itself is still shown: the table, the prompt block.
+    assert "sam-02" in list(table(at)["memory id"])
+    assert "Prefers light UI theme" in at.code[0].value
+
+
+def test_breakdown_columns_are_numbers_shown_to_three_decimals(app):
+    at = ask(app(), PIZZA)
+    frame = table(at)
+    assert frame["recency"].dtype.kind == "f"
+    config = json.loads(at.dataframe[0].proto.columns)
+    assert config["recency"]["type_config"]["format"] == "%.3f"
