@@ -53,7 +53,11 @@ def table_rows(scope: Page | Locator, index: int = 0) -> list[dict[str, str]]:
     """The rows of the index-th data frame in `scope` (the page, or a part of it), as
     header -> cell text, read from the grid's accessible table (it holds the rows and
     columns currently in view)."""
-    grid = scope.get_by_test_id("stDataFrame").nth(index)
+    return grid_rows(scope.get_by_test_id("stDataFrame").nth(index))
+
+
+def grid_rows(grid: Locator) -> list[dict[str, str]]:
+    grid.scroll_into_view_if_needed()  # the grid draws its cells only once in view
     expect(grid.locator("table [role=gridcell]").first).to_be_attached()
     headers = grid.locator("table thead [role=columnheader]").all_inner_texts()
     rows = []
@@ -61,6 +65,17 @@ def table_rows(scope: Page | Locator, index: int = 0) -> list[dict[str, str]]:
         cells = row.locator("[role=gridcell]").all_inner_texts()
         rows.append(dict(zip(headers, cells)))
     return rows
+
+
+def grid_with_column(page: Page, column: str) -> Locator:
+    """The data frame with this column header (a keyed data frame gets no st-key
+    class). Each grid is scrolled into view first, since only then is it drawn."""
+    for grid in page.get_by_test_id("stDataFrame").all():
+        grid.scroll_into_view_if_needed()
+        expect(grid.locator("table thead [role=columnheader]").first).to_be_attached()
+        if column in grid.locator("table thead [role=columnheader]").all_inner_texts():
+            return grid
+    raise AssertionError(f"no table with a {column!r} column on the page")
 
 
 def slider_value(page: Page, key: str) -> str:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from playwright.sync_api import expect
-from st_browser import open_app, screenshot, wait_idle, widget
+from st_browser import grid_rows, grid_with_column, open_app, screenshot, wait_idle, widget
 
 pytestmark = pytest.mark.e2e
 
@@ -76,3 +76,44 @@ def test_a_session_labelled_from_the_keyboard_survives_a_reload(page, screenshot
     mine = [row for row in rows if row.get("reviewer") == REVIEWER]
     assert [row["label"] for row in mine] == ["relevant"]  # a skip is not a label
     assert not {"memory_text", "query_text"} & set(mine[0])
+
+
+def test_a_hostile_log_upload_names_every_bad_line_and_keeps_the_server_up(page, tmp_path):
+    """A log whose first line is a bare `null` once crashed the whole server (arrow's
+    JSON reader segfaults on it); two objects glued on one line, a byte-order mark and
+    bad fields must each be named by line and field, and the good rows imported."""
+    good = [{"message_id": f"m{i}", "memory_id": f"sam-0{i}", "rank": 1, "score": 0.5} for i in range(1, 4)]
+    lines = [
+        "null",  # 1
+        json.dumps(good[0]),  # 2
+        json.dumps(good[1]) + json.dumps(good[1]),  # 3 two objects on one line
+        '{"message_id": "m9", "memory_id": "x", "rank": 0, "score": 0.4}',  # 4 rank 0
+        "[1, 2]",  # 5
+        json.dumps(good[2]),  # 6
+        '{"message_id": "m8", "memory_id": "y", "rank": 1, "score": "high"}',  # 7
+    ]
+    path = tmp_path / "hostile-week.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode("utf-8") + b"\n")
+
+    open_app(page, "label")
+    sign_in(page)
+    log_form = page.get_by_test_id("stExpander").filter(has_text="New labelling session from a log")
+    if not log_form.get_by_test_id("stRadio").is_visible():  # folded once a session exists
+        log_form.get_by_text("New labelling session from a log").click()
+    log_form.get_by_test_id("stRadio").get_by_text("Upload a log").click()
+    wait_idle(page)
+    widget(page, "log_upload").locator("input[type=file]").set_input_files(str(path))
+    wait_idle(page)
+    widget(page, "log_read").locator("button").click()
+    wait_idle(page)
+    expect(page.get_by_text("5 bad row(s) were skipped; the other rows were imported.")).to_be_visible()
+    expect(page.get_by_text("hostile-week.jsonl: imported 2 rows in 2 turns from 7 read")).to_be_visible()
+    problems = grid_rows(grid_with_column(page, "problem"))
+    assert [(r["line"], r["field"]) for r in problems] == [
+        ("1", "(line)"), ("3", "(line)"), ("4", "rank"), ("5", "(line)"), ("7", "score"),
+    ]  # fmt: skip
+    # The server is still up for everyone: another session opens the app.
+    second = page.context.new_page()
+    second.base_url = page.base_url
+    open_app(second, "inspect")
+    expect(second.get_by_role("heading", name="Inspect a retrieval")).to_be_visible()
