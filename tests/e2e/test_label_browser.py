@@ -26,7 +26,7 @@ def sign_in(page) -> None:
 
 def press(page, key: str) -> None:
     """A key press with the focus on the page, not in a text box (shortcuts ignore those)."""
-    page.get_by_role("heading", name="Label a session").click()
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.keyboard.press(key)
     wait_idle(page)
 
