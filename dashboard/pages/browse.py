@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.ui.navigation import through_app_navigation
+
+through_app_navigation()  # a deep link to a fresh server still goes through app.py
+
 from dashboard.ui import browse_view as view
 from dashboard.ui.access import require_access
 from dashboard.ui.sidebar import store_picker, user_picker

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.ui.navigation import through_app_navigation
+
+through_app_navigation()  # a deep link to a fresh server still goes through app.py
+
 # The title goes out before the imports below (pandas, plotly, the panels): on a
 # cold start the page paints at once instead of after them.
 st.title("Inspect a retrieval")

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.ui.navigation import through_app_navigation
+
+through_app_navigation()  # a deep link to a fresh server still goes through app.py
+
 from dashboard.labels import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import label_view as view

@@ -8,6 +8,7 @@ browser context: a new Streamlit session, as a second reviewer opening the link.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -65,7 +66,13 @@ def server(tmp_path_factory) -> Server:
     """`streamlit run dashboard/app.py` on a free loopback port; stopped at the end
     of the session, and also when the start-up itself fails."""
     data_dir = tmp_path_factory.mktemp("e2e-data")
-    log_path = data_dir.parent / "streamlit-e2e.log"
+    with running_streamlit(data_dir, data_dir.parent / "streamlit-e2e.log") as started:
+        yield started
+
+
+@contextlib.contextmanager
+def running_streamlit(data_dir: Path, log_path: Path):
+    """A `streamlit run` process serving the app from `data_dir`, as `make run` starts it."""
     port = _free_port()
     env = dict(os.environ)
     for inherited in ("MEMORY_SCORE_FLOOR", "MEMLENS_EMBEDDED_DB", "MEMLENS_REVIEWER"):
