@@ -67,15 +67,27 @@ def grid_rows(grid: Locator) -> list[dict[str, str]]:
     return rows
 
 
-def grid_with_column(page: Page, column: str) -> Locator:
+def grid_with_column(page: Page, column: str, timeout_s: float = 20.0) -> Locator:
     """The data frame with this column header (a keyed data frame gets no st-key
-    class). Each grid is scrolled into view first, since only then is it drawn."""
-    for grid in page.get_by_test_id("stDataFrame").all():
-        grid.scroll_into_view_if_needed()
-        expect(grid.locator("table thead [role=columnheader]").first).to_be_attached()
-        if column in grid.locator("table thead [role=columnheader]").all_inner_texts():
-            return grid
-    raise AssertionError(f"no table with a {column!r} column on the page")
+    class). Each grid is scrolled into view first, since only then is it drawn; a
+    grid that has just appeared may draw its headers a moment later, so look again
+    until `timeout_s` has passed."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    seen: list[list[str]] = []
+    while True:
+        seen = []
+        for grid in page.get_by_test_id("stDataFrame").all():
+            grid.scroll_into_view_if_needed()
+            expect(grid.locator("table thead [role=columnheader]").first).to_be_attached()
+            headers = grid.locator("table thead [role=columnheader]").all_inner_texts()
+            if column in headers:
+                return grid
+            seen.append(headers)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no table with a {column!r} column on the page; tables seen: {seen}")
+        page.wait_for_timeout(500)
 
 
 def slider_value(page: Page, key: str) -> str:

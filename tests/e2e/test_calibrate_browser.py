@@ -41,8 +41,14 @@ def label_file(path):
 
 
 def test_calibrate_draws_its_charts_with_the_floor_from_inspect(page, screenshots):
-    # The reviewer comes from a shared Inspect link with floor 0.20, then follows the sidebar link.
-    open_app(page, params={"floor": "0.20"})
+    # The reviewer comes from a shared Inspect link with floor 0.20, labels one hit of
+    # each kind (so the label store can calibrate whatever other tests left in it),
+    # then follows the sidebar link.
+    open_app(page, params={"query": "Which UI theme does the user prefer?", "user": "sam", "k": "5", "floor": "0.20"})
+    expect(page.get_by_test_id("stCode").first).to_be_visible(timeout=240_000)
+    for key in ("relevant_sam-02", "not_relevant_sam-01"):
+        widget(page, key).locator("button").click()
+        wait_idle(page)
     go_to(page, "Calibrate")
     expect(page.get_by_role("heading", name="Calibrate the floor")).to_be_visible()
     for key in CHARTS:
@@ -53,10 +59,10 @@ def test_calibrate_draws_its_charts_with_the_floor_from_inspect(page, screenshot
     expect(inspect_floor.get_by_test_id("stMetricValue")).to_have_text("0.20")
     expect(page.get_by_test_id("stMetric").filter(has_text="Recommended floor")).to_be_visible()
     expect(widget(page, "calibrate_tradeoff")).to_contain_text("0.20")
-    screenshot(page, screenshots / "calibrate.png")
+    screenshot(page, screenshots / "calibrate-from-inspect.png")
 
 
-def test_an_uploaded_label_file_is_calibrated_and_its_bad_lines_named(page, tmp_path):
+def test_an_uploaded_label_file_is_calibrated_and_its_bad_lines_named(page, tmp_path, screenshots):
     open_app(page, "calibrate")
     page.get_by_test_id("stRadio").get_by_text("Upload a file").click()
     wait_idle(page)
@@ -74,3 +80,4 @@ def test_an_uploaded_label_file_is_calibrated_and_its_bad_lines_named(page, tmp_
     rows = table_rows(problems)
     assert [(r["line"], r["field"], r["outcome"]) for r in rows] == [("4", "score", "row skipped"), ("9", "(line)", "row skipped")]
     assert "'high'" in rows[0]["problem"] and "not valid JSON" in rows[1]["problem"]
+    screenshot(page, screenshots / "calibrate.png")  # the README's: a week of labels, one bad line named
