@@ -28,8 +28,9 @@ import enum
 import hashlib
 import importlib
 import json
+import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 
@@ -233,6 +234,33 @@ def fingerprint(name: str, config: dict[str, Any]) -> str:
     """`name:hash` of the non-secret config: labels say which store they judged."""
     blob = json.dumps(public_config(name, config), sort_keys=True, default=str)
     return f"{name}:{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+
+
+# Values as stores send them: every connector reads numbers and timestamps alike.
+
+
+def as_number(value: Any) -> float | None:
+    """A finite float, or None for anything else (booleans and strings included)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def as_datetime(value: Any) -> datetime | None:
+    """An ISO 8601 string (``Z`` allowed) or epoch seconds as an aware datetime."""
+    if isinstance(value, str) and value.strip():
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    number = as_number(value)
+    if number is not None:
+        try:
+            return datetime.fromtimestamp(number, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
 
 
 def data_dir() -> "Path":

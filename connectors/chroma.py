@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -38,6 +38,7 @@ from connectors.base import (
     ScoreKind,
     StoreTimeout,
     StoreUnavailable,
+    as_datetime,
 )
 
 RAW_KINDS = {
@@ -56,18 +57,6 @@ def normalise(space: str, distance: float | None) -> float | None:
     if space == "l2":
         return 1.0 - distance / 2.0
     return 1.0 - distance
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, tz=timezone.utc)
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-    return None
 
 
 def _import_chromadb():
@@ -188,7 +177,7 @@ class ChromaStore:
         return "" if value is None else str(value)
 
     def _created(self, metadata: dict) -> datetime | None:
-        return _parse_time(metadata.get(self.created_at_field)) if self.created_at_field else None
+        return as_datetime(metadata.get(self.created_at_field)) if self.created_at_field else None
 
     # -------------------------------------------------------------- protocol
 

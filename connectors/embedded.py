@@ -32,7 +32,6 @@ import numpy as np
 
 from connectors import embedding
 from connectors.base import (
-    BadResponse,
     FeedbackResult,
     Hit,
     InvalidRequest,

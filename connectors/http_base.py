@@ -364,27 +364,3 @@ def dotted_get(value: Any, path: str, default: Any = _MISSING) -> Any:
                 return default
             raise KeyError(".".join(walked))
     return current
-
-
-def as_number(value: Any) -> float | None:
-    """A finite float, or None for anything else (booleans and strings included)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def as_datetime(value: Any) -> datetime | None:
-    """An ISO 8601 string (``Z`` allowed) or epoch seconds as an aware datetime."""
-    if isinstance(value, str) and value.strip():
-        try:
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-    number = as_number(value)
-    if number is not None:
-        try:
-            return datetime.fromtimestamp(number, tz=timezone.utc)
-        except (OverflowError, OSError, ValueError):
-            return None
-    return None

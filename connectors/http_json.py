@@ -62,7 +62,8 @@ from urllib.parse import quote
 import httpx
 
 from connectors.base import BadResponse, Hit, InvalidRequest, Memory, NotFound, QueryResult, ScoreKind, StoreUnavailable
-from connectors.http_base import HttpBoundary, as_datetime, as_number, dotted_get, flatten_numbers
+from connectors.base import as_datetime, as_number
+from connectors.http_base import HttpBoundary, dotted_get, flatten_numbers
 
 ENV_CONFIG = "MEMLENS_HTTP_JSON_CONFIG"
 ENV_API_KEY = "MEMLENS_HTTP_JSON_API_KEY"

@@ -43,7 +43,6 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -60,6 +59,7 @@ from connectors.base import (
     QueryResult,
     ScoreKind,
     StoreUnavailable,
+    as_datetime,
     data_dir,
 )
 
@@ -155,16 +155,6 @@ def installed_version() -> str:
 # ------------------------------------------------------------------ shared mapping
 
 
-def _parse_time(value: Any) -> datetime | None:
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
 def _numbers(mapping: Any) -> dict[str, float]:
     """Every numeric entry of a breakdown dict (booleans and non-finite values left out)."""
     if not isinstance(mapping, dict):
@@ -191,7 +181,7 @@ def _memory_from_item(item: dict[str, Any]) -> Memory:
         memory_id=str(item["id"]),
         text=str(item.get("memory") or ""),
         user_id=item.get("user_id"),
-        created_at=_parse_time(item.get("created_at")),
+        created_at=as_datetime(item.get("created_at")),
         metadata=metadata,
     )
 

@@ -42,7 +42,8 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
 )
-from connectors.http_base import HttpBoundary, as_datetime, as_number, flatten_numbers
+from connectors.base import as_datetime, as_number
+from connectors.http_base import HttpBoundary, flatten_numbers
 
 STORE_TITLE = "MemorySync"
 MAX_K = 50  # the store rejects k above this

@@ -26,7 +26,6 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from connectors.base import (
     ScoreKind,
     StoreTimeout,
     StoreUnavailable,
+    as_datetime,
 )
 
 DISTANCE_KINDS = {
@@ -100,18 +100,6 @@ def normalise(distance: str, raw: float | None) -> float | None:
     if distance == "manhattan":
         return 1.0 / (1.0 + max(0.0, raw))
     return raw
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, tz=timezone.utc)
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-    return None
 
 
 class QdrantStore:
@@ -255,7 +243,7 @@ class QdrantStore:
                     text=self._text(point),
                     score=normalise(self.distance, raw),
                     raw_score=raw,
-                    created_at=_parse_time((point.payload or {}).get(self.created_at_field)) if self.created_at_field else None,
+                    created_at=as_datetime((point.payload or {}).get(self.created_at_field)) if self.created_at_field else None,
                     metadata=self._metadata(point),
                 )
             )
@@ -282,7 +270,7 @@ class QdrantStore:
             memory_id=self._memory_id(point),
             text=self._text(point),
             user_id=payload.get(self.user_field),
-            created_at=_parse_time(payload.get(self.created_at_field)) if self.created_at_field else None,
+            created_at=as_datetime(payload.get(self.created_at_field)) if self.created_at_field else None,
             metadata=self._metadata(point),
         )
 
