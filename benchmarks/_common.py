@@ -12,9 +12,9 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -108,7 +108,7 @@ def _cell(value: object) -> str:
 def report(title: str, body: str) -> None:
     """Print one benchmark's section and append it to RESULTS.md with the date and
     the machine it ran on."""
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10

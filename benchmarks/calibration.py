@@ -3,7 +3,7 @@
 What is timed, on the same rows in the same run (rounds interleaved, so a burst of
 load on the shared machine hits every method alike; the median round is reported):
 
-- full sweep: ``dashboard.calibration.sweep``, counts at every distinct score
+- full sweep: ``dashboard.calibration.sweep.sweep``, counts at every distinct score
   (about a million floors), without and with message ids (turn shares);
 - (a) the hand loop: a Python loop over the dumped rows, once per floor, for six
   floors (0.15 ... 0.40), counting kept irrelevant and dropped relevant;
@@ -25,7 +25,7 @@ import argparse
 import numpy as np
 
 from benchmarks._common import median, report, table, timed
-from dashboard import calibration as cal
+from dashboard.calibration import sweep as cal
 
 SIX_FLOORS = (0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
 ROWS_PER_TURN = 5

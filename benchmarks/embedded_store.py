@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +50,7 @@ DIMENSIONS = 384
 SIZES = (10_000, 100_000, 1_000_000)
 K = 5
 CHUNK = 50_000
-NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
 MODEL_NAME = "all-MiniLM-L6-v2"
 
 

@@ -109,7 +109,7 @@ def build_store(path: Path) -> int:
 
 def profile_floor_moves(at, moves: int = 5) -> list[tuple[str, float]]:
     """Where a floor move's rerun goes: the cumulative time of each call the page
-    script makes (dashboard/pages/inspect.py at module level), per rerun, under
+    script makes (dashboard/views/inspect.py at module level), per rerun, under
     cProfile (which slows everything, so read the shares, not the absolute ms)."""
     import cProfile
     import pstats
@@ -135,7 +135,7 @@ def profile_floor_moves(at, moves: int = 5) -> list[tuple[str, float]]:
         script_runner.ScriptRunner._run_script = original
     stats = pstats.Stats(profiler).stats
     total = sum(ct for (file, _, name), (_, _, _, ct, _) in stats.items() if name == "_run_script")
-    page = str(ROOT / "dashboard" / "pages" / "inspect.py")
+    page = str(ROOT / "dashboard" / "views" / "inspect.py")
     shares = []
     for (file, line, name), (_, _, _, _, callers) in stats.items():
         from_page = sum(c[3] for (cfile, _, cname), c in callers.items() if cfile == page and cname == "<module>")
@@ -235,7 +235,7 @@ def main() -> None:
             ["rerun", "n", "script run (ms)", "vs empty page", "AppTest wall (ms)", "slowest script run (ms)"],
             rows,
         )
-        + f"\n\nWhere a floor move's rerun goes (calls made by the page script; cProfile over 5 more moves, "
+        + "\n\nWhere a floor move's rerun goes (calls made by the page script; cProfile over 5 more moves, "
         "ms per rerun under the profiler and share of the whole rerun):\n\n"
         + table(["call", "ms per rerun (profiled)", "share"], [[n, f"{ms:.1f}", f"{share:.0%}"] for n, ms, share in where])
         + "\n\nStore calls after the first query:\n\n"

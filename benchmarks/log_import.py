@@ -3,7 +3,7 @@
 Writes a log of N rows (5 per turn) as JSONL, CSV and Parquet in a temporary
 directory, then times, in one run:
 
-    memlens  dashboard.logs.read_log on each format (validation, duplicate merge)
+    memlens  dashboard.logs.retrieval_log.read_log on each format (validation, duplicate merge)
     memlens, 100 bad lines   the JSONL with 100 corrupted lines scattered through it
     baseline json.loads loop          `[json.loads(line) for line in file]`: parse only
     baseline json.loads + checks      the same loop plus a per-row Python check of the
@@ -26,11 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks._common import median, report, table, timed
-
 import pandas as pd  # noqa: E402
 
-from dashboard.logs import read_log  # noqa: E402
+from benchmarks._common import median, report, table, timed
+from dashboard.logs.retrieval_log import read_log  # noqa: E402
 
 BAD_LINES = 100
 

@@ -25,13 +25,10 @@ never be compared with a floor.
 from __future__ import annotations
 
 import enum
-import hashlib
-import importlib
-import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Literal, Protocol, runtime_checkable
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, runtime_checkable
 
 
 class ScoreKind(str, enum.Enum):
@@ -166,76 +163,6 @@ class BadResponse(ConnectorError):
     pass
 
 
-# ---------------------------------------------------------------- registry
-
-
-@dataclass(frozen=True)
-class ConfigField:
-    """One setting a store needs; the sidebar draws a widget per field.
-
-    kind: "text" | "secret" | "int" | "float" | "path" | "choice" | "bool".
-    A "secret" is read from ``env`` (or st.secrets under the same name) and is
-    never part of the fingerprint, a URL, a log line or an export.
-    """
-
-    name: str
-    label: str
-    kind: str = "text"
-    env: str | None = None
-    default: Any = None
-    help: str = ""
-    choices: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class StoreSpec:
-    name: str  # registry key and the `store` widget's value, e.g. "embedded"
-    title: str  # what the sidebar shows
-    factory: str  # "module:callable", imported only when the store is opened
-    fields: tuple[ConfigField, ...] = ()
-    description: str = ""
-    local_model: bool = False  # embeds queries with the packaged model: warm it up early
-
-    def load_factory(self) -> Callable[..., MemoryStore]:
-        module_name, _, attr = self.factory.partition(":")
-        return getattr(importlib.import_module(module_name), attr)
-
-
-REGISTRY: dict[str, StoreSpec] = {}
-
-
-def register(spec: StoreSpec) -> StoreSpec:
-    REGISTRY[spec.name] = spec
-    return spec
-
-
-def create_store(name: str, config: dict[str, Any] | None = None) -> MemoryStore:
-    """Open a store by registry name; unknown names raise ``StoreUnavailable``."""
-    from connectors import registry  # noqa: F401  (fills REGISTRY on first use)
-
-    try:
-        spec = REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(REGISTRY)) or "none"
-        raise StoreUnavailable(f"Unknown store {name!r}; known stores: {known}") from None
-    return spec.load_factory()(**(config or {}))
-
-
-def public_config(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    """The config with every secret field removed: safe to show, log or hash."""
-    from connectors import registry  # noqa: F401
-
-    spec = REGISTRY.get(name)
-    secret = {f.name for f in spec.fields if f.kind == "secret"} if spec else set()
-    return {k: v for k, v in sorted(config.items()) if k not in secret}
-
-
-def fingerprint(name: str, config: dict[str, Any]) -> str:
-    """`name:hash` of the non-secret config: labels say which store they judged."""
-    blob = json.dumps(public_config(name, config), sort_keys=True, default=str)
-    return f"{name}:{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
-
-
 # Values as stores send them: every connector reads numbers and timestamps alike.
 
 
@@ -253,19 +180,11 @@ def as_datetime(value: Any) -> datetime | None:
             parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     number = as_number(value)
     if number is not None:
         try:
-            return datetime.fromtimestamp(number, tz=timezone.utc)
+            return datetime.fromtimestamp(number, tz=UTC)
         except (OverflowError, OSError, ValueError):
             return None
     return None
-
-
-def data_dir() -> "Path":
-    """Where memlens keeps its files (demo store, labels): $MEMLENS_DATA_DIR or ~/.memlens."""
-    import os
-    from pathlib import Path
-
-    return Path(os.environ.get("MEMLENS_DATA_DIR") or Path.home() / ".memlens")

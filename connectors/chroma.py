@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from connectors.query_vectors import query_vector
 from connectors.base import (
     BadResponse,
     ConnectorError,
@@ -40,6 +39,7 @@ from connectors.base import (
     StoreUnavailable,
     as_datetime,
 )
+from connectors.query_vectors import query_vector
 
 RAW_KINDS = {
     "l2": "squared l2 distance",

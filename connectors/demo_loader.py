@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import uuid
-from datetime import datetime, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def demo_rows(path: Path = DEMO_MEMORIES, *, now: datetime | None = None) -> tup
     """The valid demo rows (created_at resolved) and the report of rejected lines."""
     report = ImportReport(source=str(path))
     lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return _parse_jsonl(lines, now or datetime.now(timezone.utc), report), report
+    return _parse_jsonl(lines, now or datetime.now(UTC), report), report
 
 
 def demo_vectors(rows: list[dict[str, Any]], model: str | None = None) -> np.ndarray:

@@ -22,16 +22,18 @@ import math
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from connectors import embedding
 from connectors.base import (
+    SIGNALS,
     FeedbackResult,
     Hit,
     InvalidRequest,
@@ -39,10 +41,9 @@ from connectors.base import (
     NotFound,
     QueryResult,
     ScoreKind,
-    SIGNALS,
     StoreUnavailable,
-    data_dir,
 )
+from connectors.paths import data_dir
 
 DEFAULT_WEIGHTS = {"semantic": 0.6, "recency": 0.15, "importance": 0.15, "usage": 0.1}
 DEFAULT_HALF_LIFE_HOURS = 72.0
@@ -165,7 +166,7 @@ class ImportReport:
 
 
 def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _validate_line(obj: Any, line: int, now: datetime) -> tuple[dict[str, Any] | None, ImportIssue | None]:
@@ -232,7 +233,7 @@ class EmbeddedStore:
         self.half_life_hours = float(half_life_hours)
         self.model = model or embedding.DEFAULT_MODEL
         self.count_usage = count_usage
-        self._now = now or (lambda: datetime.now(timezone.utc))
+        self._now = now or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -417,7 +418,7 @@ class EmbeddedStore:
                         "usage": float(usage[i]),
                     },
                     weights=dict(w),
-                    created_at=datetime.fromtimestamp(float(created[i]), tz=timezone.utc),
+                    created_at=datetime.fromtimestamp(float(created[i]), tz=UTC),
                     metadata={
                         "user_id": user,
                         "usage_count": int(usage_count[i]),

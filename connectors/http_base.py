@@ -29,9 +29,10 @@ import email.utils
 import logging
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 
@@ -111,8 +112,8 @@ def parse_retry_after(body: Any, headers: httpx.Headers, now: Callable[[], datet
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    current = now() if now else datetime.now(timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    current = now() if now else datetime.now(UTC)
     return max(0.0, (when - current).total_seconds())
 
 

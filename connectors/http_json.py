@@ -54,15 +54,26 @@ import math
 import re
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from connectors.base import BadResponse, Hit, InvalidRequest, Memory, NotFound, QueryResult, ScoreKind, StoreUnavailable
-from connectors.base import as_datetime, as_number
+from connectors.base import (
+    BadResponse,
+    Hit,
+    InvalidRequest,
+    Memory,
+    NotFound,
+    QueryResult,
+    ScoreKind,
+    StoreUnavailable,
+    as_datetime,
+    as_number,
+)
 from connectors.http_base import HttpBoundary, dotted_get, flatten_numbers
 
 ENV_CONFIG = "MEMLENS_HTTP_JSON_CONFIG"

@@ -42,9 +42,10 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -60,8 +61,8 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
     as_datetime,
-    data_dir,
 )
+from connectors.paths import data_dir
 
 # The Platform's v3 search hides hits under 0.1 unless told otherwise (API docs).
 PLATFORM_DEFAULT_THRESHOLD = 0.1
@@ -365,7 +366,7 @@ class Mem0LibraryStore:
         return self.rule.backend
 
     @classmethod
-    def from_config(cls, config: dict[str, Any] | str | Path, *, app_threshold: float | None = None) -> "Mem0LibraryStore":
+    def from_config(cls, config: dict[str, Any] | str | Path, *, app_threshold: float | None = None) -> Mem0LibraryStore:
         prepared = offline_config(load_config(config))
         mem0 = _import_mem0()
         try:

@@ -24,7 +24,8 @@ missing end user becomes ``MissingEndUser``, which says which setting to fill in
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -41,8 +42,9 @@ from connectors.base import (
     QueryResult,
     ScoreKind,
     StoreUnavailable,
+    as_datetime,
+    as_number,
 )
-from connectors.base import as_datetime, as_number
 from connectors.http_base import HttpBoundary, flatten_numbers
 
 STORE_TITLE = "MemorySync"

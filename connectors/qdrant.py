@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from connectors.query_vectors import query_vector
 from connectors.base import (
     BadResponse,
     ConnectorError,
@@ -43,6 +42,7 @@ from connectors.base import (
     StoreUnavailable,
     as_datetime,
 )
+from connectors.query_vectors import query_vector
 
 DISTANCE_KINDS = {
     "cosine": (ScoreKind.SIMILARITY, None),

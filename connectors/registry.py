@@ -4,9 +4,51 @@ Factories are "module:callable" strings so that listing the stores imports no
 connector module (and no ML stack): a page can paint before any store is opened.
 """
 
-from connectors.base import ConfigField, StoreSpec, register
+from __future__ import annotations
 
-register(
+import hashlib
+import importlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.base import MemoryStore, StoreUnavailable
+
+
+@dataclass(frozen=True)
+class ConfigField:
+    """One setting a store needs; the sidebar draws a widget per field.
+
+    kind: "text" | "secret" | "int" | "float" | "path" | "choice" | "bool".
+    A "secret" is read from ``env`` (or st.secrets under the same name) and is
+    never part of the fingerprint, a URL, a log line or an export.
+    """
+
+    name: str
+    label: str
+    kind: str = "text"
+    env: str | None = None
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    name: str  # registry key and the `store` widget's value, e.g. "embedded"
+    title: str  # what the sidebar shows
+    factory: str  # "module:callable", imported only when the store is opened
+    fields: tuple[ConfigField, ...] = ()
+    description: str = ""
+    local_model: bool = False  # embeds queries with the packaged model: warm it up early
+
+    def load_factory(self) -> Callable[..., MemoryStore]:
+        module_name, _, attr = self.factory.partition(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+STORES: list[StoreSpec] = [
     StoreSpec(
         name="embedded",
         title="Embedded (SQLite + MiniLM)",
@@ -25,10 +67,8 @@ register(
             ),
             ConfigField("half_life_hours", "Recency half-life (hours)", "float", default=72.0),
         ),
-    )
-)
+    ),
 
-register(
     StoreSpec(
         name="memorysync",
         title="MemorySync (hosted, REST)",
@@ -52,10 +92,8 @@ register(
                 "max_retries", "Retries on 429 / 5xx", "int", env="MEMORYSYNC_MAX_RETRIES", default=2
             ),
         ),
-    )
-)
+    ),
 
-register(
     StoreSpec(
         name="http_json",
         title="HTTP JSON service (TOML-described)",
@@ -66,10 +104,8 @@ register(
             ConfigField("config_path", "Service TOML file", "path", env="MEMLENS_HTTP_JSON_CONFIG", default=""),
             ConfigField("api_key", "API key (if the file has [auth])", "secret", env="MEMLENS_HTTP_JSON_API_KEY"),
         ),
-    )
-)
+    ),
 
-register(
     StoreSpec(
         name="mem0",
         title="Mem0 (open-source library)",
@@ -93,10 +129,8 @@ register(
                 default="",
             ),
         ),
-    )
-)
+    ),
 
-register(
     StoreSpec(
         name="mem0_platform",
         title="Mem0 Platform (hosted, REST)",
@@ -115,10 +149,8 @@ register(
                 default="",
             ),
         ),
-    )
-)
+    ),
 
-register(
     StoreSpec(
         name="qdrant",
         title="Qdrant collection",
@@ -138,10 +170,8 @@ register(
             ConfigField("user_field", "Payload key of the user id", "text", default="user_id"),
             ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
         ),
-    )
-)
+    ),
 
-register(
     StoreSpec(
         name="chroma",
         title="Chroma collection",
@@ -159,5 +189,29 @@ register(
             ConfigField("user_field", "Metadata key of the user id", "text", default="user_id"),
             ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
         ),
-    )
-)
+    ),
+]
+REGISTRY: dict[str, StoreSpec] = {spec.name: spec for spec in STORES}
+
+
+def create_store(name: str, config: dict[str, Any] | None = None) -> MemoryStore:
+    """Open a store by registry name; unknown names raise ``StoreUnavailable``."""
+    try:
+        spec = REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY)) or "none"
+        raise StoreUnavailable(f"Unknown store {name!r}; known stores: {known}") from None
+    return spec.load_factory()(**(config or {}))
+
+
+def public_config(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The config with every secret field removed: safe to show, log or hash."""
+    spec = REGISTRY.get(name)
+    secret = {f.name for f in spec.fields if f.kind == "secret"} if spec else set()
+    return {k: v for k, v in sorted(config.items()) if k not in secret}
+
+
+def fingerprint(name: str, config: dict[str, Any]) -> str:
+    """`name:hash` of the non-secret config: labels say which store they judged."""
+    blob = json.dumps(public_config(name, config), sort_keys=True, default=str)
+    return f"{name}:{hashlib.sha256(blob.encode()).hexdigest()[:8]}"

@@ -11,7 +11,7 @@ import streamlit as st  # noqa: E402
 # Material icons, not emoji: validating an emoji loads Streamlit's emoji catalogue
 # (0.1-0.4 s), and this runs before the first paint.
 st.set_page_config(page_title="memlens", page_icon=":material/search:", layout="wide")
-PAGES = Path(__file__).parent / "pages"
+PAGES = Path(__file__).parent / "views"
 st.navigation(
     [
         st.Page(PAGES / "inspect.py", title="Inspect", icon=":material/search:", default=True, url_path="inspect"),

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from connectors.base import Hit, Memory
 

@@ -15,14 +15,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
-from connectors.base import (
-    ConnectorError,
-    FeedbackResult,
-    Hit,
-    InvalidRequest,
-    NotFound,
-    SupportsFeedback,
-)
+from connectors.base import ConnectorError, FeedbackResult, Hit, InvalidRequest, NotFound, SupportsFeedback
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ class PostgresServer:
             [*prefix, *command], capture_output=True, text=True, timeout=120, cwd=self.root, check=False
         )
 
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         done = self._run(
             str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"
         )

@@ -1,4 +1,4 @@
-"""The one-way import rule of DESIGN.md: pages -> ui -> domain -> connectors."""
+"""The one-way import rule of DESIGN.md: views -> ui -> domain -> connectors."""
 
 import ast
 from pathlib import Path
@@ -23,28 +23,44 @@ def modules(pattern: str) -> list[Path]:
     return sorted(ROOT.glob(pattern))
 
 
-@pytest.mark.parametrize("path", modules("dashboard/*.py"), ids=lambda p: p.name)
-def test_domain_modules_do_not_import_streamlit_or_ui(path):
-    if path.name == "app.py":
-        return  # app.py builds the navigation: it is the one Streamlit script here
+def domain_modules() -> list[Path]:
+    """Every module of dashboard/ and its subpackages except the Streamlit layers
+    (ui/, views/) and app.py, the one script that builds the navigation."""
+    return [
+        p
+        for p in modules("dashboard/**/*.py")
+        if p.name != "app.py" and p.relative_to(ROOT / "dashboard").parts[0] not in ("ui", "views")
+    ]
+
+
+def domain_violations(path: Path) -> set[str]:
     imports = imported_modules(path)
-    assert not {m for m in imports if m.split(".")[0] == "streamlit"}, f"{path.name} imports streamlit"
-    assert not {m for m in imports if m.startswith(("dashboard.ui", "dashboard.pages"))}
+    return {m for m in imports if m.split(".")[0] == "streamlit" or m.startswith(("dashboard.ui", "dashboard.views"))}
 
 
-@pytest.mark.parametrize("path", modules("connectors/*.py"), ids=lambda p: p.name)
+def test_the_domain_rule_covers_every_subpackage():
+    packages = {p.relative_to(ROOT / "dashboard").parts[0] for p in domain_modules() if p.parent != ROOT / "dashboard"}
+    assert {"labels", "calibration", "ranking", "logs", "evaluation", "cli"} <= packages
+
+
+@pytest.mark.parametrize("path", domain_modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_domain_modules_do_not_import_streamlit_or_ui(path):
+    assert domain_violations(path) == set(), f"{path.relative_to(ROOT)} imports a Streamlit layer"
+
+
+@pytest.mark.parametrize("path", modules("connectors/**/*.py"), ids=lambda p: p.name)
 def test_connectors_never_import_dashboard_or_streamlit(path):
     imports = imported_modules(path)
     assert not {m for m in imports if m.split(".")[0] in ("dashboard", "streamlit")}
 
 
 @pytest.mark.parametrize("path", modules("dashboard/ui/*.py"), ids=lambda p: p.name)
-def test_ui_never_imports_pages(path):
-    assert not {m for m in imported_modules(path) if m.startswith("dashboard.pages")}
+def test_ui_never_imports_views(path):
+    assert not {m for m in imported_modules(path) if m.startswith("dashboard.views")}
 
 
-@pytest.mark.parametrize("path", modules("dashboard/pages/*.py"), ids=lambda p: p.name)
-def test_pages_do_not_open_connector_modules(path):
+@pytest.mark.parametrize("path", modules("dashboard/views/*.py"), ids=lambda p: p.name)
+def test_views_do_not_open_connector_modules(path):
     imports = imported_modules(path)
     allowed = {"connectors", "connectors.base"}
     assert not {m for m in imports if m.startswith("connectors") and m.split(":")[0] not in allowed and not m.startswith("connectors.base.")}
@@ -60,6 +76,6 @@ def test_only_the_cache_module_calls_st_cache():
 
 
 def test_the_rule_itself_catches_a_violation(tmp_path):
-    bad = tmp_path / "floor.py"
-    bad.write_text("import streamlit as st\nfrom dashboard.ui import cache\n")
-    assert {"streamlit", "dashboard.ui", "dashboard.ui.cache"} <= imported_modules(bad)
+    bad = tmp_path / "bad.py"
+    bad.write_text("import streamlit as st\nfrom dashboard.ui import cache\nfrom dashboard.views import inspect\n")
+    assert {"streamlit", "dashboard.ui", "dashboard.ui.cache", "dashboard.views"} <= domain_violations(bad)

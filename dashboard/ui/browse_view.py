@@ -10,10 +10,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import REGISTRY, ConnectorError, Hit, Memory
+from connectors.base import ConnectorError, Hit, Memory
+from connectors.registry import REGISTRY
 from dashboard.browse import Scan, find_text_matches, scan_memories, stored_verdict
 from dashboard.display import clip_text
-from dashboard.readlog import logged_query
+from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice
 

@@ -13,8 +13,11 @@ from concurrent.futures import Future
 
 import streamlit as st
 
-from connectors.base import MemoryStore, create_store, data_dir
-from dashboard.labels import LABELS_URL_ENV, LabelStore, label_store_target, open_label_store
+from connectors.base import MemoryStore
+from connectors.paths import data_dir
+from connectors.registry import create_store
+from dashboard.labels import label_store_target, open_label_store
+from dashboard.labels.store import LABELS_URL_ENV, LabelStore
 
 
 def open_store(name: str, config_json: str) -> MemoryStore:

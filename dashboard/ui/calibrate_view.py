@@ -16,12 +16,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.calibration import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
-from dashboard.calibration_report import floor_choice
-from dashboard.demo_labels import DEMO_LABELS, load_demo_labels
+from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, parse_label_bytes
+from dashboard.calibration.report import floor_choice
+from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
 from dashboard.floor import default_floor
-from dashboard.label_files import LabelFile, LabelFileError, from_labels, parse_label_bytes
-from dashboard.labels import LabelStoreError
+from dashboard.labels.demo import DEMO_LABELS, load_demo_labels
+from dashboard.labels.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import calibration_charts as charts
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from dashboard.calibration import Band, LabelledScores, Sweep, format_floor
+from dashboard.calibration.sweep import Band, LabelledScores, Sweep, format_floor
 
 RELEVANT_COLOUR = "#4C78A8"
 IRRELEVANT_COLOUR = "#F58518"

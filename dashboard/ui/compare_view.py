@@ -10,12 +10,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors import registry  # noqa: F401  (fills REGISTRY)
-from connectors.base import REGISTRY, ConnectorError, QueryResult, fingerprint
+from connectors.base import ConnectorError, QueryResult
+from connectors.registry import REGISTRY, fingerprint
 from dashboard.compare import ABSENT, KEPT, MATCH_BY, Comparison
 from dashboard.display import clip_text, inert_markdown
 from dashboard.floor import default_floor
-from dashboard.readlog import logged_query
+from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import DEFAULT_STORE, StoreChoice, _field_widget
 

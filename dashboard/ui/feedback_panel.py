@@ -13,9 +13,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import REGISTRY, ConnectorError, Hit, QueryResult
-from dashboard import feedback, readlog
-from dashboard.rank_lookup import find_rank, lookup_k
+from connectors.base import ConnectorError, Hit, QueryResult
+from connectors.registry import REGISTRY
+from dashboard import feedback
+from dashboard.logs import read_log as readlog
+from dashboard.ranking.rank_lookup import find_rank, lookup_k
 from dashboard.ui.sidebar import StoreChoice
 
 FEEDBACK_MODES = {

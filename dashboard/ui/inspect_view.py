@@ -10,11 +10,13 @@ import os
 import pandas as pd
 import streamlit as st
 
-from connectors.base import REGISTRY, ConnectorError, Hit, QueryResult
-from dashboard import export, readlog
+from connectors.base import ConnectorError, Hit, QueryResult
+from connectors.registry import REGISTRY
 from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
-from dashboard.labels import LabelStoreError, message_id
+from dashboard.labels.model import LabelStoreError, message_id
+from dashboard.labels import export
+from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
 from dashboard.ui.charts import score_breakdown_figure
 from dashboard.ui.sidebar import StoreChoice

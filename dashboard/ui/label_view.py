@@ -9,17 +9,19 @@ so pressing a label button never calls the store again.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError
-from dashboard import export, labelling, sampling
-from dashboard.agreement import agreement
 from dashboard.display import clip_text, code_span, inert_markdown
-from dashboard.labels import LabelSession, LabelStore, LabelStoreError, SessionExists
-from dashboard.logs import LogFormatError, LogImport, read_log, read_log_bytes
+from dashboard.labels.agreement import agreement
+from dashboard.labels.model import LabelStoreError
+from dashboard.labels.sessions import LabelSession, SessionExists
+from dashboard.labels import export, labelling, sampling
+from dashboard.labels.store import LabelStore
+from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
 from dashboard.ui.sidebar import StoreChoice
 
 SAMPLE_LOG_CHOICE = "The bundled sample log"
@@ -50,7 +52,7 @@ def _read_log() -> None:
                 return
             state["label_log"] = read_log_bytes(upload.getvalue(), upload.name)
         else:
-            from dashboard.demo_log import SAMPLE_LOG
+            from dashboard.logs.demo import SAMPLE_LOG
 
             state["label_log"] = read_log(SAMPLE_LOG)
             state["label_log"].source = "sample_log.jsonl"
@@ -136,7 +138,7 @@ def new_session_form(store: LabelStore, log: LogImport | None) -> None:
     if log is None:
         return
     state = st.session_state
-    state.setdefault("session_name", f"session-{datetime.now(timezone.utc):%Y%m%d-%H%M}")
+    state.setdefault("session_name", f"session-{datetime.now(UTC):%Y%m%d-%H%M}")
     state.setdefault("sample_size", min(200, max(1, len(log.rows))))
     with st.form("session_form"):
         st.text_input("Session name", key="session_name")

@@ -8,16 +8,17 @@ again. Every read goes through the read log helper."""
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Hit
-from dashboard import metrics, readlog
-from dashboard.metrics import QualityReport
-from dashboard.rerank import RerankSettings
+from dashboard.logs import read_log as readlog
+from dashboard.ranking import metrics
+from dashboard.ranking.metrics import QualityReport
+from dashboard.ranking.rerank import RerankSettings
 from dashboard.ui import cache
 from dashboard.ui.rerank_panel import RELEVANCE_SOURCE_TEXT, rerank_controls, settings_text
 from dashboard.ui.sidebar import StoreChoice
@@ -222,7 +223,7 @@ def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cut
             "None of the memories the demo judgments name came back from this store: "
             "is it loaded with the bundled demo memories?"
         )
-    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(timezone.utc), k=cutoff)
+    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(UTC), k=cutoff)
     sources = {result.reranked.relevance_source for result in report.cases if result.reranked.entries}
     source = "none" if not sources else sources.pop() if len(sources) == 1 else "mixed"
     st.caption(RELEVANCE_SOURCE_TEXT[source])
@@ -286,7 +287,7 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
             else "The open store is not the one these labels judged, so ages are unknown (recency 0)."
         )
     )
-    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(timezone.utc), k=cutoff)
+    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(UTC), k=cutoff)
     show_headline(report, "quality_labels")
     with st.expander("Per message", expanded=False):
         st.dataframe(per_query_frame(report, show_query=False), hide_index=True, width="stretch", key="quality_labels_per_query")

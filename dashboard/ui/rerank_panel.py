@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 
 from connectors.base import QueryResult
 from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
-from dashboard.labels import message_id
-from dashboard.rerank import (
+from dashboard.labels.model import message_id
+from dashboard.ranking.rerank import (
     DEFAULT_HALF_LIFE_HOURS,
     DEFAULT_RELEVANCE_THRESHOLD,
     DEFAULT_RELEVANCE_WEIGHT,
@@ -185,7 +185,7 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
         "Nothing here queries the store again."
     )
     settings = rerank_controls("rerank")
-    reranked = rerank(result.hits, now=datetime.now(timezone.utc), settings=settings, query=result.query)
+    reranked = rerank(result.hits, now=datetime.now(UTC), settings=settings, query=result.query)
     query_label = result.query if include_text else message_id(result.query, user, choice.fingerprint)
     payload = reranked.to_json(query=query_label)
 

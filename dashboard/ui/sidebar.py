@@ -8,8 +8,8 @@ from typing import Any
 
 import streamlit as st
 
-from connectors import registry  # noqa: F401  (fills REGISTRY)
-from connectors.base import REGISTRY, ConfigField, ConnectorError, MemoryStore, fingerprint, public_config
+from connectors.base import ConnectorError, MemoryStore
+from connectors.registry import REGISTRY, ConfigField, fingerprint, public_config
 from dashboard.ui import cache
 
 DEFAULT_STORE = "embedded"

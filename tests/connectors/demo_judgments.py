@@ -1,15 +1,15 @@
 """The demo judgments (demo_data/queries.jsonl) applied to any store: label each
 hit of every demo query by whether its demo id is among the query's relevant ids,
-and let dashboard.calibration choose the floor from those labels."""
+and let dashboard.calibration.sweep choose the floor from those labels."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from connectors.base import Hit, MemoryStore
-from dashboard.calibration import labelled_scores, recommend
+from dashboard.calibration.sweep import labelled_scores, recommend
 
 DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 K = 5
@@ -28,7 +28,7 @@ def relevant_ids(message_id: str) -> list[str]:
 
 
 def calibrated_floor(store: MemoryStore, demo_id: Callable[[Hit], str]) -> float:
-    """The floor dashboard.calibration recommends for `store`'s own scores on the
+    """The floor dashboard.calibration.sweep recommends for `store`'s own scores on the
     demo queries, labelled by the demo judgments (`demo_id` reads a hit's demo id)."""
     scores, labels, turns = [], [], []
     for q in demo_queries():

@@ -59,7 +59,7 @@ class Mem0PlatformServer:
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
 
-    def start(self) -> "Mem0PlatformServer":
+    def start(self) -> Mem0PlatformServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):

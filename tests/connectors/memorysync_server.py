@@ -76,7 +76,7 @@ class MemorySyncServer:
 
     # ------------------------------------------------------------ control
 
-    def start(self) -> "MemorySyncServer":
+    def start(self) -> MemorySyncServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -2,7 +2,7 @@
 
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,7 +12,7 @@ from connectors.embedded import DEFAULT_WEIGHTS, EmbeddedStore, open_demo_store,
 
 THEME = "Which UI theme does the user prefer?"
 PIZZA = "What is the user's favourite pizza topping?"
-NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 def write_jsonl(path, rows):

@@ -4,7 +4,7 @@ brute-force ranking, whatever order the rows were written in."""
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from threadpoolctl import threadpool_info
 
 from connectors.embedded import EmbeddedStore
 
-NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
 TEXTS = [
     "Lives in Lisbon",
     "Prefers light UI theme",

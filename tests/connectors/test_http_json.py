@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from connectors.base import AuthFailed, BadResponse, InvalidRequest, ScoreKind, StoreUnavailable, create_store
+from connectors.base import AuthFailed, BadResponse, InvalidRequest, ScoreKind, StoreUnavailable
 from connectors.http_json import ConfigError, HttpJsonStore, fill, load_config, open_store, parse_config
+from connectors.registry import create_store
 
 THEME = "Which UI theme does the user prefer?"
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import yaml
+from demo_judgments import calibrated_floor, query_text, relevant_ids
 
 from connectors import embedding
-from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable, create_store
+from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows, load_mem0
 from connectors.mem0 import (
     UNUSED_LLM_KEY,
@@ -23,8 +24,8 @@ from connectors.mem0 import (
     offline_config,
     score_rule,
 )
-from dashboard.rerank import rerank
-from demo_judgments import calibrated_floor, query_text, relevant_ids
+from connectors.registry import create_store
+from dashboard.ranking.rerank import rerank
 
 THEME = query_text("demo-q04")
 PIZZA = query_text("demo-q01")
@@ -140,7 +141,7 @@ def test_threshold_and_max_possible_score_are_settings_not_breakdown_components(
 
 def test_rerank_takes_relevance_from_mem0s_semantic_score(mem0_store):
     result = mem0_store.query(THEME, user_id="sam", k=5)
-    reranked = rerank(result.hits, now=datetime.now(timezone.utc), query=THEME)
+    reranked = rerank(result.hits, now=datetime.now(UTC), query=THEME)
     assert reranked.relevance_source == "semantic"
     semantic = {h.memory_id: h.breakdown["semantic_score"] for h in result.hits}
     assert {e.entry_id: e.relevance_score for e in reranked.entries} == pytest.approx(semantic)
@@ -174,7 +175,7 @@ def test_with_bm25_on_the_hybrid_score_is_not_taken_for_relevance(mem0_score_and
     assert [h.memory_id for h in hits] == ["pizza", "theme"]  # the keyword match leads Mem0's order
     assert {h.memory_id: h.score for h in hits} == pytest.approx({"pizza": 0.555, "theme": 0.31})
     assert all(h.metadata["score_settings"]["max_possible_score"] == 2.0 for h in hits)
-    reranked = rerank(hits, now=datetime.now(timezone.utc), query="Which UI theme does the user prefer?")
+    reranked = rerank(hits, now=datetime.now(UTC), query="Which UI theme does the user prefer?")
     entries = {e.entry_id: e for e in reranked.entries}
     assert entries["theme"].relevance_score == pytest.approx(0.62) and not entries["theme"].excluded
     assert entries["pizza"].relevance_score == pytest.approx(0.21) and entries["pizza"].excluded

@@ -9,10 +9,17 @@ import socket
 
 import httpx
 import pytest
-
-from connectors.base import AuthFailed, BadResponse, InvalidRequest, RateLimited, StoreTimeout, StoreUnavailable
-from connectors.mem0 import Mem0PlatformStore, open_platform
 from mem0_platform_server import TEST_API_KEY, Fault, Mem0PlatformServer
+
+from connectors.base import (
+    AuthFailed,
+    BadResponse,
+    InvalidRequest,
+    RateLimited,
+    StoreTimeout,
+    StoreUnavailable,
+)
+from connectors.mem0 import Mem0PlatformStore, open_platform
 
 THEME = "Which UI theme does the user prefer?"
 PIZZA = "What is the user's favourite pizza topping?"
@@ -65,7 +72,7 @@ def test_threshold_zero_returns_what_the_platform_default_would_hide_and_says_so
     result = store.query(PIZZA, user_id="sam", k=20)
     hidden = [h for h in result.hits if h.score < 0.1]
     assert hidden, "the demo has pizza hits under 0.1: the default would have hidden them"
-    assert any(f"threshold 0.10 (the v3 search default)" in n and f"hidden {len(hidden)} of these" in n for n in result.notes)
+    assert any("threshold 0.10 (the v3 search default)" in n and f"hidden {len(hidden)} of these" in n for n in result.notes)
 
 
 def test_get_and_list_with_paging(server):

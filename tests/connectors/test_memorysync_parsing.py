@@ -5,7 +5,7 @@ a real loopback server in test_memorysync_wire.py."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -121,7 +121,7 @@ def test_full_memory_is_mapped_with_context_latency_intent_and_raw_body():
     assert (hit.memory_id, hit.rank, hit.text, hit.score, hit.raw_score) == ("m1", 1, "Prefers light UI theme", 0.64, 0.64)
     assert hit.breakdown == {"semantic": 0.8, "cluster": 0.5, "recency": 0.2, "importance": 0.75, "usage": 0.6}
     assert hit.weights["cluster"] == 0.2
-    assert hit.created_at == datetime(2025, 3, 1, 10, tzinfo=timezone.utc)
+    assert hit.created_at == datetime(2025, 3, 1, 10, tzinfo=UTC)
     assert hit.metadata == {"source": "chat", "importance": 0.75, "usage_count": 22, "tags": ["preferences"]}
     assert result.context.startswith("Relevant memories")
     assert result.latency_ms == 41.5
@@ -351,7 +351,7 @@ def test_get_maps_404_to_none_and_list_pages_a_store_that_ignores_paging():
 
 
 def test_retry_after_header_as_an_http_date():
-    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
     headers = httpx.Headers({"Retry-After": "Wed, 01 Jan 2025 12:00:07 GMT"})
     assert parse_retry_after(None, headers, now=lambda: now) == 7.0
     assert parse_retry_after({"retry_after": -1}, httpx.Headers({"Retry-After": "soon"})) is None

@@ -8,14 +8,15 @@ import math
 
 import numpy as np
 import pytest
+from demo_judgments import calibrated_floor, demo_queries, query_text, relevant_ids
 
 from connectors import embedding
-from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable, create_store
+from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable
 from connectors.chroma import ChromaStore, persistent_client
 from connectors.demo_loader import demo_rows, demo_vectors, load_chroma, load_qdrant
 from connectors.qdrant import QdrantStore, local_client
 from connectors.query_vectors import remember
-from demo_judgments import calibrated_floor, demo_queries, query_text, relevant_ids
+from connectors.registry import create_store
 
 THEME = query_text("demo-q04")
 PIZZA = query_text("demo-q01")

@@ -16,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard import export
-from dashboard.label_files import LabelFileError, parse_label_bytes, parse_label_text
-from dashboard.labels import EXPORT_FIELDS, LabelStore
-from dashboard.logs import LogFormatError, read_log_bytes
+from dashboard.calibration.label_files import LabelFileError, parse_label_bytes, parse_label_text
+from dashboard.labels.model import EXPORT_FIELDS
+from dashboard.labels import export
+from dashboard.labels.store import LabelStore
+from dashboard.logs.retrieval_log import LogFormatError, read_log_bytes
 
 LABELS = ("relevant", "not_relevant")
 FILES = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,10 +1,9 @@
 """A link to a page other than Inspect, opened first on a server that just started.
 
-Streamlit's legacy mode would run dashboard/pages/<page>.py without app.py there:
+Streamlit's legacy mode would run dashboard/views/<page>.py without app.py there:
 a sidebar of file names ("app", "browse", ...) and the narrow layout."""
 
 import pytest
-
 from conftest import running_streamlit
 from st_browser import wait_idle
 

@@ -13,9 +13,9 @@ import json
 import pytest
 from hostile_service import FORMULA_ID, HUGE_ROWS, HUGE_TEXT_CHARS, INERT, HostileService
 from playwright.sync_api import expect
+from st_browser import choose, code_blocks, move_slider, open_app, screenshot, slider_value, wait_idle, widget
 
 from dashboard.display import WORD_JOINER
-from st_browser import choose, code_blocks, move_slider, open_app, screenshot, slider_value, wait_idle, widget
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-PAGE = str(ROOT / "dashboard" / "pages" / "label.py")
+PAGE = str(ROOT / "dashboard" / "views" / "label.py")
 BUTTONS = ("label_relevant", "label_not_relevant", "label_skip")
 
 

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from dashboard.calibration import calibrate, format_floor
-from dashboard.demo_labels import load_demo_labels
-from dashboard.labels import LabelStore
+from dashboard.calibration.sweep import calibrate, format_floor
+from dashboard.labels.demo import load_demo_labels
+from dashboard.labels.store import LabelStore
 
-PAGE = "pages/calibrate.py"
+PAGE = "views/calibrate.py"
 CHART_KEYS = ("histogram", "trade-off", "precision/recall", "no memory")
 
 
@@ -192,5 +192,5 @@ def test_the_inspect_slider_keeps_its_floor_across_a_visit_to_calibrate(app):
     at.slider(key="floor").set_value(0.3).run()
     at.switch_page(PAGE).run()
     assert metric(at, "Inspect floor") == "0.30"
-    at.switch_page("pages/inspect.py").run()
+    at.switch_page("views/inspect.py").run()
     assert at.slider(key="floor").value == 0.3

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from connectors.base import REGISTRY, StoreSpec, StoreTimeout, register
+from connectors.base import StoreTimeout
+from connectors.registry import REGISTRY, StoreSpec
 
 PIZZA = "What is the user's favourite pizza topping?"
 THEME = "Which UI theme does the user prefer?"
@@ -69,8 +70,11 @@ def open_timing_out() -> TimingOutStore:
 
 @pytest.fixture
 def test_stores():
-    register(StoreSpec("test-counting", "Counting demo", f"{__name__}:open_counting"))
-    register(StoreSpec("test-timeout", "Timing out", f"{__name__}:open_timing_out"))
+    for spec in (
+        StoreSpec("test-counting", "Counting demo", f"{__name__}:open_counting"),
+        StoreSpec("test-timeout", "Timing out", f"{__name__}:open_timing_out"),
+    ):
+        REGISTRY[spec.name] = spec
     OPENED.clear()
     yield OPENED
     REGISTRY.pop("test-counting")

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import export, sampling
 from dashboard.display import inert_markdown
 from dashboard.labels import open_label_store
-from dashboard.logs import read_log, read_log_bytes
+from dashboard.labels import export, sampling
+from dashboard.logs.retrieval_log import read_log, read_log_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGE = str(ROOT / "dashboard" / "pages" / "label.py")
+PAGE = str(ROOT / "dashboard" / "views" / "label.py")
 WORKER = Path(__file__).resolve().parent / "label_session_worker.py"
 SAMPLE_LOG = ROOT / "demo_data" / "sample_log.jsonl"
 ACTION_BUTTONS = {"relevant": "label_relevant", "not_relevant": "label_not_relevant", "skip": "label_skip"}
@@ -65,7 +65,7 @@ def press(at, action):
 
 def memlens_command() -> list[str]:
     script = Path(sys.executable).with_name("memlens")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "dashboard.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "dashboard.cli.main"]
 
 
 def test_a_whole_demo_session_from_the_keyboard_then_calibrate(label_page, data_dir, tmp_path):

@@ -12,8 +12,8 @@ import pytest
 from streamlit.testing.v1.element_tree import Block
 
 from connectors.memorysync import NORMALISED_NOTE, USAGE_NOTE
-from dashboard import export
 from dashboard.floor import apply_floor
+from dashboard.labels import export
 
 THEME = "Which UI theme does the user prefer?"
 PIZZA = "What is the user's favourite pizza topping?"
@@ -77,7 +77,7 @@ def test_query_floor_and_labels_work_the_same_on_both_stores(app, ms_env, data_d
 
     at.button(key=f"not_relevant_{dropped[0].memory_id}").click().run()
     assert not at.exception
-    from dashboard.labels import LabelStore
+    from dashboard.labels.store import LabelStore
 
     labels = LabelStore(data_dir / "labels.sqlite").labels()
     assert [(l.memory_id, l.label, l.rank) for l in labels] == [(dropped[0].memory_id, "not_relevant", dropped[0].rank)]
@@ -295,7 +295,7 @@ def test_the_api_key_never_appears_in_the_page_logs_exports_or_url(app, ms_env, 
     assert "HTTP Request: POST" in caplog.text or "MemorySync POST /memory/query" in caplog.text
     assert key not in caplog.text
 
-    from dashboard.labels import LabelStore
+    from dashboard.labels.store import LabelStore
 
     labels = LabelStore(data_dir / "labels.sqlite").labels()
     assert labels

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from dashboard.labels import LabelStore
+from dashboard.labels.store import LabelStore
 
 DEMO_QUERIES = __import__("pathlib").Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 
@@ -24,7 +24,7 @@ def metric_values(at, label):
 def quality_page(app, **state):
     at = app(**state)
     at.run()
-    at.switch_page("pages/quality.py").run()
+    at.switch_page("views/quality.py").run()
     assert not at.exception, at.exception
     return at
 
@@ -136,7 +136,7 @@ def test_labels_made_on_the_inspect_page_are_measured_with_ages_from_the_store(a
     others = [m for m in hits["memory id"] if m != "sam-02"]
     for memory_id in others:
         at.button(key=f"not_relevant_{memory_id}").click().run()
-    at.switch_page("pages/quality.py").run()
+    at.switch_page("views/quality.py").run()
     assert not at.exception, at.exception
     assert any("Ages come from the open store." in c.value for c in at.caption)
     per_message = next(

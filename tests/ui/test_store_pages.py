@@ -74,7 +74,7 @@ def test_inspect_shows_the_raw_kind_beside_normalised_scores(app, stores_env, mo
 
 def open_browse(app, **state):
     at = app(**state)
-    at.switch_page("pages/browse.py").run()
+    at.switch_page("views/browse.py").run()
     assert not at.exception
     return at
 
@@ -116,7 +116,7 @@ def test_browse_shows_a_store_error_in_the_page(app, stores_env, monkeypatch, tm
 
 def open_compare(app, **state):
     at = app(**state)
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("views/compare.py").run()
     assert not at.exception
     return at
 
@@ -139,7 +139,7 @@ def test_compare_two_stores_side_by_side_and_floors_do_not_requery(app, stores_e
     # Both reads are in the read log (ids and hashes, no text), like Inspect's.
     import json
 
-    from dashboard.readlog import read_log_path
+    from dashboard.logs.read_log import read_log_path
 
     reads = [json.loads(line) for line in read_log_path().read_text().splitlines()]
     assert [r["source"] for r in reads] == ["compare", "compare"]
@@ -174,7 +174,7 @@ def test_compare_shows_a_side_that_cannot_open_without_crashing(app, stores_env,
     assert any("B could not answer" in e.value and "No Qdrant folder" in e.value for e in at.error)
 
 
-@pytest.mark.parametrize("page", ["pages/browse.py", "pages/compare.py"])
+@pytest.mark.parametrize("page", ["views/browse.py", "views/compare.py"])
 def test_pages_with_memory_text_ask_for_the_password_when_one_is_set(app, stores_env, monkeypatch, page):
     monkeypatch.setenv("MEMLENS_PASSWORD", "correct horse")
     at = app(store="qdrant", user="sam")

@@ -1,0 +1,391 @@
+"""Reading labelled scores for calibration: label files and label-store rows. Pure.
+
+A label file is JSONL (one object a line) or CSV with a header, in the export format
+of ``dashboard/labels/export.py`` (``message_id``, ``memory_id``, ``rank``, ``score``,
+``label``, ``reviewer``, ``store``, ``created_at``, ``updated_at``) or just
+``score`` and ``label``. Every problem is reported with its line number and field;
+the usable rows are still used:
+
+* a line that is not JSON, or not an object, or a CSV record with too many cells:
+  the row is skipped;
+* a missing or wrong score (not a finite number) or label (not ``relevant`` /
+  ``not_relevant``), an id that is not text: the row is skipped;
+* a bad optional field (``rank``, ``reviewer``, ``store``, timestamps): that field is
+  ignored, the row kept;
+* a second row for the same (``message_id``, ``memory_id``): skipped, the first kept.
+
+Only a file that cannot be read at all (not UTF-8, a CSV header without ``score``
+and ``label``) raises ``LabelFileError``. Extra columns (the opt-in texts included)
+are not read, so nothing but ids and scores reaches the calibration.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dashboard.calibration.sweep import LABEL_VALUES, LabelledScores, labelled_scores
+from dashboard.labels.export import FORMULA_PREFIXES
+
+ID_FIELDS = ("message_id", "memory_id")
+TEXT_FIELDS = ("reviewer", "store")
+TIME_FIELDS = ("created_at", "updated_at")
+SHOWN_ISSUES = 20
+
+
+class LabelFileError(ValueError):
+    """The whole file is unusable; the message says which file and why."""
+
+
+@dataclass
+class LabelRow:
+    line: int  # where the row came from (file line, or position for label-store rows)
+    score: float
+    label: str
+    message_id: str | None = None
+    memory_id: str | None = None
+    rank: int | None = None
+    reviewer: str | None = None
+    store: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+@dataclass
+class FileIssue:
+    line: int
+    field: str
+    message: str
+    skipped: bool = True  # False: only the field was ignored, the row is used
+
+    def __str__(self) -> str:
+        outcome = "row skipped" if self.skipped else "field ignored, row used"
+        return f"line {self.line}, field {self.field!r}: {self.message} ({outcome})"
+
+
+@dataclass
+class LabelFile:
+    source: str  # file name, "upload", "label store", ...
+    format: str  # "jsonl" | "csv" | "label store"
+    rows: list[LabelRow] = field(default_factory=list)
+    issues: list[FileIssue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    row_name: str = "line"
+
+    @property
+    def skipped(self) -> int:
+        return len({issue.line for issue in self.issues if issue.skipped})
+
+    @property
+    def has_message_ids(self) -> bool:
+        return bool(self.rows) and all(row.message_id for row in self.rows)
+
+    def labelled_scores(self) -> LabelledScores:
+        """The rows as calibration input (raises CalibrationError when unusable).
+        Message ids are used only when every row has one: a turn count over some of
+        the rows would be wrong."""
+        return labelled_scores(
+            [row.score for row in self.rows],
+            [row.label for row in self.rows],
+            [row.message_id for row in self.rows] if self.has_message_ids else None,
+            row_numbers=[row.line for row in self.rows],
+            row_name=self.row_name,
+        )
+
+    def date_range(self) -> tuple[str, str] | None:
+        """(first created_at, last updated_at) over the rows that carry them."""
+        created = [row.created_at for row in self.rows if row.created_at]
+        updated = [row.updated_at or row.created_at for row in self.rows if row.updated_at or row.created_at]
+        if not created and not updated:
+            return None
+        return min(created or updated), max(updated or created)
+
+    def stores(self) -> list[str]:
+        return sorted({row.store for row in self.rows if row.store})
+
+    def reviewers(self) -> list[str]:
+        return sorted({row.reviewer for row in self.rows if row.reviewer})
+
+    def issue_report(self, limit: int = SHOWN_ISSUES) -> str:
+        lines = [f"{self.source}: {issue}" for issue in self.issues[:limit]]
+        if len(self.issues) > limit:
+            lines.append(f"{self.source}: ... and {len(self.issues) - limit} more problems")
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        text = f"{self.source}: {len(self.rows)} usable labelled rows"
+        if self.skipped:
+            text += f", {self.skipped} skipped"
+        return text
+
+
+# ----------------------------------------------------------------- reading files
+
+
+def read_label_file(path: str | Path) -> LabelFile:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LabelFileError(f"Cannot read {path}: {exc.strerror or exc}") from exc
+    return parse_label_bytes(data, source=str(path))
+
+
+def parse_label_bytes(data: bytes, source: str = "upload") -> LabelFile:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LabelFileError(
+            f"{source} is not UTF-8 text (byte {exc.start}): save it as UTF-8 JSONL or CSV"
+        ) from None
+    return parse_label_text(text, source=source)
+
+
+def parse_label_text(text: str, source: str = "upload", fmt: str | None = None) -> LabelFile:
+    """Parse JSONL or CSV; ``fmt`` ("jsonl" / "csv") overrides the guess from the
+    file name and the first character."""
+    fmt = fmt or _guess_format(text, source)
+    if fmt == "jsonl":
+        return _parse_jsonl(text, source)
+    if fmt == "csv":
+        return _parse_csv(text, source)
+    raise LabelFileError(f"{source}: unknown format {fmt!r}; use jsonl or csv")
+
+
+def _guess_format(text: str, source: str) -> str:
+    suffix = Path(source).suffix.lower()
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        return "jsonl"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    stripped = text.lstrip()
+    if not stripped:
+        return "jsonl"  # empty either way; JSONL reads it without a header complaint
+    return "jsonl" if stripped[0] in "{[" else "csv"
+
+
+def _parse_jsonl(text: str, source: str) -> LabelFile:
+    result = LabelFile(source=source, format="jsonl")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        raise LabelFileError(
+            f"{source}: this is one JSON array; write one JSON object per line (JSONL), "
+            "as memlens exports do"
+        )
+    seen: dict[tuple[str, str], int] = {}
+    # Split at line feeds only: splitlines() also breaks at U+2028, U+0085 and others,
+    # which JSON (and memlens's own export) may carry raw inside a string.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            result.issues.append(FileIssue(number, "(line)", f"not valid JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        if not isinstance(obj, dict):
+            result.issues.append(FileIssue(number, "(line)", f"expected a JSON object, got {type(obj).__name__}"))
+            continue
+        _add_row(result, number, obj, seen, from_csv=False)
+    return result
+
+
+def _parse_csv(text: str, source: str) -> LabelFile:
+    result = LabelFile(source=source, format="csv")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    missing = [name for name in ("score", "label") if name not in header]
+    if missing:
+        found = ", ".join(repr(h) for h in header) or "nothing"
+        raise LabelFileError(
+            f"{source}: the CSV header (line 1) must name the columns 'score' and 'label' "
+            f"(missing {', '.join(repr(m) for m in missing)}; found {found})"
+        )
+    seen: dict[tuple[str, str], int] = {}
+    try:
+        for record in reader:
+            number = reader.line_num
+            if None in record:  # more cells than the header names
+                result.issues.append(
+                    FileIssue(number, "(line)", f"{len(header) + len(record[None])} cells but the header names {len(header)}")
+                )
+                continue
+            if all(value in (None, "") for value in record.values()):
+                continue
+            _add_row(result, number, record, seen, from_csv=True)
+    except csv.Error as exc:
+        result.issues.append(FileIssue(reader.line_num, "(line)", f"unreadable CSV ({exc}); the rest of the file was not read"))
+    return result
+
+
+# ----------------------------------------------------------------- one row
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell as written: strip surrounding blanks and the quote the exporter
+    put before a cell a spreadsheet would run as a formula."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.startswith("'") and value[1:].startswith(FORMULA_PREFIXES):
+        value = value[1:]
+    return value if value != "" else None
+
+
+def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *, from_csv: bool) -> None:
+    values = {key: _cell(value) if from_csv else value for key, value in obj.items() if key is not None}
+    problems: list[FileIssue] = []
+
+    score = _score(values.get("score"), from_csv)
+    if isinstance(score, str):
+        problems.append(FileIssue(number, "score", score))
+    label = values.get("label")
+    if label is None:
+        problems.append(FileIssue(number, "label", "missing"))
+    elif label not in LABEL_VALUES:
+        problems.append(
+            FileIssue(number, "label", f"unknown label {label!r}; expected {' or '.join(repr(v) for v in LABEL_VALUES)}")
+        )
+    ids: dict[str, str | None] = {}
+    for name in ID_FIELDS:
+        value = values.get(name)
+        if value is None or value == "":
+            ids[name] = None
+        elif isinstance(value, str):
+            ids[name] = value
+        elif isinstance(value, int) and not isinstance(value, bool):
+            ids[name] = str(value)
+        else:
+            problems.append(FileIssue(number, name, f"must be text, got {type(value).__name__} {value!r}"))
+    if problems:
+        result.issues.extend(problems)
+        return
+
+    pair = (ids["message_id"], ids["memory_id"])
+    if all(pair):
+        if pair in seen:
+            result.issues.append(
+                FileIssue(
+                    number,
+                    "message_id, memory_id",
+                    f"duplicate of line {seen[pair]} (same message_id {pair[0]!r} and memory_id {pair[1]!r})",
+                )
+            )
+            return
+        seen[pair] = number
+
+    row = LabelRow(line=number, score=float(score), label=label, **ids)
+    row.rank = _optional_rank(result, number, values.get("rank"), from_csv)
+    for name in TEXT_FIELDS:
+        value = values.get(name)
+        if value is not None and not isinstance(value, str):
+            result.issues.append(FileIssue(number, name, f"must be text, got {type(value).__name__}", skipped=False))
+        else:
+            setattr(row, name, value)
+    for name in TIME_FIELDS:
+        value = values.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not _is_timestamp(value):
+            result.issues.append(
+                FileIssue(number, name, f"not an ISO 8601 timestamp: {value!r}", skipped=False)
+            )
+        else:
+            setattr(row, name, value)
+    result.rows.append(row)
+
+
+def _score(value: Any, from_csv: bool) -> float | str:
+    """The score, or a message saying what is wrong with it."""
+    if value is None:
+        return "missing"
+    if from_csv:
+        try:
+            number = float(value)
+        except ValueError:
+            return f"not a number: {value!r}"
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number, got {type(value).__name__} {value!r}"
+    else:
+        number = float(value)
+    if not math.isfinite(number):
+        return f"not a finite number: {value!r}"
+    return number
+
+
+def _optional_rank(result: LabelFile, number: int, value: Any, from_csv: bool) -> int | None:
+    if value is None:
+        return None
+    rank: int | None = None
+    if from_csv:
+        try:
+            rank = int(value)
+        except ValueError:
+            rank = None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        rank = value
+    if rank is None or rank < 1:
+        result.issues.append(FileIssue(number, "rank", f"must be a whole number from 1, got {value!r}", skipped=False))
+        return None
+    return rank
+
+
+def _is_timestamp(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------- label store
+
+
+def from_labels(labels: Iterable[Any], source: str = "label store") -> LabelFile:
+    """Label-store rows (``dashboard.labels.model.Label``) as a LabelFile.
+
+    The store keeps one label per (message, memory, reviewer); with several
+    reviewers on one pair, the most recently updated label is used, so a pair counts
+    once in the sweep. Rows without a score cannot be placed against a floor and are
+    reported.
+    """
+    result = LabelFile(source=source, format="label store", row_name="row")
+    latest: dict[tuple[str, str], tuple[str, LabelRow]] = {}
+    shared_pairs = set()
+    for position, label in enumerate(labels, start=1):
+        score = label.score
+        if score is None or not math.isfinite(float(score)):
+            result.issues.append(FileIssue(position, "score", "missing (the store sent no score)"))
+            continue
+        row = LabelRow(
+            line=position,
+            score=float(score),
+            label=label.label,
+            message_id=label.message_id,
+            memory_id=label.memory_id,
+            rank=label.rank,
+            reviewer=label.reviewer,
+            store=label.store,
+            created_at=label.created_at,
+            updated_at=label.updated_at,
+        )
+        pair = (label.message_id, label.memory_id)
+        if pair in latest:
+            shared_pairs.add(pair)
+            if label.updated_at <= latest[pair][0]:
+                continue
+        latest[pair] = (label.updated_at, row)
+    result.rows = sorted((row for _, row in latest.values()), key=lambda row: row.line)
+    if shared_pairs:
+        result.notes.append(
+            f"{len(shared_pairs)} memory/message pair(s) were labelled by more than one reviewer; "
+            "the most recent label of each is used."
+        )
+    return result

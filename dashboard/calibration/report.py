@@ -1,0 +1,151 @@
+"""What a calibration says, as text and JSON: shared by the CLI and the Calibrate page. Pure."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from dashboard.calibration.label_files import LabelFile
+from dashboard.calibration.sweep import Calibration, evaluate, format_floor
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.0%}"
+
+
+def _ratio(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.2f}"
+
+
+def floor_line(row: dict[str, Any], has_turns: bool) -> str:
+    line = (
+        f"floor {format_floor(row['floor'])}: keeps {row['kept_irrelevant']} irrelevant, "
+        f"drops {row['dropped_relevant']} relevant, precision {_ratio(row['precision'])}, "
+        f"recall {_ratio(row['recall'])}"
+    )
+    if has_turns:
+        line += f", no memory in {_share(row['no_memory_share'])} of turns"
+    else:
+        line += ", no-memory share n/a (no message ids)"
+    return line
+
+
+def table_lines(result: Calibration, labels: LabelFile) -> list[str]:
+    has_turns = result.data.turn is not None
+    lines = [floor_line(result.requested.row(i), has_turns) for i in range(len(result.requested))]
+    rec = result.recommendation
+    if result.band:
+        lines.append(f"separating band: {result.band.describe()}")
+    else:
+        lines.append("no separating band: some irrelevant memory scores at or above some relevant one")
+    interval = ""
+    if rec.interval:
+        interval = (
+            f"; {rec.confidence:.0%} interval {format_floor(round(rec.interval[0], 3))}-"
+            f"{format_floor(round(rec.interval[1], 3))} over {rec.resamples_used} resamples of {rec.resampled}"
+        )
+    lines.append(
+        f"recommended floor {format_floor(rec.floor)} at cost ratio {rec.cost_ratio:g}: keeps {rec.kept_irrelevant} "
+        f"irrelevant, drops {rec.dropped_relevant} relevant{interval}"
+    )
+    lines.append(rec.snippet)
+    data = result.data
+    turns = f" in {data.turns} turns" if has_turns else ""
+    lines.append(
+        f"{len(data)} labelled rows ({data.relevant_count} relevant, {data.irrelevant_count} not relevant){turns} "
+        f"from {labels.source}"
+    )
+    lines.extend(result.notes + labels.notes)
+    return lines
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or infinity
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def as_json(result: Calibration, labels: LabelFile) -> dict[str, Any]:
+    data = result.data
+    date_range = labels.date_range()
+    return _plain(
+        {
+            "source": labels.source,
+            "labels": {
+                "rows": len(data),
+                "relevant": data.relevant_count,
+                "not_relevant": data.irrelevant_count,
+                "turns": data.turns if data.turn is not None else None,
+                "skipped_lines": labels.skipped,
+                "date_range": list(date_range) if date_range else None,
+                "stores": labels.stores(),
+                "reviewers": labels.reviewers(),
+            },
+            "floors": [result.requested.row(i) for i in range(len(result.requested))],
+            "band": {"low": result.band.low, "high": result.band.high, "rounded": result.band.rounded()}
+            if result.band
+            else None,
+            "recommended": result.recommendation.as_dict(),
+            "issues": [str(issue) for issue in labels.issues],
+            "notes": result.notes + labels.notes,
+        }
+    )
+
+
+def floor_choice(
+    result: Calibration,
+    labels: LabelFile,
+    *,
+    floor: float | None = None,
+    filters: dict[str, Any] | None = None,
+    demo: bool = False,
+) -> dict[str, Any]:
+    """The chosen floor and the numbers behind it, for the page's JSON export.
+
+    ``floor`` defaults to the recommended one; the counts are those at ``floor``.
+    Ids, counts and scores only: no memory or query text.
+    """
+    rec = result.recommendation
+    chosen = rec.floor if floor is None else float(floor)
+    at = evaluate(result.data, [chosen])
+    data = result.data
+    date_range = labels.date_range()
+    stores = labels.stores()
+    return _plain(
+        {
+            "floor": chosen,
+            "snippet": f"MEMORY_SCORE_FLOOR={format_floor(chosen)}",
+            "recommended": chosen == rec.floor,
+            "cost_ratio": rec.cost_ratio,
+            "interval": list(rec.interval) if rec.interval else None,
+            "confidence": rec.confidence,
+            "resampled": rec.resampled,
+            "band": {"low": result.band.low, "high": result.band.high} if result.band else None,
+            "at_floor": {
+                "kept_relevant": int(at.kept_relevant[0]),
+                "kept_irrelevant": int(at.kept_irrelevant[0]),
+                "dropped_relevant": int(at.dropped_relevant[0]),
+                "dropped_irrelevant": int(at.dropped_irrelevant[0]),
+                "precision": float(at.precision[0]),
+                "recall": float(at.recall[0]),
+                "no_memory_share": float(at.no_memory_share[0]) if at.no_memory_share is not None else None,
+            },
+            "label_count": len(data),
+            "relevant": data.relevant_count,
+            "not_relevant": data.irrelevant_count,
+            "turns": data.turns if data.turn is not None else None,
+            "date_range": {"from": date_range[0], "to": date_range[1]} if date_range else None,
+            "store": stores[0] if len(stores) == 1 else None,
+            "stores": stores,
+            "reviewers": labels.reviewers(),
+            "source": labels.source,
+            "demo": demo,
+            "filters": filters or {},
+            "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+    )

@@ -1,0 +1,52 @@
+"""The `memlens` command.
+
+    memlens run [streamlit args]     start the dashboard (the demo store by default)
+    memlens calibrate FILE           the floor trade-off of a label file (see calibrate_cli.py)
+    memlens agreement SESSION        reviewer agreement and disagreements of a labelling session
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+def _run(args: argparse.Namespace) -> int:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    command = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", *args.streamlit_args]
+    return subprocess.call(command, env=env)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memlens", description="Inspect and calibrate agent memory retrieval.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="start the dashboard")
+    run.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed to `streamlit run`")
+    run.set_defaults(handler=_run)
+    from dashboard.cli import calibrate as calibrate_cli  # memlens calibrate FILE
+
+    calibrate_cli.add_parser(commands)
+    from dashboard.cli import agreement as agreement_cli  # memlens agreement SESSION
+
+    agreement_cli.add_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except BrokenPipeError:
+        # `memlens calibrate FILE | head` closed the pipe: not an error worth a
+        # traceback. Point stdout at devnull so the interpreter's flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Label exports: JSONL, CSV and TREC qrels. Pure functions returning text.
+
+JSONL is one object per label with EXPORT_FIELDS (plus the texts only when the user
+opted in), readable by ``pandas.read_json(lines=True)`` or a plain json loop.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+
+from dashboard.labels.model import EXPORT_FIELDS, TEXT_FIELDS, Label
+
+# Spreadsheets run a cell that starts with one of these as a formula.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: object) -> object:
+    """Prefix a text cell that a spreadsheet would evaluate with a quote; numbers
+    (a negative score included) are left as numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def _columns(include_text: bool) -> tuple[str, ...]:
+    return EXPORT_FIELDS + (TEXT_FIELDS if include_text else ())
+
+
+def to_jsonl(labels: Iterable[Label], *, include_text: bool = False) -> str:
+    return "".join(
+        json.dumps(label.export_row(include_text), ensure_ascii=False) + "\n" for label in labels
+    )
+
+
+def to_csv(labels: Iterable[Label], *, include_text: bool = False) -> str:
+    out = io.StringIO()
+    # CRLF (RFC 4180): the writer quotes a cell holding any character of the line
+    # ending, so with "\n" alone a memory text holding a bare "\r" broke its row.
+    writer = csv.DictWriter(out, fieldnames=_columns(include_text), lineterminator="\r\n")
+    writer.writeheader()
+    for label in labels:
+        writer.writerow({k: neutralise_cell(v) for k, v in label.export_row(include_text).items()})
+    return out.getvalue()
+
+
+def to_qrels(labels: Iterable[Label]) -> str:
+    """TREC qrels: `message_id 0 memory_id relevance`. Several reviewers of one
+    pair collapse to the majority (ties count as relevant, the cautious side for a
+    judgment set)."""
+    votes: dict[tuple[str, str], list[int]] = {}
+    for label in labels:
+        votes.setdefault((label.message_id, label.memory_id), []).append(int(label.label == "relevant"))
+    lines = []
+    for (message, memory), vs in sorted(votes.items()):
+        lines.append(f"{message} 0 {memory} {int(sum(vs) * 2 >= len(vs))}")
+    return "\n".join(lines) + ("\n" if lines else "")

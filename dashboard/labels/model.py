@@ -1,0 +1,65 @@
+"""What a label is: one reviewer's judgment of one memory returned for one message, by id.
+
+Rows hold ids and the score the reviewer saw, never memory or query text unless the
+user opted in (``query_text`` / ``memory_text`` stay NULL otherwise).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from typing import Any
+
+LABEL_VALUES = ("relevant", "not_relevant")
+EXPORT_FIELDS = (
+    "message_id",
+    "memory_id",
+    "rank",
+    "score",
+    "label",
+    "reviewer",
+    "store",
+    "created_at",
+    "updated_at",
+)
+TEXT_FIELDS = ("query_text", "memory_text")
+
+
+class LabelStoreError(Exception):
+    """The label database cannot be reached or refused a write; the page shows it."""
+
+
+@dataclass
+class Label:
+    message_id: str
+    memory_id: str
+    rank: int | None
+    score: float | None
+    label: str
+    reviewer: str
+    store: str
+    created_at: str
+    updated_at: str
+    query_text: str | None = None
+    memory_text: str | None = None
+
+    def export_row(self, include_text: bool = False) -> dict[str, Any]:
+        row = {name: getattr(self, name) for name in EXPORT_FIELDS}
+        if include_text:
+            row.update({name: getattr(self, name) for name in TEXT_FIELDS})
+        return row
+
+
+def message_id(query: str, user_id: str | None, store: str) -> str:
+    """A stable id for a live query: the same text, user and store give the same id,
+    so relabelling a re-run query updates instead of duplicating."""
+    blob = "\x1f".join([store, user_id or "", " ".join(query.split())])
+    return "live-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+LABEL_COLUMNS = [f.name for f in fields(Label)]

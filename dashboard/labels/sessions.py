@@ -1,0 +1,238 @@
+"""Labelling sessions: a named sample of log rows to label, who labels which turn,
+and the rows a reviewer skipped.
+
+A session's tables live in the label database beside the labels
+(``session_items``, ``session_assignments``, ``session_skips``). A skip is not a
+label: it never reaches an export or the agreement figures.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from dashboard.labels.model import LABEL_COLUMNS, Label, utc_now
+
+SESSION_TABLES = """
+CREATE TABLE IF NOT EXISTS label_sessions (
+    name TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    method TEXT NOT NULL,
+    seed BIGINT,
+    size INTEGER NOT NULL,
+    overlap {real} NOT NULL DEFAULT 0,
+    reviewers TEXT NOT NULL DEFAULT '[]',
+    source TEXT,
+    store TEXT,
+    keep_text INTEGER NOT NULL DEFAULT 0,
+    params TEXT NOT NULL DEFAULT '{{}}'
+);
+CREATE TABLE IF NOT EXISTS session_items (
+    session TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    message_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    rank INTEGER,
+    score {real},
+    user_id TEXT,
+    store TEXT,
+    query_text TEXT,
+    PRIMARY KEY (session, message_id, memory_id)
+);
+CREATE TABLE IF NOT EXISTS session_assignments (
+    session TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    PRIMARY KEY (session, message_id, reviewer)
+);
+CREATE TABLE IF NOT EXISTS session_skips (
+    session TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    skipped_at TEXT NOT NULL,
+    PRIMARY KEY (session, message_id, memory_id, reviewer)
+);
+"""
+
+# The SQLite schema as the foundation wrote it (label_history ordered by rowid).
+
+
+class SessionExists(ValueError):
+    pass
+
+
+@dataclass
+class LabelSession:
+    """A named sample of log rows to label, and how it was drawn."""
+
+    name: str
+    method: str  # "uniform" | "stratified" | "turns"
+    size: int  # rows in the session
+    seed: int | None = None
+    overlap: float = 0.0  # share of turns assigned to two reviewers
+    reviewers: list[str] = field(default_factory=list)  # empty: everyone labels every turn
+    source: str | None = None  # the log it was drawn from
+    store: str | None = None  # the store fingerprint the log names, if one
+    keep_text: bool = False  # the message text from the log is kept with the items
+    params: dict[str, Any] = field(default_factory=dict)  # e.g. score bands
+    created_at: str = ""
+
+
+@dataclass
+class SessionItem:
+    """One log row in a session: ids and numbers, the message text only if kept."""
+
+    position: int
+    message_id: str
+    memory_id: str
+    rank: int | None
+    score: float | None
+    user_id: str | None = None
+    store: str | None = None
+    query_text: str | None = None
+
+
+ITEM_COLUMNS = [f.name for f in fields(SessionItem)]
+
+
+class SessionMethods:
+    """The session half of ``LabelStore``: written once over the store's own
+    ``_run`` / ``_transaction`` / ``_reading`` hooks, so both backends share it."""
+
+
+    def create_session(
+        self,
+        session: LabelSession,
+        items: list[SessionItem],
+        assignments: dict[str, list[str]] | None = None,
+    ) -> LabelSession:
+        """Save a session with its rows and turn assignments in one transaction;
+        a name already taken raises ``SessionExists``."""
+        if not session.name or not session.name.strip():
+            raise ValueError("a session needs a name")
+        session.created_at = session.created_at or utc_now()
+        with self._transaction(lock_key="session\x1f" + session.name):
+            if self._run("SELECT 1 FROM label_sessions WHERE name=?", (session.name,)):
+                raise SessionExists(f"a session named {session.name!r} already exists")
+            self._run(
+                "INSERT INTO label_sessions (name, created_at, method, seed, size, overlap, reviewers, source,"
+                " store, keep_text, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session.name,
+                    session.created_at,
+                    session.method,
+                    session.seed,
+                    session.size,
+                    session.overlap,
+                    json.dumps(session.reviewers),
+                    session.source,
+                    session.store,
+                    int(session.keep_text),
+                    json.dumps(session.params),
+                ),
+            )
+            self._run_many(
+                f"INSERT INTO session_items (session, {', '.join(ITEM_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (session.name, *(getattr(item, c) for c in ITEM_COLUMNS[:-1]), item.query_text if session.keep_text else None)
+                    for item in items
+                ],
+            )
+            self._run_many(
+                "INSERT INTO session_assignments (session, message_id, reviewer) VALUES (?, ?, ?)",
+                [(session.name, msg, reviewer) for msg, reviewers in (assignments or {}).items() for reviewer in reviewers],
+            )
+        return session
+
+    def sessions(self) -> list[LabelSession]:
+        with self._reading():
+            rows = self._run(
+                "SELECT name, method, size, seed, overlap, reviewers, source, store, keep_text, params, created_at "
+                "FROM label_sessions ORDER BY created_at DESC, name"
+            )
+        return [
+            LabelSession(
+                name=r[0],
+                method=r[1],
+                size=r[2],
+                seed=r[3],
+                overlap=r[4],
+                reviewers=json.loads(r[5]),
+                source=r[6],
+                store=r[7],
+                keep_text=bool(r[8]),
+                params=json.loads(r[9]),
+                created_at=r[10],
+            )
+            for r in rows
+        ]
+
+    def session(self, name: str) -> LabelSession | None:
+        return next((s for s in self.sessions() if s.name == name), None)
+
+    def session_items(self, name: str) -> list[SessionItem]:
+        with self._reading():
+            rows = self._run(
+                f"SELECT {', '.join(ITEM_COLUMNS)} FROM session_items WHERE session=? ORDER BY position", (name,)
+            )
+        return [SessionItem(*row) for row in rows]
+
+    def session_assignments(self, name: str) -> dict[str, list[str]]:
+        """message_id -> the reviewers assigned to that turn (empty: no assignment)."""
+        with self._reading():
+            rows = self._run(
+                "SELECT message_id, reviewer FROM session_assignments WHERE session=? ORDER BY message_id, reviewer",
+                (name,),
+            )
+        assigned: dict[str, list[str]] = {}
+        for message, reviewer in rows:
+            assigned.setdefault(message, []).append(reviewer)
+        return assigned
+
+    def session_labels(self, name: str, *, reviewer: str | None = None) -> list[Label]:
+        """Every label on a row of the session (any reviewer unless given), in
+        session order: the export of a session."""
+        columns = ", ".join(f"l.{c}" for c in LABEL_COLUMNS)
+        sql = (
+            f"SELECT {columns} FROM labels l JOIN session_items i "
+            "ON i.message_id = l.message_id AND i.memory_id = l.memory_id WHERE i.session = ?"
+        )
+        args: list[Any] = [name]
+        if reviewer is not None:
+            sql += " AND l.reviewer = ?"
+            args.append(reviewer)
+        sql += " ORDER BY i.position, l.reviewer"
+        with self._reading():
+            return [Label(*row) for row in self._run(sql, args)]
+
+    def skip(self, session: str, message_id: str, memory_id: str, reviewer: str) -> None:
+        with self._transaction():
+            self._run(
+                "INSERT INTO session_skips VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (session, message_id, memory_id, reviewer) DO NOTHING",
+                (session, message_id, memory_id, reviewer, utc_now()),
+            )
+
+    def unskip(self, session: str, message_id: str, memory_id: str, reviewer: str) -> bool:
+        with self._transaction():
+            found = self._run(
+                "SELECT 1 FROM session_skips WHERE session=? AND message_id=? AND memory_id=? AND reviewer=?",
+                (session, message_id, memory_id, reviewer),
+            )
+            self._run(
+                "DELETE FROM session_skips WHERE session=? AND message_id=? AND memory_id=? AND reviewer=?",
+                (session, message_id, memory_id, reviewer),
+            )
+        return bool(found)
+
+    def skips(self, session: str, *, reviewer: str | None = None) -> set[tuple[str, str, str]]:
+        """(message_id, memory_id, reviewer) of every skipped row of a session."""
+        sql = "SELECT message_id, memory_id, reviewer FROM session_skips WHERE session=?"
+        args: list[Any] = [session]
+        if reviewer is not None:
+            sql += " AND reviewer=?"
+            args.append(reviewer)
+        with self._reading():
+            return {tuple(row) for row in self._run(sql, args)}  # type: ignore[misc]

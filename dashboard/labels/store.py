@@ -1,0 +1,227 @@
+"""Relevance labels, by id, in SQLite (default) or PostgreSQL (a team's shared store).
+
+A label is one reviewer's judgment of one memory returned for one message. Rows
+hold ids and the score the reviewer saw, never memory or query text unless the
+user opted in (``query_text`` / ``memory_text`` stay NULL otherwise). Writes are
+last-write-wins upserts committed at once; the value a relabel replaces is kept in
+``label_history``.
+
+The same database holds labelling sessions: a named sample of log rows
+(``session_items``), who is assigned which turn (``session_assignments``) and the
+rows a reviewer skipped (``session_skips``). A skip is not a label: it never
+reaches an export or the agreement figures.
+
+Both backends are one class, ``LabelStore``, that differs only in how it connects,
+its placeholders and how it serialises one upsert against another:
+
+    open_label_store("/path/labels.sqlite")            SQLite file, WAL, synchronous=FULL
+    open_label_store("postgresql://user@host/db")      PostgreSQL, for several app servers
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, utc_now
+from dashboard.labels.sessions import SESSION_TABLES, SessionMethods
+
+LABELS_URL_ENV = "MEMLENS_LABELS_URL"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+_LABEL_TABLES = """
+CREATE TABLE IF NOT EXISTS labels (
+    message_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    rank INTEGER,
+    score {real},
+    label TEXT NOT NULL CHECK (label IN ('relevant', 'not_relevant')),
+    store TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    query_text TEXT,
+    memory_text TEXT,
+    PRIMARY KEY (message_id, memory_id, reviewer)
+);
+CREATE TABLE IF NOT EXISTS label_history (
+    {history_id}message_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    old_label TEXT,
+    new_label TEXT,
+    changed_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS labels_store ON labels(store, reviewer, updated_at);
+"""
+
+SCHEMA = _LABEL_TABLES.format(real="REAL", history_id="") + SESSION_TABLES.format(real="REAL")
+POSTGRES_SCHEMA = _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ") + (
+    SESSION_TABLES.format(real="DOUBLE PRECISION")
+)
+
+
+class LabelStore(SessionMethods):
+    """Labels and sessions in one SQLite file (WAL, so readers never block the writer).
+
+    ``PostgresLabelStore`` is the same class on a PostgreSQL connection; every
+    method below is written once, in SQL both databases accept."""
+
+    dialect = "sqlite"
+    _history_order = "rowid"
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.target = str(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=60, isolation_level=None)
+        self._db.execute("PRAGMA busy_timeout=60000")
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # an acknowledged label survives a crash
+        self._db.executescript(SCHEMA)
+
+    # ------------------------------------------------------------ backend hooks
+
+    def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        return self._db.execute(sql, tuple(args)).fetchall()
+
+    def _run_many(self, sql: str, rows: list[Sequence[Any]]) -> None:
+        self._db.executemany(sql, rows)
+
+    @contextmanager
+    def _transaction(self, lock_key: str | None = None) -> Iterator[None]:
+        """One write transaction. SQLite's IMMEDIATE takes the file's write lock at
+        once, so the old value read inside is the one the write replaces."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        with self._lock:
+            yield
+
+    # ------------------------------------------------------------ labels
+
+    def upsert(
+        self,
+        *,
+        message_id: str,
+        memory_id: str,
+        label: str,
+        reviewer: str,
+        store: str,
+        rank: int | None = None,
+        score: float | None = None,
+        query_text: str | None = None,
+        memory_text: str | None = None,
+    ) -> Label:
+        if label not in LABEL_VALUES:
+            raise ValueError(f"label must be one of {', '.join(LABEL_VALUES)}, got {label!r}")
+        if not reviewer or not reviewer.strip():
+            raise ValueError("reviewer is required")
+        now = utc_now()
+        key = (message_id, memory_id, reviewer)
+        with self._transaction(lock_key="\x1f".join(key)):
+            old = self._run("SELECT label FROM labels WHERE message_id=? AND memory_id=? AND reviewer=?", key)
+            self._run(
+                """INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (message_id, memory_id, reviewer) DO UPDATE SET
+                     rank=excluded.rank, score=excluded.score, label=excluded.label,
+                     store=excluded.store, updated_at=excluded.updated_at,
+                     query_text=excluded.query_text, memory_text=excluded.memory_text""",
+                (message_id, memory_id, reviewer, rank, score, label, store, now, now, query_text, memory_text),
+            )
+            if old and old[0][0] != label:
+                self._run(
+                    "INSERT INTO label_history (message_id, memory_id, reviewer, old_label, new_label, changed_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (*key, old[0][0], label, now),
+                )
+        return self.get(message_id, memory_id, reviewer)  # type: ignore[return-value]
+
+    def delete(self, message_id: str, memory_id: str, reviewer: str) -> bool:
+        """Remove one label (undo); the removal is recorded in the history."""
+        key = (message_id, memory_id, reviewer)
+        with self._transaction(lock_key="\x1f".join(key)):
+            old = self._run("SELECT label FROM labels WHERE message_id=? AND memory_id=? AND reviewer=?", key)
+            if old:
+                self._run("DELETE FROM labels WHERE message_id=? AND memory_id=? AND reviewer=?", key)
+                self._run(
+                    "INSERT INTO label_history (message_id, memory_id, reviewer, old_label, new_label, changed_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (*key, old[0][0], None, utc_now()),
+                )
+        return bool(old)
+
+    def get(self, message_id: str, memory_id: str, reviewer: str) -> Label | None:
+        rows = self.labels(message_id=message_id, memory_id=memory_id, reviewer=reviewer)
+        return rows[0] if rows else None
+
+    def labels(
+        self,
+        *,
+        store: str | None = None,
+        reviewer: str | None = None,
+        message_id: str | None = None,
+        memory_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> list[Label]:
+        where, args = [], []
+        for column, value in (
+            ("store", store),
+            ("reviewer", reviewer),
+            ("message_id", message_id),
+            ("memory_id", memory_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if since:
+            where.append("updated_at >= ?")
+            args.append(since)
+        if until:
+            where.append("updated_at <= ?")
+            args.append(until)
+        sql = f"SELECT {', '.join(LABEL_COLUMNS)} FROM labels"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at, message_id, memory_id, reviewer"
+        with self._reading():
+            return [Label(*row) for row in self._run(sql, args)]
+
+    def history(self, message_id: str, memory_id: str) -> list[dict[str, Any]]:
+        with self._reading():
+            rows = self._run(
+                "SELECT reviewer, old_label, new_label, changed_at FROM label_history "
+                f"WHERE message_id=? AND memory_id=? ORDER BY {self._history_order}",
+                (message_id, memory_id),
+            )
+        return [dict(zip(("reviewer", "old_label", "new_label", "changed_at"), r)) for r in rows]
+
+    def stores(self) -> list[str]:
+        with self._reading():
+            return [r[0] for r in self._run("SELECT DISTINCT store FROM labels ORDER BY store")]
+
+    def reviewers(self) -> list[str]:
+        with self._reading():
+            return [r[0] for r in self._run("SELECT DISTINCT reviewer FROM labels ORDER BY reviewer")]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def label_dicts(labels: list[Label]) -> list[dict[str, Any]]:
+    return [asdict(label) for label in labels]

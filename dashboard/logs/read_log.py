@@ -1,0 +1,188 @@
+"""The read log: one JSON line per store query the app makes, ids and numbers only.
+
+Every page that queries a store goes through ``logged_query``, so a debugging
+session can be downloaded and attached to a bug report. A line holds:
+
+    at               when the read finished (UTC, ISO 8601)
+    source           which page read ("inspect", "quality", ...)
+    store            the store fingerprint (connector name + hash of its non-secret settings)
+    query_hash       sha256 of the whitespace-normalised query (first 16 hex digits)
+    user_hash        the same for the end-user id, or null
+    k                how many results were asked for
+    candidate_count  how many came back
+    top_k            [{memory_id, rank, score}] for what came back
+    latency_ms       wall time of the call, measured here
+    error            the error type when the store failed, else null
+
+No query, memory or user text is written. Writing the log never fails a read: a
+write error becomes a note on the result, which the page shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from connectors.base import MemoryStore, QueryResult
+from connectors.paths import data_dir
+
+READ_LOG_NAME = "reads.jsonl"
+_write_lock = threading.Lock()
+
+
+def read_log_path(directory: str | Path | None = None) -> Path:
+    return Path(directory or data_dir()) / READ_LOG_NAME
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:16]
+
+
+def read_record(
+    *,
+    query: str,
+    user_id: str | None,
+    k: int,
+    store: str,
+    source: str,
+    latency_ms: float,
+    result: QueryResult | None,
+    error: BaseException | None = None,
+    at: datetime | None = None,
+) -> dict[str, Any]:
+    hits = result.hits if result is not None else []
+    return {
+        "at": (at or datetime.now(UTC)).isoformat(timespec="milliseconds"),
+        "source": source,
+        "store": store,
+        "query_hash": text_hash(query),
+        "user_hash": text_hash(user_id) if user_id else None,
+        "k": k,
+        "candidate_count": len(hits),
+        "top_k": [{"memory_id": h.memory_id, "rank": h.rank, "score": h.score} for h in hits[:k]],
+        "latency_ms": round(latency_ms, 3),
+        "error": type(error).__name__ if error is not None else None,
+    }
+
+
+def append_record(path: str | Path, record: dict[str, Any]) -> None:
+    path = Path(path)
+    line = json.dumps(record, allow_nan=False, default=str) + "\n"
+    with _write_lock:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # One write of one whole line: concurrent sessions never interleave halves.
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+
+
+def logged_query(
+    store: MemoryStore,
+    query: str,
+    *,
+    user_id: str | None,
+    k: int,
+    store_fingerprint: str,
+    source: str,
+    log_path: str | Path | None = None,
+) -> QueryResult:
+    """`store.query(...)`, with one line appended to the read log whether it
+    succeeds or raises (the exception is re-raised unchanged)."""
+    path = Path(log_path) if log_path is not None else read_log_path()
+    started = time.perf_counter()
+    try:
+        result = store.query(query, user_id=user_id, k=k)
+    except Exception as exc:
+        record = read_record(
+            query=query,
+            user_id=user_id,
+            k=k,
+            store=store_fingerprint,
+            source=source,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            result=None,
+            error=exc,
+        )
+        _append_quietly(path, record)
+        raise
+    record = read_record(
+        query=query,
+        user_id=user_id,
+        k=k,
+        store=store_fingerprint,
+        source=source,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        result=result,
+    )
+    problem = _append_quietly(path, record)
+    if problem:
+        result.notes.append(problem)
+    return result
+
+
+class LoggedStore:
+    """`store` with every ``query`` going through ``logged_query``; any other
+    attribute (``get``, ``max_k``, ``feedback`` ...) is the store's own. For code
+    that takes a store and queries it itself, such as the rank lookup."""
+
+    def __init__(self, store: MemoryStore, *, store_fingerprint: str, source: str, log_path: str | Path | None = None):
+        self._store = store
+        self._fingerprint = store_fingerprint
+        self._source = source
+        self._log_path = log_path
+
+    def query(self, text: str, *, user_id: str | None, k: int) -> QueryResult:
+        return logged_query(
+            self._store,
+            text,
+            user_id=user_id,
+            k=k,
+            store_fingerprint=self._fingerprint,
+            source=self._source,
+            log_path=self._log_path,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _append_quietly(path: Path, record: dict[str, Any]) -> str | None:
+    try:
+        append_record(path, record)
+    except (OSError, ValueError) as exc:
+        return f"This read was not written to the read log at {path}: {exc}"
+    return None
+
+
+def read_records(path: str | Path | None = None) -> tuple[list[dict[str, Any]], int]:
+    """(the records, the number of lines that were not valid JSON objects)."""
+    path = Path(path) if path is not None else read_log_path()
+    if not path.exists():
+        return [], 0
+    records, broken = [], 0
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                broken += 1
+                continue
+            if isinstance(obj, dict):
+                records.append(obj)
+            else:
+                broken += 1
+    return records, broken
+
+
+def log_bytes(path: str | Path | None = None) -> bytes:
+    path = Path(path) if path is not None else read_log_path()
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""

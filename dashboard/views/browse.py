@@ -1,0 +1,24 @@
+"""Browse: a user's memories in any store, and "is the memory I expected stored at all?"."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.ui import browse_view as view
+from dashboard.ui.access import require_access
+from dashboard.ui.sidebar import store_picker, user_picker
+
+st.title("Browse a store")
+require_access()  # the page shows memory text
+st.caption("List what a store holds for a user, and check whether the memory a retrieval missed was ever stored.")
+
+choice = store_picker()
+user = user_picker(choice.store)
+view.warm_model(choice.name)
+
+if choice.error:
+    st.error(f"Cannot open the store: {choice.error}")
+    st.stop()
+
+view.show_expected_check(choice, user)
+view.show_listing(choice, user)

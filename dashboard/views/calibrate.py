@@ -1,0 +1,29 @@
+"""Calibrate: choose the score floor from labelled scores."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.ui import calibrate_view as view
+
+st.title("Calibrate the floor")
+st.caption(
+    "Every floor against your labels: the irrelevant memories it would keep, the relevant ones it "
+    "would drop, and the turns it would leave with no memory."
+)
+
+floor = view.current_floor()
+source = view.label_source()
+if source is None:
+    st.stop()
+view.show_issues(source.labels)
+data = view.scores_or_error(source.labels)
+if data is None:
+    st.stop()
+
+cost_ratio, floors = view.controls()
+result = view.calibration(data, floors, cost_ratio)
+view.show_summary(result, floor)
+view.show_charts(result, floor)
+view.show_sweep_table(result)
+view.show_exports(result, source)

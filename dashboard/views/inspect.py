@@ -1,0 +1,56 @@
+"""Inspect: one query against one store, every hit against the floor, and labels."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+# The title goes out before the imports below (pandas, plotly, the panels): on a
+# cold start the page paints at once instead of after them.
+st.title("Inspect a retrieval")
+st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
+
+from dashboard.floor import apply_floor, prompt_block  # noqa: E402
+from dashboard.ui import inspect_view as view  # noqa: E402
+from dashboard.ui.access import require_access  # noqa: E402
+from dashboard.ui.feedback_panel import show_store_tools  # noqa: E402
+from dashboard.ui.rerank_panel import show_rerank_panel  # noqa: E402
+from dashboard.ui.sidebar import store_picker, user_picker  # noqa: E402
+
+require_access()  # the page shows memory text
+view.restore_from_url()
+choice = store_picker()
+user = user_picker(choice.store)
+k = st.sidebar.number_input("k (results)", min_value=1, max_value=50, step=1, key="k")
+reviewer = view.reviewer_box()
+store_text = st.sidebar.checkbox(
+    "Store memory and query text with labels",
+    key="store_text",
+    help="Off: labels and exports carry ids and scores only.",
+)
+view.warm_model(choice.name)
+
+with st.form("query_form"):
+    st.text_input("Message", key="query", placeholder="What is the user's favourite pizza topping?")
+    st.form_submit_button("Search", type="primary")
+
+if choice.error:
+    st.error(f"Cannot open the store: {choice.error}")
+    st.stop()
+
+result = view.current_result(choice, user, int(k))
+floor = st.slider("Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped.")
+view.sync_url(user, int(k), floor)
+if result is None:
+    st.stop()
+
+view.show_notes(result)
+kept, dropped = apply_floor(result.hits, floor)
+view.show_summary(result, kept, dropped, floor)
+view.show_hits_table(result, kept)
+view.show_chart(result, floor, kept)
+view.show_prompt_block(prompt_block(kept, dropped, result.context))
+view.show_labelling(result, choice, user, reviewer, store_text)
+show_store_tools(result, choice, user, kept, dropped)
+view.show_session_labels(store_text)
+show_rerank_panel(result, choice, user, store_text)
+view.show_raw_response(result)

@@ -1,0 +1,37 @@
+"""A labelling process for the concurrency tests: `python label_writer.py TARGET WORKER ROWS`.
+
+Opens the label store (a SQLite path or a PostgreSQL URL), prints "ready", waits
+for one line on standard input (so every worker starts writing at once), then
+writes ROWS labels as reviewer "worker-WORKER" on pairs every worker shares, so
+the writers contend for the same pages and keys. A tenth of the rows are labelled
+twice with a different value (a relabel: one row, one history entry). Prints
+"done N" at the end.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from dashboard.labels import open_label_store  # noqa: E402
+
+
+def main() -> int:
+    target, worker, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    store = open_label_store(target)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    reviewer = f"worker-{worker}"
+    for row in range(rows):
+        key = dict(message_id=f"msg-{row // 5:04d}", memory_id=f"mem-{row % 5}", reviewer=reviewer, store="embedded:test")
+        first = "relevant" if (row + worker) % 2 else "not_relevant"
+        store.upsert(**key, label=first, rank=row % 5 + 1, score=row / rows)
+        if row % 10 == 0:
+            store.upsert(**key, label="not_relevant" if first == "relevant" else "relevant", rank=row % 5 + 1, score=row / rows)
+    store.close()
+    print(f"done {rows}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

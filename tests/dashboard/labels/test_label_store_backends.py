@@ -1,0 +1,170 @@
+"""The label store on both backends: SQLite files and a real PostgreSQL server that
+this module starts (initdb + pg_ctl on a temporary directory, loopback port)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from postgres_server import PostgresServer
+
+from dashboard.labels import open_label_store
+from dashboard.labels.model import LabelStoreError
+from dashboard.labels.postgres import PostgresLabelStore
+from dashboard.labels.sessions import LabelSession, SessionExists, SessionItem
+
+WRITER = Path(__file__).resolve().parent / "label_writer.py"
+WORKERS, ROWS = 8, 1_000
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def target(request, tmp_path):
+    if request.param == "sqlite":
+        return str(tmp_path / "labels.sqlite")
+    return request.getfixturevalue("postgres").new_database()
+
+
+@pytest.fixture
+def store(target):
+    opened = open_label_store(target)
+    yield opened
+    opened.close()
+
+
+def put(store, value="relevant", memory_id="m1", reviewer="ana"):
+    return store.upsert(
+        message_id="msg-1", memory_id=memory_id, label=value, reviewer=reviewer, store="embedded:x", rank=1, score=0.42
+    )
+
+
+def test_the_url_picks_the_backend(target):
+    store = open_label_store(target)
+    try:
+        assert isinstance(store, PostgresLabelStore) == target.startswith("postgresql://")
+    finally:
+        store.close()
+
+
+def test_relabel_keeps_one_row_and_the_old_value(store):
+    first = put(store, "relevant")
+    second = put(store, "not_relevant")
+    [row] = store.labels()
+    assert row.label == "not_relevant" and row.score == 0.42 and row.rank == 1
+    assert second.created_at == first.created_at
+    assert [(h["old_label"], h["new_label"]) for h in store.history("msg-1", "m1")] == [("relevant", "not_relevant")]
+
+
+def test_delete_is_recorded_and_labels_survive_reopening(store, target):
+    put(store, memory_id="m1")
+    put(store, memory_id="m2", value="not_relevant")
+    assert store.delete("msg-1", "m1", "ana") is True
+    assert store.delete("msg-1", "m1", "ana") is False
+    store.close()
+    again = open_label_store(target)
+    try:
+        assert [(l.memory_id, l.label) for l in again.labels()] == [("m2", "not_relevant")]
+        assert again.history("msg-1", "m1")[-1]["new_label"] is None
+    finally:
+        again.close()
+
+
+def test_unknown_label_is_refused_on_both(store):
+    with pytest.raises(ValueError, match="label must be one of"):
+        put(store, "maybe")
+    assert store.labels() == []
+
+
+def items(count=4):
+    return [
+        SessionItem(position=i, message_id=f"t{i // 2}", memory_id=f"m{i}", rank=i % 2 + 1, score=0.1 * i,
+                    user_id="sam", store="embedded:x", query_text=f"question {i // 2}")
+        for i in range(count)
+    ]
+
+
+def test_a_session_round_trips_with_items_assignments_and_skips(store):
+    session = LabelSession(name="week 1", method="turns", size=4, seed=3, overlap=0.5, reviewers=["ana", "ben"])
+    store.create_session(session, items(), {"t0": ["ana", "ben"], "t1": ["ben"]})
+    [saved] = store.sessions()
+    assert (saved.name, saved.method, saved.seed, saved.overlap, saved.reviewers) == ("week 1", "turns", 3, 0.5, ["ana", "ben"])
+    got = store.session_items("week 1")
+    assert [(i.message_id, i.memory_id, i.rank, i.score) for i in got] == [
+        (i.message_id, i.memory_id, i.rank, i.score) for i in items()
+    ]
+    # message text was not opted in: ids and scores only
+    assert {i.query_text for i in got} == {None}
+    assert store.session_assignments("week 1") == {"t0": ["ana", "ben"], "t1": ["ben"]}
+    store.skip("week 1", "t0", "m0", "ana")
+    store.skip("week 1", "t0", "m0", "ana")  # twice is still one skip
+    assert store.skips("week 1") == {("t0", "m0", "ana")}
+    assert store.unskip("week 1", "t0", "m0", "ana") is True
+    assert store.skips("week 1") == set()
+    store.upsert(message_id="t1", memory_id="m2", label="relevant", reviewer="ben", store="embedded:x")
+    store.upsert(message_id="elsewhere", memory_id="m2", label="relevant", reviewer="ben", store="embedded:x")
+    assert [(l.message_id, l.memory_id) for l in store.session_labels("week 1")] == [("t1", "m2")]
+    with pytest.raises(SessionExists):
+        store.create_session(LabelSession(name="week 1", method="uniform", size=0), [])
+
+
+def test_message_text_is_kept_only_when_the_session_opts_in(store):
+    store.create_session(LabelSession(name="with text", method="turns", size=2, keep_text=True), items(2))
+    assert [i.query_text for i in store.session_items("with text")] == ["question 0", "question 0"]
+
+
+def run_writers(target: str) -> None:
+    """WORKERS processes, started together, each writing ROWS labels."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WRITER), target, str(w), str(ROWS)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for w in range(WORKERS)
+    ]
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    for proc in procs:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        assert out.strip() == f"done {ROWS}"
+
+
+def test_eight_processes_lose_and_double_nothing(target):
+    open_label_store(target).close()  # the schema exists before the race starts
+    run_writers(target)
+    store = open_label_store(target)
+    try:
+        rows = store.labels()
+        keys = Counter((l.message_id, l.memory_id, l.reviewer) for l in rows)
+        assert len(rows) == WORKERS * ROWS
+        assert max(keys.values()) == 1
+        assert {l.reviewer for l in rows} == {f"worker-{w}" for w in range(WORKERS)}
+        # every relabel (a tenth of the rows) left exactly one history entry and its final value
+        for w in range(WORKERS):
+            relabelled = store.history("msg-0000", "mem-0")
+            assert [h["reviewer"] for h in relabelled].count(f"worker-{w}") == 1
+        final = {(l.message_id, l.memory_id, l.reviewer): l.label for l in rows}
+        for w in range(WORKERS):
+            first = "relevant" if w % 2 else "not_relevant"
+            assert final[("msg-0000", "mem-0", f"worker-{w}")] != first
+            assert final[("msg-0000", "mem-1", f"worker-{w}")] == ("not_relevant" if w % 2 else "relevant")
+    finally:
+        store.close()
+
+
+def test_an_unreachable_database_is_a_clear_error_without_the_password():
+    with pytest.raises(LabelStoreError) as caught:
+        open_label_store("postgresql://memlens:s3cret-pw@127.0.0.1:1/labels")
+    assert "s3cret-pw" not in str(caught.value) and "127.0.0.1" in str(caught.value)

@@ -1,0 +1,32 @@
+"""The bundled sample log: produced from the demo queries against the demo store at k=5."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dashboard.logs.demo import DEMO_K, SAMPLE_LOG, demo_store_name, log_rows, read_demo_queries
+from dashboard.logs.retrieval_log import read_log
+
+
+def test_the_sample_log_imports_cleanly_and_holds_ids_scores_and_demo_questions():
+    result = read_log(SAMPLE_LOG)
+    queries = read_demo_queries()
+    assert result.issues == [] and result.duplicates == 0
+    assert result.turns == len(queries) and len(result.rows) == DEMO_K * len(queries)
+    assert set(result.rows["store"]) == {demo_store_name()}
+    assert set(result.rows.columns) >= {"message_id", "memory_id", "rank", "score", "user_id", "query", "timestamp"}
+    # no memory text in a log: only ids
+    memories = [json.loads(l)["text"] for l in (SAMPLE_LOG.parent / "memories.jsonl").read_text().splitlines() if l.strip()]
+    raw = SAMPLE_LOG.read_text()
+    assert not [text for text in memories if text in raw]
+
+
+def test_the_sample_log_matches_what_the_demo_store_returns(demo_store):
+    expected = log_rows(demo_store, read_demo_queries())
+    bundled = [json.loads(line) for line in SAMPLE_LOG.read_text().splitlines()]
+    assert [(r["message_id"], r["memory_id"], r["rank"]) for r in bundled] == [
+        (r["message_id"], r["memory_id"], r["rank"]) for r in expected
+    ]
+    assert [r["score"] for r in bundled] == pytest.approx([r["score"] for r in expected], abs=2e-3)
