@@ -1,0 +1,142 @@
+"""The floor advice for one calibration: the floor of the chosen mode, the other modes
+asked for, the diagnosis and its warnings, in the shapes the CLI, the page and the
+exports share. Pure.
+
+The exported floor follows the chosen mode; when that mode reaches no floor (a target
+precision out of reach) the cost-ratio floor is exported and a warning says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dashboard.calibration.choice import COST_RATIO, FloorChoice, check_target, choose, mode_name
+from dashboard.calibration.diagnosis import Diagnosis, FloorOutcome, TurnSplit, diagnose, turn_split
+from dashboard.calibration.sweep import Calibration, format_floor
+
+SPLIT_COLUMNS = ("no_memory_share_answerable", "no_memory_share_unanswerable")
+
+
+@dataclass
+class FloorAdvice:
+    calibration: Calibration
+    mode: str  # the mode the exported floor follows
+    target: float  # its target (the cost ratio, a share, or beta)
+    choices: dict[str, FloorChoice]  # every mode asked for besides the cost ratio
+    diagnosis: Diagnosis
+    split: TurnSplit | None  # over the sweep's floors
+    warnings: list[str] = field(default_factory=list)  # the diagnosis's, then the export's
+
+    @property
+    def chosen(self) -> FloorChoice | None:
+        """The chosen mode's floor; None for the cost ratio (the recommendation)."""
+        return self.choices.get(self.mode)
+
+    @property
+    def reached(self) -> bool:
+        chosen = self.chosen
+        return chosen is None or chosen.reached
+
+    @property
+    def floor(self) -> float:
+        """The exported floor."""
+        chosen = self.chosen
+        if chosen is not None and chosen.floor is not None:
+            return chosen.floor
+        return self.calibration.recommendation.floor
+
+    @property
+    def name(self) -> str:
+        return mode_name(self.mode, self.target)
+
+    @property
+    def snippet(self) -> str:
+        return f"MEMORY_SCORE_FLOOR={format_floor(self.floor)}"
+
+    def env_text(self) -> str:
+        """The .env download: comment lines naming the mode and the warnings, then the line."""
+        lines = [f"# memlens: floor chosen by {self.name}"]
+        lines += [f"# warning: {warning}" for warning in self.warnings]
+        return "\n".join(lines + [self.snippet]) + "\n"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON report's ``advice``: mode, target, floor, each mode's choice and the diagnosis."""
+        return {
+            "mode": self.mode,
+            "target": self.target,
+            "name": self.name,
+            "floor": self.floor,
+            "snippet": self.snippet,
+            "reached": self.reached,
+            "choices": {mode: choice.as_dict() for mode, choice in self.choices.items()},
+            "diagnosis": self.diagnosis.as_dict(),
+            "warnings": list(self.warnings),
+        }
+
+    def sweep_frame(self):
+        """The sweep table with the no-memory share of answerable and unanswerable turns."""
+        frame = self.calibration.sweep.to_frame()
+        if self.split is not None:
+            frame[SPLIT_COLUMNS[0]] = self.split.answerable_share
+            frame[SPLIT_COLUMNS[1]] = self.split.unanswerable_share
+        return frame
+
+
+def advise(
+    calibration: Calibration,
+    targets: dict[str, float] | None = None,
+    mode: str = COST_RATIO,
+    *,
+    resamples: int | None = 0,
+    seed: int = 0,
+) -> FloorAdvice:
+    """Choose a floor by each mode in ``targets`` ({mode: target}); export ``mode``'s.
+
+    The cost ratio is the calibration's own; ``resamples`` is for the other modes'
+    intervals (0: none; None: the sweep's default for the row count).
+    """
+    data, full, rec = calibration.data, calibration.sweep, calibration.recommendation
+    targets = dict(targets or {})
+    if mode == COST_RATIO:
+        targets.pop(COST_RATIO, None)
+        target = rec.cost_ratio
+    elif mode not in targets:
+        raise ValueError(f"mode {mode!r} has no target in {targets!r}")
+    else:
+        target = targets[mode]
+    for name, value in targets.items():
+        check_target(name, value)
+    choices = {
+        name: choose(data, name, value, result=full, resamples=resamples, seed=seed) for name, value in targets.items()
+    }
+    split = turn_split(data, full.floor)
+
+    def answerable_share(floor: float) -> float | None:
+        if split is None or not split.answerable:
+            return None
+        at = turn_split(data, np.array([floor]))
+        assert at is not None
+        return float(at.answerable_share[0])
+
+    outcomes = [
+        FloorOutcome(
+            f"cost ratio {rec.cost_ratio:g}", rec.floor, rec.dropped_relevant, full.relevant_total, answerable_share(rec.floor)
+        )
+    ]
+    for choice in choices.values():
+        if choice.floor is not None:
+            outcomes.append(
+                FloorOutcome(choice.name, choice.floor, choice.dropped_relevant, full.relevant_total, answerable_share(choice.floor))
+            )
+    diagnosis = diagnose(full, data, outcomes, separates=calibration.band is not None)
+    warnings = list(diagnosis.warnings)
+    chosen = choices.get(mode)
+    if chosen is not None and not chosen.reached:
+        warnings.append(
+            f"No floor reaches {chosen.name}; the exported floor is the cost-ratio one "
+            f"({format_floor(rec.floor)} at cost ratio {rec.cost_ratio:g})."
+        )
+    return FloorAdvice(calibration, mode, float(target), choices, diagnosis, split, warnings)
