@@ -8,6 +8,7 @@ precision out of reach) the cost-ratio floor is exported and a warning says so.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,3 +141,53 @@ def advise(
             f"({format_floor(rec.floor)} at cost ratio {rec.cost_ratio:g})."
         )
     return FloorAdvice(calibration, mode, float(target), choices, diagnosis, split, warnings)
+
+
+# ----------------------------------------------------------------- the CLI's lines
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN and infinities as None and numpy numbers as Python ones (JSON has neither)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def turn_line(advice: FloorAdvice) -> str | None:
+    """No memory in answerable turns (a loss) and unanswerable ones (right) at the exported floor."""
+    if advice.split is None:
+        return None
+    at = turn_split(advice.calibration.data, np.array([advice.floor]))
+    assert at is not None
+    parts = []
+    if at.answerable:
+        parts.append(f"no memory in {at.answerable_share[0]:.0%} of {at.answerable} answerable turns (a loss)")
+    if at.unanswerable:
+        parts.append(f"{at.unanswerable_share[0]:.0%} of {at.unanswerable} turns with no relevant memory (right)")
+    return f"at floor {format_floor(advice.floor)}: " + ", ".join(parts)
+
+
+def advice_lines(table: list[str], advice: FloorAdvice, segment_lines: list[str] = (), segment_warnings: list[str] = ()) -> list[str]:
+    """The table of ``report.table_lines`` with the advice spliced in: each mode's line
+    after the recommended floor, the exported floor's line in place of the
+    recommendation's, then the diagnosis, the segments and the ``warning:`` lines.
+    With no mode asked and separating labels, the table is unchanged above the new
+    lines."""
+    lines = list(table)
+    snippet_at = next(i for i, line in enumerate(lines) if line.startswith("MEMORY_SCORE_FLOOR="))
+    lines[snippet_at] = advice.snippet
+    lines[snippet_at:snippet_at] = [choice.line() for choice in advice.choices.values()]
+    if not advice.diagnosis.separates:
+        lines.append(advice.diagnosis.line())
+    turns = turn_line(advice)
+    if turns:
+        lines.append(turns)
+    lines.extend(segment_lines)
+    lines.extend(f"warning: {warning}" for warning in [*advice.warnings, *segment_warnings])
+    return lines

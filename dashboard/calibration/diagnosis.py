@@ -135,13 +135,10 @@ class Diagnosis:
 
     def line(self) -> str:
         """The CLI's summary of separability."""
-        text = (
+        return (
             f"diagnosis: ROC AUC {self.roc_auc:.2f}, average precision {self.average_precision:.2f} "
             f"(relevant share {self.relevant_share:.1%})"
         )
-        if self.answerable_turns is not None:
-            text += f"; {self.answerable_turns} answerable turns, {self.unanswerable_turns} with no relevant memory"
-        return text
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

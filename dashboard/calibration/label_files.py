@@ -3,8 +3,9 @@
 A label file is JSONL (one object a line) or CSV with a header, in the export format
 of ``dashboard/labels/export.py`` (``message_id``, ``memory_id``, ``rank``, ``score``,
 ``label``, ``reviewer``, ``store``, ``created_at``, ``updated_at``) or just
-``score`` and ``label``. Every problem is reported with its line number and field;
-the usable rows are still used:
+``score`` and ``label``; an optional ``user_id`` (or ``user``) and ``tag`` (or
+``category``) column lets the floor be compared across segments. Every problem is
+reported with its line number and field; the usable rows are still used:
 
 * a line that is not JSON, or not an object, or a CSV record with too many cells:
   the row is skipped;
@@ -37,6 +38,9 @@ from dashboard.labels.export import FORMULA_PREFIXES
 ID_FIELDS = ("message_id", "memory_id")
 TEXT_FIELDS = ("reviewer", "store")
 TIME_FIELDS = ("created_at", "updated_at")
+# Optional segment columns, under the names label files give them: a floor per user
+# or per tag (a question category, say) is worth a look when they differ.
+SEGMENT_COLUMNS = {"user": ("user_id", "user"), "tag": ("tag", "category")}
 SHOWN_ISSUES = 20
 
 
@@ -56,6 +60,8 @@ class LabelRow:
     store: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
+    user: str | None = None
+    tag: str | None = None
 
 
 @dataclass
@@ -287,6 +293,17 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
         value = values.get(name)
         if value is not None and not isinstance(value, str):
             result.issues.append(FileIssue(number, name, f"must be text, got {type(value).__name__}", skipped=False))
+        else:
+            setattr(row, name, value)
+    for name, columns in SEGMENT_COLUMNS.items():
+        column = next((c for c in columns if values.get(c) is not None), None)
+        if column is None:
+            continue
+        value = values[column]
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            result.issues.append(FileIssue(number, column, f"must be text, got {type(value).__name__}", skipped=False))
         else:
             setattr(row, name, value)
     for name in TIME_FIELDS:

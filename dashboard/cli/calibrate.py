@@ -1,12 +1,23 @@
 """`memlens calibrate FILE`: the floor trade-off of a label file, in the terminal.
 
     memlens calibrate labels.jsonl [--floors 0.15,0.2,...] [--cost-ratio R] [--format table|csv|json]
+        [--target-recall R] [--target-precision P] [--fbeta B] [--segment-by user|store|tag]
 
 table (default): one line per requested floor,
     floor 0.20: keeps N irrelevant, drops M relevant, precision P, recall R, no memory in S of turns
-then the separating band (when one exists) and the recommended floor.
-csv: the full sweep (every distinct score plus the requested floors).
-json: the requested floors, the band, the recommendation and the label counts.
+then the separating band (when one exists), the recommended floor at the cost ratio,
+one line per mode asked for,
+    target recall 0.90: floor 0.31 keeps 1234 irrelevant, drops 89 relevant, precision 0.07
+    target precision 0.80: no floor reaches it (best 0.41 at floor 0.62)
+    max F1: floor 0.44 keeps 120 irrelevant, drops 300 relevant, precision 0.71, recall 0.66
+and the MEMORY_SCORE_FLOOR= line, which follows the first mode asked for of target
+recall, target precision and F-beta (the cost ratio when none is). Then the diagnosis
+when the labels do not separate (ROC AUC, average precision), the no-memory shares of
+answerable and unanswerable turns, the floors per segment, and `warning:` lines.
+csv: the full sweep (every distinct score plus the requested floors), with the
+no-memory share of answerable and unanswerable turns.
+json: the requested floors, the band, the recommendation, the label counts, and the
+advice (mode, target, floor, each mode's choice, diagnosis, warnings) and segments.
 
 Problems in the file go to stderr with their line numbers; the usable rows are used.
 Exit status 2 when nothing usable is left (no rows, one class only, unreadable file).
@@ -20,8 +31,11 @@ import math
 import sys
 from typing import Any
 
+from dashboard.calibration.advice import advice_lines, advise, json_safe
+from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
 from dashboard.calibration.label_files import LabelFileError, read_label_file
 from dashboard.calibration.report import as_json, table_lines
+from dashboard.calibration.segments import SEGMENT_FIELDS, segment_floors
 from dashboard.calibration.sweep import DEFAULT_SEED, CalibrationError, calibrate
 
 DEFAULT_FLOORS = (0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
@@ -56,6 +70,16 @@ def positive_number(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a share above 0 and at most 1, e.g. 0.9")
+    return value
+
+
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "calibrate",
@@ -75,6 +99,16 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         type=positive_number,
         default=1.0,
         help="how many missed relevant memories one wrong memory costs (default 1)",
+    )
+    parser.add_argument(
+        "--target-recall", type=share, help="also the highest floor keeping at least this share of relevant memories"
+    )
+    parser.add_argument(
+        "--target-precision", type=share, help="also the lowest floor at which at least this share of what is kept is relevant"
+    )
+    parser.add_argument("--fbeta", type=positive_number, metavar="BETA", help="also the floor maximising F-beta (1: F1)")
+    parser.add_argument(
+        "--segment-by", choices=SEGMENT_FIELDS, help="also a floor per user, store or tag, with its bootstrap interval"
     )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument(
@@ -102,13 +136,34 @@ def run(args: argparse.Namespace) -> int:
             resamples=None if args.resamples is None else max(0, args.resamples),
             seed=args.seed,
         )
+        targets = {
+            mode: value
+            for mode, value in ((TARGET_RECALL, args.target_recall), (TARGET_PRECISION, args.target_precision), (FBETA, args.fbeta))
+            if value is not None
+        }
+        mode = next(iter(targets), COST_RATIO)  # the exported floor follows the first mode asked for
+        resamples = None if args.resamples is None else max(0, args.resamples)
+        advice = advise(result, targets, mode, resamples=resamples, seed=args.seed)
+        segments = []
+        if args.segment_by:
+            target = advice.target if mode != COST_RATIO else args.cost_ratio
+            segments = segment_floors(labels, args.segment_by, mode, target, resamples=resamples, seed=args.seed)
     except CalibrationError as exc:
         print(f"memlens calibrate: {args.file}: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     if args.format == "csv":
-        sys.stdout.write(result.sweep.to_frame().to_csv(index=False))
+        sys.stdout.write(advice.sweep_frame().to_csv(index=False))
     elif args.format == "json":
-        print(json.dumps(as_json(result, labels), indent=2))
+        report = as_json(result, labels)
+        report["advice"] = advice.as_dict()
+        report["segments"] = (
+            {"by": args.segment_by, "mode": mode, "floors": [segment.as_dict() for segment in segments]} if segments else None
+        )
+        print(json.dumps(json_safe(report), indent=2))
     else:
-        print("\n".join(table_lines(result, labels)))
+        segment_lines = [segment.line(args.segment_by) for segment in segments]
+        segment_warnings = [
+            f"{segment.title(args.segment_by)}: {segment.note}" for segment in segments if segment.note
+        ]
+        print("\n".join(advice_lines(table_lines(result, labels), advice, segment_lines, segment_warnings)))
     return 0

@@ -74,6 +74,7 @@ def test_csv_is_the_full_sweep():
     assert list(table[0]) == [
         "floor", "requested", "kept_relevant", "kept_irrelevant", "dropped_relevant", "dropped_irrelevant",
         "precision", "recall", "f1", "no_memory_share", "mean_kept_per_turn",
+        "no_memory_share_answerable", "no_memory_share_unanswerable",
     ]  # fmt: skip
 
 
