@@ -77,6 +77,29 @@ class FloorAdvice:
             "warnings": list(self.warnings),
         }
 
+    def export_fields(self) -> dict[str, Any]:
+        """What the page's floor JSON adds to the chosen floor's numbers: how it was
+        chosen, its interval when not the cost ratio's, and the warnings."""
+        chosen = self.chosen
+        fields: dict[str, Any] = {
+            "mode": self.mode,
+            "target": self.target,
+            "mode_name": self.name,
+            "reached": self.reached,
+            "warnings": list(self.warnings),
+            "diagnosis": {
+                "roc_auc": self.diagnosis.roc_auc,
+                "average_precision": self.diagnosis.average_precision,
+                "relevant_share": self.diagnosis.relevant_share,
+                "answerable_turns": self.diagnosis.answerable_turns,
+                "unanswerable_turns": self.diagnosis.unanswerable_turns,
+            },
+        }
+        if chosen is not None and chosen.reached:
+            fields["interval"] = list(chosen.interval) if chosen.interval else None
+            fields["resampled"] = chosen.resampled
+        return json_safe(fields)
+
     def sweep_frame(self):
         """The sweep table with the no-memory share of answerable and unanswerable turns."""
         frame = self.calibration.sweep.to_frame()

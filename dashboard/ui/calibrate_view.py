@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard.calibration.advice import FloorAdvice
 from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, parse_label_bytes
 from dashboard.calibration.report import floor_choice
 from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
@@ -24,6 +25,7 @@ from dashboard.labels.demo import DEMO_LABELS, load_demo_labels
 from dashboard.labels.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import calibration_charts as charts
+from dashboard.ui import floor_advice as advice_ui
 
 SOURCE_STORE = "Label store"
 SOURCE_UPLOAD = "Upload a file"
@@ -87,7 +89,7 @@ def _stored_labels() -> LabelSource:
         )
         return LabelSource(load_demo_labels(), "demo")
 
-    days = sorted(d for d in (_label_date(l.updated_at) for l in everything) if d)
+    days = sorted(d for d in (_label_date(label.updated_at) for label in everything) if d)
     cols = st.columns(3)
     store_name = cols[0].selectbox("Store", [ALL, *store.stores()], key="calibrate_store")
     reviewer = cols[1].selectbox("Reviewer", [ALL, *store.reviewers()], key="calibrate_reviewer")
@@ -222,7 +224,9 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None or value != value else f"{value:.0%}"
 
 
-def show_summary(result: Calibration, current: float) -> None:
+def show_summary(result: Calibration, current: float, advice: FloorAdvice | None = None) -> None:
+    """Label counts, the band (or why there is none), the diagnosis and its warnings,
+    then the recommended floor (``advice``'s mode; the cost ratio without one)."""
     data, rec = result.data, result.recommendation
     cols = st.columns(4)
     cols[0].metric("Labelled hits", f"{len(data):,}")
@@ -241,6 +245,8 @@ def show_summary(result: Calibration, current: float) -> None:
             f"No floor separates the labels: an irrelevant hit scores {best:.3f} and a relevant one "
             f"{worst:.3f}, so every floor keeps some irrelevant memory or drops some relevant one."
         )
+    if advice is not None:
+        advice_ui.show_diagnosis(advice)
 
     now = evaluate(data, [current])
     cols = st.columns(2)
@@ -250,14 +256,17 @@ def show_summary(result: Calibration, current: float) -> None:
         if rec.interval
         else "no interval (too few turns holding both labels)"
     )
+    mode_caption = advice_ui.recommendation_caption(advice) if advice is not None else None
     cols[0].metric(
-        f"Recommended floor (cost ratio {rec.cost_ratio:g})",
-        format_floor(rec.floor),
-        help="The middle of the range of floors with the lowest cost; the interval is that middle "
-        "over bootstrap resamples of turns.",
+        f"Recommended floor ({advice.name if advice is not None else f'cost ratio {rec.cost_ratio:g}'})",
+        format_floor(advice.floor if advice is not None else rec.floor),
+        help="Cost ratio: the middle of the range of floors with the lowest cost. Targets and F-beta: the "
+        "shortest floor keeping exactly what the chosen score keeps. The interval is the floor over bootstrap "
+        "resamples of turns.",
     )
     cols[0].caption(
-        f"Keeps {rec.kept_irrelevant:,} irrelevant, drops {rec.dropped_relevant:,} relevant, "
+        mode_caption
+        or f"Keeps {rec.kept_irrelevant:,} irrelevant, drops {rec.dropped_relevant:,} relevant, "
         f"no memory in {_percent(rec.no_memory_share)} of turns; {interval}."
     )
     cols[1].metric("Inspect floor", format_floor(current))
@@ -266,10 +275,14 @@ def show_summary(result: Calibration, current: float) -> None:
         f"Keeps {int(now.kept_irrelevant[0]):,} irrelevant, drops {int(now.dropped_relevant[0]):,} relevant, "
         f"no memory in {_percent(no_memory)} of turns."
     )
+    if advice is not None:
+        advice_ui.show_turns(advice)
 
 
-def show_charts(result: Calibration, current: float) -> None:
+def show_charts(result: Calibration, current: float, advice: FloorAdvice | None = None) -> None:
     rec, band, sweep = result.recommendation.floor, result.band, result.sweep
+    if advice is not None:
+        rec = advice.floor
     left, right = st.columns(2)
     left.plotly_chart(
         charts.score_histogram_figure(result.data, current, rec, band), width="stretch", key="calibrate_histogram"
@@ -283,13 +296,15 @@ def show_charts(result: Calibration, current: float) -> None:
         right.info("The share of turns left with no memory needs a message id on every label.")
     else:
         right.plotly_chart(
-            charts.no_memory_figure(sweep, current, rec, band), width="stretch", key="calibrate_no_memory"
+            charts.no_memory_figure(sweep, current, rec, band, advice.split if advice is not None else None),
+            width="stretch",
+            key="calibrate_no_memory",
         )
 
 
-def show_sweep_table(result: Calibration) -> None:
+def show_sweep_table(result: Calibration, advice: FloorAdvice | None = None) -> None:
     st.subheader("Every floor")
-    frame = result.sweep.to_frame()
+    frame = advice.sweep_frame() if advice is not None else result.sweep.to_frame()
     if len(frame) > MAX_TABLE_ROWS:
         shown = frame.iloc[charts.thinned(result.sweep, MAX_TABLE_ROWS)]
         st.caption(
@@ -310,19 +325,31 @@ def show_sweep_table(result: Calibration) -> None:
             "f1": st.column_config.NumberColumn("F1", format="%.3f"),
             "no_memory_share": st.column_config.NumberColumn("no memory (share of turns)", format="percent"),
             "mean_kept_per_turn": st.column_config.NumberColumn("kept per turn", format="%.2f"),
+            "no_memory_share_answerable": st.column_config.NumberColumn("no memory (answerable turns)", format="percent"),
+            "no_memory_share_unanswerable": st.column_config.NumberColumn(
+                "no memory (turns with no relevant memory)", format="percent"
+            ),
         },
     )
 
 
-def show_exports(result: Calibration, source: LabelSource) -> None:
+def show_exports(result: Calibration, source: LabelSource, advice: FloorAdvice | None = None) -> None:
+    """The sweep CSV, the floor as a .env line and as JSON; with ``advice``, the floor
+    of its mode, and the .env comments and the JSON say the mode, target and warnings."""
     st.subheader("Export")
     rec = result.recommendation
-    choice = floor_choice(result, source.labels, filters=source.filters, demo=source.kind == "demo")
-    st.code(rec.snippet, language="bash")
+    floor = advice.floor if advice is not None else None
+    choice = floor_choice(result, source.labels, floor=floor, filters=source.filters, demo=source.kind == "demo")
+    if advice is not None:
+        choice.update(advice.export_fields())
+    snippet = advice.snippet if advice is not None else rec.snippet
+    env_text = advice.env_text() if advice is not None else rec.snippet + "\n"
+    sweep_frame = advice.sweep_frame() if advice is not None else result.sweep.to_frame()
+    st.code(snippet, language="bash")
     cols = st.columns(3)
     cols[0].download_button(
         "Download the sweep (CSV)",
-        result.sweep.to_frame().to_csv(index=False),
+        sweep_frame.to_csv(index=False),
         file_name="memlens-sweep.csv",
         mime="text/csv",
         key="download_sweep_csv",
@@ -330,7 +357,7 @@ def show_exports(result: Calibration, source: LabelSource) -> None:
     )
     cols[1].download_button(
         "Download the floor (.env line)",
-        rec.snippet + "\n",
+        env_text,
         file_name="memlens-floor.env",
         mime="text/plain",
         key="download_floor_env",

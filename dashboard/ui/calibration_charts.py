@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from dashboard.calibration.diagnosis import TurnSplit
 from dashboard.calibration.sweep import Band, LabelledScores, Sweep, format_floor
 
 RELEVANT_COLOUR = "#4C78A8"
@@ -31,7 +32,7 @@ def _mark_floors(fig: go.Figure, current: float, recommended: float, band: Band 
     # The two floors are often close: the lower one's label reads leftwards from its
     # line and the higher one's rightwards, so the labels never overlap.
     marks.sort(key=lambda mark: mark[0])
-    for (x, text, colour, dash), anchor in zip(marks, ("right", "left")):
+    for (x, text, colour, dash), anchor in zip(marks, ("right", "left"), strict=True):
         fig.add_vline(x=x, line_dash=dash, line_color=colour)
         fig.add_annotation(
             x=x, y=1.0, xref="x", yref="paper", text=text, showarrow=False,
@@ -109,13 +110,20 @@ def precision_recall_figure(sweep: Sweep, current: float, recommended: float, ba
     return _mark_floors(fig, current, recommended, band)
 
 
-def no_memory_figure(sweep: Sweep, current: float, recommended: float, band: Band | None) -> go.Figure:
-    """The share of turns whose prompt would say "no stored memory is relevant"."""
+def no_memory_figure(
+    sweep: Sweep, current: float, recommended: float, band: Band | None, split: TurnSplit | None = None
+) -> go.Figure:
+    """The share of turns whose prompt would say "no stored memory is relevant";
+    with ``split`` (over the sweep's floors), answerable turns (a loss) and turns
+    with no relevant memory (the right outcome) apart."""
     share = sweep.no_memory_share
     if share is None:
         raise ValueError("the share of turns with no memory needs message ids")
     index = thinned(sweep)
     fig = go.Figure()
     _step(fig, sweep.floor[index], share[index], "turns with no memory", NEUTRAL_COLOUR, ".0%")
+    if split is not None and split.answerable and split.unanswerable:
+        _step(fig, sweep.floor[index], split.answerable_share[index], "answerable (a loss)", RELEVANT_COLOUR, ".0%")
+        _step(fig, sweep.floor[index], split.unanswerable_share[index], "no relevant memory (right)", IRRELEVANT_COLOUR, ".0%")
     _layout(fig, "Turns left with no memory", "share of turns", range=[0, 1.05], tickformat=".0%")
     return _mark_floors(fig, current, recommended, band)

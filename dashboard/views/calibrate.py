@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.ui import calibrate_view as view
+from dashboard.ui import floor_advice as advice_ui
 
 st.title("Calibrate the floor")
 st.caption(
@@ -22,8 +23,11 @@ if data is None:
     st.stop()
 
 cost_ratio, floors = view.controls()
+mode = advice_ui.mode_controls(cost_ratio)
 result = view.calibration(data, floors, cost_ratio)
-view.show_summary(result, floor)
-view.show_charts(result, floor)
-view.show_sweep_table(result)
-view.show_exports(result, source)
+advice = advice_ui.floor_advice(result, mode)
+view.show_summary(result, floor, advice)
+view.show_charts(result, floor, advice)
+view.show_sweep_table(result, advice)
+advice_ui.show_segments(source.labels, advice)
+view.show_exports(result, source, advice)

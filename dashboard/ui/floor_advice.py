@@ -1,0 +1,197 @@
+"""The Calibrate page's floor advice: the mode picker (cost ratio, target recall,
+target precision, F-beta), the diagnosis with its warnings, answerable and
+unanswerable turns, and the floors per segment.
+
+The arithmetic lives in dashboard/calibration (choice, diagnosis, advice, segments);
+here it is only asked for and shown. Results are kept in session state against the
+calibration they came from, so a rerun that changes nothing recomputes nothing (the
+bootstrap intervals are the slow part on large label sets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard.calibration.advice import FloorAdvice, advise
+from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
+from dashboard.calibration.diagnosis import turn_split
+from dashboard.calibration.label_files import LabelFile
+from dashboard.calibration.segments import SegmentFloor, segment_fields, segment_floors
+from dashboard.calibration.sweep import Calibration, format_floor
+
+MODE_LABELS = {
+    COST_RATIO: "Cost ratio",
+    TARGET_RECALL: "Target recall",
+    TARGET_PRECISION: "Target precision",
+    FBETA: "Max F-beta",
+}
+SEGMENT_LABELS = {"user": "user", "store": "store", "tag": "tag (e.g. question category)"}
+
+
+@dataclass(frozen=True)
+class ModeSettings:
+    mode: str
+    target: float  # the share, beta or cost ratio the mode needs
+
+
+def mode_controls(cost_ratio: float) -> ModeSettings:
+    """How the recommended (and exported) floor is chosen."""
+    mode = st.radio(
+        "Choose the floor by",
+        list(MODE_LABELS),
+        format_func=MODE_LABELS.__getitem__,
+        key="floor_mode",
+        horizontal=True,
+        help="Cost ratio: the least cost × irrelevant kept + relevant dropped. Target recall: the highest floor "
+        "keeping at least that share of relevant memories. Target precision: the lowest floor at which at least "
+        "that share of what is kept is relevant. Max F-beta: the best balance of the two (beta > 1 favours recall).",
+    )
+    if mode == TARGET_RECALL:
+        target = st.slider("Keep at least this share of relevant memories", 0.5, 1.0, 0.9, 0.01, key="target_recall")
+    elif mode == TARGET_PRECISION:
+        target = st.slider("At least this share of what is kept is relevant", 0.1, 1.0, 0.8, 0.01, key="target_precision")
+    elif mode == FBETA:
+        target = st.number_input("beta", min_value=0.1, max_value=10.0, value=1.0, step=0.5, key="fbeta_beta")
+    else:
+        target = cost_ratio
+    return ModeSettings(mode, float(target))
+
+
+def floor_advice(result: Calibration, settings: ModeSettings) -> FloorAdvice:
+    """The advice for this calibration and mode, kept until either changes."""
+    key = (id(result), settings)
+    memo = st.session_state.get("_floor_advice_memo")
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    targets = {} if settings.mode == COST_RATIO else {settings.mode: settings.target}
+    advice = advise(result, targets, settings.mode, resamples=None)
+    st.session_state["_floor_advice_memo"] = (key, advice)
+    return advice
+
+
+# ------------------------------------------------------------------ diagnosis
+
+
+def show_diagnosis(advice: FloorAdvice) -> None:
+    """How separable the scores are, and every warning, above the recommendation."""
+    diagnosis = advice.diagnosis
+    if not diagnosis.separates:
+        st.subheader("Diagnosis")
+        cols = st.columns(3)
+        cols[0].metric(
+            "ROC AUC", f"{diagnosis.roc_auc:.2f}",
+            help="The chance that a relevant hit outscores an irrelevant one (0.5: the score says nothing; 1: it separates).",
+        )  # fmt: skip
+        cols[1].metric(
+            "Average precision", f"{diagnosis.average_precision:.2f}",
+            help="Precision averaged over the recall levels, as scikit-learn computes it; the relevant share is what "
+            "a score that says nothing would get.",
+        )  # fmt: skip
+        cols[2].metric("Relevant share", f"{diagnosis.relevant_share:.1%}")
+    for warning in advice.warnings:
+        st.warning(warning, icon="⚠️")
+
+
+def recommendation_caption(advice: FloorAdvice) -> str | None:
+    """For a mode other than the cost ratio: what it keeps and drops, its interval,
+    and the cost-ratio floor beside it."""
+    chosen = advice.chosen
+    if chosen is None:
+        return None
+    rec = advice.calibration.recommendation
+    cost = (
+        f"At cost ratio {rec.cost_ratio:g} the floor would be {format_floor(rec.floor)} "
+        f"(keeps {rec.kept_irrelevant:,} irrelevant, drops {rec.dropped_relevant:,} relevant)."
+    )
+    if not chosen.reached:
+        line = chosen.line()
+        return f"{line[0].upper()}{line[1:]}; the floor shown is the cost-ratio one. {cost}"
+    interval = (
+        f"{chosen.confidence:.0%} interval {chosen.interval[0]:.3f}–{chosen.interval[1]:.3f} "
+        f"({chosen.resamples_used} resamples of {chosen.resampled})"
+        if chosen.interval
+        else "no interval"
+    )
+    return (
+        f"Keeps {chosen.kept_irrelevant:,} irrelevant, drops {chosen.dropped_relevant:,} relevant; precision "
+        f"{chosen.precision:.2f}, recall {chosen.recall:.2f}; {interval}. {cost}"
+    )
+
+
+def show_turns(advice: FloorAdvice) -> None:
+    """No memory in answerable turns (a loss) and unanswerable ones (the right outcome)."""
+    split = turn_split(advice.calibration.data, np.array([advice.floor]))
+    if split is None:
+        return
+    parts = []
+    if split.answerable:
+        parts.append(
+            f"no memory in **{split.answerable_share[0]:.0%}** of the {split.answerable:,} answerable turns "
+            "(a relevant memory was there: a loss)"
+        )
+    if split.unanswerable:
+        parts.append(
+            f"**{split.unanswerable_share[0]:.0%}** of the {split.unanswerable:,} turns with no relevant memory "
+            "(the right outcome)"
+        )
+    st.caption(f"At floor {format_floor(advice.floor)}: " + "; ".join(parts) + ".")
+
+
+# ------------------------------------------------------------------ segments
+
+
+def _segment_frame(segments: list[SegmentFloor]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "segment": [s.segment for s in segments],
+            "labels": [s.rows for s in segments],
+            "relevant": [s.relevant for s in segments],
+            "turns": [s.turns for s in segments],
+            "floor": [s.floor for s in segments],
+            "interval_low": [s.interval[0] if s.interval else None for s in segments],
+            "interval_high": [s.interval[1] if s.interval else None for s in segments],
+            "note": [s.note or "" for s in segments],
+        }
+    )
+
+
+def show_segments(labels: LabelFile, advice: FloorAdvice) -> None:
+    """The floor per user, store or tag, with its interval, beside the one floor for all."""
+    st.subheader("Floors per segment")
+    fields = segment_fields(labels)
+    if not fields:
+        st.caption(
+            "Floors per segment need labels that carry a user (`user_id`), a store or a tag (`tag`, e.g. a "
+            "question category) with at least two values."
+        )
+        return
+    by = st.selectbox("Segment by", fields, format_func=SEGMENT_LABELS.__getitem__, key="segment_by")
+    key = (id(advice.calibration), id(labels), by, advice.mode, advice.target)
+    memo = st.session_state.get("_segment_memo")
+    if memo is not None and memo[0] == key:
+        segments = memo[1]
+    else:
+        segments = segment_floors(labels, by, advice.mode, advice.target)
+        st.session_state["_segment_memo"] = (key, segments)
+    st.caption(
+        f"The {advice.name} floor of each {by}, with its 95% bootstrap interval; the first row is the one floor "
+        "for all segments."
+    )
+    st.dataframe(
+        _segment_frame(segments),
+        hide_index=True,
+        width="stretch",
+        key="segment_table",
+        column_config={
+            "floor": st.column_config.NumberColumn("floor", format="%.4f"),
+            "interval_low": st.column_config.NumberColumn("95% interval from", format="%.3f"),
+            "interval_high": st.column_config.NumberColumn("to", format="%.3f"),
+        },
+    )
+    for segment in segments:
+        if segment.note:
+            st.warning(f"{segment.title(by)}: {segment.note}.")

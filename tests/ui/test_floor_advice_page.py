@@ -1,0 +1,89 @@
+"""The Calibrate page's floor advice in AppTest: on rare, overlapping labels the
+diagnosis and its warnings stand above the recommendation, the mode picker moves the
+recommended and exported floor, answerable turns are counted apart, and the floors
+per tag come with intervals and a warning for the small segment."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from dashboard.calibration.choice import TARGET_RECALL, choose
+from dashboard.calibration.label_files import parse_label_bytes
+from dashboard.calibration.sweep import calibrate, format_floor
+from tests.dashboard.calibration.test_calibrate_advice_cli import write_rare_labels
+from tests.ui.test_calibrate_page import metric, open_calibrate
+
+
+def upload_rare(app, tmp_path, **state):
+    path = tmp_path / "benchmark-labels.jsonl"
+    scores, relevant = write_rare_labels(path)
+    at = open_calibrate(app, calibrate_source="Upload a file", **state)
+    at.file_uploader(key="calibrate_upload").set_value((path.name, path.read_bytes(), "application/jsonl")).run()
+    assert not at.exception, at.exception
+    return at, path, scores, relevant
+
+
+def markdown_of(elements) -> list[str]:
+    return [element.value for element in elements]
+
+
+def test_rare_overlapping_labels_show_the_diagnosis_and_warnings_above_the_recommendation(app, tmp_path):
+    at, path, scores, relevant = upload_rare(app, tmp_path)
+    expected = calibrate(parse_label_bytes(path.read_bytes(), path.name).labelled_scores(), resamples=0)
+    rec = expected.recommendation
+    assert rec.dropped_relevant > relevant.sum() / 2  # cost ratio 1 turns memory off...
+
+    warnings = markdown_of(at.warning)
+    # ... and the page says so, with the numbers.
+    assert any(f"drops {rec.dropped_relevant} of {relevant.sum()} relevant memories" in w for w in warnings)
+    assert any(w.startswith("At every floor that keeps 90% of relevant memories, at least") for w in warnings)
+    assert any("of answerable turns (turns with a relevant memory) with no memory at all" in w for w in warnings)
+    assert metric(at, "ROC AUC") == f"{roc_auc_score(relevant, scores):.2f}"
+    assert metric(at, "Average precision") == f"{average_precision_score(relevant, scores):.2f}"
+    assert metric(at, "Recommended floor (cost ratio 1)") == format_floor(rec.floor)
+
+    # The diagnosis is drawn before the recommendation.
+    labels_in_order = [m.label for m in at.metric]
+    assert labels_in_order.index("ROC AUC") < labels_in_order.index("Recommended floor (cost ratio 1)")
+    assert any("answerable turns" in c.value and "turns with no relevant memory" in c.value for c in at.caption)
+
+
+def test_target_recall_mode_moves_the_recommended_and_exported_floor(app, tmp_path):
+    at, path, scores, relevant = upload_rare(app, tmp_path)
+    at.radio(key="floor_mode").set_value(TARGET_RECALL).run()
+    assert not at.exception, at.exception
+    data = parse_label_bytes(path.read_bytes(), path.name).labelled_scores()
+    chosen = choose(data, TARGET_RECALL, 0.9)
+    assert metric(at, "Recommended floor (target recall 0.90)") == format_floor(chosen.floor)
+    kept = scores >= chosen.floor
+    assert (kept & relevant).sum() >= 0.9 * relevant.sum()
+    assert at.code[0].value == f"MEMORY_SCORE_FLOOR={format_floor(chosen.floor)}"
+    # The JSON behind the floor says how it was chosen, and carries the warnings.
+    exported = json.loads(at.json[0].value)
+    assert (exported["mode"], exported["target"], exported["floor"]) == ("target_recall", 0.9, chosen.floor)
+    assert any(w.startswith("At every floor that keeps 90%") for w in exported["warnings"])
+    assert exported["at_floor"]["dropped_relevant"] == int((~kept & relevant).sum())
+
+    at.slider(key="target_recall").set_value(0.75).run()
+    assert metric(at, "Recommended floor (target recall 0.75)") == format_floor(choose(data, TARGET_RECALL, 0.75).floor)
+
+
+def test_floors_per_tag_with_intervals_and_a_warning_for_the_small_segment(app, tmp_path):
+    at, *_ = upload_rare(app, tmp_path)
+    assert at.selectbox(key="segment_by").value == "tag"
+    table = next(frame.value for frame in at.dataframe if "segment" in frame.value.columns)
+    assert table["segment"].tolist()[0] == "(all segments)"
+    assert set(table["segment"].tolist()[1:]) == {"temporal", "multi-hop", "single-hop", "open", "rare-category"}
+    assert table["labels"].tolist()[0] == sum(table["labels"].tolist()[1:])
+    assert np.isfinite(table["interval_low"].astype(float)).all()
+    assert any(w.startswith("segment tag=rare-category: too few labels for a stable floor") for w in markdown_of(at.warning))
+
+
+def test_separating_demo_labels_show_no_diagnosis_warning(app):
+    at = open_calibrate(app)
+    assert not any(m.label == "ROC AUC" for m in at.metric)
+    assert not at.warning
+    assert any("Floors per segment need labels" in c.value for c in at.caption)
