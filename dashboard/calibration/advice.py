@@ -141,9 +141,7 @@ def advise(
     def answerable_share(floor: float) -> float | None:
         if split is None or not split.answerable:
             return None
-        at = turn_split(data, np.array([floor]))
-        assert at is not None
-        return float(at.answerable_share[0])
+        return float(split.at(np.array([floor])).answerable_share[0])
 
     outcomes = [
         FloorOutcome(
@@ -155,7 +153,7 @@ def advise(
             outcomes.append(
                 FloorOutcome(choice.name, choice.floor, choice.dropped_relevant, full.relevant_total, answerable_share(choice.floor))
             )
-    diagnosis = diagnose(full, data, outcomes, separates=calibration.band is not None)
+    diagnosis = diagnose(full, data, outcomes, separates=calibration.band is not None, split=split)
     warnings = list(diagnosis.warnings)
     chosen = choices.get(mode)
     if chosen is not None and not chosen.reached:
@@ -186,8 +184,7 @@ def turn_line(advice: FloorAdvice) -> str | None:
     """No memory in answerable turns (a loss) and unanswerable ones (right) at the exported floor."""
     if advice.split is None:
         return None
-    at = turn_split(advice.calibration.data, np.array([advice.floor]))
-    assert at is not None
+    at = advice.split.at(np.array([advice.floor]))
     parts = []
     if at.answerable:
         parts.append(f"no memory in {at.answerable_share[0]:.0%} of {at.answerable} answerable turns (a loss)")

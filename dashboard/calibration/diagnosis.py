@@ -70,6 +70,8 @@ class TurnSplit:
     unanswerable: int  # turns whose labelled hits are all not relevant
     no_memory_answerable: np.ndarray  # answerable turns with nothing kept, per floor
     no_memory_unanswerable: np.ndarray
+    best_answerable: np.ndarray  # each answerable turn's best score, sorted
+    best_unanswerable: np.ndarray
 
     @property
     def answerable_share(self) -> np.ndarray:
@@ -82,6 +84,19 @@ class TurnSplit:
         if not self.unanswerable:
             return np.full(len(self.floor), np.nan)
         return self.no_memory_unanswerable / self.unanswerable
+
+    def at(self, floors: np.ndarray) -> TurnSplit:
+        """The same turns counted at other floors (sorted ascending)."""
+        floors = np.asarray(floors, dtype=np.float64)
+        return TurnSplit(
+            floor=floors,
+            answerable=self.answerable,
+            unanswerable=self.unanswerable,
+            no_memory_answerable=np.searchsorted(self.best_answerable, floors, side="left"),
+            no_memory_unanswerable=np.searchsorted(self.best_unanswerable, floors, side="left"),
+            best_answerable=self.best_answerable,
+            best_unanswerable=self.best_unanswerable,
+        )
 
 
 def turn_split(data: LabelledScores, floors: np.ndarray) -> TurnSplit | None:
@@ -97,14 +112,17 @@ def turn_split(data: LabelledScores, floors: np.ndarray) -> TurnSplit | None:
     np.maximum.at(best, data.turn, data.scores)
     answerable = np.zeros(data.turns, dtype=bool)
     answerable[data.turn[data.relevant]] = True
-    floors = np.asarray(floors, dtype=np.float64)
-    return TurnSplit(
-        floor=floors,
+    empty = np.array([], dtype=np.float64)
+    whole = TurnSplit(
+        floor=empty,
         answerable=int(answerable.sum()),
         unanswerable=int((~answerable).sum()),
-        no_memory_answerable=np.searchsorted(np.sort(best[answerable]), floors, side="left"),
-        no_memory_unanswerable=np.searchsorted(np.sort(best[~answerable]), floors, side="left"),
+        no_memory_answerable=empty,
+        no_memory_unanswerable=empty,
+        best_answerable=np.sort(best[answerable]),
+        best_unanswerable=np.sort(best[~answerable]),
     )
+    return whole.at(floors)
 
 
 # ----------------------------------------------------------------- the diagnosis
@@ -187,8 +205,11 @@ def floor_warnings(outcome: FloorOutcome, relevant_share: float) -> list[str]:
     return warnings
 
 
-def diagnose(result: Sweep, data: LabelledScores, outcomes: list[FloorOutcome], separates: bool) -> Diagnosis:
-    """Separability, the turn counts and every warning, for the floors in ``outcomes``."""
+def diagnose(
+    result: Sweep, data: LabelledScores, outcomes: list[FloorOutcome], separates: bool, split: TurnSplit | None = None
+) -> Diagnosis:
+    """Separability, the turn counts (from ``split``) and every warning, for the
+    floors in ``outcomes``."""
     best = best_precision_at_recall(result)
     relevant_share = data.relevant_count / len(data)
     warnings = []
@@ -198,7 +219,6 @@ def diagnose(result: Sweep, data: LabelledScores, outcomes: list[FloorOutcome], 
             warnings.append(sentence)
     for outcome in outcomes:
         warnings.extend(w for w in floor_warnings(outcome, relevant_share) if w not in warnings)
-    split = turn_split(data, np.array([]))
     return Diagnosis(
         separates=separates,
         roc_auc=roc_auc(result),

@@ -18,7 +18,6 @@ import streamlit as st
 
 from dashboard.calibration.advice import FloorAdvice, advise
 from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
-from dashboard.calibration.diagnosis import turn_split
 from dashboard.calibration.label_files import LabelFile
 from dashboard.calibration.segments import SegmentFloor, segment_fields, segment_floors
 from dashboard.calibration.sweep import Calibration, format_floor
@@ -124,9 +123,9 @@ def recommendation_caption(advice: FloorAdvice) -> str | None:
 
 def show_turns(advice: FloorAdvice) -> None:
     """No memory in answerable turns (a loss) and unanswerable ones (the right outcome)."""
-    split = turn_split(advice.calibration.data, np.array([advice.floor]))
-    if split is None:
+    if advice.split is None:
         return
+    split = advice.split.at(np.array([advice.floor]))
     parts = []
     if split.answerable:
         parts.append(
