@@ -15,8 +15,9 @@ What is timed, on the same rows in the same run (rounds interleaved; median roun
   recommendation's on the same rows.
 
 Labels are rare (4.5% relevant) and overlapping, the case the advice is for.
-Target: the whole advice, no bootstrap, costs no more than the sweep itself (it reads
-the sweep, sorting nothing again but the turns' best scores).
+Target: the whole advice, no bootstrap, costs at most half of what scikit-learn takes
+for the diagnosis alone (it reads the sweep, sorting nothing again but the turns' best
+scores).
 Run: ``python -m benchmarks.floor_advice [--rows N] [--rounds R]``.
 """
 
@@ -85,12 +86,14 @@ def main(argv: list[str] | None = None) -> None:
     recall_bootstrap_ms = median(timed(lambda: choose(small, TARGET_RECALL, 0.9, resamples=1000), repeat=3))
     cost_bootstrap_ms = median(timed(lambda: cal.recommend(small, 1.0, resamples=1000), repeat=3))
 
-    advice_ratio = ms["whole advice (3 modes, diagnosis, turn split)"] / sweep_ms
-    sklearn_ratio = ms["ROC AUC + average precision, on the sweep"] / ms["(b) scikit-learn roc_auc_score + average_precision_score"]
+    sklearn_ms = ms["(b) scikit-learn roc_auc_score + average_precision_score"]
+    advice_ratio = ms["whole advice (3 modes, diagnosis, turn split)"] / sklearn_ms
+    sklearn_ratio = ms["ROC AUC + average precision, on the sweep"] / sklearn_ms
     body += (
         f"\n\n{args.rows:,} labelled rows (4.5% relevant, {ROWS_PER_TURN} per turn), float64 scores, "
         f"{len(full):,} distinct floors; median of {args.rounds} interleaved rounds. "
-        f"Target whole advice <= 1 x the sweep: {advice_ratio:.3f} ({'met' if advice_ratio <= 1 else 'NOT met'}). "
+        f"Target whole advice <= 0.5 x scikit-learn's AUC + AP: {advice_ratio:.3f} "
+        f"({'met' if advice_ratio <= 0.5 else 'NOT met'}). "
         f"Diagnosis read off the sweep vs scikit-learn's two calls: {sklearn_ratio:.3f} x. "
         f"Bootstrap interval, 1,000 resamples of 1,000 turns (10,000 rows): target recall {recall_bootstrap_ms:,.0f} ms, "
         f"cost ratio {cost_bootstrap_ms:,.0f} ms."

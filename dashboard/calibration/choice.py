@@ -33,7 +33,6 @@ from dashboard.calibration.sweep import (
     LabelledScores,
     Sweep,
     default_resamples,
-    evaluate,
     format_floor,
     sweep,
 )
@@ -80,20 +79,22 @@ def pick_columns(mode: str, target: float, kept_relevant: np.ndarray, kept_irrel
     ``kept_relevant[:, -1]`` and ``kept_irrelevant[:, -1]`` are the floor above every
     score (0 and 0). Counts may be weighted (the bootstrap).
     """
-    relevant_total = kept_relevant[:, :1]  # the lowest floor keeps everything
+    if mode not in (TARGET_RECALL, TARGET_PRECISION, FBETA):
+        raise CalibrationError(f"pick_columns has no rule for mode {mode!r}")
     with np.errstate(invalid="ignore", divide="ignore"):
-        recall = kept_relevant / relevant_total
-        kept = kept_relevant + kept_irrelevant
-        precision = np.where(kept > 0, kept_relevant / np.where(kept > 0, kept, 1), np.nan)
+        # Only what the mode needs: on a million floors each array costs.
+        recall = kept_relevant / kept_relevant[:, :1] if mode != TARGET_PRECISION else None  # the lowest floor keeps all
+        precision = None
+        if mode != TARGET_RECALL:
+            kept = kept_relevant + kept_irrelevant
+            precision = kept_relevant / kept  # NaN where nothing is kept (0 / 0)
     if mode == TARGET_RECALL:
         # Recall never rises with the floor: the columns reaching it are a prefix.
         return (recall >= target).sum(axis=1) - 1
     if mode == TARGET_PRECISION:
         reached = precision >= target  # NaN (nothing kept) compares False
         return np.where(reached.any(axis=1), reached.argmax(axis=1), -1)
-    if mode == FBETA:
-        return fbeta_values(precision, recall, target).argmax(axis=1)  # first maximum: the lowest floor
-    raise CalibrationError(f"pick_columns has no rule for mode {mode!r}")
+    return fbeta_values(precision, recall, target).argmax(axis=1)  # first maximum: the lowest floor
 
 
 def fbeta_values(precision: np.ndarray, recall: np.ndarray, beta: float) -> np.ndarray:
@@ -250,7 +251,12 @@ def choose(
         )  # fmt: skip
     low, high = _edges(distinct, column)
     floor = short_floor(low, high, _PREFER[mode])
-    at = evaluate(data, [floor])
+    # The pasteable floor keeps what the column keeps: read its counts off the sweep.
+    kept_rel, kept_irr = int(kept_relevant[column]), int(kept_irrelevant[column])
+    no_memory = None
+    if full.no_memory_turns is not None:
+        turns_empty = full.turns if column == len(distinct) else int(full.no_memory_turns[np.searchsorted(full.floor, high)])
+        no_memory = turns_empty / full.turns
     choice = FloorChoice(
         mode=mode,
         target=float(target),
@@ -259,13 +265,13 @@ def choose(
         exact=high if math.isfinite(high) else low,
         low=low,
         high=high,
-        kept_relevant=int(at.kept_relevant[0]),
-        kept_irrelevant=int(at.kept_irrelevant[0]),
-        dropped_relevant=int(at.dropped_relevant[0]),
-        dropped_irrelevant=int(at.dropped_irrelevant[0]),
-        precision=float(at.precision[0]),
-        recall=float(at.recall[0]),
-        no_memory_share=float(at.no_memory_share[0]) if at.no_memory_share is not None else None,
+        kept_relevant=kept_rel,
+        kept_irrelevant=kept_irr,
+        dropped_relevant=full.relevant_total - kept_rel,
+        dropped_irrelevant=full.irrelevant_total - kept_irr,
+        precision=kept_rel / (kept_rel + kept_irr) if kept_rel + kept_irr else math.nan,
+        recall=kept_rel / full.relevant_total,
+        no_memory_share=no_memory,
         confidence=confidence,
         resampled=resampled,
     )

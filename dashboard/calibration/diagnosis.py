@@ -92,11 +92,24 @@ class TurnSplit:
             floor=floors,
             answerable=self.answerable,
             unanswerable=self.unanswerable,
-            no_memory_answerable=np.searchsorted(self.best_answerable, floors, side="left"),
-            no_memory_unanswerable=np.searchsorted(self.best_unanswerable, floors, side="left"),
+            no_memory_answerable=_under(self.best_answerable, floors),
+            no_memory_unanswerable=_under(self.best_unanswerable, floors),
             best_answerable=self.best_answerable,
             best_unanswerable=self.best_unanswerable,
         )
+
+
+def _under(values: np.ndarray, floors: np.ndarray) -> np.ndarray:
+    """How many of the sorted ``values`` are under each of the sorted ``floors``.
+
+    With more floors than values (the full sweep: a floor per score, a value per
+    turn), place the values among the floors and count up, as ``sweep`` does: the
+    cost follows the values, not the floors."""
+    if len(floors) <= len(values):
+        return np.searchsorted(values, floors, side="left")
+    # A value is under every floor after the ones at or below it.
+    position = np.searchsorted(floors, values, side="right")
+    return np.cumsum(np.bincount(position, minlength=len(floors) + 1))[: len(floors)]
 
 
 def turn_split(data: LabelledScores, floors: np.ndarray) -> TurnSplit | None:

@@ -217,3 +217,20 @@ def test_an_unreachable_target_precision_exports_the_cost_floor_and_says_so():
     advice = advise(result, {TARGET_PRECISION: 0.99}, TARGET_PRECISION)
     assert not advice.reached and advice.floor == result.recommendation.floor
     assert advice.warnings[-1].startswith("No floor reaches target precision 0.99; the exported floor is the cost-ratio one")
+
+
+@settings(max_examples=100, deadline=None)
+@given(overlapping(), st.lists(st.integers(-5, 1005), max_size=8))
+def test_turn_split_equals_a_count_per_turn_at_every_floor(rows, extra):
+    scores, relevant, turns = rows
+    data = labelled_scores(scores, relevant, turns)
+    # Many floors (every score) and few (just the extra ones) take different paths.
+    for floors in (np.unique(np.concatenate([scores, np.array(extra) / 1000])), np.unique(np.array(extra) / 1000)):
+        split = turn_split(data, floors)
+        names = sorted(set(turns))
+        answerable = {t for t in names if any(r for r, u in zip(relevant, turns, strict=True) if u == t)}
+        for i, floor in enumerate(floors.tolist()):
+            empty = {t for t in names if not any(s >= floor for s, u in zip(scores, turns, strict=True) if u == t)}
+            assert split.no_memory_answerable[i] == len(empty & answerable)
+            assert split.no_memory_unanswerable[i] == len(empty - answerable)
+        assert (split.answerable, split.unanswerable) == (len(answerable), len(names) - len(answerable))
