@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from connectors.lines import LINE, LineIssue, json_objects
-from dashboard.calibration.sweep import LABEL_VALUES, LabelledScores, labelled_scores
+from dashboard.calibration.sweep import LabelledScores, labelled_scores
 from dashboard.labels.export import FORMULA_PREFIXES
+from dashboard.labels.model import LABEL_VALUES
 
 ID_FIELDS = ("message_id", "memory_id")
 TEXT_FIELDS = ("reviewer", "store")

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-RELEVANT, NOT_RELEVANT = "relevant", "not_relevant"
-LABEL_VALUES = (RELEVANT, NOT_RELEVANT)
+from dashboard.labels.model import NOT_RELEVANT, RELEVANT
+
 SWEEP_COLUMNS = (
     "floor",
     "requested",

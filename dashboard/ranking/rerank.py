@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from connectors.base import Hit
+from connectors.base import Hit, as_number
 
 DEFAULT_RELEVANCE_WEIGHT = 0.7
 DEFAULT_RECENCY_WEIGHT = 0.3
@@ -76,7 +76,7 @@ class RerankSettings:
     def __post_init__(self) -> None:
         for name in ("relevance_weight", "recency_weight", "relevance_threshold"):
             value = getattr(self, name)
-            if not _is_number(value) or not 0.0 <= value <= 1.0:
+            if as_number(value) is None or not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
         total = self.relevance_weight + self.recency_weight
         if abs(total - 1.0) > WEIGHT_SUM_TOLERANCE:
@@ -84,10 +84,10 @@ class RerankSettings:
                 f"relevance_weight + recency_weight must be 1, got "
                 f"{self.relevance_weight:g} + {self.recency_weight:g} = {total:g}"
             )
-        if not _is_number(self.decay_per_hour) or self.decay_per_hour < 0:
+        if as_number(self.decay_per_hour) is None or self.decay_per_hour < 0:
             raise ValueError(f"decay_per_hour must be a number >= 0, got {self.decay_per_hour!r}")
         cutoff = self.staleness_cutoff_hours
-        if cutoff is not None and (not _is_number(cutoff) or cutoff <= 0):
+        if cutoff is not None and (as_number(cutoff) is None or cutoff <= 0):
             raise ValueError(f"staleness_cutoff_hours must be a number above 0 or None, got {cutoff!r}")
 
     @classmethod
@@ -186,10 +186,6 @@ class RerankResult:
 # ------------------------------------------------------------------ computing
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _clamp01(value: float) -> float:
     return min(1.0, max(0.0, value))
 
@@ -201,11 +197,12 @@ def relevance_of(hit: Hit) -> tuple[float | None, str]:
     entity boosts and divides by their maximum: with BM25 on, a hit that matches no
     keyword scores half its similarity)."""
     for name in SEMANTIC_COMPONENTS:
-        semantic = hit.breakdown.get(name) if hit.breakdown else None
-        if _is_number(semantic):
-            return _clamp01(float(semantic)), "semantic"
-    if _is_number(hit.score):
-        return _clamp01(float(hit.score)), "score"
+        semantic = as_number(hit.breakdown.get(name) if hit.breakdown else None)
+        if semantic is not None:
+            return _clamp01(semantic), "semantic"
+    score = as_number(hit.score)
+    if score is not None:
+        return _clamp01(score), "score"
     return None, "none"
 
 
@@ -315,7 +312,7 @@ def review_flags(
     rows = [
         r
         for r in payload.get("ranked_results", []) or []
-        if isinstance(r, dict) and _is_number(r.get("composite_score")) and isinstance(r.get("entry_id"), str)
+        if isinstance(r, dict) and as_number(r.get("composite_score")) is not None and isinstance(r.get("entry_id"), str)
     ]
     if not rows:
         return ["There are no ranked results to review."]
@@ -403,7 +400,7 @@ def validate_ranking(
 
     weights_ok = True
     for name, value in (("relevance_weight", relevance_weight), ("recency_weight", recency_weight)):
-        if not _is_number(value) or not 0.0 <= value <= 1.0:
+        if as_number(value) is None or not 0.0 <= value <= 1.0:
             violation(f"weights.{name}", "weights", f"must be a number in [0, 1], got {value!r}")
             weights_ok = False
     if weights_ok and abs(relevance_weight + recency_weight - 1.0) > WEIGHT_SUM_TOLERANCE:
@@ -460,7 +457,7 @@ def validate_ranking(
     previous: tuple[int, float] | None = None
     for index, entry in entries:
         composite = entry.get("composite_score")
-        if not _is_number(composite):
+        if as_number(composite) is None:
             continue
         if previous is not None and composite > previous[1] + 1e-12:
             violation(
@@ -492,7 +489,7 @@ def _check_entry(entry: dict[str, Any], where: str, known: set[str], violation) 
         if name not in entry:
             continue
         value = entry[name]
-        if not _is_number(value):
+        if as_number(value) is None:
             violation(f"{where}.{name}", "shape", f"must be a number, got {value!r}")
         elif not 0.0 <= value <= 1.0:
             violation(f"{where}.{name}", "out_of_range", f"{value:g} is outside [0, 1]")
@@ -505,7 +502,7 @@ def _check_entry(entry: dict[str, Any], where: str, known: set[str], violation) 
 
 def _check_composite(entry, where, relevance_weight, recency_weight, tolerance, violation) -> None:
     composite = entry.get("composite_score")
-    if not _is_number(composite):
+    if as_number(composite) is None:
         return
     dropped = [name for name in ("excluded", "stale") if entry.get(name) is True]
     if dropped:
@@ -517,7 +514,7 @@ def _check_composite(entry, where, relevance_weight, recency_weight, tolerance, 
             )
         return
     relevance, recency = entry.get("relevance_score"), entry.get("recency_score")
-    if not (_is_number(relevance) and _is_number(recency)):
+    if as_number(relevance) is None or as_number(recency) is None:
         return
     expected = relevance_weight * relevance + recency_weight * recency
     if abs(composite - expected) > tolerance:
@@ -581,7 +578,7 @@ class ComparisonRow:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class RankingComparison:
     rows: list[ComparisonRow]
     same_order: bool  # the ids both list come in the same order
     same_top: bool
@@ -617,7 +614,7 @@ def _well_formed(payload: Any) -> list[dict[str, Any]]:
     return [r for r in results if isinstance(r, dict) and isinstance(r.get("entry_id"), str)]
 
 
-def compare_rankings(ours: dict[str, Any], theirs: Any) -> Comparison:
+def compare_rankings(ours: dict[str, Any], theirs: Any) -> RankingComparison:
     """Line up two §4 rankings by entry id: ranks, composites, returned or dropped."""
     our_rows, their_rows = _well_formed(ours), _well_formed(theirs)
     our_by_id = _first_by_id(our_rows)
@@ -649,7 +646,7 @@ def compare_rankings(ours: dict[str, Any], theirs: Any) -> Comparison:
         and r.theirs_rank is not None
         and (r.ours_status == "returned") != (r.theirs_status == "returned")
     )
-    return Comparison(
+    return RankingComparison(
         rows=rows,
         same_order=same_order,
         same_top=same_top,
@@ -671,5 +668,4 @@ def _first_by_id(rows: list[dict[str, Any]]) -> dict[str, tuple[int, dict[str, A
 def _number_or_none(entry: dict[str, Any] | None, name: str) -> float | None:
     if entry is None:
         return None
-    value = entry.get(name)
-    return float(value) if _is_number(value) else None
+    return as_number(entry.get(name))

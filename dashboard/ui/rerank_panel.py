@@ -19,7 +19,7 @@ from dashboard.ranking.rerank import (
     DEFAULT_RELEVANCE_THRESHOLD,
     DEFAULT_RELEVANCE_WEIGHT,
     DEFAULT_STALENESS_HOURS,
-    Comparison,
+    RankingComparison,
     RerankResult,
     RerankSettings,
     compare_rankings,
@@ -155,7 +155,7 @@ def reranked_frame(reranked: RerankResult) -> pd.DataFrame:
     )
 
 
-def comparison_frame(comparison: Comparison) -> pd.DataFrame:
+def comparison_frame(comparison: RankingComparison) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
