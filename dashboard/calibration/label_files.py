@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.lines import LINE, LineIssue, json_objects
-from dashboard.calibration.sweep import LabelledScores, labelled_scores
+from dashboard.calibration.scores import LabelledScores, labelled_scores
 from dashboard.labels.export import FORMULA_PREFIXES
 from dashboard.labels.model import LABEL_VALUES
 
