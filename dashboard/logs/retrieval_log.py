@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from connectors.lines import LINE, LineIssue, parse_line
+
 REQUIRED_COLUMNS = ("message_id", "memory_id", "rank", "score")
 OPTIONAL_COLUMNS = ("user_id", "query", "timestamp", "store")
 COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
@@ -61,26 +63,15 @@ class LogFormatError(ValueError):
     column missing. Bad rows never raise this; they are reported one by one."""
 
 
-@dataclass(frozen=True)
-class LogIssue:
-    source: str
-    line: int
-    field: str  # a column name, or "(line)" when the row itself is unreadable
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.source}: line {self.line}, field {self.field!r}: {self.message}"
-
-
 @dataclass
 class LogImport:
     """What reading one log gave: the good rows, and what was wrong with the rest."""
 
     source: str
     rows: pd.DataFrame  # COLUMNS + "line", one row per (message_id, memory_id)
-    issues: list[LogIssue] = field(default_factory=list)  # bad rows, not imported
+    issues: list[LineIssue] = field(default_factory=list)  # bad rows, not imported
     duplicates: int = 0  # rows merged into an earlier row with the same pair
-    conflicts: list[LogIssue] = field(default_factory=list)  # merged repeats that disagreed
+    conflicts: list[LineIssue] = field(default_factory=list)  # merged repeats that disagreed
     rows_read: int = 0  # data rows seen, good and bad, blank lines not counted
 
     @property
@@ -182,7 +173,7 @@ def _every_line_opens_an_object(data: bytes) -> bool:
     return bool(raw[0] == ord("{") and np.all(raw[starts] == ord("{")))
 
 
-def _set_aside_non_objects(data: bytes, name: str) -> tuple[bytes, list[LogIssue]]:
+def _set_aside_non_objects(data: bytes, name: str) -> tuple[bytes, list[LineIssue]]:
     """The data with every line that is not an object blanked (same length, so byte
     offsets hold), and an issue for each; a leading UTF-8 BOM is blanked too."""
     if data.startswith(b"\xef\xbb\xbf"):
@@ -205,7 +196,7 @@ def _set_aside_non_objects(data: bytes, name: str) -> tuple[bytes, list[LogIssue
 _MAX_SINGLE_BLOCK = 2**31 - 1  # arrow's block size is a 32-bit int
 
 
-def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[LogIssue]]:
+def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[LineIssue]]:
     """Parse with arrow's JSON reader, which takes a whole buffer at once.
 
     A clean file is one parse. When a parse fails, arrow names the row it stopped
@@ -239,7 +230,7 @@ def _read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[
     buffer = pa.py_buffer(data)
     tables: list[pa.Table] = []
     line_numbers: list[np.ndarray] = []
-    issues: list[LogIssue] = list(set_aside)
+    issues: list[LineIssue] = list(set_aside)
     single_rows: list[tuple[int, dict]] = []
 
     def diagnose(index: int) -> None:
@@ -316,24 +307,21 @@ def _json_frame(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper={pa.float64(): pd.ArrowDtype(pa.float64())}.get)
 
 
-def _diagnose_json_line(raw: bytes, number: int, name: str) -> tuple[dict | None, list[LogIssue]]:
+def _diagnose_json_line(raw: bytes, number: int, name: str) -> tuple[dict | None, list[LineIssue]]:
     """Why arrow refused one line, in the user's terms; the row if it is fine after all."""
 
-    def issue(field_name: str, message: str) -> LogIssue:
-        return LogIssue(name, number, field_name, message)
+    def issue(field_name: str, message: str) -> LineIssue:
+        return LineIssue(name, number, field_name, message)
 
     if not raw.strip():
         return None, []
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, [issue("(line)", f"not valid UTF-8 at byte {exc.start + 1}")]
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, [issue("(line)", f"not valid JSON: {exc.msg} at column {exc.colno}")]
-    if not isinstance(obj, dict):
-        return None, [issue("(line)", f"expected a JSON object, got {type(obj).__name__}")]
+        return None, [issue(LINE, f"not valid UTF-8 at byte {exc.start + 1}")]
+    obj = parse_line(text, number, name)
+    if isinstance(obj, LineIssue):
+        return None, [obj]
     # A field of the wrong type is reported here and left empty, so the rest of the
     # row still goes through the column checks and every bad field is named.
     problems = []
@@ -371,10 +359,10 @@ def _short(value: object, limit: int = 40) -> str:
 # ------------------------------------------------------------------ CSV and Parquet
 
 
-def _read_csv(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[LogIssue]]:
+def _read_csv(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[LineIssue]]:
     from pyarrow import csv as pa_csv
 
-    issues: list[LogIssue] = []
+    issues: list[LineIssue] = []
     header = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
     columns = [c.strip().strip('"') for c in header.split(",")] if header else []
     _require_columns(columns, name)
@@ -382,10 +370,10 @@ def _read_csv(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[Lo
     def bad_row(row) -> str:
         if row.text.strip():
             issues.append(
-                LogIssue(
+                LineIssue(
                     name,
                     row.number,
-                    "(line)",
+                    LINE,
                     f"{row.actual_columns} field(s) where the header has {row.expected_columns}",
                 )
             )
@@ -416,7 +404,7 @@ def _read_csv(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[Lo
     return frame[~blank].reset_index(drop=True), numbers[~blank], issues
 
 
-def _read_parquet(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[LogIssue]]:
+def _read_parquet(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[LineIssue]]:
     from pyarrow import parquet as pa_parquet
 
     try:
@@ -441,7 +429,7 @@ def _require_columns(columns: list[str], name: str) -> None:
 # ------------------------------------------------------------------ validation
 
 
-def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LogIssue], name: str) -> LogImport:
+def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], name: str) -> LogImport:
     """Check every column of every row at once, drop the bad rows, merge repeats."""
     issue_lines = np.unique(np.array([issue.line for issue in issues], dtype=np.int64))
     # every row once: the rows read whole, plus bad lines that never became a row
@@ -505,7 +493,7 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LogIssue], na
     issues = _issue_list(issues, found, name)
     good = frame[~bad].reset_index(drop=True)
     duplicated = good.duplicated(list(ID_COLUMNS), keep="first").to_numpy()
-    conflicts: list[LogIssue] = []
+    conflicts: list[LineIssue] = []
     if duplicated.any():
         first = good.groupby(list(ID_COLUMNS), sort=False)[["rank", "score", "line"]].transform("first")
         for column in ("rank", "score"):
@@ -517,7 +505,7 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LogIssue], na
                 first["line"].to_numpy()[differs],
             ):
                 conflicts.append(
-                    LogIssue(name, int(line), column, f"repeats line {kept_line} with {column} {value} instead of {kept}; line {kept_line} is kept")
+                    LineIssue(name, int(line), column, f"repeats line {kept_line} with {column} {value} instead of {kept}; line {kept_line} is kept")
                 )
         conflicts.sort(key=lambda issue: (issue.line, issue.field))
         good = good[~duplicated].reset_index(drop=True)
@@ -540,8 +528,8 @@ def _contains(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 
 def _issue_list(
-    read_issues: list[LogIssue], found: list[tuple[np.ndarray, str, str]], name: str
-) -> list[LogIssue]:
+    read_issues: list[LineIssue], found: list[tuple[np.ndarray, str, str]], name: str
+) -> list[LineIssue]:
     """Issues in file order; each (line, field) once, the first reason found (a
     reader's own finding first: it saw the value before it was emptied)."""
     seen = {(issue.line, issue.field) for issue in read_issues}
@@ -550,7 +538,7 @@ def _issue_list(
         for line in line_numbers.tolist():
             if (line, column) not in seen:
                 seen.add((line, column))
-                issues.append(LogIssue(name, int(line), column, message))
+                issues.append(LineIssue(name, int(line), column, message))
     return sorted(issues, key=lambda issue: (issue.line, issue.field))
 
 

@@ -14,20 +14,17 @@ import streamlit as st
 from connectors.base import QueryResult
 from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
 from dashboard.labels.model import message_id
+from dashboard.ranking.ranking_json import RankingComparison, compare_rankings, parse_ranking_json, validate_ranking
 from dashboard.ranking.rerank import (
     DEFAULT_HALF_LIFE_HOURS,
     DEFAULT_RELEVANCE_THRESHOLD,
     DEFAULT_RELEVANCE_WEIGHT,
     DEFAULT_STALENESS_HOURS,
-    Comparison,
     RerankResult,
     RerankSettings,
-    compare_rankings,
-    parse_ranking_json,
     rerank,
-    review_flags,
-    validate_ranking,
 )
+from dashboard.ranking.review import review_flags
 from dashboard.ui.sidebar import StoreChoice
 
 DECAY_MODES = ("half-life", "per hour")
@@ -155,7 +152,7 @@ def reranked_frame(reranked: RerankResult) -> pd.DataFrame:
     )
 
 
-def comparison_frame(comparison: Comparison) -> pd.DataFrame:
+def comparison_frame(comparison: RankingComparison) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
