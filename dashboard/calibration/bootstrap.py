@@ -8,6 +8,8 @@ running weighted totals, as in ``sweep``, never a pass over the rows per floor.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from dashboard.calibration.scores import LabelledScores
@@ -52,26 +54,22 @@ def middle(low: np.ndarray, high: np.ndarray) -> np.ndarray:
         )
 
 
-def bootstrap_middles(
-    data: LabelledScores, distinct: np.ndarray, cost_ratio: float, resamples: int, seed: int
-) -> np.ndarray:
-    """The optimal range's middle on each resample.
+def resampled_totals(
+    data: LabelledScores, order: np.ndarray, resamples: int, seed: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Running weighted totals of relevant and irrelevant rows, in ``order`` (the
+    rows sorted by score), one (resamples, rows + 1) pair per chunk of resamples.
 
     A resample of turns is a weight per turn (how often it was drawn), so each
-    resample is the same sorted rows with other weights: running weighted totals
-    over the rows, read where each distinct score starts, as in ``sweep``.
+    resample is the same sorted rows with other weights; column i of a total counts
+    the rows before position i. Every floor's counts are read from these, as in
+    ``sweep``. Chunks keep the matrices under ``_BOOTSTRAP_CELLS`` cells.
     """
     rng = np.random.default_rng(seed)
-    order = np.argsort(data.scores, kind="stable")
     rows = len(order)
     relevant_sorted = data.relevant[order]
     groups = data.turn[order] if data.turn is not None else np.arange(rows)
     group_count = data.turns if data.turn is not None else rows
-    # Column j: floors up to distinct[j] drop the rows before starts[j]; the last
-    # column (every row dropped) is the floor above every score.
-    columns = np.append(np.searchsorted(data.scores[order], distinct, side="left"), rows)
-
-    middles = np.empty(resamples)
     chunk = max(1, _BOOTSTRAP_CELLS // max(1, rows))
     for first in range(0, resamples, chunk):
         size = min(chunk, resamples - first)
@@ -85,10 +83,28 @@ def bootstrap_middles(
         irrelevant_before = np.zeros((size, rows + 1))
         np.cumsum(relevant_weight, axis=1, out=relevant_before[:, 1:])
         np.cumsum(weights - relevant_weight, axis=1, out=irrelevant_before[:, 1:])
+        yield relevant_before, irrelevant_before
+
+
+def bootstrap_middles(
+    data: LabelledScores, distinct: np.ndarray, cost_ratio: float, resamples: int, seed: int
+) -> np.ndarray:
+    """The optimal range's middle on each resample."""
+    order = np.argsort(data.scores, kind="stable")
+    rows = len(order)
+    # Column j: floors up to distinct[j] drop the rows before starts[j]; the last
+    # column (every row dropped) is the floor above every score.
+    columns = np.append(np.searchsorted(data.scores[order], distinct, side="left"), rows)
+
+    middles = np.empty(resamples)
+    first = 0
+    for relevant_before, irrelevant_before in resampled_totals(data, order, resamples, seed):
+        size = len(relevant_before)
         dropped_relevant = relevant_before[:, columns]
         kept_irrelevant = irrelevant_before[:, -1:] - irrelevant_before[:, columns]
         low, high = optimal_range(cost_ratio * kept_irrelevant + dropped_relevant, distinct)
         # A resample that drew only one class has no trade-off to optimise: left out.
         both_classes = (relevant_before[:, -1] > 0) & (irrelevant_before[:, -1] > 0)
         middles[first : first + size] = np.where(both_classes, middle(low, high), np.nan)
+        first += size
     return middles

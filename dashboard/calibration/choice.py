@@ -28,19 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.calibration.sweep import (
-    CalibrationError,
-    LabelledScores,
-    Sweep,
-    default_resamples,
-    format_floor,
-    sweep,
-)
+from dashboard.calibration.bootstrap import default_resamples, resampled_totals
+from dashboard.calibration.scores import CalibrationError, LabelledScores
+from dashboard.calibration.sweep import Sweep, format_floor, sweep
 
 COST_RATIO, TARGET_RECALL, TARGET_PRECISION, FBETA = "cost_ratio", "target_recall", "target_precision", "fbeta"
 MODES = (COST_RATIO, TARGET_RECALL, TARGET_PRECISION, FBETA)
-# Cap on the (resamples x rows) matrices the bootstrap builds at once.
-_BOOTSTRAP_CELLS = 1_000_000
 
 
 def mode_name(mode: str, target: float) -> str:
@@ -291,36 +284,20 @@ def choose(
 
 def bootstrap_choices(data: LabelledScores, mode: str, target: float, resamples: int, seed: int) -> np.ndarray:
     """The score each resample's choice rests on; NaN for a resample holding one
-    class only or reaching no floor.
-
-    A resample of turns is a weight per turn (how often it was drawn), so every
-    resample is the same rows, sorted once, with other weights: running weighted
-    totals read at the start of each distinct score give the kept counts.
-    """
-    rng = np.random.default_rng(seed)
+    class only or reaching no floor. Resamples as the cost-ratio interval does
+    (``bootstrap.resampled_totals``): the kept counts of every column are read off
+    running weighted totals over the rows sorted once."""
     order = np.argsort(data.scores, kind="stable")
     rows = len(order)
     sorted_scores = data.scores[order]
-    relevant_sorted = data.relevant[order]
-    groups = data.turn[order] if data.turn is not None else np.arange(rows)
-    group_count = data.turns if data.turn is not None else rows
     distinct = np.unique(sorted_scores)
     starts = np.append(np.searchsorted(sorted_scores, distinct, side="left"), rows)
     values = np.append(distinct, np.inf)  # the score behind each column; the last keeps nothing
 
     chosen = np.empty(resamples)
-    chunk = max(1, _BOOTSTRAP_CELLS // max(1, rows))
-    for first in range(0, resamples, chunk):
-        size = min(chunk, resamples - first)
-        picks = rng.integers(0, group_count, size=(size, group_count))
-        picks += np.arange(size)[:, None] * group_count
-        draws = np.bincount(picks.ravel(), minlength=size * group_count).reshape(size, group_count)
-        weights = draws.astype(np.float64)[:, groups]
-        relevant_weight = weights * relevant_sorted
-        relevant_before = np.zeros((size, rows + 1))
-        irrelevant_before = np.zeros((size, rows + 1))
-        np.cumsum(relevant_weight, axis=1, out=relevant_before[:, 1:])
-        np.cumsum(weights - relevant_weight, axis=1, out=irrelevant_before[:, 1:])
+    first = 0
+    for relevant_before, irrelevant_before in resampled_totals(data, order, resamples, seed):
+        size = len(relevant_before)
         kept_relevant = relevant_before[:, -1:] - relevant_before[:, starts]
         kept_irrelevant = irrelevant_before[:, -1:] - irrelevant_before[:, starts]
         columns = pick_columns(mode, target, kept_relevant, kept_irrelevant)
@@ -334,4 +311,5 @@ def bootstrap_choices(data: LabelledScores, mode: str, target: float, resamples:
         both_classes = (relevant_before[:, -1] > 0) & (irrelevant_before[:, -1] > 0)
         picked = values[np.maximum(columns, 0)]
         chosen[first : first + size] = np.where(both_classes & (columns >= 0) & np.isfinite(picked), picked, np.nan)
+        first += size
     return chosen

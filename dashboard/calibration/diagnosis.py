@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.calibration.sweep import LabelledScores, Sweep, format_floor
+from dashboard.calibration.scores import LabelledScores
+from dashboard.calibration.sweep import Sweep, format_floor
 
 DIAGNOSTIC_RECALL = 0.9  # "a floor that keeps 90% of relevant memories"
 POOR_PRECISION = 0.5  # below this at that recall, most of what is kept is irrelevant

@@ -288,7 +288,7 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if not isinstance(value, str):
-            result.issues.append(FileIssue(number, column, f"must be text, got {type(value).__name__}", skipped=False))
+            result.issues.append(LineIssue(result.source, number, column, f"must be text, got {type(value).__name__}", skipped=False))
         else:
             setattr(row, name, value)
     for name in TIME_FIELDS:

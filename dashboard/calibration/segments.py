@@ -16,9 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from dashboard.calibration.bootstrap import default_resamples
 from dashboard.calibration.choice import COST_RATIO, choose
 from dashboard.calibration.label_files import LabelFile
-from dashboard.calibration.sweep import CalibrationError, LabelledScores, default_resamples, format_floor, recommend
+from dashboard.calibration.scores import CalibrationError, LabelledScores
+from dashboard.calibration.sweep import format_floor, recommend
 
 SEGMENT_FIELDS = ("user", "store", "tag")
 ALL_SEGMENTS = "(all segments)"
