@@ -1,0 +1,50 @@
+"""The floor advice in headless Chromium: a week of rare, overlapping labels is
+uploaded, the diagnosis and its warnings stand above a cost-ratio floor that drops
+most relevant memories, and picking "Target recall" gives a floor that keeps them.
+The README's diagnosis screenshot comes from here."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+from st_browser import open_app, screenshot, wait_idle, widget
+
+from tests.dashboard.calibration.test_calibrate_advice_cli import write_rare_labels
+
+pytestmark = pytest.mark.e2e
+
+
+def metric_value(page, label: str) -> str:
+    return page.get_by_test_id("stMetric").filter(has_text=label).get_by_test_id("stMetricValue").inner_text()
+
+
+def test_rare_overlapping_labels_get_a_diagnosis_and_a_target_recall_floor(page, tmp_path, screenshots):
+    path = tmp_path / "benchmark-labels.jsonl"
+    scores, relevant = write_rare_labels(path)
+    open_app(page, "calibrate")
+    page.get_by_test_id("stRadio").get_by_text("Upload a file").click()
+    wait_idle(page)
+    widget(page, "calibrate_upload").locator("input[type=file]").set_input_files(str(path))
+    wait_idle(page, timeout=120_000)
+
+    expect(page.get_by_test_id("stMetric").filter(has_text="ROC AUC")).to_be_visible()
+    alerts = page.get_by_test_id("stAlert")
+    expect(alerts.filter(has_text="a floor cannot fix this ranking")).to_be_visible()
+    dropping = alerts.filter(has_text=re.compile(r"\(cost ratio 1\) drops \d+ of \d+ relevant memories"))
+    expect(dropping).to_be_visible()
+    cost_floor = float(metric_value(page, "Recommended floor (cost ratio 1)"))
+    kept = scores >= cost_floor
+    assert (kept & relevant).sum() < relevant.sum() / 2  # the warning is true: most relevant memories dropped
+
+    recommended = page.get_by_test_id("stMetric").filter(has_text="Recommended floor")
+    box = recommended.bounding_box()
+    screenshot(page, screenshots / "calibrate-diagnosis.png", height=int(box["y"] + box["height"] + 80))
+
+    widget(page, "floor_mode").get_by_text("Target recall").click()
+    wait_idle(page, timeout=120_000)
+    floor = float(metric_value(page, "Recommended floor (target recall 0.90)"))
+    assert (scores >= floor)[relevant].mean() >= 0.9
+    expect(page.get_by_test_id("stCode").first).to_have_text(re.compile(rf"MEMORY_SCORE_FLOOR={floor:g}"))
+    expect(page.get_by_text("Floors per segment")).to_be_visible()
