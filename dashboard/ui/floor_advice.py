@@ -169,7 +169,9 @@ def show_segments(labels: LabelFile, advice: FloorAdvice) -> None:
         )
         return
     by = st.selectbox("Segment by", fields, format_func=SEGMENT_LABELS.__getitem__, key="segment_by")
-    key = (id(advice.calibration), id(labels), by, advice.mode, advice.target)
+    # The labels are read again on every rerun (a new object each time), so the key
+    # is what the floors depend on: the calibrated rows and each row's segment.
+    key = (id(advice.calibration), by, advice.mode, advice.target, hash(tuple(getattr(row, by) for row in labels.rows)))
     memo = st.session_state.get("_segment_memo")
     if memo is not None and memo[0] == key:
         segments = memo[1]

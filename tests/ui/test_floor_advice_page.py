@@ -10,11 +10,11 @@ import json
 import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from dashboard.calibration.choice import TARGET_RECALL, choose
+from dashboard.calibration.choice import FBETA, TARGET_PRECISION, TARGET_RECALL, choose
 from dashboard.calibration.label_files import parse_label_bytes
 from dashboard.calibration.sweep import calibrate, format_floor
 from tests.dashboard.calibration.test_calibrate_advice_cli import write_rare_labels
-from tests.ui.test_calibrate_page import metric, open_calibrate
+from tests.ui.test_calibrate_page import figures, metric, open_calibrate, values
 
 
 def upload_rare(app, tmp_path, **state):
@@ -49,6 +49,32 @@ def test_rare_overlapping_labels_show_the_diagnosis_and_warnings_above_the_recom
     labels_in_order = [m.label for m in at.metric]
     assert labels_in_order.index("ROC AUC") < labels_in_order.index("Recommended floor (cost ratio 1)")
     assert any("answerable turns" in c.value and "turns with no relevant memory" in c.value for c in at.caption)
+    # The no-memory chart draws answerable turns (a loss) and the others (right) apart.
+    no_memory = figures(at)[3]
+    names = [trace["name"] for trace in no_memory["data"]]
+    assert names == ["turns with no memory", "answerable (a loss)", "no relevant memory (right)"]
+    answerable = values(no_memory["data"][1]["y"])
+    assert answerable[0] == 0 and answerable[-1] > 0.9  # the lowest floor keeps a memory in every turn
+
+
+def test_target_precision_out_of_reach_and_max_fbeta(app, tmp_path):
+    at, path, scores, relevant = upload_rare(app, tmp_path)
+    data = parse_label_bytes(path.read_bytes(), path.name).labelled_scores()
+    cost_floor = metric(at, "Recommended floor (cost ratio 1)")
+    at.radio(key="floor_mode").set_value(TARGET_PRECISION).run()
+    at.slider(key="target_precision").set_value(0.95).run()
+    assert not at.exception, at.exception
+    assert metric(at, "Recommended floor (target precision 0.95)") == cost_floor
+    assert any(
+        w.startswith("No floor reaches target precision 0.95; the exported floor is the cost-ratio one") for w in markdown_of(at.warning)
+    )
+    assert any(c.value.startswith("Target precision 0.95: no floor reaches it (best") for c in at.caption)
+
+    at.radio(key="floor_mode").set_value(FBETA).run()
+    at.number_input(key="fbeta_beta").set_value(2.0).run()
+    chosen = choose(data, FBETA, 2.0)
+    assert metric(at, "Recommended floor (max F2)") == format_floor(chosen.floor)
+    assert at.code[0].value == f"MEMORY_SCORE_FLOOR={format_floor(chosen.floor)}"
 
 
 def test_target_recall_mode_moves_the_recommended_and_exported_floor(app, tmp_path):
