@@ -9,6 +9,7 @@ precision out of reach) the cost-ratio floor is exported and a warning says so.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,7 +194,9 @@ def turn_line(advice: FloorAdvice) -> str | None:
     return f"at floor {format_floor(advice.floor)}: " + ", ".join(parts)
 
 
-def advice_lines(table: list[str], advice: FloorAdvice, segment_lines: list[str] = (), segment_warnings: list[str] = ()) -> list[str]:
+def advice_lines(
+    table: list[str], advice: FloorAdvice, segment_lines: Sequence[str] = (), segment_warnings: Sequence[str] = ()
+) -> list[str]:
     """The table of ``report.table_lines`` with the advice spliced in: each mode's line
     after the recommended floor, the exported floor's line in place of the
     recommendation's, then the diagnosis, the segments and the ``warning:`` lines.

@@ -72,22 +72,20 @@ def pick_columns(mode: str, target: float, kept_relevant: np.ndarray, kept_irrel
     ``kept_relevant[:, -1]`` and ``kept_irrelevant[:, -1]`` are the floor above every
     score (0 and 0). Counts may be weighted (the bootstrap).
     """
-    if mode not in (TARGET_RECALL, TARGET_PRECISION, FBETA):
-        raise CalibrationError(f"pick_columns has no rule for mode {mode!r}")
+    # Only what the mode needs: on a million floors each array costs.
     with np.errstate(invalid="ignore", divide="ignore"):
-        # Only what the mode needs: on a million floors each array costs.
-        recall = kept_relevant / kept_relevant[:, :1] if mode != TARGET_PRECISION else None  # the lowest floor keeps all
-        precision = None
-        if mode != TARGET_RECALL:
-            kept = kept_relevant + kept_irrelevant
-            precision = kept_relevant / kept  # NaN where nothing is kept (0 / 0)
-    if mode == TARGET_RECALL:
-        # Recall never rises with the floor: the columns reaching it are a prefix.
-        return (recall >= target).sum(axis=1) - 1
-    if mode == TARGET_PRECISION:
-        reached = precision >= target  # NaN (nothing kept) compares False
-        return np.where(reached.any(axis=1), reached.argmax(axis=1), -1)
-    return fbeta_values(precision, recall, target).argmax(axis=1)  # first maximum: the lowest floor
+        if mode == TARGET_RECALL:
+            recall = kept_relevant / kept_relevant[:, :1]  # the lowest floor keeps every relevant hit
+            # Recall never rises with the floor: the columns reaching it are a prefix.
+            return np.asarray(recall >= target).sum(axis=1) - 1
+        precision = kept_relevant / (kept_relevant + kept_irrelevant)  # NaN where nothing is kept (0 / 0)
+        if mode == TARGET_PRECISION:
+            reached = np.asarray(precision >= target)  # NaN compares False
+            return np.where(reached.any(axis=1), reached.argmax(axis=1), -1)
+        if mode == FBETA:
+            recall = kept_relevant / kept_relevant[:, :1]
+            return fbeta_values(precision, recall, target).argmax(axis=1)  # first maximum: the lowest floor
+    raise CalibrationError(f"pick_columns has no rule for mode {mode!r}")
 
 
 def fbeta_values(precision: np.ndarray, recall: np.ndarray, beta: float) -> np.ndarray:
