@@ -29,6 +29,7 @@ from dashboard.calibration.sweep import Sweep, format_floor
 DIAGNOSTIC_RECALL = 0.9  # "a floor that keeps 90% of relevant memories"
 POOR_PRECISION = 0.5  # below this at that recall, most of what is kept is irrelevant
 MOST = 0.5  # "more than half" of the relevant memories / answerable turns
+RARE = 0.1  # relevant hits under this share of the labels are "rare"
 
 
 def _score_columns(result: Sweep) -> tuple[np.ndarray, np.ndarray]:
@@ -206,10 +207,13 @@ def floor_warnings(outcome: FloorOutcome, relevant_share: float) -> list[str]:
             f"relevant memories ({dropped_share:.0%}): it turns memory off where it is needed."
         )
         if outcome.name.startswith("cost ratio"):
-            text += (
-                f" Relevant hits are {relevant_share:.1%} of these labels, so dropping them costs less than "
-                "keeping the irrelevant ones; choose a target recall instead."
+            # Say why the arithmetic lands there: rare relevant hits, or a dear wrong memory.
+            reason = (
+                f"Relevant hits are {relevant_share:.1%} of these labels"
+                if relevant_share < RARE
+                else f"A wrong memory costs {outcome.name.removeprefix('cost ratio ')} missed ones"
             )
+            text += f" {reason}, so dropping them costs less than keeping the irrelevant ones; choose a target recall instead."
         warnings.append(text)
     if outcome.no_memory_answerable is not None and outcome.no_memory_answerable > MOST:
         warnings.append(

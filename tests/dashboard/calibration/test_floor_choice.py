@@ -234,3 +234,12 @@ def test_turn_split_equals_a_count_per_turn_at_every_floor(rows, extra):
             assert split.no_memory_answerable[i] == len(empty & answerable)
             assert split.no_memory_unanswerable[i] == len(empty - answerable)
         assert (split.answerable, split.unanswerable) == (len(answerable), len(names) - len(answerable))
+
+
+def test_a_dear_wrong_memory_is_named_as_the_reason_when_relevant_hits_are_common():
+    rng = np.random.default_rng(8)
+    relevant = rng.random(2000) < 0.4
+    scores = np.where(relevant, rng.normal(0.5, 0.1, 2000), rng.normal(0.4, 0.1, 2000))
+    result = cal.calibrate(labelled_scores(scores, relevant, [f"t{i // 5}" for i in range(2000)]), cost_ratio=20, resamples=0)
+    warnings = advise(result).warnings
+    assert any("(cost ratio 20) drops" in w and "A wrong memory costs 20 missed ones, so dropping" in w for w in warnings)
