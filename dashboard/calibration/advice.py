@@ -83,6 +83,7 @@ class FloorAdvice:
         chosen, its interval when not the cost ratio's, and the warnings."""
         chosen = self.chosen
         fields: dict[str, Any] = {
+            "recommended": True,  # the floor its mode recommends, not one picked by hand
             "mode": self.mode,
             "target": self.target,
             "mode_name": self.name,
