@@ -193,6 +193,7 @@ def show_segments(labels: LabelFile, advice: FloorAdvice) -> None:
             "interval_high": st.column_config.NumberColumn("to", format="%.3f"),
         },
     )
-    for segment in segments:
-        if segment.note:
-            st.warning(f"{segment.title(by)}: {segment.note}.")
+    # One box for all the shaky segments: a box each would bury the table.
+    shaky = [f"- {segment.title(by)}: {segment.note}." for segment in segments if segment.note]
+    if shaky:
+        st.warning("\n".join(shaky))

@@ -105,7 +105,7 @@ def test_floors_per_tag_with_intervals_and_a_warning_for_the_small_segment(app, 
     assert set(table["segment"].tolist()[1:]) == {"temporal", "multi-hop", "single-hop", "open", "rare-category"}
     assert table["labels"].tolist()[0] == sum(table["labels"].tolist()[1:])
     assert np.isfinite(table["interval_low"].astype(float)).all()
-    assert any(w.startswith("segment tag=rare-category: too few labels for a stable floor") for w in markdown_of(at.warning))
+    assert any("- segment tag=rare-category: too few labels for a stable floor: 2 relevant" in w for w in markdown_of(at.warning))
 
 
 def test_separating_demo_labels_show_no_diagnosis_warning(app):
