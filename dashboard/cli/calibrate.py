@@ -35,7 +35,7 @@ from dashboard.calibration.advice import advice_lines, advise, json_safe
 from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
 from dashboard.calibration.label_files import LabelFileError, read_label_file
 from dashboard.calibration.report import as_json, table_lines
-from dashboard.calibration.segments import SEGMENT_FIELDS, segment_floors
+from dashboard.calibration.segments import SEGMENT_FIELDS, segment_fields, segment_floors
 from dashboard.calibration.sweep import DEFAULT_SEED, CalibrationError, calibrate
 
 DEFAULT_FLOORS = (0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
@@ -68,6 +68,9 @@ def positive_number(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a number above 0")
     return value
+
+
+SEGMENT_COLUMN_NAMES = {"user": "user_id (or user) column", "store": "store column", "tag": "tag (or category) column"}
 
 
 def share(text: str) -> float:
@@ -144,10 +147,15 @@ def run(args: argparse.Namespace) -> int:
         mode = next(iter(targets), COST_RATIO)  # the exported floor follows the first mode asked for
         resamples = None if args.resamples is None else max(0, args.resamples)
         advice = advise(result, targets, mode, resamples=resamples, seed=args.seed)
-        segments = []
-        if args.segment_by:
-            target = advice.target if mode != COST_RATIO else args.cost_ratio
-            segments = segment_floors(labels, args.segment_by, mode, target, resamples=resamples, seed=args.seed)
+        segments, segment_warnings = [], []
+        if args.segment_by and args.segment_by not in segment_fields(labels):
+            segment_warnings.append(
+                f"no floors per {args.segment_by}: the labels carry no {SEGMENT_COLUMN_NAMES[args.segment_by]} "
+                "with two values or more"
+            )
+        elif args.segment_by:
+            segments = segment_floors(labels, args.segment_by, mode, advice.target, resamples=resamples, seed=args.seed)
+            segment_warnings = [f"{segment.title(args.segment_by)}: {segment.note}" for segment in segments if segment.note]
     except CalibrationError as exc:
         print(f"memlens calibrate: {args.file}: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -157,13 +165,17 @@ def run(args: argparse.Namespace) -> int:
         report = as_json(result, labels)
         report["advice"] = advice.as_dict()
         report["segments"] = (
-            {"by": args.segment_by, "mode": mode, "floors": [segment.as_dict() for segment in segments]} if segments else None
+            {
+                "by": args.segment_by,
+                "mode": mode,
+                "floors": [segment.as_dict() for segment in segments],
+                "warnings": segment_warnings,
+            }
+            if args.segment_by
+            else None
         )
         print(json.dumps(json_safe(report), indent=2))
     else:
         segment_lines = [segment.line(args.segment_by) for segment in segments]
-        segment_warnings = [
-            f"{segment.title(args.segment_by)}: {segment.note}" for segment in segments if segment.note
-        ]
         print("\n".join(advice_lines(table_lines(result, labels), advice, segment_lines, segment_warnings)))
     return 0

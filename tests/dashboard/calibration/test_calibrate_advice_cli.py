@@ -148,3 +148,10 @@ def test_label_files_read_user_and_tag_columns(tmp_path):
     path.write_text("score,label,user_id,category\n0.4,relevant,sam,temporal\n0.2,not_relevant,ana,3\n0.3,relevant,,\n")
     rows = read_label_file(path).rows
     assert [(r.user, r.tag) for r in rows] == [("sam", "temporal"), ("ana", "3"), (None, None)]
+
+
+def test_segments_by_a_column_the_labels_lack_say_so():
+    done = memlens("calibrate", str(DEMO_LABELS), "--segment-by", "tag", "--resamples", "0")
+    assert done.returncode == 0, done.stderr
+    assert "warning: no floors per tag: the labels carry no tag (or category) column with two values or more" in done.stdout
+    assert "segment tag=" not in done.stdout
