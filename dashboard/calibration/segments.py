@@ -97,9 +97,13 @@ def segment_floors(
     whole = labels.labelled_scores()
     values = np.array([getattr(row, by) or NO_VALUE for row in labels.rows], dtype=object)
     names, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    # Rows grouped by segment once (a stable sort keeps each segment's rows in file
+    # order), not a pass over every row per segment: there may be thousands of users.
+    by_segment = np.argsort(inverse, kind="stable")
+    ends = np.cumsum(counts)
     floors = [_floor(ALL_SEGMENTS, whole, mode, target, resamples, seed, max_width)]
     for index in np.argsort(-counts, kind="stable"):
-        rows = np.flatnonzero(inverse == index)
+        rows = by_segment[ends[index] - counts[index] : ends[index]]
         floors.append(_segment(str(names[index]), whole, rows, mode, target, resamples, seed, max_width))
     return floors
 
