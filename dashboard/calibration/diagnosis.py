@@ -1,5 +1,9 @@
 """What a floor can and cannot do with these labels. Pure functions over the sweep.
 
+Why it matters: with rare relevant hits the least-cost floor can switch memory off,
+and when the ranking itself mixes the classes no floor helps (docs/domain.md, "Floors
+come from labels").
+
 * How separable the scores are: the ROC AUC and the average precision of the score
   as a classifier of relevance, with scikit-learn's definitions (the AUC is the
   trapezoid area under the ROC curve, ties counting half; the average precision is
