@@ -104,10 +104,17 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="how many missed relevant memories one wrong memory costs (default 1)",
     )
     parser.add_argument(
-        "--target-recall", type=share, help="also the highest floor keeping at least this share of relevant memories"
+        "--target-recall",
+        type=share,
+        metavar="SHARE",
+        help="also the highest floor keeping at least this share of relevant memories; the first of "
+        "--target-recall, --target-precision, --fbeta given sets the MEMORY_SCORE_FLOOR= line",
     )
     parser.add_argument(
-        "--target-precision", type=share, help="also the lowest floor at which at least this share of what is kept is relevant"
+        "--target-precision",
+        type=share,
+        metavar="SHARE",
+        help="also the lowest floor at which at least this share of what is kept is relevant",
     )
     parser.add_argument("--fbeta", type=positive_number, metavar="BETA", help="also the floor maximising F-beta (1: F1)")
     parser.add_argument(
