@@ -10,8 +10,8 @@ one line per mode asked for,
     target recall 0.90: floor 0.31 keeps 1234 irrelevant, drops 89 relevant, precision 0.07
     target precision 0.80: no floor reaches it (best 0.41 at floor 0.62)
     max F1: floor 0.44 keeps 120 irrelevant, drops 300 relevant, precision 0.71, recall 0.66
-and the MEMORY_SCORE_FLOOR= line, which follows the first mode asked for of target
-recall, target precision and F-beta (the cost ratio when none is). Then the diagnosis
+and the MEMORY_SCORE_FLOOR= line, which follows the target recall when given, else the
+target precision, else F-beta, else the cost ratio. Then the diagnosis
 when the labels do not separate (ROC AUC, average precision), the no-memory shares of
 answerable and unanswerable turns, the floors per segment, and `warning:` lines.
 csv: the full sweep (every distinct score plus the requested floors), with the
@@ -107,8 +107,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--target-recall",
         type=share,
         metavar="SHARE",
-        help="also the highest floor keeping at least this share of relevant memories; the first of "
-        "--target-recall, --target-precision, --fbeta given sets the MEMORY_SCORE_FLOOR= line",
+        help="also the highest floor keeping at least this share of relevant memories. The MEMORY_SCORE_FLOOR= "
+        "line follows the target recall when given, else the target precision, else F-beta, else the cost ratio",
     )
     parser.add_argument(
         "--target-precision",
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
             for mode, value in ((TARGET_RECALL, args.target_recall), (TARGET_PRECISION, args.target_precision), (FBETA, args.fbeta))
             if value is not None
         }
-        mode = next(iter(targets), COST_RATIO)  # the exported floor follows the first mode asked for
+        mode = next(iter(targets), COST_RATIO)  # the exported floor: target recall, precision, F-beta, cost ratio
         resamples = None if args.resamples is None else max(0, args.resamples)
         advice = advise(result, targets, mode, resamples=resamples, seed=args.seed)
         segments, segment_warnings = [], []
