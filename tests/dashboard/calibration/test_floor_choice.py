@@ -61,6 +61,8 @@ def test_target_recall_floor_is_the_highest_distinct_floor_reaching_it(rows, tar
     assert choice.reached and choice.exact == max(reaching)
     same_outcome(choice, scores, relevant, max(reaching))
     assert choice.recall >= target
+    empty = {t for t in turns if not any(s >= choice.floor for s, u in zip(scores, turns, strict=True) if u == t)}
+    assert choice.no_memory_share == len(empty) / len(set(turns))
 
 
 @settings(max_examples=150, deadline=None)
