@@ -1,6 +1,7 @@
 """The floor advice in headless Chromium: a week of rare, overlapping labels is
 uploaded, the diagnosis and its warnings stand above a cost-ratio floor that drops
-most relevant memories, and picking "Target recall" gives a floor that keeps them.
+most relevant memories, and picking "Target recall" gives a floor that keeps them and
+a .env download that names the mode and the warnings.
 The README's diagnosis screenshot comes from here."""
 
 from __future__ import annotations
@@ -48,3 +49,11 @@ def test_rare_overlapping_labels_get_a_diagnosis_and_a_target_recall_floor(page,
     assert (scores >= floor)[relevant].mean() >= 0.9
     expect(page.get_by_test_id("stCode").first).to_have_text(re.compile(rf"MEMORY_SCORE_FLOOR={floor:g}"))
     expect(page.get_by_text("Floors per segment")).to_be_visible()
+
+    # The downloaded .env names the mode and carries the warnings above the line.
+    with page.expect_download() as download_info:
+        widget(page, "download_floor_env").locator("button").click()
+    lines = open(download_info.value.path(), encoding="utf-8").read().splitlines()
+    assert lines[0] == "# memlens: floor chosen by target recall 0.90"
+    assert any(line.startswith("# warning: At every floor that keeps 90% of relevant memories") for line in lines)
+    assert lines[-1] == f"MEMORY_SCORE_FLOOR={metric_value(page, 'Recommended floor (target recall 0.90)')}"
