@@ -17,6 +17,7 @@ import numpy as np
 
 from dashboard.calibration.choice import COST_RATIO, FloorChoice, check_target, choose, mode_name
 from dashboard.calibration.diagnosis import Diagnosis, FloorOutcome, TurnSplit, diagnose, turn_split
+from dashboard.calibration.scores import CalibrationError
 from dashboard.calibration.sweep import Calibration, format_floor
 
 SPLIT_COLUMNS = ("no_memory_share_answerable", "no_memory_share_unanswerable")
@@ -130,7 +131,7 @@ def advise(
         targets.pop(COST_RATIO, None)
         target = rec.cost_ratio
     elif mode not in targets:
-        raise ValueError(f"mode {mode!r} has no target in {targets!r}")
+        raise CalibrationError(f"mode {mode!r} has no target in {targets!r}")
     else:
         target = targets[mode]
     for name, value in targets.items():
