@@ -213,7 +213,7 @@ def main() -> None:
         + "; ".join(
             f"round {i + 1}: floor {f['total']:.2f}, fresh paint {a['paint']:.2f} result {a['result']:.2f}, "
             f"warm paint {b['paint']:.2f} result {b['result']:.2f}"
-            for i, (f, a, b) in enumerate(zip(floors, fresh, warm))
+            for i, (f, a, b) in enumerate(zip(floors, fresh, warm, strict=True))
         )
         + "\n\nTargets:\n"
         + "\n".join(verdicts)

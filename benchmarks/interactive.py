@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from unittest import mock
 
 from benchmarks._common import ROOT, median, report, table
 
@@ -60,10 +61,11 @@ class ScriptRunTimer:
             finally:
                 timer.runs.append((time.perf_counter() - started) * 1000)
 
-        self.cls._run_script = timed
+        self._patch = mock.patch.object(self.cls, "_run_script", timed)
+        self._patch.start()
 
     def close(self) -> None:
-        self.cls._run_script = self.original
+        self._patch.stop()
 
 
 class StoreCallCounter:
@@ -107,7 +109,7 @@ def build_store(path: Path) -> int:
     return len(lines)
 
 
-def profile_floor_moves(at, moves: int = 5) -> list[tuple[str, float]]:
+def profile_floor_moves(at, moves: int = 5) -> list[tuple[str, float, float]]:
     """Where a floor move's rerun goes: the cumulative time of each call the page
     script makes (dashboard/views/inspect.py at module level), per rerun, under
     cProfile (which slows everything, so read the shares, not the absolute ms)."""
@@ -126,18 +128,16 @@ def profile_floor_moves(at, moves: int = 5) -> list[tuple[str, float]]:
         finally:
             profiler.disable()
 
-    script_runner.ScriptRunner._run_script = profiled
-    try:
+    with mock.patch.object(script_runner.ScriptRunner, "_run_script", profiled):
         for i in range(moves):
             at.slider(key="floor").set_value(round(0.9 - 0.1 * i, 2))
             at.run()
-    finally:
-        script_runner.ScriptRunner._run_script = original
-    stats = pstats.Stats(profiler).stats
+    # Stats.stats is the raw table (with callers) that pstats itself reads; typeshed leaves it out.
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     total = sum(ct for (file, _, name), (_, _, _, ct, _) in stats.items() if name == "_run_script")
     page = str(ROOT / "dashboard" / "views" / "inspect.py")
     shares = []
-    for (file, line, name), (_, _, _, _, callers) in stats.items():
+    for (file, _line, name), (_, _, _, _, callers) in stats.items():
         from_page = sum(c[3] for (cfile, _, cname), c in callers.items() if cfile == page and cname == "<module>")
         if from_page:
             shares.append((f"{Path(file).stem}.{name}", from_page / moves * 1000, from_page / total))

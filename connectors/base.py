@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 
-class ScoreKind(str, enum.Enum):
+class ScoreKind(enum.StrEnum):
     """What a store's own score means before memlens normalises it."""
 
     SIMILARITY = "similarity"  # higher is better, usable against a floor as is

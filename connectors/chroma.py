@@ -19,6 +19,7 @@ document unless ``text_field`` names a metadata key.
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
 from datetime import datetime
@@ -202,10 +203,11 @@ class ChromaStore:
             distances = response["distances"][0]
             documents = (response.get("documents") or [[None] * len(ids)])[0]
             metadatas = (response.get("metadatas") or [[None] * len(ids)])[0]
-        except (KeyError, IndexError, TypeError) as exc:
+            rows = list(zip(ids, distances, documents, metadatas, strict=True))  # ValueError: lists of unequal length
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise BadResponse(f"Chroma query on {self.collection_name!r}: unexpected answer shape") from exc
         hits = []
-        for rank, (chroma_id, distance, document, metadata) in enumerate(zip(ids, distances, documents, metadatas), 1):
+        for rank, (chroma_id, distance, document, metadata) in enumerate(rows, 1):
             metadata = dict(metadata or {})
             raw = float(distance) if distance is not None else None
             hits.append(
@@ -245,8 +247,12 @@ class ChromaStore:
         ids = response.get("ids") or []
         documents = response.get("documents") or [None] * len(ids)
         metadatas = response.get("metadatas") or [None] * len(ids)
+        try:
+            rows = list(zip(ids, documents, metadatas, strict=True))
+        except ValueError as exc:
+            raise BadResponse(f"Chroma collection {self.collection_name!r}: ids, documents and metadatas differ in length") from exc
         memories = []
-        for chroma_id, document, metadata in zip(ids, documents, metadatas):
+        for chroma_id, document, metadata in rows:
             metadata = dict(metadata or {})
             memories.append(
                 Memory(
@@ -283,7 +289,7 @@ class ChromaStore:
         )
         return self._memories(response)
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:  # `list` here is the method above
         response = self._call("users", self.collection.get, limit=USERS_SCAN_LIMIT, include=["metadatas"])
         return sorted({str(m[self.user_field]) for m in response.get("metadatas") or [] if m and m.get(self.user_field)})
 

@@ -16,6 +16,7 @@ inspects.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import json
 import math
@@ -308,6 +309,7 @@ class EmbeddedStore:
         self._dirty = False
 
     _dirty = True
+    _fixed: tuple[tuple[float, float], np.ndarray] | None = None
 
     def _fixed_part(self) -> np.ndarray:
         """w_importance * importance + w_usage * usage for every loaded memory. It
@@ -459,7 +461,7 @@ class EmbeddedStore:
         with self._lock:
             return [self._memory(r) for r in self._db.execute(sql, args).fetchall()]
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:  # `list` here is the method above
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
 
@@ -591,7 +593,7 @@ class EmbeddedStore:
         report.ids += list(fresh)
         return report
 
-    def delete_except(self, keep_ids: list[str]) -> int:
+    def delete_except(self, keep_ids: builtins.list[str]) -> int:
         """Delete every memory whose id is not in `keep_ids`; returns how many."""
         with self._lock:
             self._db.execute("CREATE TEMP TABLE IF NOT EXISTS keep_ids (id TEXT PRIMARY KEY)")
@@ -630,7 +632,7 @@ def _parse_jsonl(lines: list[str], now: datetime, report: ImportReport) -> list[
         row, issue = _validate_line(obj, number, now)
         if issue:
             report.issues.append(issue)
-        else:
+        elif row is not None:
             rows.append(row)
     return rows
 
@@ -644,7 +646,7 @@ def open_store(
     progress: Callable[[int, int], None] | None = None,
 ) -> EmbeddedStore:
     """The registry's factory: a given SQLite file, or the demo store when none."""
-    options = dict(weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
+    options: dict[str, Any] = dict(weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
     if db_path:
         if not Path(db_path).exists():
             raise StoreUnavailable(f"No embedded store file at {db_path}")

@@ -24,6 +24,7 @@ shared per path here: two stores (or two Compare columns) on one folder work.
 from __future__ import annotations
 
 import atexit
+import builtins
 import threading
 import time
 from pathlib import Path
@@ -235,14 +236,14 @@ class QdrantStore:
         latency_ms = (time.perf_counter() - started) * 1000
         hits = []
         for rank, point in enumerate(response.points, start=1):
-            raw = float(point.score) if point.score is not None else None
+            raw_score = float(point.score) if point.score is not None else None
             hits.append(
                 Hit(
                     memory_id=self._memory_id(point),
                     rank=rank,
                     text=self._text(point),
-                    score=normalise(self.distance, raw),
-                    raw_score=raw,
+                    score=normalise(self.distance, raw_score),
+                    raw_score=raw_score,
                     created_at=as_datetime((point.payload or {}).get(self.created_at_field)) if self.created_at_field else None,
                     metadata=self._metadata(point),
                 )
@@ -278,7 +279,7 @@ class QdrantStore:
         from qdrant_client import models
 
         if self.id_field:
-            conditions = [models.FieldCondition(key=self.id_field, match=models.MatchValue(value=memory_id))]
+            conditions: list[models.Condition] = [models.FieldCondition(key=self.id_field, match=models.MatchValue(value=memory_id))]
             if user_id:
                 conditions.append(models.FieldCondition(key=self.user_field, match=models.MatchValue(value=user_id)))
             points, _ = self._call(
@@ -318,7 +319,7 @@ class QdrantStore:
                 break
         return [self._to_memory(p) for p in collected[offset:wanted]]
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:  # `list` here is the method above
         """The distinct user values, from the first USERS_SCAN_LIMIT points."""
         seen: set[str] = set()
         next_page = None

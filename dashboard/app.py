@@ -6,7 +6,7 @@ from pathlib import Path
 # `streamlit run dashboard/app.py` puts dashboard/ on sys.path, not the project root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import streamlit as st  # noqa: E402
+import streamlit as st
 
 # Material icons, not emoji: validating an emoji loads Streamlit's emoji catalogue
 # (0.1-0.4 s), and this runs before the first paint.

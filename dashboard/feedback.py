@@ -15,13 +15,13 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
-from connectors.base import ConnectorError, FeedbackResult, Hit, InvalidRequest, NotFound, SupportsFeedback
+from connectors.base import ConnectorError, FeedbackResult, Hit, InvalidRequest, NotFound, Signal, SupportsFeedback
 
 
 @dataclass(frozen=True)
 class FeedbackItem:
     memory_id: str
-    signal: str
+    signal: Signal
     comment: str | None = None
 
 

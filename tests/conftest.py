@@ -63,6 +63,7 @@ def _memorysync_server_module():
     name = "memorysync_server"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "connectors" / "memorysync_server.py")
+        assert spec is not None and spec.loader is not None  # a .py file always has both
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)

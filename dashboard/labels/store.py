@@ -149,7 +149,9 @@ class LabelStore(SessionMethods):
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (*key, old[0][0], label, now),
                 )
-        return self.get(message_id, memory_id, reviewer)  # type: ignore[return-value]
+        saved = self.get(message_id, memory_id, reviewer)
+        assert saved is not None  # the row written above
+        return saved
 
     def delete(self, message_id: str, memory_id: str, reviewer: str) -> bool:
         """Remove one label (undo); the removal is recorded in the history."""
@@ -209,7 +211,7 @@ class LabelStore(SessionMethods):
                 f"WHERE message_id=? AND memory_id=? ORDER BY {self._history_order}",
                 (message_id, memory_id),
             )
-        return [dict(zip(("reviewer", "old_label", "new_label", "changed_at"), r)) for r in rows]
+        return [dict(zip(("reviewer", "old_label", "new_label", "changed_at"), r, strict=True)) for r in rows]
 
     def stores(self) -> list[str]:
         with self._reading():

@@ -305,7 +305,7 @@ def parse_queries(text: str, source: str = "queries.jsonl") -> tuple[list[Judged
         if not line.strip():
             continue
 
-        def bad(name: str, message: str) -> None:
+        def bad(name: str, message: str, number: int = number) -> None:
             issues.append(LineIssue(source, number, name, message))
 
         try:
@@ -387,7 +387,7 @@ def cases_from_labels(
     for message in sorted(by_message):
         rows = sorted(
             by_message[message],
-            key=lambda l: (l.rank is None, l.rank if l.rank is not None else 0, -(l.score or 0.0), l.memory_id),
+            key=lambda label: (label.rank is None, label.rank if label.rank is not None else 0, -(label.score or 0.0), label.memory_id),
         )
         hits = [
             Hit(

@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from connectors.base import Hit
 
@@ -186,7 +186,7 @@ class RerankResult:
 # ------------------------------------------------------------------ computing
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -267,7 +267,7 @@ def rerank(
     relevance, then the store's own order), then the excluded and stale ones by
     relevance (then the store's order)."""
     settings = settings or RerankSettings()
-    scored = []
+    scored: list[dict[str, Any]] = []
     for position, hit in enumerate(hits, start=1):
         store_rank = hit.rank if isinstance(hit.rank, int) and hit.rank > 0 else position
         relevance, source = relevance_of(hit)

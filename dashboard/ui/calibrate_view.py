@@ -87,16 +87,16 @@ def _stored_labels() -> LabelSource:
         )
         return LabelSource(load_demo_labels(), "demo")
 
-    days = sorted(d for d in (_label_date(l.updated_at) for l in everything) if d)
+    days = sorted(d for d in (_label_date(row.updated_at) for row in everything) if d)
     cols = st.columns(3)
     store_name = cols[0].selectbox("Store", [ALL, *store.stores()], key="calibrate_store")
     reviewer = cols[1].selectbox("Reviewer", [ALL, *store.reviewers()], key="calibrate_reviewer")
     picked = cols[2].date_input(
         "Labelled between", value=(days[0], days[-1]) if days else None, key="calibrate_dates"
     )
-    picked = tuple(picked) if isinstance(picked, (tuple, list)) else (picked,)
-    since = picked[0] if picked else None
-    until = picked[-1] if picked else None
+    dates = tuple(picked) if isinstance(picked, (tuple, list)) else (picked,)
+    since = dates[0] if dates else None
+    until = dates[-1] if dates else None
     labels = store.labels(
         store=None if store_name == ALL else store_name,
         reviewer=None if reviewer == ALL else reviewer,
@@ -243,26 +243,26 @@ def show_summary(result: Calibration, current: float) -> None:
         )
 
     now = evaluate(data, [current])
-    cols = st.columns(2)
+    halves = st.columns(2)
     interval = (
         f"{rec.confidence:.0%} interval {rec.interval[0]:.3f}–{rec.interval[1]:.3f} "
         f"({rec.resamples_used} resamples of {rec.resampled})"
         if rec.interval
         else "no interval (too few turns holding both labels)"
     )
-    cols[0].metric(
+    halves[0].metric(
         f"Recommended floor (cost ratio {rec.cost_ratio:g})",
         format_floor(rec.floor),
         help="The middle of the range of floors with the lowest cost; the interval is that middle "
         "over bootstrap resamples of turns.",
     )
-    cols[0].caption(
+    halves[0].caption(
         f"Keeps {rec.kept_irrelevant:,} irrelevant, drops {rec.dropped_relevant:,} relevant, "
         f"no memory in {_percent(rec.no_memory_share)} of turns; {interval}."
     )
-    cols[1].metric("Inspect floor", format_floor(current))
+    halves[1].metric("Inspect floor", format_floor(current))
     no_memory = now.no_memory_share[0] if now.no_memory_share is not None else None
-    cols[1].caption(
+    halves[1].caption(
         f"Keeps {int(now.kept_irrelevant[0]):,} irrelevant, drops {int(now.dropped_relevant[0]):,} relevant, "
         f"no memory in {_percent(no_memory)} of turns."
     )

@@ -14,8 +14,8 @@ from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.registry import REGISTRY
 from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
-from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.labels import export
+from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
 from dashboard.ui.charts import score_breakdown_figure
@@ -139,7 +139,7 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
             try:
                 state["store_calls"] = state.get("store_calls", 0) + 1
                 state["result"] = readlog.logged_query(
-                    choice.store, query, user_id=user, k=k, store_fingerprint=choice.fingerprint, source="inspect"
+                    choice.connected, query, user_id=user, k=k, store_fingerprint=choice.fingerprint, source="inspect"
                 )
             except ConnectorError as exc:
                 state["result_error"] = f"{type(exc).__name__}: {exc}"
@@ -295,7 +295,7 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
         st.error(error)
     msg = message_id(result.query, user, choice.fingerprint)
     try:
-        existing = {l.memory_id: l.label for l in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
+        existing = {row.memory_id: row.label for row in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
     except LabelStoreError as exc:
         st.error(f"Labelling is unavailable: {exc}")
         return
@@ -307,7 +307,7 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
         if clipped:
             cols[0].caption(f"Text cut to {len(text) - 1:,} of {len(hit.text):,} characters.")
         current = existing.get(hit.memory_id)
-        cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current, "— unlabelled"))
+        cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current or "", "— unlabelled"))
         for col, value, title in ((cols[2], "relevant", "Relevant"), (cols[3], "not_relevant", "Not relevant")):
             col.button(
                 title,
@@ -332,7 +332,7 @@ def show_session_labels(include_text: bool) -> None:
         st.caption("No labels yet.")
         return
     st.dataframe(
-        pd.DataFrame([l.export_row(include_text) for l in labels]), hide_index=True, width="stretch"
+        pd.DataFrame([row.export_row(include_text) for row in labels]), hide_index=True, width="stretch"
     )
     cols = st.columns(2)
     cols[0].download_button(

@@ -204,6 +204,7 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
             ("Excluded (relevance)", reranked.excluded_count),
             ("Stale (age)", reranked.stale_count),
         ),
+        strict=True,
     ):
         col.metric(label, value)
     for flag in review_flags(payload):

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from connectors.base import ConnectorError, MemoryStore
+from connectors.base import ConnectorError, MemoryStore, StoreUnavailable
 from connectors.registry import REGISTRY, ConfigField, fingerprint, public_config
 from dashboard.ui import cache
 
@@ -22,6 +22,15 @@ class StoreChoice:
     fingerprint: str
     store: MemoryStore | None
     error: str | None
+
+    @property
+    def connected(self) -> MemoryStore:
+        """The open store, for code that runs once the page has stopped on ``error``;
+        a store that failed to open raises StoreUnavailable, a ConnectorError the
+        callers already show."""
+        if self.store is None:
+            raise StoreUnavailable(self.error or f"the {self.name} store is not open")
+        return self.store
 
 
 def secret_value(env_name: str | None) -> str | None:

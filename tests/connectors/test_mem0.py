@@ -108,6 +108,7 @@ def mem0_store(tmp_path_factory):
         )
     )
     store = create_store("mem0", {"config": str(config_file), "app_threshold": ""})
+    assert isinstance(store, Mem0LibraryStore)
     rows, report = demo_rows()
     assert not report.issues
     load_mem0(store.memory, rows)

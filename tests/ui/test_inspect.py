@@ -64,8 +64,9 @@ class TimingOutStore(CountingStore):
 
 
 def open_timing_out() -> TimingOutStore:
-    OPENED.append(TimingOutStore())
-    return OPENED[-1]
+    store = TimingOutStore()
+    OPENED.append(store)
+    return store
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def table(at):
 
 def statuses(at) -> dict[str, str]:
     frame = table(at)
-    return dict(zip(frame["memory id"], frame["status"]))
+    return dict(zip(frame["memory id"], frame["status"], strict=True))
 
 
 def test_first_open_shows_demo_defaults(app):
