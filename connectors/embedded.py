@@ -461,7 +461,7 @@ class EmbeddedStore:
         with self._lock:
             return [self._memory(r) for r in self._db.execute(sql, args).fetchall()]
 
-    def users(self) -> builtins.list[str]:  # `list` here is the method above
+    def users(self) -> builtins.list[str]:  # SupportsUsers (`list` here is the method above)
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
 
@@ -606,7 +606,7 @@ class EmbeddedStore:
 
     @property
     def default_user(self) -> str | None:
-        """The user a page should preselect (the demo sets "sam")."""
+        """HasDefaultUser: the user a page should preselect (the demo sets "sam")."""
         return self.meta("default_user")
 
     def meta(self, key: str) -> str | None:

@@ -278,7 +278,7 @@ class HttpJsonStore:
     ):
         self.config = config
         self.title = config.title
-        self.max_k = config.max_k
+        self.max_k = config.max_k  # HasMaxK; None when the config names no limit
         self.score_kind = {
             "similarity": ScoreKind.SIMILARITY,
             "cosine_distance": ScoreKind.DISTANCE,

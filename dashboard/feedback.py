@@ -45,7 +45,7 @@ class FeedbackOutcome:
 
 
 def supports_feedback(store: object) -> bool:
-    return isinstance(store, SupportsFeedback) and callable(getattr(store, "feedback", None))
+    return isinstance(store, SupportsFeedback)
 
 
 def plan_from_floor(kept: list[Hit], dropped: list[Hit]) -> list[FeedbackItem]:

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import ConnectorError, Hit, QueryResult, SupportsFeedback
+from connectors.base import ConnectorError, Hit, QueriesBumpUsage, QueryResult, SupportsFeedback
 from connectors.registry import REGISTRY
 from dashboard import feedback
 from dashboard.logs import read_log as readlog
@@ -67,7 +67,7 @@ def show_rank_lookup(result: QueryResult, choice: StoreChoice, user: str | None)
     k, is_limit = lookup_k(choice.connected)
     how = f"up to its limit of {k}" if is_limit else f"with k={k}"
     caption = f"Asks the store again {how} and finds the memory by id; when it is not there, checks whether it is stored at all."
-    if getattr(choice.store, "queries_bump_usage", False):
+    if isinstance(choice.store, QueriesBumpUsage) and choice.store.queries_bump_usage:
         caption += " This query too bumps usage counts in the store."
     st.caption(caption)
     cols = st.columns([4, 1])
