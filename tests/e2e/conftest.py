@@ -133,11 +133,10 @@ def browser():
 def page(browser, server):
     """A fresh browser context (a new Streamlit session) that fails the test if the
     app showed an exception box, or if the server logged a traceback meanwhile."""
-    context = browser.new_context(
-        base_url=server.url, viewport={"width": 1400, "height": 1000}, accept_downloads=True
-    )
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     context.set_default_timeout(30_000)
     tab = context.new_page()
+    tab.base_url = server.url  # read back by st_browser.open_app (and tests opening a second tab)
     log_start = server.log_path.stat().st_size
     try:
         yield tab

@@ -29,7 +29,9 @@ def wait_idle(page: Page, timeout: float = 60_000) -> None:
 
 
 def open_app(page: Page, path: str = "", params: dict[str, str] | None = None) -> None:
-    url = "/" + path.lstrip("/")  # relative to the context's base_url (the server)
+    # The `page` fixture (conftest.py) pins the server's address on the Page itself:
+    # Playwright's Page type has no such attribute, hence the one ignore.
+    url = page.base_url + "/" + path.lstrip("/")  # type: ignore[attr-defined]
     if params:
         url += "?" + urlencode(params)
     page.goto(url)

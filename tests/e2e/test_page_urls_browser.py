@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Page, expect
-from st_browser import open_app, widget
+from st_browser import FIRST_RESULT_TIMEOUT_MS, open_app, wait_idle, widget
 
 pytestmark = pytest.mark.e2e
 
@@ -50,10 +50,11 @@ def running(page: Page) -> Page:
 
 @pytest.mark.parametrize("url_path, title, heading", PAGES, ids=[p for p, _, _ in PAGES])
 def test_a_page_url_opens_that_page_without_the_page_not_found_dialog(running, browser, server, url_path, title, heading):
-    context = browser.new_context(base_url=server.url, viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         tab = context.new_page()
-        open_app(tab, url_path)
+        tab.goto(f"{server.url}/{url_path}")
+        wait_idle(tab, timeout=FIRST_RESULT_TIMEOUT_MS)
         expect(tab.get_by_test_id("stMain").locator("h1").first).to_have_text(heading)
         assert_no_page_not_found(tab)
         assert current_link(tab) == title
