@@ -53,15 +53,17 @@ def _label_store(target: str) -> LabelStore:
 
 @st.cache_resource(show_spinner=False)
 def model_warmup() -> Future:
-    """Start loading the embedding model in the background at first page view, so
-    the page paints at once and the model is usually ready by the first query."""
+    """Start opening the embedding model in the background at first page view, so
+    the page paints at once and the model is usually ready by the first query (on
+    the ONNX path that is under a second; the first run on a machine also exports
+    the model, which imports torch once)."""
     from connectors import embedding
 
     future: Future = Future()
 
     def load() -> None:
         try:
-            embedding.load_model()
+            embedding.encoder()
             future.set_result(True)
         except Exception as exc:  # reported when a query needs the model
             future.set_exception(exc)
