@@ -38,19 +38,33 @@ if choice.error:
     st.stop()
 
 result = view.current_result(choice, user, int(k))
-floor = st.slider("Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped.")
-view.sync_url(user, int(k), floor)
+view.show_embedding_path(choice)
+
+
+# A floor move reruns only this fragment: the parts that depend on the floor (the
+# summary, the table's status column, the chart, the prompt block, and the store
+# feedback planned from kept/dropped). Labels, the re-rank panel and the raw
+# response are not redrawn for it.
+@st.fragment
+def floor_dependent_parts() -> None:
+    floor = st.slider("Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped.")
+    view.sync_url(user, int(k), floor)
+    if result is None:
+        return
+    view.show_notes(result)
+    kept, dropped = apply_floor(result.hits, floor)
+    view.show_summary(result, kept, dropped, floor)
+    view.show_hits_table(result, kept)
+    view.show_chart(result, floor, kept)
+    view.show_prompt_block(prompt_block(kept, dropped, result.context))
+    show_store_tools(result, choice, user, kept, dropped)
+
+
+floor_dependent_parts()
 if result is None:
     st.stop()
 
-view.show_notes(result)
-kept, dropped = apply_floor(result.hits, floor)
-view.show_summary(result, kept, dropped, floor)
-view.show_hits_table(result, kept)
-view.show_chart(result, floor, kept)
-view.show_prompt_block(prompt_block(kept, dropped, result.context))
 view.show_labelling(result, choice, user, reviewer, store_text)
-show_store_tools(result, choice, user, kept, dropped)
 view.show_session_labels(store_text)
 show_rerank_panel(result, choice, user, store_text)
 view.show_raw_response(result)
