@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, parse_label_bytes
+from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels
 from dashboard.calibration.report import floor_choice
 from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
 from dashboard.floor import default_floor
@@ -123,7 +123,8 @@ def _uploaded_labels() -> LabelSource | None:
         st.info("Choose a label file to calibrate on.")
         return None
     try:
-        labels = parse_label_bytes(upload.getvalue(), source=upload.name)
+        # Parsed once per file content, not on every rerun (cache.py keys it by hash).
+        labels = cache.parsed_label_file(upload.getvalue(), upload.name)
     except LabelFileError as exc:
         st.error(str(exc))
         return None
@@ -314,15 +315,27 @@ def show_sweep_table(result: Calibration) -> None:
     )
 
 
+def _floor_choice(result: Calibration, source: LabelSource) -> dict[str, Any]:
+    """floor_choice, computed again only when the calibration or the label source changes."""
+    key = (id(result), source.kind, json.dumps(source.filters, sort_keys=True, default=str), source.labels.source)
+    memo = st.session_state.get("_floor_choice_memo")
+    if memo is None or memo[0] != key:
+        memo = (key, floor_choice(result, source.labels, filters=source.filters, demo=source.kind == "demo"))
+        st.session_state["_floor_choice_memo"] = memo
+    return memo[1]
+
+
 def show_exports(result: Calibration, source: LabelSource) -> None:
     st.subheader("Export")
     rec = result.recommendation
-    choice = floor_choice(result, source.labels, filters=source.filters, demo=source.kind == "demo")
+    choice = _floor_choice(result, source)
     st.code(rec.snippet, language="bash")
     cols = st.columns(3)
     cols[0].download_button(
         "Download the sweep (CSV)",
-        result.sweep.to_frame().to_csv(index=False),
+        # Callable data: at a million labels this file takes seconds and a hundred
+        # MB to build, so it is built when the button is clicked, not on each rerun.
+        lambda: result.sweep.to_frame().to_csv(index=False),
         file_name="memlens-sweep.csv",
         mime="text/csv",
         key="download_sweep_csv",
@@ -338,7 +351,7 @@ def show_exports(result: Calibration, source: LabelSource) -> None:
     )
     cols[2].download_button(
         "Download the floor (JSON)",
-        json.dumps(choice, indent=2),
+        lambda: json.dumps(choice, indent=2),
         file_name="memlens-floor.json",
         mime="application/json",
         key="download_floor_json",

@@ -194,3 +194,28 @@ def test_the_inspect_slider_keeps_its_floor_across_a_visit_to_calibrate(app):
     assert metric(at, "Inspect floor") == "0.30"
     at.switch_page("views/inspect.py").run()
     assert at.slider(key="floor").value == 0.3
+
+
+def test_an_upload_is_parsed_once_however_often_the_page_reruns(app, monkeypatch):
+    from dashboard.calibration import label_files
+    from dashboard.ui import cache
+
+    parsed = []
+    real = label_files.parse_label_bytes
+
+    def counting(content, source):
+        parsed.append(source)
+        return real(content, source=source)
+
+    monkeypatch.setattr(cache, "parse_label_bytes", counting)
+    cache._parsed_label_file.clear()
+    at = open_calibrate(app, calibrate_source="Upload a file")
+    at.file_uploader(key="calibrate_upload").set_value(("again.jsonl", UPLOAD, "application/jsonl")).run()
+    at.text_input(key="calibrate_floors").input("0.2, 0.3").run()
+    at.number_input(key="cost_ratio").set_value(3.0).run()
+    assert not at.exception
+    assert metric(at, "Labelled hits") == "4"
+    assert parsed == ["again.jsonl"]
+    # Different content under the same name is parsed again.
+    at.file_uploader(key="calibrate_upload").set_value(("again.jsonl", UPLOAD + b"\n", "application/jsonl")).run()
+    assert parsed == ["again.jsonl", "again.jsonl"]
