@@ -155,7 +155,8 @@ def backend_description(model: str | None = None) -> str | None:
         found = _encoders.get(resolve_model_path(model))
     if found is None:
         return None
-    name = Path(resolve_model_path(model)).name if model else DEFAULT_MODEL
+    path = resolve_model_path(model)
+    name = DEFAULT_MODEL if path == packaged_model_path() else Path(path).name
     if found.backend == "onnx":
         return f"Embeddings: {name} on ONNX Runtime (exported once from sentence-transformers; no torch)."
     reason = getattr(found, "reason", "")

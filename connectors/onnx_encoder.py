@@ -38,6 +38,9 @@ class OnnxEncoder:
         # The export is saved already optimised (onnx_export._optimise): running the
         # passes again would only add to every cold start.
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+        # Idle worker threads sleep instead of spinning: on a shared machine a
+        # spinning pool takes the cores that Streamlit and the other sessions need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(
             str(directory / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )

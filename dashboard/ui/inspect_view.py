@@ -19,7 +19,7 @@ from dashboard.labels import export
 from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
-from dashboard.ui.charts import score_breakdown_figure
+from dashboard.ui.charts import move_floor, score_breakdown_figure
 from dashboard.ui.sidebar import StoreChoice
 
 MAX_QUERY_CHARS = 2_000
@@ -245,8 +245,15 @@ def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:
     if not result.hits:
         return
     hits = result.hits[:MAX_CHART_BARS]
+    kept_ids = {h.memory_id for h in kept}
+    # The bars depend on the result only: built once per result, then only the
+    # floor line moves (see charts.move_floor).
+    memo = st.session_state.get("_chart_memo")
+    if memo is None or memo[0] is not result:
+        memo = (result, score_breakdown_figure(hits, floor, kept_ids))
+        st.session_state["_chart_memo"] = memo
     st.plotly_chart(
-        score_breakdown_figure(hits, floor, {h.memory_id for h in kept}),
+        move_floor(memo[1], hits, floor, kept_ids),
         width="stretch",
         key="breakdown_chart",
     )
