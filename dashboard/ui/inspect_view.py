@@ -221,7 +221,13 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
     if not hits:
         st.info("The store returned no memories for this query.")
         return
-    frame = hits_frame(hits, {h.memory_id for h in kept})
+    # Only the status column depends on the floor: the rest is built once per result.
+    memo = st.session_state.get("_table_memo")
+    if memo is None or memo[0] is not result:
+        memo = (result, hits_frame(hits, set()))
+        st.session_state["_table_memo"] = memo
+    kept_ids = {h.memory_id for h in kept}
+    frame = memo[1].assign(status=["kept" if h.memory_id in kept_ids else "dropped" for h in hits])
     # Status next to the id: at the end, behind the breakdown columns, it sat off
     # screen on a laptop-wide window and a reviewer had to scroll to see it.
     leading = ["rank", "memory id", "status"]
