@@ -24,6 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Matrix sizes (rows x dims) at or under which numpy's OpenBLAS keeps a
+# matrix-vector product on one thread by itself: measured, 1,000 x 384 stays on one
+# thread and 2,000 x 384 goes to two (and, on a busy machine, 300 times slower).
+SINGLE_THREADED_BELOW = 1_024 * 384
+
 _blas_controller = None
 _blas_lock = threading.Lock()
 
@@ -82,8 +87,13 @@ def scan(
     weights: dict[str, float],
 ) -> tuple[np.ndarray, np.ndarray]:
     """(score float64, semantic float32) for every memory in `rows`."""
-    with single_threaded_blas():
+    if vectors.size <= SINGLE_THREADED_BELOW:
+        # OpenBLAS runs a product this small on one thread anyway, and setting the
+        # thread count costs as much as the product itself.
         semantic = vectors @ query_vector
+    else:
+        with single_threaded_blas():
+            semantic = vectors @ query_vector
     np.clip(semantic, 0.0, 1.0, out=semantic)
     if now >= anchored.newest:
         score = np.multiply(anchored.decayed[rows], weights["recency"] * math.exp(-(now - anchored.newest) * rate))
