@@ -180,7 +180,12 @@ def _optimise(onnx_path: Path) -> None:
 def main() -> None:
     from connectors.embedding import packaged_model_path
 
-    print(f"exported to {export(packaged_model_path())}")
+    model = packaged_model_path()
+    directory = export_dir(model)
+    if is_exported(directory):
+        print(f"already exported: {directory}")
+    else:
+        print(f"exported to {export(model, directory)}")
 
 
 if __name__ == "__main__":
