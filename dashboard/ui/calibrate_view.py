@@ -159,8 +159,15 @@ def show_issues(labels: LabelFile) -> None:
 
 
 def scores_or_error(labels: LabelFile) -> LabelledScores | None:
+    # The same LabelFile object (an upload is cached by content) gives the same
+    # arrays: a rerun that changes a control does not rebuild them from the rows.
+    memo = st.session_state.get("_scores_memo")
+    if memo is not None and memo[0] is labels:
+        return memo[1]
     try:
-        return labels.labelled_scores()
+        scores = labels.labelled_scores()
+        st.session_state["_scores_memo"] = (labels, scores)
+        return scores
     except CalibrationError as exc:
         st.error(f"Cannot calibrate on {labels.source}: {exc}")
         return None
