@@ -45,10 +45,9 @@ from connectors.embedded_import import (  # noqa: F401  (public names of this mo
     DEFAULT_IMPORTANCE,
     IMPORTANCE_MAX,
     IMPORTANCE_MIN,
-    ImportIssue,
     ImportReport,
+    _parse_jsonl,
     _utc,
-    parse_jsonl,
 )
 from connectors.embedded_scan import Anchored, recency_rate, scan, top_k
 from connectors.paths import data_dir
@@ -442,11 +441,10 @@ class EmbeddedStore:
         path = Path(path)
         report = ImportReport(source=str(path))
         try:
-            # Line feeds only: splitlines() would also break a memory text holding U+2028 or U+0085.
-            lines = path.read_text(encoding="utf-8").split("\n")
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidRequest(f"Cannot read {path}: {exc}") from exc
-        return self.import_rows(parse_jsonl(lines, self._now(), report), report=report, progress=progress)
+        return self.import_rows(_parse_jsonl(text, self._now(), report), report=report, progress=progress)
 
     def import_rows(
         self,

@@ -1,31 +1,18 @@
-"""Reading memories to import into the embedded store: one JSON object a line,
-checked field by field, so a bad line is reported (line number, field, what was
-wrong) and the good lines are still imported."""
+"""Reading memories to import into the embedded store: one JSON object a line
+(through connectors/lines.py), checked field by field, so a bad line is reported
+(file, line number, field, what was wrong) and the good lines are still imported."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from connectors.lines import LineIssue, json_objects
+
 DEFAULT_IMPORTANCE = 0.5
 IMPORTANCE_MIN, IMPORTANCE_MAX = 0.05, 1.0
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-@dataclass
-class ImportIssue:
-    line: int
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}, field {self.field!r}: {self.message}"
 
 
 @dataclass
@@ -34,23 +21,27 @@ class ImportReport:
     imported: int = 0
     reencoded: int = 0
     ids: list[str] = field(default_factory=list)
-    issues: list[ImportIssue] = field(default_factory=list)
+    issues: list[LineIssue] = field(default_factory=list)
 
     def summary(self) -> str:
         text = f"{self.source}: imported {self.imported} memories"
         if self.issues:
             text += f", rejected {len(self.issues)} line(s):\n" + "\n".join(
-                f"  {self.source}: {issue}" for issue in self.issues
+                f"  {issue}" for issue in self.issues
             )
         return text
 
 
-def _validate_line(obj: Any, line: int, now: datetime) -> tuple[dict[str, Any] | None, ImportIssue | None]:
-    def bad(name: str, message: str):
-        return None, ImportIssue(line, name, message)
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
-    if not isinstance(obj, dict):
-        return bad("(line)", "expected a JSON object")
+
+def _validate_line(
+    obj: dict[str, Any], line: int, now: datetime, file: str
+) -> tuple[dict[str, Any] | None, LineIssue | None]:
+    def bad(name: str, message: str):
+        return None, LineIssue(file, line, name, message)
+
     row: dict[str, Any] = {}
     for name in ("id", "user_id", "text"):
         value = obj.get(name)
@@ -86,21 +77,12 @@ def _validate_line(obj: Any, line: int, now: datetime) -> tuple[dict[str, Any] |
     return row, None
 
 
-def parse_jsonl(lines: list[str], now: datetime, report: ImportReport) -> list[dict[str, Any]]:
+def _parse_jsonl(text: str, now: datetime, report: ImportReport) -> list[dict[str, Any]]:
     rows = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            report.issues.append(ImportIssue(number, "(line)", f"not valid JSON: {exc.msg} at column {exc.colno}"))
-            continue
-        row, issue = _validate_line(obj, number, now)
+    for number, obj in json_objects(text, report.source, report.issues):
+        row, issue = _validate_line(obj, number, now, report.source)
         if issue:
             report.issues.append(issue)
         else:
             rows.append(row)
     return rows
-
-

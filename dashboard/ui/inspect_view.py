@@ -13,7 +13,7 @@ import streamlit as st
 from connectors import embedding
 from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.registry import REGISTRY
-from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
+from dashboard.display import bounded_json, clip_text, code_span, hits_frame, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import export
 from dashboard.labels.model import LabelStoreError, message_id
@@ -27,7 +27,6 @@ MAX_USER_CHARS = 200
 MAX_TABLE_ROWS = 1_000
 MAX_CHART_BARS = 50
 MAX_LABEL_ROWS = 200
-TABLE_TEXT_CHARS = 300
 MAX_NOTES = 20
 MAX_PROMPT_CHARS = 20_000
 MAX_RAW_ITEMS = 100
@@ -147,6 +146,9 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
     key = (choice.fingerprint, user, query, k)
     if state.get("result_key") != key:
         state["result"], state["result_error"] = None, None
+        # The id labels, the re-rank export and the label lookups use for this query:
+        # computed once here, from the same query, user and store as the result.
+        state["result_message_id"] = message_id(query, user, choice.fingerprint)
         with st.spinner("Querying the store (the first query also loads the embedding model)…"):
             try:
                 state["store_calls"] = state.get("store_calls", 0) + 1
@@ -161,6 +163,11 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
         st.button("Retry", key="retry_query", on_click=lambda: state.pop("result_key", None))
         return None
     return state["result"]
+
+
+def current_message_id() -> str:
+    """The message id of the result `current_result` returned (see there)."""
+    return st.session_state["result_message_id"]
 
 
 # ------------------------------------------------------------------ results
@@ -191,26 +198,6 @@ def show_summary(result: QueryResult, kept: list[Hit], dropped: list[Hit], floor
         st.caption(f"Every hit scores under the floor {floor:.2f}.")
 
 
-def hits_frame(hits: list[Hit], kept_ids: set[str]) -> pd.DataFrame:
-    components: list[str] = []
-    for hit in hits:
-        components += [c for c in hit.breakdown if c not in components]
-    rows = []
-    for hit in hits:
-        row = {
-            "rank": hit.rank,
-            "memory id": hit.memory_id,
-            "text": clip_text(hit.text, TABLE_TEXT_CHARS)[0],
-            "score": hit.score,
-        }
-        if hit.raw_score is not None and hit.raw_score != hit.score:
-            row["raw score"] = hit.raw_score
-        row.update({c: hit.breakdown.get(c) for c in components})
-        row["status"] = "kept" if hit.memory_id in kept_ids else "dropped"
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 NOT_NUMERIC = ("memory id", "status", "text")
 
 
@@ -224,7 +211,7 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
     # Only the status column depends on the floor: the rest is built once per result.
     memo = st.session_state.get("_table_memo")
     if memo is None or memo[0] is not result:
-        memo = (result, hits_frame(hits, set()))
+        memo = (result, hits_frame(hits, set(), breakdown=True))
         st.session_state["_table_memo"] = memo
     kept_ids = {h.memory_id for h in kept}
     frame = memo[1].assign(status=["kept" if h.memory_id in kept_ids else "dropped" for h in hits])
@@ -298,9 +285,8 @@ def _row_labels(msg: str, reviewer: str) -> dict[str, str]:
     return st.session_state.setdefault("_row_labels", {}).setdefault((msg, reviewer), {})
 
 
-def _write_label(choice: StoreChoice, user, reviewer, store_text, hit: Hit, value: str) -> None:
+def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, value: str) -> None:
     query = st.session_state.get("query", "").strip()
-    msg = message_id(query, user, choice.fingerprint)
     try:
         cache.label_store().upsert(
             message_id=msg,
@@ -320,12 +306,11 @@ def _write_label(choice: StoreChoice, user, reviewer, store_text, hit: Hit, valu
         st.session_state[f"label_error_{hit.memory_id}"] = f"The label for {hit.memory_id} was not saved: {exc}"
 
 
-def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str, store_text: bool) -> None:
+def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer: str, store_text: bool) -> None:
     if not result.hits:
         return
     st.subheader("Label the results")
     st.caption(f"Labels are saved at once by id as reviewer **{inert_markdown(reviewer)}**.")
-    msg = message_id(result.query, user, choice.fingerprint)
     try:
         existing = {row.memory_id: row.label for row in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
     except LabelStoreError as exc:
@@ -335,13 +320,13 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
     labels.clear()
     labels.update(existing)
     for hit in result.hits[:MAX_LABEL_ROWS]:
-        _label_row(hit, choice, user, reviewer, store_text, msg)
+        _label_row(hit, msg, choice, reviewer, store_text)
     if len(result.hits) > MAX_LABEL_ROWS:
         st.caption(f"Labelling the first {MAX_LABEL_ROWS} of {len(result.hits):,} results.")
 
 
 @st.fragment
-def _label_row(hit: Hit, choice: StoreChoice, user, reviewer: str, store_text: bool, msg: str) -> None:
+def _label_row(hit: Hit, msg: str, choice: StoreChoice, reviewer: str, store_text: bool) -> None:
     """One result's label row; a click on its buttons reruns this row alone."""
     if error := st.session_state.pop(f"label_error_{hit.memory_id}", None):
         st.error(error)
@@ -359,7 +344,7 @@ def _label_row(hit: Hit, choice: StoreChoice, user, reviewer: str, store_text: b
             key=f"{value}_{hit.memory_id}",
             type="primary" if current == value else "secondary",
             on_click=_write_label,
-            args=(choice, user, reviewer, store_text, hit, value),
+            args=(choice, msg, reviewer, store_text, hit, value),
         )
 
 

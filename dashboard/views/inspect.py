@@ -65,8 +65,9 @@ floor_dependent_parts()
 if result is None:
     st.stop()
 
-view.show_labelling(result, choice, user, reviewer, store_text)
+msg = view.current_message_id()  # one id per result: labels and the re-rank export
+view.show_labelling(result, msg, choice, reviewer, store_text)
 show_rank_lookup(result, choice, user)
 view.show_session_labels(store_text)
-show_rerank_panel(result, choice, user, store_text)
+show_rerank_panel(result, msg, store_text)
 view.show_raw_response(result)
