@@ -7,6 +7,7 @@ moving a control reruns arithmetic, never a retrieval.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -218,7 +219,15 @@ def calibration(data: LabelledScores, floors: list[float], cost_ratio: float) ->
     memo = st.session_state.get("_calibration_memo")
     if memo is not None and memo[0] == key:
         return memo[1]
-    result = calibrate(data, floors, cost_ratio)
+    # The recommendation (and its bootstrap) reads the distinct scores only, never
+    # the listed floors: editing the floor list reuses it and recomputes the counts.
+    rec_key = key[0], cost_ratio
+    rec_memo = st.session_state.get("_recommendation_memo")
+    if rec_memo is not None and rec_memo[0] == rec_key:
+        result = dataclasses.replace(calibrate(data, floors, cost_ratio, resamples=0), recommendation=rec_memo[1])
+    else:
+        result = calibrate(data, floors, cost_ratio)
+        st.session_state["_recommendation_memo"] = (rec_key, result.recommendation)
     st.session_state["_calibration_memo"] = (key, result)
     return result
 

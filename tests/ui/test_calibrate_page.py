@@ -219,3 +219,17 @@ def test_an_upload_is_parsed_once_however_often_the_page_reruns(app, monkeypatch
     # Different content under the same name is parsed again.
     at.file_uploader(key="calibrate_upload").set_value(("again.jsonl", UPLOAD + b"\n", "application/jsonl")).run()
     assert parsed == ["again.jsonl", "again.jsonl"]
+
+
+def test_editing_the_floor_list_keeps_the_recommendation_and_its_interval(app):
+    demo = load_demo_labels().labelled_scores()
+    at = open_calibrate(app)
+    at.text_input(key="calibrate_floors").input("0.1, 0.5, 0.65").run()
+    assert not at.exception
+    expected = calibrate(demo, [0.1, 0.5, 0.65], 1.0).recommendation
+    assert metric(at, "Recommended floor") == format_floor(expected.floor)
+    assert at.code[0].value == f"MEMORY_SCORE_FLOOR={format_floor(expected.floor)}"
+    assert at.session_state["_calibration_memo"][1].recommendation == expected
+    # The listed floors are there in the counts.
+    requested = at.session_state["_calibration_memo"][1].requested
+    assert list(np.round(requested.floor, 2)) == [0.1, 0.5, 0.65]
