@@ -337,7 +337,7 @@ def _label_row(hit: Hit, msg: str, choice: StoreChoice, reviewer: str, store_tex
     if clipped:
         cols[0].caption(f"Text cut to {len(text) - 1:,} of {len(hit.text):,} characters.")
     current = _row_labels(msg, reviewer).get(hit.memory_id)
-    cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current, "— unlabelled"))
+    cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current or "", "— unlabelled"))
     for col, value, title in ((cols[2], "relevant", "Relevant"), (cols[3], "not_relevant", "Not relevant")):
         col.button(
             title,
