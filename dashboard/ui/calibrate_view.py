@@ -7,6 +7,7 @@ moving a control reruns arithmetic, never a retrieval.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, parse_label_bytes
+from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels
 from dashboard.calibration.report import floor_choice
 from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
 from dashboard.floor import default_floor
@@ -123,7 +124,8 @@ def _uploaded_labels() -> LabelSource | None:
         st.info("Choose a label file to calibrate on.")
         return None
     try:
-        labels = parse_label_bytes(upload.getvalue(), source=upload.name)
+        # Parsed once per file content, not on every rerun (cache.py keys it by hash).
+        labels = cache.parsed_label_file(upload.getvalue(), upload.name)
     except LabelFileError as exc:
         st.error(str(exc))
         return None
@@ -158,8 +160,15 @@ def show_issues(labels: LabelFile) -> None:
 
 
 def scores_or_error(labels: LabelFile) -> LabelledScores | None:
+    # The same LabelFile object (an upload is cached by content) gives the same
+    # arrays: a rerun that changes a control does not rebuild them from the rows.
+    memo = st.session_state.get("_scores_memo")
+    if memo is not None and memo[0] is labels:
+        return memo[1]
     try:
-        return labels.labelled_scores()
+        scores = labels.labelled_scores()
+        st.session_state["_scores_memo"] = (labels, scores)
+        return scores
     except CalibrationError as exc:
         st.error(f"Cannot calibrate on {labels.source}: {exc}")
         return None
@@ -210,7 +219,15 @@ def calibration(data: LabelledScores, floors: list[float], cost_ratio: float) ->
     memo = st.session_state.get("_calibration_memo")
     if memo is not None and memo[0] == key:
         return memo[1]
-    result = calibrate(data, floors, cost_ratio)
+    # The recommendation (and its bootstrap) reads the distinct scores only, never
+    # the listed floors: editing the floor list reuses it and recomputes the counts.
+    rec_key = key[0], cost_ratio
+    rec_memo = st.session_state.get("_recommendation_memo")
+    if rec_memo is not None and rec_memo[0] == rec_key:
+        result = dataclasses.replace(calibrate(data, floors, cost_ratio, resamples=0), recommendation=rec_memo[1])
+    else:
+        result = calibrate(data, floors, cost_ratio)
+        st.session_state["_recommendation_memo"] = (rec_key, result.recommendation)
     st.session_state["_calibration_memo"] = (key, result)
     return result
 
@@ -314,15 +331,27 @@ def show_sweep_table(result: Calibration) -> None:
     )
 
 
+def _floor_choice(result: Calibration, source: LabelSource) -> dict[str, Any]:
+    """floor_choice, computed again only when the calibration or the label source changes."""
+    key = (id(result), source.kind, json.dumps(source.filters, sort_keys=True, default=str), source.labels.source)
+    memo = st.session_state.get("_floor_choice_memo")
+    if memo is None or memo[0] != key:
+        memo = (key, floor_choice(result, source.labels, filters=source.filters, demo=source.kind == "demo"))
+        st.session_state["_floor_choice_memo"] = memo
+    return memo[1]
+
+
 def show_exports(result: Calibration, source: LabelSource) -> None:
     st.subheader("Export")
     rec = result.recommendation
-    choice = floor_choice(result, source.labels, filters=source.filters, demo=source.kind == "demo")
+    choice = _floor_choice(result, source)
     st.code(rec.snippet, language="bash")
     cols = st.columns(3)
     cols[0].download_button(
         "Download the sweep (CSV)",
-        result.sweep.to_frame().to_csv(index=False),
+        # Callable data: at a million labels this file takes seconds and a hundred
+        # MB to build, so it is built when the button is clicked, not on each rerun.
+        lambda: result.sweep.to_frame().to_csv(index=False),
         file_name="memlens-sweep.csv",
         mime="text/csv",
         key="download_sweep_csv",
@@ -338,7 +367,7 @@ def show_exports(result: Calibration, source: LabelSource) -> None:
     )
     cols[2].download_button(
         "Download the floor (JSON)",
-        json.dumps(choice, indent=2),
+        lambda: json.dumps(choice, indent=2),
         file_name="memlens-floor.json",
         mime="application/json",
         key="download_floor_json",

@@ -270,3 +270,10 @@ def test_breakdown_columns_are_numbers_shown_to_three_decimals(app):
     assert frame["recency"].dtype.kind == "f"
     config = json.loads(at.dataframe[0].proto.columns)
     assert config["recency"]["type_config"]["format"] == "%.3f"
+
+
+def test_the_page_says_queries_are_embedded_without_torch(app):
+    at = ask(app(), THEME)
+    captions = [c.value for c in at.caption]
+    assert any("ONNX Runtime" in c and "no torch" in c for c in captions), captions
+
