@@ -12,7 +12,9 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 
+from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.storage import QueryOutcome, RunInfo
+from dashboard.labels.model import Label
 
 _SPACE = re.compile(r"\s")
 
@@ -53,3 +55,24 @@ def jsonl_lines(info: RunInfo, outcomes: Sequence[QueryOutcome]) -> Iterator[str
         if outcome.query_text is not None:
             row["query"] = outcome.query_text
         yield json.dumps(row, ensure_ascii=False)
+
+
+def judged_hits(info: RunInfo, outcomes: Sequence[QueryOutcome], judged: JudgedSet) -> list[Label]:
+    """Every scored hit of a run as a label row, judged by the run's judged set: the
+    Calibrate page's labels. A hit the set does not grade counts as not relevant,
+    as the metrics count it."""
+    questions = judged.by_id()
+    rows = []
+    for outcome in outcomes:
+        question = questions.get(outcome.message_id)
+        if question is None:
+            continue
+        for hit in outcome.hits:
+            if hit.score is None:
+                continue
+            value = "relevant" if question.grades.get(hit.memory_id, 0) > 0 else "not_relevant"
+            rows.append(
+                Label(outcome.message_id, hit.memory_id, hit.rank, hit.score, value, f"run {info.run_id}",
+                      info.fingerprint, info.started_at, info.started_at)
+            )
+    return rows
