@@ -149,6 +149,22 @@ def _answer(
     if progress:
         progress(done, info.total)
     asker = _BatchAsker(store, info.k) if isinstance(store, SupportsQueryMany) else _PoolAsker(store, info.k)
+    try:
+        return _answer_all(evals, info, todo, positions, done, asker, progress, cancelled)
+    finally:
+        asker.close()
+
+
+def _answer_all(
+    evals: EvalStore,
+    info: RunInfo,
+    todo: list[JudgedQuestion],
+    positions: dict[str, int],
+    done: int,
+    asker: _BatchAsker | _PoolAsker,
+    progress: Progress | None,
+    cancelled: Callable[[], bool] | None,
+) -> RunInfo:
     down_streak = 0
     for start in range(0, len(todo), BATCH_SIZE):
         if cancelled and cancelled():
@@ -177,6 +193,11 @@ def _answer(
     finished = evals.run(info.run_id)
     assert finished is not None
     return finished
+
+
+def _store_down(exc: ConnectorError) -> bool:
+    """Unreachable, timing out or answering 5xx: the store, not the question, failed."""
+    return isinstance(exc, (StoreUnavailable, StoreTimeout)) or (exc.status or 0) >= 500
 
 
 def _hits(result: QueryResult) -> list[RunHit]:
@@ -216,7 +237,7 @@ class _BatchAsker:
         try:
             results = self.store.query_many([q.query for q in batch], [q.user_id for q in batch], self.k)
         except ConnectorError as exc:
-            failure = isinstance(exc, (StoreUnavailable, StoreTimeout))
+            failure = _store_down(exc)
             return [(_outcome(q, positions[q.message_id], keep_text, None, str(exc), None), failure) for q in batch]
         for result in results:
             for note in result.notes:
@@ -229,6 +250,9 @@ class _BatchAsker:
 
     def notes(self) -> list[str]:
         return self.seen_notes
+
+    def close(self) -> None:
+        pass
 
 
 class _PoolAsker:
@@ -261,8 +285,7 @@ class _PoolAsker:
                     self.pause_until = max(self.pause_until, time.monotonic() + delay)
                 last = str(exc)
             except ConnectorError as exc:
-                failure = isinstance(exc, (StoreUnavailable, StoreTimeout))
-                return None, str(exc), failure, (time.perf_counter() - started) * 1000
+                return None, str(exc), _store_down(exc), (time.perf_counter() - started) * 1000
         return None, last, True, 0.0
 
     def ask(self, batch: Sequence[JudgedQuestion], positions: dict[str, int], keep_text: bool) -> list[tuple[QueryOutcome, bool]]:
@@ -275,6 +298,9 @@ class _PoolAsker:
                         self.seen_notes.append(note)
             outcomes.append((_outcome(q, positions[q.message_id], keep_text, result, error, latency), failure))
         return outcomes
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     def notes(self) -> list[str]:
         notes = list(self.seen_notes)

@@ -16,6 +16,7 @@ import streamlit as st
 
 from connectors.base import ConnectorError
 from connectors.registry import public_config
+from dashboard.display import inert_markdown
 from dashboard.evaluation import judged_sets, whatif
 from dashboard.evaluation.compare import CompareError, Comparison, compare_runs, inspect_link
 from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
@@ -276,6 +277,12 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
     st.dataframe(
         pd.DataFrame(rows), hide_index=True, width="stretch", key="eval_compare_worst",
         column_config={"inspect": st.column_config.LinkColumn("Inspect", display_text="open on Inspect")},
+    )
+    # The same links as plain anchors too: a grid cell is drawn on a canvas, which
+    # keyboard and screen-reader users cannot follow.
+    st.markdown(
+        "Open on Inspect: "
+        + ", ".join(f"[{inert_markdown(row['message_id'])}]({row['inspect']})" for row in rows[:5])
     )
     settings = json.dumps(c.run_b.settings, sort_keys=True)
     st.caption(f"Run B ran on {c.run_b.fingerprint} with settings {settings}: pick the same store and settings in the sidebar.")
