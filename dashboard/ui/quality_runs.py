@@ -57,16 +57,17 @@ def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
     with st.expander("Upload a judged set (JSONL) or promote labelled turns"):
         upload = st.file_uploader("Judged set (JSONL)", type=["jsonl", "json", "txt"], key="eval_upload")
         name = st.text_input("Name to keep it under", key="eval_upload_name")
-        if st.button("Keep this judged set", key="eval_keep_upload", disabled=upload is None):
+        keep = st.button("Keep this judged set", key="eval_keep_upload", disabled=upload is None)
+        if keep and upload is not None:
             try:
-                judged = judged_sets.from_text(
+                uploaded = judged_sets.from_text(
                     upload.getvalue().decode("utf-8", errors="replace"),
                     name=name.strip() or upload.name.rsplit(".", 1)[0],
                     source=upload.name,
                 )
-                _keep(evals, judged)
-                if judged.issues:
-                    st.session_state["eval_set_issues"] = judged.issue_report()
+                _keep(evals, uploaded)
+                if uploaded.issues:
+                    st.session_state["eval_set_issues"] = uploaded.issue_report()
             except JudgedSetError as exc:
                 st.error(str(exc))
         promote_name = st.text_input("Name for the promoted set", value="from labels", key="eval_promote_name")
@@ -80,7 +81,7 @@ def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
     if st.session_state.get("eval_set") not in names:
         st.session_state["eval_set"] = DEMO_SET
     chosen = st.selectbox("Judged set", names, key="eval_set")
-    judged = judged_sets.demo_set() if chosen == DEMO_SET else evals.load_set(chosen)
+    judged: JudgedSet | None = judged_sets.demo_set() if chosen == DEMO_SET else evals.load_set(chosen)
     if judged:
         answerable = sum(q.answerable for q in judged.questions)
         st.caption(
@@ -131,7 +132,8 @@ def run_controls(evals: EvalStore, choice: StoreChoice, judged: JudgedSet) -> No
     incomplete = [r for r in evals.runs() if not r.complete and r.fingerprint == choice.fingerprint]
     if incomplete and choice.store is not None:
         labels = {r.run_id: f"{r.name} ({r.status})" for r in incomplete}
-        picked = st.selectbox("Incomplete runs on this store", list(labels), format_func=labels.get, key="eval_resume_run")
+        picked = str(st.selectbox("Incomplete runs on this store", list(labels), format_func=lambda r: labels[r],
+                                  key="eval_resume_run"))
         if st.button("Resume", key="eval_resume"):
             _execute(lambda progress: resume_run(choice.store, evals, picked, progress=progress))
 
@@ -189,7 +191,7 @@ def show_runs(evals: EvalStore) -> list[RunInfo]:
     labels = _run_label(runs)
     if st.session_state.get("eval_run") not in labels:
         st.session_state["eval_run"] = next(iter(labels))
-    run_id = st.selectbox("Run", list(labels), format_func=labels.get, key="eval_run")
+    run_id = st.selectbox("Run", list(labels), format_func=lambda r: labels[r], key="eval_run")
     info = next(r for r in runs if r.run_id == run_id)
     cols = st.columns(2)
     st.session_state.setdefault("eval_cutoff", info.k)
@@ -234,8 +236,8 @@ def show_compare(evals: EvalStore, runs: list[RunInfo]) -> None:
     if state.get("eval_run_b") not in ids:
         state["eval_run_b"] = ids[0]
     cols = st.columns(3)
-    a = cols[0].selectbox("Run A (baseline)", ids, format_func=labels.get, key="eval_run_a")
-    b = cols[1].selectbox("Run B (candidate)", ids, format_func=labels.get, key="eval_run_b")
+    a = str(cols[0].selectbox("Run A (baseline)", ids, format_func=lambda r: labels[r], key="eval_run_a"))
+    b = str(cols[1].selectbox("Run B (candidate)", ids, format_func=lambda r: labels[r], key="eval_run_b"))
     info_a, info_b = (next(r for r in runs if r.run_id == x) for x in (a, b))
     n = min(info_a.k, info_b.k)
     metrics = [f"recall@{n}", f"precision@{n}", "mrr", f"ndcg@{n}", f"hit_rate@{n}", "floor_precision"]
@@ -269,7 +271,7 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
     questions = judged.by_id()
     st.markdown("**Questions B lost most on** (open one on Inspect against the store it ran on)")
     k = c.run_b.k
-    rows = []
+    rows: list[dict[str, Any]] = []
     for d in worst:
         question = questions[d.message_id]
         rows.append({"message_id": d.message_id, "user": d.user_id, "A": d.a, "B": d.b, "delta": d.delta,
@@ -282,7 +284,7 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
     # keyboard and screen-reader users cannot follow.
     st.markdown(
         "Open on Inspect: "
-        + ", ".join(f"[{inert_markdown(row['message_id'])}]({row['inspect']})" for row in rows[:5])
+        + ", ".join(f"[{inert_markdown(str(row['message_id']))}]({row['inspect']})" for row in rows[:5])
     )
     settings = json.dumps(c.run_b.settings, sort_keys=True)
     st.caption(f"Run B ran on {c.run_b.fingerprint} with settings {settings}: pick the same store and settings in the sidebar.")
