@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import MemoryStore
-from connectors.registry import REGISTRY, fingerprint
+from connectors.lines import LineIssue, json_objects
+from dashboard.labels.demo import demo_store_fingerprint
 
 DEMO_DATA = Path(__file__).resolve().parents[2] / "demo_data"
 DEMO_QUERIES = DEMO_DATA / "queries.jsonl"
@@ -31,29 +32,24 @@ SCORE_DECIMALS = 6
 FIRST_TIMESTAMP = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
-def demo_store_name() -> str:
-    """The fingerprint the sidebar gives the demo store with its default settings,
-    so labels of the sample log and live labels share one `store` value."""
-    spec = REGISTRY["embedded"]
-    return fingerprint(spec.name, {f.name: f.default for f in spec.fields})
-
-
 def read_demo_queries(path: Path = DEMO_QUERIES) -> list[dict[str, Any]]:
-    """The demo queries (message_id, user_id, query, relevant ...), one per line."""
+    """The demo queries (message_id, user_id, query, relevant ...), one per line;
+    a ValueError naming the first bad line (the demo file is ours: it must be whole)."""
+    issues: list[LineIssue] = []
     queries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        obj = json.loads(line)
+    for number, obj in json_objects(path.read_text(encoding="utf-8"), path.name, issues):
         missing = [f for f in ("message_id", "user_id", "query") if not isinstance(obj.get(f), str) or not obj[f]]
         if missing:
-            raise ValueError(f"{path.name} line {number}: missing or empty field(s) {', '.join(missing)}")
+            issues.append(LineIssue(path.name, number, missing[0], "required, a non-empty string"))
         queries.append(obj)
+    if issues:
+        raise ValueError(str(issues[0]))
     return queries
 
 
 def log_rows(store: MemoryStore, queries: list[dict[str, Any]], *, k: int = DEMO_K) -> list[dict[str, Any]]:
-    store_name = demo_store_name()
+    # the same `store` value as live labels of the demo store and the demo labels
+    store_name = demo_store_fingerprint()
     rows = []
     for turn, query in enumerate(queries):
         stamp = (FIRST_TIMESTAMP + timedelta(minutes=turn)).isoformat().replace("+00:00", "Z")
