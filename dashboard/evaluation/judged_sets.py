@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashboard.ranking.metrics import DEMO_QUERIES, LineIssue, grades_from_labels
+from connectors.lines import LineIssue, json_objects
+from dashboard.ranking.metrics import DEMO_QUERIES, grades_from_labels
 
 MAX_GRADE = 3
 
@@ -105,22 +106,11 @@ def parse_jsonl(text: str, source: str = "judged.jsonl") -> tuple[list[JudgedQue
     questions: list[JudgedQuestion] = []
     issues: list[LineIssue] = []
     seen: dict[str, int] = {}
-    # Line feeds only: splitlines() would also break inside a string holding U+2028.
-    for number, line in enumerate(text.lstrip("\ufeff").split("\n"), start=1):
-        if not line.strip():
-            continue
+    for number, obj in json_objects(text.lstrip("\ufeff"), source, issues):
 
         def bad(name: str, message: str, number: int = number) -> None:
             issues.append(LineIssue(source, number, name, message))
 
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            bad("(line)", f"not valid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(obj, dict):
-            bad("(line)", "expected a JSON object")
-            continue
         message_id, query, user_id = obj.get("message_id"), obj.get("query"), obj.get("user_id")
         relevant, answerable, grades = obj.get("relevant", []), obj.get("answerable"), obj.get("grades")
         tags = _check_tags(obj.get("tags"))

@@ -43,7 +43,7 @@ def test_jsonl_reads_grades_and_tags_and_names_every_bad_line():
         (6, "answerable"),
         (7, "message_id"),
     ]
-    assert str(issues[0]).startswith("mine.jsonl, line 3, field '(line)'")
+    assert str(issues[0]).startswith("mine.jsonl: line 3, field '(line)'")
 
 
 def test_trec_qrels_and_topics(tmp_path):
@@ -55,7 +55,7 @@ def test_trec_qrels_and_topics(tmp_path):
     by_id = judged.by_id()
     assert by_id["t1"].grades == {"m1": 1, "m2": 2} and by_id["t1"].user_id == "ana"
     assert not by_id["t2"].answerable and by_id["t2"].user_id is None
-    assert sorted((i.source, i.line, i.field) for i in judged.issues) == [
+    assert sorted((i.file, i.line, i.field) for i in judged.issues) == [
         ("qrels.txt", 4, "qid"),
         ("qrels.txt", 5, "grade"),
         ("qrels.txt", 6, "(line)"),
@@ -83,7 +83,7 @@ def test_promoted_labels_take_the_majority_and_need_the_query_text():
 def test_a_file_with_no_usable_question_is_an_error_naming_the_lines(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text("[]\n")
-    with pytest.raises(JudgedSetError, match="bad.jsonl, line 1"):
+    with pytest.raises(JudgedSetError, match="bad.jsonl: line 1"):
         judged_sets.read_file(path)
 
 
