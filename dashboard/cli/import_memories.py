@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"memlens import: {exc}", file=sys.stderr)
         return EXIT_NOTHING
     for issue in report.issues:
-        print(f"{args.memories}: {issue}", file=sys.stderr)
+        print(issue, file=sys.stderr)  # "FILE: line N, field F: what was wrong"
     print(
         f"imported {report.imported} memories into {args.db} ({report.reencoded} encoded)"
         + (f"; {len(report.issues)} line(s) rejected" if report.issues else "")
