@@ -79,3 +79,26 @@ def test_upload_run_compare_and_search_weights(app, data_dir):
     assert at.selectbox(key="calibrate_run").value == run_id
     # 38 questions, five scored hits each, every hit judged by the set.
     assert metric(at, "Labelled hits").value == "190" and metric(at, "Turns").value == "38"
+
+
+def test_labelled_turns_are_promoted_to_a_judged_set(app, data_dir):
+    from dashboard.labels.store import LabelStore
+
+    labels = LabelStore(data_dir / "labels.sqlite")
+    # Two turns whose query text the reviewer chose to keep, one without it.
+    for message_id, memory_id, value, text in (
+        ("turn-1", "sam-01", "relevant", "Where does the user live?"),
+        ("turn-1", "sam-02", "not_relevant", "Where does the user live?"),
+        ("turn-2", "sam-02", "relevant", "Which UI theme does the user prefer?"),
+        ("turn-3", "sam-03", "relevant", None),
+    ):
+        labels.upsert(message_id=message_id, memory_id=memory_id, label=value, reviewer="ana",
+                      store="embedded:x", rank=1, score=0.5, query_text=text)
+    labels.close()
+    at = quality_page(app)
+    at.text_input(key="eval_promote_name").set_value("week 48").run()
+    at.button(key="eval_promote").click().run()
+    assert not at.exception, at.exception
+    assert any("Kept judged set **week 48**: 2 questions; 1 line(s) skipped" in s.value for s in at.success)
+    assert at.selectbox(key="eval_set").value == "week 48"
+    assert any("2 questions (2 answerable)" in c.value for c in at.caption)
