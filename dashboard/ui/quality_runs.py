@@ -48,7 +48,7 @@ def _keep(evals: EvalStore, judged: JudgedSet) -> None:
     st.session_state["eval_set"] = judged.name
     st.session_state["eval_set_message"] = (
         f"Kept judged set **{judged.name}**: {len(judged.questions)} questions"
-        + (f"; {len(judged.issues)} line(s) skipped" if judged.issues else "")
+        + (f"; {len(judged.issues)} {'turn(s)' if judged.source == 'labels' else 'line(s)'} left out" if judged.issues else "")
     )
 
 

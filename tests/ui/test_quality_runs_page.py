@@ -30,7 +30,7 @@ def test_upload_run_compare_and_search_weights(app, data_dir):
     at.text_input(key="eval_upload_name").set_value("team").run()
     at.button(key="eval_keep_upload").click().run()
     assert not at.exception, at.exception
-    assert any("Kept judged set **team**: 38 questions; 1 line(s) skipped" in s.value for s in at.success)
+    assert any("Kept judged set **team**: 38 questions; 1 line(s) left out" in s.value for s in at.success)
     assert any("team.jsonl: line 39, field 'query'" in w.value for w in at.warning)
     assert at.selectbox(key="eval_set").value == "team"
 
@@ -99,6 +99,6 @@ def test_labelled_turns_are_promoted_to_a_judged_set(app, data_dir):
     at.text_input(key="eval_promote_name").set_value("week 48").run()
     at.button(key="eval_promote").click().run()
     assert not at.exception, at.exception
-    assert any("Kept judged set **week 48**: 2 questions; 1 line(s) skipped" in s.value for s in at.success)
+    assert any("Kept judged set **week 48**: 2 questions; 1 turn(s) left out" in s.value for s in at.success)
     assert at.selectbox(key="eval_set").value == "week 48"
     assert any("2 questions (2 answerable)" in c.value for c in at.caption)
