@@ -61,3 +61,37 @@ def test_a_store_failing_mid_run_leaves_it_incomplete_and_resume_finishes_it(mem
     finished = resume_run(store, evals, run_id)
     store.close()
     assert finished.complete and finished.done == 38
+
+
+def test_memlens_eval_on_a_hosted_store_keeps_no_secret_and_no_text(memorysync_server, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    config = tmp_path / "memorysync.json"
+    config.write_text(json.dumps({"base_url": memorysync_server.url, "max_retries": 0}))
+    env = {**os.environ, "MEMLENS_DATA_DIR": str(tmp_path), "MEMORYSYNC_API_KEY": API_KEY, "PYTHONPATH": str(root)}
+    env.pop("MEMLENS_LABELS_URL", None)
+
+    def memlens(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dashboard.cli.main", *args], env=env, cwd=root,
+                              capture_output=True, text=True, timeout=600)
+
+    evaluated = memlens("eval", str(root / "demo_data" / "queries.jsonl"), "--store", "memorysync",
+                        "--config", str(config), "--k", "5", "--format", "json")
+    assert evaluated.returncode == 0, evaluated.stderr
+    run = json.loads(evaluated.stdout)
+    assert run["complete"] is True and run["metrics"]["recall@5"] > 0.5
+    exported = memlens("runs", "export", run["run_id"], "--format", "jsonl").stdout
+    listing = memlens("runs", "list").stdout
+    rows = [json.loads(line) for line in exported.splitlines()]
+    assert len(rows) == 38 and rows[2]["hits"][0]["breakdown"]
+    assert all("query" not in row for row in rows)  # no text unless --keep-text
+    # The label database (and its write-ahead log) holds the store's public settings only.
+    database = b"".join(p.read_bytes() for p in tmp_path.glob("labels.sqlite*"))
+    for place in (exported, listing, evaluated.stdout, evaluated.stderr, database.decode("latin-1")):
+        assert API_KEY not in place
+    assert "Where does the user live?" not in exported
