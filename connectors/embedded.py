@@ -268,6 +268,33 @@ class EmbeddedStore:
         }
         return QueryResult(query=text, hits=hits, context=context, latency_ms=latency_ms, raw=raw, notes=notes)
 
+    def query_many(
+        self, texts: list[str], user_ids: list[str | None], k: int = 5, *, batch_size: int = 64
+    ) -> list[QueryResult]:
+        """Many queries at once (an evaluation run): the questions are encoded in
+        batches, which is most of the cost of a query, then each is scanned over its
+        own user's memories. Each result's latency is its share of the encoding plus
+        its own scan. Read-only, like query() without count_usage."""
+        if len(texts) != len(user_ids):
+            raise InvalidRequest("query_many: one user id per query text")
+        if k < 1:
+            raise InvalidRequest(f"k must be at least 1, got {k}")
+        if not texts:
+            return []
+        started = time.perf_counter()
+        vectors = embedding.encode(list(texts), model=self.model, batch_size=batch_size)
+        encode_ms = (time.perf_counter() - started) * 1000 / len(texts)
+        results = []
+        with self._lock:
+            self._ensure_loaded()
+            for text, user_id, vector in zip(texts, user_ids, vectors, strict=True):
+                scan_started = time.perf_counter()
+                rows = slice(None) if user_id is None else self._by_user.get(user_id, slice(0, 0))
+                hits = self._rank(vector, rows, k)
+                latency_ms = encode_ms + (time.perf_counter() - scan_started) * 1000
+                results.append(QueryResult(query=text, hits=hits, latency_ms=latency_ms))
+        return results
+
     def _scan(self, query_vector: np.ndarray, rows: slice, k: int) -> tuple[list[int], dict[str, np.ndarray]]:
         """Score every memory in `rows` and pick the top k: their positions within
         `rows`, best first (ties by id), and the score and semantic arrays."""

@@ -28,6 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from dashboard.evaluation.schema import EVAL_TABLES
 from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, utc_now
 from dashboard.labels.sessions import SESSION_TABLES, SessionMethods
 
@@ -60,9 +61,15 @@ CREATE TABLE IF NOT EXISTS label_history (
 CREATE INDEX IF NOT EXISTS labels_store ON labels(store, reviewer, updated_at);
 """
 
-SCHEMA = _LABEL_TABLES.format(real="REAL", history_id="") + SESSION_TABLES.format(real="REAL")
-POSTGRES_SCHEMA = _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ") + (
-    SESSION_TABLES.format(real="DOUBLE PRECISION")
+SCHEMA = (
+    _LABEL_TABLES.format(real="REAL", history_id="")
+    + SESSION_TABLES.format(real="REAL")
+    + EVAL_TABLES.format(real="REAL")  # judged sets and runs (dashboard/evaluation)
+)
+POSTGRES_SCHEMA = (
+    _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ")
+    + SESSION_TABLES.format(real="DOUBLE PRECISION")
+    + EVAL_TABLES.format(real="DOUBLE PRECISION")
 )
 
 

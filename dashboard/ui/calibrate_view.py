@@ -28,6 +28,7 @@ from dashboard.ui import calibration_charts as charts
 
 SOURCE_STORE = "Label store"
 SOURCE_UPLOAD = "Upload a file"
+SOURCE_RUN = "A saved run"
 ALL = "(all)"
 DEFAULT_FLOORS_TEXT = "0.15, 0.20, 0.25, 0.30, 0.35, 0.40"
 MAX_TABLE_ROWS = 2_000
@@ -58,9 +59,13 @@ def current_floor() -> float:
 
 
 def label_source() -> LabelSource | None:
-    source = st.radio("Labels from", [SOURCE_STORE, SOURCE_UPLOAD], key="calibrate_source", horizontal=True)
+    source = st.radio(
+        "Labels from", [SOURCE_STORE, SOURCE_UPLOAD, SOURCE_RUN], key="calibrate_source", horizontal=True
+    )
     if source == SOURCE_UPLOAD:
         return _uploaded_labels()
+    if source == SOURCE_RUN:
+        return _run_labels()
     try:
         return _stored_labels()
     except LabelStoreError as exc:  # the label database went away: say so, keep the page up
@@ -130,6 +135,26 @@ def _uploaded_labels() -> LabelSource | None:
         st.error(str(exc))
         return None
     return LabelSource(labels, "upload", {"file": upload.name})
+
+
+def _run_labels() -> LabelSource | None:
+    """A saved run's hits, judged by its judged set (see the Quality page)."""
+    from dashboard.evaluation.export import judged_hits
+    from dashboard.evaluation.storage import EvalStore
+
+    evals = EvalStore(cache.label_store())
+    runs = {r.run_id: f"{r.name} · {r.run_id} · {r.status}" for r in reversed(evals.runs())}
+    if not runs:
+        st.info("No saved run yet: run a judged set on the Quality page.")
+        return None
+    run_id: str = st.selectbox("Run", list(runs), format_func=lambda r: runs[r], key="calibrate_run")
+    info = evals.run(run_id)
+    judged = evals.load_set(info.set_name, info.set_hash) if info else None
+    if info is None or judged is None:
+        st.error("This run's judged set is gone.")
+        return None
+    labels = from_labels(judged_hits(info, evals.outcomes(run_id), judged), source=f"run {run_id}")
+    return LabelSource(labels, "run", {"run": run_id})
 
 
 def show_issues(labels: LabelFile) -> None:
