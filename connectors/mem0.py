@@ -43,6 +43,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -369,8 +370,14 @@ class Mem0LibraryStore:
     def from_config(cls, config: dict[str, Any] | str | Path, *, app_threshold: float | None = None) -> Mem0LibraryStore:
         prepared = offline_config(load_config(config))
         mem0 = _import_mem0()
+        from connectors import mem0_embedding
+
+        # The packaged MiniLM (and any local model ending in Normalize) embeds on
+        # memlens's ONNX path, like the embedded store, Qdrant and Chroma.
+        swap = mem0_embedding.memlens_embedder if mem0_embedding.can_take_over(prepared.get("embedder") or {}) else nullcontext
         try:
-            memory = mem0.Memory.from_config(prepared)
+            with swap():
+                memory = mem0.Memory.from_config(prepared)
         except ConnectorError:
             raise
         except Exception as exc:  # pydantic validation, a locked Qdrant path, a missing model ...

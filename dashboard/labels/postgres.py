@@ -22,6 +22,7 @@ class PostgresLabelStore(LabelStore):
 
     dialect = "postgresql"
     _history_order = "id"
+    _conn: Any = None  # a psycopg connection once _connection() has made one
 
     def __init__(self, url: str, *, connect_timeout: float = 10):
         try:
@@ -37,7 +38,6 @@ class PostgresLabelStore(LabelStore):
         self.target = _redact(url)
         self._lock = threading.RLock()
         self._connect_timeout = connect_timeout
-        self._conn = None
         with self._transaction(lock_key="memlens schema"):
             for statement in POSTGRES_SCHEMA.split(";"):
                 if statement.strip():

@@ -28,6 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from dashboard.evaluation.schema import EVAL_TABLES
 from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, utc_now
 from dashboard.labels.sessions import SESSION_TABLES, SessionMethods
 
@@ -60,9 +61,15 @@ CREATE TABLE IF NOT EXISTS label_history (
 CREATE INDEX IF NOT EXISTS labels_store ON labels(store, reviewer, updated_at);
 """
 
-SCHEMA = _LABEL_TABLES.format(real="REAL", history_id="") + SESSION_TABLES.format(real="REAL")
-POSTGRES_SCHEMA = _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ") + (
-    SESSION_TABLES.format(real="DOUBLE PRECISION")
+SCHEMA = (
+    _LABEL_TABLES.format(real="REAL", history_id="")
+    + SESSION_TABLES.format(real="REAL")
+    + EVAL_TABLES.format(real="REAL")  # judged sets and runs (dashboard/evaluation)
+)
+POSTGRES_SCHEMA = (
+    _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ")
+    + SESSION_TABLES.format(real="DOUBLE PRECISION")
+    + EVAL_TABLES.format(real="DOUBLE PRECISION")
 )
 
 
@@ -149,7 +156,9 @@ class LabelStore(SessionMethods):
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (*key, old[0][0], label, now),
                 )
-        return self.get(message_id, memory_id, reviewer)  # type: ignore[return-value]
+        saved = self.get(message_id, memory_id, reviewer)
+        assert saved is not None  # the row written above
+        return saved
 
     def delete(self, message_id: str, memory_id: str, reviewer: str) -> bool:
         """Remove one label (undo); the removal is recorded in the history."""
@@ -209,7 +218,7 @@ class LabelStore(SessionMethods):
                 f"WHERE message_id=? AND memory_id=? ORDER BY {self._history_order}",
                 (message_id, memory_id),
             )
-        return [dict(zip(("reviewer", "old_label", "new_label", "changed_at"), r)) for r in rows]
+        return [dict(zip(("reviewer", "old_label", "new_label", "changed_at"), r, strict=True)) for r in rows]
 
     def stores(self) -> list[str]:
         with self._reading():

@@ -181,6 +181,7 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
                 good[column].to_numpy()[differs],
                 first[column].to_numpy()[differs],
                 first["line"].to_numpy()[differs],
+                strict=True,
             ):
                 conflicts.append(
                     LineIssue(name, int(line), column, f"repeats line {kept_line} with {column} {value} instead of {kept}; line {kept_line} is kept")

@@ -59,7 +59,7 @@ def _listing(choice: StoreChoice, user: str | None, size: int, page: int) -> tup
         with st.spinner("Reading the store…"):
             try:
                 _count_call()
-                state["browse_listing"] = choice.store.list(user_id=user, limit=size, offset=(page - 1) * size)
+                state["browse_listing"] = choice.connected.list(user_id=user, limit=size, offset=(page - 1) * size)
             except ConnectorError as exc:
                 state["browse_listing_error"] = f"{type(exc).__name__}: {exc}"
         state["browse_listing_key"] = key
@@ -108,10 +108,10 @@ def _check(choice: StoreChoice, user: str | None, expected: str) -> dict[str, An
         with st.spinner("Reading every memory of this user and searching the store…"):
             try:
                 _count_call()
-                scan: Scan = scan_memories(lambda limit, offset: choice.store.list(user_id=user, limit=limit, offset=offset))
+                scan: Scan = scan_memories(lambda limit, offset: choice.connected.list(user_id=user, limit=limit, offset=offset))
                 _count_call()
                 nearest = logged_query(
-                    choice.store, expected, user_id=user, k=NEAREST_K, store_fingerprint=choice.fingerprint, source="browse"
+                    choice.connected, expected, user_id=user, k=NEAREST_K, store_fingerprint=choice.fingerprint, source="browse"
                 )
                 outcome.update(scan=scan, matches=find_text_matches(scan.memories, expected), nearest=nearest)
             except ConnectorError as exc:

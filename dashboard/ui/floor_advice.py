@@ -10,6 +10,7 @@ bootstrap intervals are the slow part on large label sets).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,11 +62,20 @@ def mode_controls(cost_ratio: float) -> ModeSettings:
 
 
 def floor_advice(result: Calibration, settings: ModeSettings) -> FloorAdvice:
-    """The advice for this calibration and mode, kept until either changes."""
-    key = (id(result), settings)
+    """The advice for this calibration and mode, kept until either changes.
+
+    The advice rests on the labels and the recommendation, not on the listed floors:
+    when only the floor list changed (the page keeps the same recommendation object),
+    the kept advice is reused and only its turn split is counted at the new floors.
+    """
+    key = (id(result.recommendation), settings)
     memo = st.session_state.get("_floor_advice_memo")
     if memo is not None and memo[0] == key:
-        return memo[1]
+        advice = memo[1]
+        if advice.calibration is result:
+            return advice
+        split = advice.split.at(result.sweep.floor) if advice.split is not None else None
+        return dataclasses.replace(advice, calibration=result, split=split)
     targets = {} if settings.mode == COST_RATIO else {settings.mode: settings.target}
     advice = advise(result, targets, settings.mode, resamples=None)
     st.session_state["_floor_advice_memo"] = (key, advice)

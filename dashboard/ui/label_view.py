@@ -16,10 +16,10 @@ import streamlit as st
 
 from connectors.base import ConnectorError
 from dashboard.display import clip_text, code_span, inert_markdown
+from dashboard.labels import export, labelling, sampling
 from dashboard.labels.agreement import agreement
 from dashboard.labels.model import LabelStoreError
 from dashboard.labels.sessions import LabelSession, SessionExists
-from dashboard.labels import export, labelling, sampling
 from dashboard.labels.store import LabelStore
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
 from dashboard.ui.sidebar import StoreChoice
@@ -142,7 +142,7 @@ def new_session_form(store: LabelStore, log: LogImport | None) -> None:
     state.setdefault("sample_size", min(200, max(1, len(log.rows))))
     with st.form("session_form"):
         st.text_input("Session name", key="session_name")
-        st.selectbox("Sampling", sampling.METHODS, key="sample_method", index=1, format_func=METHOD_TITLES.get)
+        st.selectbox("Sampling", sampling.METHODS, key="sample_method", index=1, format_func=METHOD_TITLES.__getitem__)
         cols = st.columns(3)
         cols[0].number_input("Size (rows; turns for whole turns)", min_value=1, step=1, key="sample_size")
         cols[1].number_input("Seed", min_value=0, step=1, value=1, key="sample_seed")
@@ -228,7 +228,7 @@ def memory_texts(choice: StoreChoice, session_name: str, message_id: str, items)
     for item in items:
         try:
             state["label_lookups"] = state.get("label_lookups", 0) + 1
-            memory = choice.store.get(item.memory_id, user_id=item.user_id)
+            memory = choice.connected.get(item.memory_id, user_id=item.user_id)
         except ConnectorError as exc:
             memories[item.memory_id] = ("error", f"{type(exc).__name__}: {exc}")
             continue
@@ -238,7 +238,7 @@ def memory_texts(choice: StoreChoice, session_name: str, message_id: str, items)
 
 
 def _status_text(status: str | None) -> str:
-    return {"relevant": "✅ relevant", "not_relevant": "❌ not relevant", "skip": "⏭ skipped"}.get(status, "")
+    return {"relevant": "✅ relevant", "not_relevant": "❌ not relevant", "skip": "⏭ skipped"}.get(status or "", "")
 
 
 def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, choice: StoreChoice) -> None:
@@ -271,6 +271,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         st.markdown(f"> {inert_markdown(clip_text(turn.query_text)[0])}")
     else:
         st.markdown(f"*{NO_MESSAGE_TEXT}*")
+    texts: dict[str, tuple[str, str | None]]
     if choice.store is None:
         st.error(f"Cannot open the store, so memory text cannot be looked up: {choice.error}")
         texts = {i.memory_id: ("error", "no store connected") for i in turn.items}

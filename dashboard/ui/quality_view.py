@@ -171,7 +171,7 @@ def demo_hits(choice: StoreChoice, queries: list[metrics.JudgedQuery], k: int, d
         try:
             for done, query in enumerate(queries, start=1):
                 result = readlog.logged_query(
-                    choice.store,
+                    choice.connected,
                     query.query,
                     user_id=query.user_id,
                     k=k,
@@ -239,7 +239,8 @@ def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cut
 def _created_at_lookup(choice: StoreChoice, store_fingerprint: str):
     """Ages from the open store when it is the one the labels judged, remembered in
     session state so moving a control does not fetch them again; else None."""
-    if choice.store is None or store_fingerprint != choice.fingerprint:
+    store = choice.store
+    if store is None or store_fingerprint != choice.fingerprint:
         return None
     known: dict[str, datetime | None] = st.session_state.setdefault("quality_created_at", {})
 
@@ -247,7 +248,7 @@ def _created_at_lookup(choice: StoreChoice, store_fingerprint: str):
         key = f"{store_fingerprint}|{memory_id}"
         if key not in known:
             try:
-                memory = choice.store.get(memory_id)
+                memory = store.get(memory_id)
             except ConnectorError:
                 memory = None
             known[key] = memory.created_at if memory is not None else None
