@@ -113,3 +113,21 @@ def test_separating_demo_labels_show_no_diagnosis_warning(app):
     assert not any(m.label == "ROC AUC" for m in at.metric)
     assert not at.warning
     assert any("Floors per segment need labels" in c.value for c in at.caption)
+
+
+def test_editing_the_floor_list_keeps_the_advice_and_recounts_the_turns_at_the_new_floors(app, tmp_path):
+    at, path, scores, relevant = upload_rare(app, tmp_path)
+    at.radio(key="floor_mode").set_value(TARGET_RECALL).run()
+    floor = metric(at, "Recommended floor (target recall 0.90)")
+    caption = next(c.value for c in at.caption if c.value.startswith("Keeps "))
+    at.text_input(key="calibrate_floors").set_value("0.123, 0.5").run()
+    assert not at.exception, at.exception
+    assert metric(at, "Recommended floor (target recall 0.90)") == floor
+    assert next(c.value for c in at.caption if c.value.startswith("Keeps ")) == caption  # the advice does not move with the listed floors
+    table = next(frame.value for frame in at.dataframe if "no_memory_share_answerable" in frame.value.columns)
+    turns = np.arange(len(scores)) // 10
+    answerable = [t for t in set(turns.tolist()) if relevant[turns == t].any()]
+    for requested in (0.123, 0.5):
+        row = table[table["floor"] == requested].iloc[0]
+        empty = [t for t in answerable if not (scores[turns == t] >= requested).any()]
+        assert row["no_memory_share_answerable"] == len(empty) / len(answerable)
