@@ -190,6 +190,44 @@ STORES: list[StoreSpec] = [
             ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
         ),
     ),
+
+    StoreSpec(
+        name="pgvector",
+        title="PostgreSQL + pgvector table",
+        factory="connectors.pgvector:open_store",
+        local_model=True,
+        description="A PostgreSQL table (or view) with a pgvector column, read-only, described by "
+        "its columns or a preset (Mem0's pgvector backend, LangGraph's PostgresStore); distances "
+        "become higher-is-better scores, the raw value kept.",
+        fields=(
+            ConfigField("url", "Connection URL", "secret", env="MEMLENS_PGVECTOR_URL"),
+            ConfigField(
+                "preset",
+                "Table layout",
+                "choice",
+                default="custom",
+                choices=("custom", "mem0", "langgraph"),
+                help="mem0: Mem0's pgvector backend; langgraph: LangGraph's PostgresStore. "
+                "Settings you fill in below override the preset.",
+            ),
+            ConfigField("table", "Table or view (schema.table)", "text", env="MEMLENS_PGVECTOR_TABLE", default=""),
+            ConfigField("id_column", "Id column", "text", default="", help="column, or column.key for a JSONB key"),
+            ConfigField("text_column", "Text column", "text", default=""),
+            ConfigField("embedding_column", "Embedding column (vector)", "text", default=""),
+            ConfigField("user_column", "User column (- for none)", "text", default=""),
+            ConfigField("user_value", "User value template", "text", default="", help="e.g. memories.{user_id}"),
+            ConfigField("created_at_column", "created_at column (- for none)", "text", default=""),
+            ConfigField("metadata_column", "Metadata column, JSONB (- for none)", "text", default=""),
+            ConfigField("vector_table", "Separate table of embeddings (optional)", "text", default=""),
+            ConfigField("join_columns", "Columns joining the two tables", "text", default=""),
+            ConfigField(
+                "operator", "Distance operator", "choice", default="<=>", choices=("<=>", "<->", "<#>"),
+                help="<=> cosine, <-> L2, <#> negative inner product: the one the table's index uses",
+            ),
+            ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
+            ConfigField("timeout", "Statement timeout (seconds)", "float", default=10.0),
+        ),
+    ),
 ]
 REGISTRY: dict[str, StoreSpec] = {spec.name: spec for spec in STORES}
 
