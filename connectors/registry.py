@@ -228,6 +228,23 @@ STORES: list[StoreSpec] = [
             ConfigField("timeout", "Statement timeout (seconds)", "float", default=10.0),
         ),
     ),
+
+    StoreSpec(
+        name="langgraph",
+        title="LangGraph store",
+        factory="connectors.langgraph_store:open_store",
+        description="A LangGraph BaseStore (InMemoryStore, PostgresStore, ...) built by your own "
+        "module:function, searched under one namespace per end user with the store's own embedding.",
+        fields=(
+            ConfigField(
+                "factory", "Store factory (module:function)", "text", env="MEMLENS_LANGGRAPH_FACTORY", default="",
+                help="A function of yours that returns the BaseStore your agent reads (it runs that module).",
+            ),
+            ConfigField("namespace", "Namespace template", "text", default="memories,{user_id}",
+                        help='comma-separated, or a tuple: ("memories", "{user_id}")'),
+            ConfigField("text_field", "Field of the value holding the text (dotted for nested)", "text", default="text"),
+        ),
+    ),
 ]
 REGISTRY: dict[str, StoreSpec] = {spec.name: spec for spec in STORES}
 
