@@ -245,6 +245,27 @@ STORES: list[StoreSpec] = [
             ConfigField("text_field", "Field of the value holding the text (dotted for nested)", "text", default="text"),
         ),
     ),
+
+    StoreSpec(
+        name="lancedb",
+        title="LanceDB table",
+        factory="connectors.lancedb_store:open_store",
+        local_model=True,
+        description="A table in a local LanceDB folder queried with the model it was built with; "
+        "l2 / cosine / dot distances become higher-is-better scores, the raw value kept.",
+        fields=(
+            ConfigField("path", "Database folder", "path", env="MEMLENS_LANCEDB_PATH", default=""),
+            ConfigField("table", "Table", "text", env="MEMLENS_LANCEDB_TABLE", default="memories"),
+            ConfigField("id_column", "Id column", "text", default="id"),
+            ConfigField("text_column", "Text column", "text", default="text"),
+            ConfigField("vector_column", "Vector column", "text", default="vector"),
+            ConfigField("user_column", "User id column (empty: none)", "text", default="user_id"),
+            ConfigField("created_at_column", "created_at column (empty: none)", "text", default="created_at"),
+            ConfigField("distance_type", "Distance type", "choice", default="cosine", choices=("cosine", "l2", "dot"),
+                        help="the one the table's vector index was built with"),
+            ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
+        ),
+    ),
 ]
 REGISTRY: dict[str, StoreSpec] = {spec.name: spec for spec in STORES}
 
