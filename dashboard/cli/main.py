@@ -3,6 +3,8 @@
     memlens run [streamlit args]     start the dashboard (the demo store by default)
     memlens calibrate FILE           the floor trade-off of a label file (see calibrate_cli.py)
     memlens agreement SESSION        reviewer agreement and disagreements of a labelling session
+    memlens logs check FILE          what a retrieval log (JSONL, CSV, Parquet, OTLP traces) holds
+    memlens logs export --otlp FILE  the read log as OpenTelemetry spans (OTLP JSON)
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dashboard.cli import agreement as agreement_cli  # memlens agreement SESSION
 
     agreement_cli.add_parser(commands)
+    from dashboard.cli import logs as logs_cli  # memlens logs check FILE / logs export --otlp FILE
+
+    logs_cli.add_parser(commands)
     return parser
 
 
