@@ -269,7 +269,9 @@ def _nanos(stamp: Any) -> int:
 
 def record_span(record: dict[str, Any], position: int) -> dict[str, Any]:
     """One read-log record as an OTLP span: ids and scores, never text."""
-    seed = hashlib.sha256(json.dumps([position, record], sort_keys=True, default=str).encode()).hexdigest()
+    # Stable ids from what identifies a read (exporting twice gives the same spans).
+    identity = "|".join(str(record.get(key)) for key in ("at", "store", "source", "query_hash", "user_hash"))
+    seed = hashlib.sha256(f"{position}|{identity}".encode()).hexdigest()
     end = _nanos(record.get("at"))
     latency = record.get("latency_ms")
     start = end - int(float(latency) * 1e6) if isinstance(latency, (int, float)) and end else end
@@ -286,7 +288,7 @@ def record_span(record: dict[str, Any], position: int) -> dict[str, Any]:
         if isinstance(hit.get("score"), (int, float)):
             attributes.append(_attribute(prefix + "score", float(hit["score"])))
         if hit.get("rank") is not None:
-            attributes.append(_attribute(prefix + "metadata", json.dumps({"rank": hit["rank"]})))
+            attributes.append(_attribute(prefix + "metadata", f'{{"rank": {int(hit["rank"])}}}'))
     span: dict[str, Any] = {
         "traceId": seed[:32],
         "spanId": seed[32:48],
