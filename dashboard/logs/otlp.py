@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboard.logs.retrieval_log import COLUMNS, LogIssue
+from connectors.lines import LineIssue
+from dashboard.logs.log_files import COLUMNS
 
 SNIFF_BYTES = 4096
 OPENINFERENCE_KIND = "openinference.span.kind"
@@ -180,7 +181,7 @@ def _spans(request: dict[str, Any]) -> Iterable[tuple[dict[str, Any], dict[str, 
                     yield resource, span
 
 
-def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[pd.DataFrame, np.ndarray, list[LogIssue], int]:
+def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[pd.DataFrame, np.ndarray, list[LineIssue], int]:
     """(rows in the log's columns, the line of each row, span issues, documents read).
 
     A line that is not a JSON object is one issue; a retriever span whose documents
@@ -188,7 +189,7 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
     is returned for the usual column checks."""
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
-    issues: list[LogIssue] = []
+    issues: list[LineIssue] = []
     documents_read = 0
     for number, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
@@ -196,10 +197,10 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
         try:
             request = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            issues.append(LogIssue(name, number, "(line)", f"not valid JSON: {getattr(exc, 'msg', exc)}"))
+            issues.append(LineIssue(name, number, "(line)", f"not valid JSON: {getattr(exc, 'msg', exc)}"))
             continue
         if not isinstance(request, dict) or "resourceSpans" not in request:
-            issues.append(LogIssue(name, number, "(line)", "not an OTLP ExportTraceServiceRequest (no resourceSpans)"))
+            issues.append(LineIssue(name, number, "(line)", "not an OTLP ExportTraceServiceRequest (no resourceSpans)"))
             continue
         for resource, span in _spans(request):
             attributes = _attributes(span.get("attributes"))
@@ -208,10 +209,10 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
             span_id = _hex_id(span.get("spanId"))
             documents = _documents(attributes)
             if not documents:
-                issues.append(LogIssue(name, number, "retrieval.documents", f"span {span_id or '(no id)'}: a retriever span with no documents"))
+                issues.append(LineIssue(name, number, "retrieval.documents", f"span {span_id or '(no id)'}: a retriever span with no documents"))
                 continue
             if not span_id:
-                issues.append(LogIssue(name, number, "spanId", "a retriever span with no span id: its rows have no turn"))
+                issues.append(LineIssue(name, number, "spanId", "a retriever span with no span id: its rows have no turn"))
                 documents_read += len(documents)
                 continue
             query = attributes.get("input.value") or attributes.get(GENAI_QUERY)
@@ -222,7 +223,7 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
                 documents_read += 1
                 memory_id = document["id"]
                 if memory_id is None or (isinstance(memory_id, str) and not memory_id.strip()):
-                    issues.append(LogIssue(name, number, document["field"], f"span {span_id}: the document has no id (not guessed from its text)"))
+                    issues.append(LineIssue(name, number, document["field"], f"span {span_id}: the document has no id (not guessed from its text)"))
                     continue
                 score = document["score"]
                 rows.append(

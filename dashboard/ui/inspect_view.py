@@ -12,10 +12,10 @@ import streamlit as st
 
 from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.registry import REGISTRY
-from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
+from dashboard.display import bounded_json, clip_text, code_span, hits_frame, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
-from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.labels import export
+from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
 from dashboard.ui.charts import score_breakdown_figure
@@ -26,7 +26,6 @@ MAX_USER_CHARS = 200
 MAX_TABLE_ROWS = 1_000
 MAX_CHART_BARS = 50
 MAX_LABEL_ROWS = 200
-TABLE_TEXT_CHARS = 300
 MAX_NOTES = 20
 MAX_PROMPT_CHARS = 20_000
 MAX_RAW_ITEMS = 100
@@ -135,6 +134,9 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
     key = (choice.fingerprint, user, query, k)
     if state.get("result_key") != key:
         state["result"], state["result_error"] = None, None
+        # The id labels, the re-rank export and the label lookups use for this query:
+        # computed once here, from the same query, user and store as the result.
+        state["result_message_id"] = message_id(query, user, choice.fingerprint)
         with st.spinner("Querying the store (the first query also loads the embedding model)…"):
             try:
                 state["store_calls"] = state.get("store_calls", 0) + 1
@@ -149,6 +151,11 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
         st.button("Retry", key="retry_query", on_click=lambda: state.pop("result_key", None))
         return None
     return state["result"]
+
+
+def current_message_id() -> str:
+    """The message id of the result `current_result` returned (see there)."""
+    return st.session_state["result_message_id"]
 
 
 # ------------------------------------------------------------------ results
@@ -179,26 +186,6 @@ def show_summary(result: QueryResult, kept: list[Hit], dropped: list[Hit], floor
         st.caption(f"Every hit scores under the floor {floor:.2f}.")
 
 
-def hits_frame(hits: list[Hit], kept_ids: set[str]) -> pd.DataFrame:
-    components: list[str] = []
-    for hit in hits:
-        components += [c for c in hit.breakdown if c not in components]
-    rows = []
-    for hit in hits:
-        row = {
-            "rank": hit.rank,
-            "memory id": hit.memory_id,
-            "text": clip_text(hit.text, TABLE_TEXT_CHARS)[0],
-            "score": hit.score,
-        }
-        if hit.raw_score is not None and hit.raw_score != hit.score:
-            row["raw score"] = hit.raw_score
-        row.update({c: hit.breakdown.get(c) for c in components})
-        row["status"] = "kept" if hit.memory_id in kept_ids else "dropped"
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 NOT_NUMERIC = ("memory id", "status", "text")
 
 
@@ -209,7 +196,7 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
     if not hits:
         st.info("The store returned no memories for this query.")
         return
-    frame = hits_frame(hits, {h.memory_id for h in kept})
+    frame = hits_frame(hits, {h.memory_id for h in kept}, breakdown=True)
     # Status next to the id: at the end, behind the breakdown columns, it sat off
     # screen on a laptop-wide window and a reviewer had to scroll to see it.
     leading = ["rank", "memory id", "status"]
@@ -266,9 +253,8 @@ def show_raw_response(result: QueryResult) -> None:
 # ------------------------------------------------------------------ labels
 
 
-def _write_label(choice: StoreChoice, user, reviewer, store_text, hit: Hit, value: str) -> None:
+def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, value: str) -> None:
     query = st.session_state.get("query", "").strip()
-    msg = message_id(query, user, choice.fingerprint)
     try:
         cache.label_store().upsert(
             message_id=msg,
@@ -286,14 +272,13 @@ def _write_label(choice: StoreChoice, user, reviewer, store_text, hit: Hit, valu
         st.session_state["label_error"] = f"The label for {hit.memory_id} was not saved: {exc}"
 
 
-def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str, store_text: bool) -> None:
+def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer: str, store_text: bool) -> None:
     if not result.hits:
         return
     st.subheader("Label the results")
     st.caption(f"Labels are saved at once by id as reviewer **{inert_markdown(reviewer)}**.")
     if error := st.session_state.pop("label_error", None):
         st.error(error)
-    msg = message_id(result.query, user, choice.fingerprint)
     try:
         existing = {l.memory_id: l.label for l in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
     except LabelStoreError as exc:
@@ -314,7 +299,7 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
                 key=f"{value}_{hit.memory_id}",
                 type="primary" if current == value else "secondary",
                 on_click=_write_label,
-                args=(choice, user, reviewer, store_text, hit, value),
+                args=(choice, msg, reviewer, store_text, hit, value),
             )
     if len(result.hits) > MAX_LABEL_ROWS:
         st.caption(f"Labelling the first {MAX_LABEL_ROWS} of {len(result.hits):,} results.")
