@@ -11,7 +11,7 @@ import os
 import psycopg
 import pytest
 from demo_judgments import query_text, relevant_ids
-from pgvector_server import PgVectorServer
+from pgvector_server import PgVectorServer  # tests/pgvector_server.py
 
 from connectors import embedding
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable
@@ -31,7 +31,7 @@ def vector_literal(values) -> str:
 
 @pytest.fixture(scope="session")
 def pg(tmp_path_factory):
-    server = PgVectorServer(tmp_path_factory.mktemp("pgvector"))
+    server = PgVectorServer()
     yield server
     server.stop()
 

@@ -4,15 +4,20 @@ pgserver starts as root too: it runs the server as its own unprivileged user."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
 
 class PgVectorServer:
-    def __init__(self, root: Path):
+    def __init__(self) -> None:
         import pgserver
 
-        self.server = pgserver.get_server(root, cleanup_mode="stop")
+        # Its own folder under the system temp dir, not pytest's: pytest's base folder
+        # is private to root (0700), and the server runs as pgserver's own user.
+        self.root = Path(tempfile.mkdtemp(prefix="memlens-pgvector-"))
+        self.server = pgserver.get_server(self.root / "data", cleanup_mode="stop")
         self.server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
 
     def url(self, database: str = "postgres") -> str:
@@ -30,3 +35,4 @@ class PgVectorServer:
 
     def stop(self) -> None:
         self.server.cleanup()
+        shutil.rmtree(self.root, ignore_errors=True)
