@@ -169,7 +169,7 @@ class LanceDBStore:
             )
 
         def search() -> list[dict[str, Any]]:
-            builder = self.table.search(vector, vector_column_name=self.columns["vector_column"])
+            builder: Any = self.table.search(vector, vector_column_name=self.columns["vector_column"])
             builder = builder.distance_type(self.distance_type)
             where = self._user_filter(user_id)
             if where:
@@ -229,15 +229,15 @@ class LanceDBStore:
         rows = self._scan(" AND ".join(conditions), 1)
         return self._memory(rows[0]) if rows else None
 
-    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
-        return [self._memory(row) for row in self._scan(self._user_filter(user_id), limit, offset)]
-
     def users(self) -> list[str]:
         column = self.columns["user_column"]
         if not column:
             return []
         rows = self._call("users", lambda: self.table.search().select([column]).limit(USERS_SCAN_LIMIT).to_list())
         return sorted({str(r[column]) for r in rows if r.get(column) is not None})
+
+    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
+        return [self._memory(row) for row in self._scan(self._user_filter(user_id), limit, offset)]
 
     def close(self) -> None:
         pass  # LanceDB holds no connection to release

@@ -215,13 +215,13 @@ class LangGraphStore:
                 return self._memory(item)
         return None
 
-    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
-        items = self._call("list", self.store.search, self._namespace(user_id), limit=int(limit), offset=int(offset))
-        return [self._memory(item) for item in items]
-
     def users(self) -> list[str]:
         namespaces = self._call("list namespaces", self.store.list_namespaces, prefix=self._namespace(None), limit=USERS_SCAN_LIMIT)
         return sorted({u for ns in namespaces if (u := self._user_of(tuple(ns)))})
+
+    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
+        items = self._call("list", self.store.search, self._namespace(user_id), limit=int(limit), offset=int(offset))
+        return [self._memory(item) for item in items]
 
     def close(self) -> None:
         pass  # the factory's store belongs to the user's code

@@ -381,15 +381,6 @@ class PgVectorStore:
         rows = self._execute("get", statement, [memory_id, *params])
         return self._memory(rows[0]) if rows else None
 
-    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
-        sql = self._sql
-        where, params = self._user_filter(user_id)
-        statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT %s OFFSET %s").format(
-            self._select_list(), _table_identifier("table", self.layout.table) + sql.SQL(" AS t"),
-            where, self._columns["id_column"],
-        )
-        return [self._memory(r) for r in self._execute("list", statement, [*params, int(limit), int(offset)])]
-
     def users(self) -> list[str]:
         if self._columns["user_column"] is None:
             return []
@@ -400,6 +391,15 @@ class PgVectorStore:
         prefix = self.layout.user_value.split("{user_id}")[0]
         found = {str(r[0]) for r in self._execute("users", statement, [USERS_SCAN_LIMIT]) if r[0] is not None}
         return sorted(u[len(prefix):] if prefix and u.startswith(prefix) else u for u in found)
+
+    def list(self, *, user_id: str | None, limit: int = 100, offset: int = 0) -> list[Memory]:
+        sql = self._sql
+        where, params = self._user_filter(user_id)
+        statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT %s OFFSET %s").format(
+            self._select_list(), _table_identifier("table", self.layout.table) + sql.SQL(" AS t"),
+            where, self._columns["id_column"],
+        )
+        return [self._memory(r) for r in self._execute("list", statement, [*params, int(limit), int(offset)])]
 
     def close(self) -> None:
         try:

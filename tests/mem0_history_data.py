@@ -14,10 +14,12 @@ PIZZA_BEFORE = "Likes cheese pizza"
 PIZZA_AFTER = "Loves cheese pizza with olives"
 CAT = "Has a cat named Miso"
 LISBON = "Lives in Lisbon"
+CAR_BEFORE = "Drives a red car"
+CAR_AFTER = "Drives a blue car"
 
 
 def write_history(root: Path) -> tuple[Path, dict[str, str]]:
-    """(the config file, {"pizza": id, "cat": id, "lisbon": id}); the writer's Qdrant
+    """(the config file, {"pizza": id, "cat": id, "lisbon": id, "car": id}); the writer's Qdrant
     client is closed, so the app can open the same folder."""
     os.environ.setdefault("MEM0_DIR", str(root / "mem0-dir"))
     from mem0 import Memory
@@ -40,8 +42,10 @@ def write_history(root: Path) -> tuple[Path, dict[str, str]]:
         result = memory.add(text, user_id="sam", infer=False)
         return result["results"][0]["id"]
 
-    ids = {"pizza": add(PIZZA_BEFORE), "lisbon": add(LISBON), "cat": add(CAT)}
+    ids = {"pizza": add(PIZZA_BEFORE), "lisbon": add(LISBON), "cat": add(CAT), "car": add(CAR_BEFORE)}
     memory.update(ids["pizza"], text=PIZZA_AFTER)
     memory.delete(ids["cat"])
+    memory.update(ids["car"], text=CAR_AFTER)  # one memory through all three writes
+    memory.delete(ids["car"])
     memory.vector_store.client.close()
     return config_file, ids

@@ -179,7 +179,7 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
 # ------------------------------------------------------------------ write history
 
 
-def _history(choice: StoreChoice, what: str, read) -> tuple[object, str | None]:
+def _history(choice: StoreChoice, what: str, read) -> tuple[Any, str | None]:
     """Read Mem0's history once per (store, question); reruns reuse it."""
     state = st.session_state
     key = (choice.fingerprint, what)
@@ -201,7 +201,7 @@ def show_rewrites(choice: StoreChoice, expected: str) -> None:
     if error:
         st.error(f"Mem0's history could not be read: {error}")
         return
-    matches = history_matches(events or [], expected)  # type: ignore[arg-type]
+    matches = history_matches(events or [], expected)
     if not matches:
         st.caption("Mem0's write history holds no update or deletion of a memory like it.")
         return
@@ -227,4 +227,4 @@ def show_history(choice: StoreChoice) -> None:
     if not events:
         st.info(f"Mem0 recorded no write for {memory_id}.")
         return
-    st.dataframe(pd.DataFrame(history_rows(events)), hide_index=True, width="stretch", key="browse_history_table")  # type: ignore[arg-type]
+    st.dataframe(pd.DataFrame(history_rows(events)), hide_index=True, width="stretch", key="browse_history_table")

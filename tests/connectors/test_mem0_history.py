@@ -4,7 +4,7 @@ own add / update / delete, and where a memory the reviewer expected went."""
 from __future__ import annotations
 
 import pytest
-from mem0_history_data import CAT, LISBON, PIZZA_AFTER, PIZZA_BEFORE, write_history
+from mem0_history_data import CAR_AFTER, CAR_BEFORE, CAT, LISBON, PIZZA_AFTER, PIZZA_BEFORE, write_history
 
 from connectors.base import StoreUnavailable, SupportsHistory
 from connectors.mem0 import Mem0LibraryStore
@@ -39,9 +39,20 @@ def test_a_deleted_memory_keeps_its_add_and_delete(written):
     assert [e.event for e in store.history(ids["lisbon"])] == ["ADD"]
 
 
+def test_a_memory_added_updated_and_deleted_shows_all_three_writes(written):
+    store, ids = written
+    assert [(e.event, e.old_text, e.new_text) for e in store.history(ids["car"])] == [
+        ("ADD", None, CAR_BEFORE),
+        ("UPDATE", CAR_BEFORE, CAR_AFTER),
+        ("DELETE", CAR_AFTER, None),
+    ]
+
+
 def test_rewrites_lists_every_update_and_delete(written):
     store, ids = written
-    assert {(e.memory_id, e.event) for e in store.rewrites()} == {(ids["pizza"], "UPDATE"), (ids["cat"], "DELETE")}
+    assert {(e.memory_id, e.event) for e in store.rewrites()} == {
+        (ids["pizza"], "UPDATE"), (ids["cat"], "DELETE"), (ids["car"], "UPDATE"), (ids["car"], "DELETE"),
+    }
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ ADD and UPDATE, and an expected memory traced to its deletion."""
 from __future__ import annotations
 
 import pytest
-from mem0_history_data import CAT, PIZZA_AFTER, PIZZA_BEFORE, write_history
+from mem0_history_data import CAR_AFTER, CAR_BEFORE, CAT, write_history
 
 CHECK = "FormSubmitter:browse_check_form-Check"
 
@@ -28,11 +28,12 @@ def browse(app, mem0_config, monkeypatch):
 def test_browse_shows_what_mem0_did_to_a_memory_and_where_an_expected_one_went(browse):
     # One page for both: Mem0's local Qdrant folder takes one client per process.
     at, ids = browse
-    at.text_input(key="browse_history_id").input(ids["pizza"]).run()
+    at.text_input(key="browse_history_id").input(ids["car"]).run()
     assert not at.exception, at.exception
     table = next(df.value for df in at.dataframe if "event" in df.value.columns)
-    assert table["event"].tolist() == ["ADD", "UPDATE"]
-    assert table["old text"].tolist()[1] == PIZZA_BEFORE and table["new text"].tolist()[1] == PIZZA_AFTER
+    assert table["event"].tolist() == ["ADD", "UPDATE", "DELETE"]
+    assert table["old text"].tolist()[1:] == [CAR_BEFORE, CAR_AFTER]
+    assert table["new text"].tolist()[:2] == [CAR_BEFORE, CAR_AFTER]
 
     at.text_input(key="browse_expected").input(CAT)
     at.button(key=CHECK).click().run()
