@@ -14,7 +14,7 @@ from demo_judgments import query_text, relevant_ids
 from pgvector_server import PgVectorServer  # tests/pgvector_server.py
 
 from connectors import embedding
-from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable
+from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreTimeout, StoreUnavailable
 from connectors.demo_loader import demo_rows, demo_vectors, load_mem0
 from connectors.mem0 import offline_config
 from connectors.pgvector import normalise, open_store
@@ -54,6 +54,8 @@ def memories_url(pg, demo):
             "written_at timestamptz, extra jsonb, emb vector(384))"
         )
         conn.execute("CREATE TABLE wide (id text, text text, user_id text, embedding vector(3))")
+        # a view that takes seconds per row: what a slow production table looks like
+        conn.execute("CREATE VIEW slow AS SELECT m.* FROM memories m WHERE pg_sleep(3) IS NOT NULL")
         conn.execute("INSERT INTO wide VALUES ('w1', 'three dims', 'sam', '[1,0,0]')")
         with conn.cursor() as cursor:
             cursor.executemany(
@@ -145,6 +147,11 @@ def test_the_connection_is_read_only_and_values_are_bound(memories_url):
 def test_statement_timeout_is_set_on_the_connection(memories_url):
     store = custom(memories_url, timeout=2.5)
     assert store.conn.execute("SHOW statement_timeout").fetchone()[0] == "2500ms"
+
+
+def test_a_query_past_the_statement_timeout_is_a_store_timeout(memories_url):
+    with pytest.raises(StoreTimeout, match=r"no answer within the 1 s statement timeout"):
+        custom(memories_url, table="slow", timeout=1)
 
 
 @pytest.mark.parametrize(
