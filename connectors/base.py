@@ -157,6 +157,26 @@ class QueriesBumpUsage(Protocol):
     def queries_bump_usage(self) -> bool: ...
 
 
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One write a store recorded for a memory (Mem0's history table)."""
+
+    memory_id: str
+    event: str  # ADD | UPDATE | DELETE | NONE, as the store wrote it
+    old_text: str | None
+    new_text: str | None
+    at: datetime | None  # when the write happened
+
+
+@runtime_checkable
+class SupportsHistory(Protocol):
+    """A store that keeps what each write did to a memory (Mem0 library mode)."""
+
+    def history(self, memory_id: str) -> list[HistoryEvent]: ...
+
+    def rewrites(self) -> list[HistoryEvent]: ...
+
+
 # ---------------------------------------------------------------- errors
 
 

@@ -38,6 +38,7 @@ The API key never leaves the Authorization header: it is not in a message, a
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
@@ -54,6 +55,7 @@ from connectors.base import (
     AuthFailed,
     BadResponse,
     ConnectorError,
+    HistoryEvent,
     Hit,
     InvalidRequest,
     Memory,
@@ -63,6 +65,7 @@ from connectors.base import (
     StoreUnavailable,
     as_datetime,
 )
+from connectors.mem0_history import events_of_kinds, memory_history
 from connectors.paths import data_dir
 
 # The Platform's v3 search hides hits under 0.1 unless told otherwise (API docs).
@@ -467,6 +470,14 @@ class Mem0LibraryStore:
         except Exception as exc:
             raise StoreUnavailable(f"Mem0 get_all failed: {type(exc).__name__}: {exc}") from exc
         return [_memory_from_item(item) for item in _results_list(body, "Mem0 get_all")[offset : offset + limit]]
+
+    # Mem0's write history (connectors.mem0_history): what ADD / UPDATE / DELETE did.
+    def history(self, memory_id: str) -> builtins.list[HistoryEvent]:  # `list` here is the method above
+        return memory_history(self.memory, memory_id)
+
+    def rewrites(self) -> builtins.list[HistoryEvent]:
+        """Every UPDATE and DELETE Mem0 recorded, newest first (any user)."""
+        return events_of_kinds(self.memory)
 
     def close(self) -> None:
         client = getattr(getattr(self.memory, "vector_store", None), "client", None)

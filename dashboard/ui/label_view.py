@@ -50,7 +50,9 @@ def _read_log() -> None:
             if upload is None:
                 state["label_log_error"] = "Choose a log file first."
                 return
-            state["label_log"] = read_log_bytes(upload.getvalue(), upload.name)
+            state["label_log"] = read_log_bytes(
+                upload.getvalue(), upload.name, include_query=bool(state.get("log_include_query"))
+            )
         else:
             from dashboard.logs.demo import SAMPLE_LOG
 
@@ -66,9 +68,14 @@ def log_loader() -> LogImport | None:
     if st.session_state.get("log_source") == UPLOAD_CHOICE:
         st.file_uploader(
             "Log file (JSONL, CSV or Parquet): message_id, memory_id, rank, score; "
-            "optional user_id, query, timestamp, store",
+            "optional user_id, query, timestamp, store. Or OpenTelemetry traces as OTLP JSON "
+            "(an OpenInference RETRIEVER or GenAI retrieval span is one turn)",
             type=["jsonl", "ndjson", "json", "csv", "parquet"],
             key="log_upload",
+        )
+        st.checkbox(
+            "Keep the query text that trace spans carry (off: ids and scores only)",
+            key="log_include_query",
         )
     st.button("Read the log", key="log_read", on_click=_read_log)
     if error := st.session_state.get("label_log_error"):

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Hit
+from dashboard.logs import otlp
 from dashboard.logs import read_log as readlog
 from dashboard.ranking import metrics
 from dashboard.ranking.metrics import QualityReport
@@ -332,11 +333,21 @@ def show_read_log() -> None:
         width="stretch",
         key="readlog_recent",
     )
-    st.download_button(
+    cols = st.columns(2)
+    cols[0].download_button(
         "Download read log (JSONL)",
         readlog.log_bytes(path),
         file_name="memlens-reads.jsonl",
         mime="application/jsonl",
         key="readlog_download",
         on_click="ignore",
+    )
+    cols[1].download_button(
+        "Download as OpenTelemetry traces (OTLP JSON)",
+        otlp.to_otlp_jsonl(records),
+        file_name="memlens-reads-otlp.json",
+        mime="application/json",
+        key="readlog_download_otlp",
+        on_click="ignore",
+        help="One OpenInference RETRIEVER span per read, ids and scores only: Phoenix or any OTLP collector takes it.",
     )
