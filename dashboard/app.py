@@ -12,7 +12,7 @@ import streamlit as st  # noqa: E402
 # (0.1-0.4 s), and this runs before the first paint.
 st.set_page_config(page_title="memlens", page_icon=":material/search:", layout="wide")
 PAGES = Path(__file__).parent / "views"
-st.navigation(
+page = st.navigation(
     [
         st.Page(PAGES / "inspect.py", title="Inspect", icon=":material/search:", default=True, url_path="inspect"),
         st.Page(PAGES / "calibrate.py", title="Calibrate", icon=":material/straighten:", url_path="calibrate"),
@@ -21,4 +21,10 @@ st.navigation(
         st.Page(PAGES / "browse.py", title="Browse", icon=":material/folder_open:", url_path="browse"),
         st.Page(PAGES / "compare.py", title="Compare", icon=":material/balance:", url_path="compare"),
     ]
-).run()
+)
+# Every page, deep links included, is behind the password or sign-in when one is
+# configured; a page added later cannot forget it.
+from dashboard.ui.access import require_access  # noqa: E402
+
+require_access()
+page.run()

@@ -71,8 +71,9 @@ def server(tmp_path_factory) -> Server:
 
 
 @contextlib.contextmanager
-def running_streamlit(data_dir: Path, log_path: Path):
-    """A `streamlit run` process serving the app from `data_dir`, as `make run` starts it."""
+def running_streamlit(data_dir: Path, log_path: Path, extra_env: dict[str, str] | None = None):
+    """A `streamlit run` process serving the app from `data_dir`, as `make run` starts
+    it; `extra_env` adds deployment settings (a password, a label database URL)."""
     port = _free_port()
     env = dict(os.environ)
     for inherited in ("MEMORY_SCORE_FLOOR", "MEMLENS_EMBEDDED_DB", "MEMLENS_REVIEWER"):
@@ -84,6 +85,7 @@ def running_streamlit(data_dir: Path, log_path: Path):
         MEM0_TELEMETRY="False",
         ANONYMIZED_TELEMETRY="False",
     )
+    env.update(extra_env or {})
     command = [
         sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
         "--server.headless", "true",
