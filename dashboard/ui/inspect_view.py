@@ -14,8 +14,8 @@ from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.registry import REGISTRY
 from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
-from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.labels import export
+from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
 from dashboard.ui.charts import score_breakdown_figure
@@ -284,6 +284,9 @@ def _write_label(choice: StoreChoice, user, reviewer, store_text, hit: Hit, valu
     except LabelStoreError as exc:
         # A callback cannot draw where the page wants it: keep the message for the rerun.
         st.session_state["label_error"] = f"The label for {hit.memory_id} was not saved: {exc}"
+        st.session_state.setdefault("label_unsaved", {})[(msg, hit.memory_id)] = value
+        return
+    st.session_state.get("label_unsaved", {}).pop((msg, hit.memory_id), None)
 
 
 def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str, store_text: bool) -> None:
@@ -295,7 +298,7 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
         st.error(error)
     msg = message_id(result.query, user, choice.fingerprint)
     try:
-        existing = {l.memory_id: l.label for l in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
+        existing = {row.memory_id: row.label for row in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
     except LabelStoreError as exc:
         st.error(f"Labelling is unavailable: {exc}")
         return
@@ -307,7 +310,11 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
         if clipped:
             cols[0].caption(f"Text cut to {len(text) - 1:,} of {len(hit.text):,} characters.")
         current = existing.get(hit.memory_id)
-        cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current, "— unlabelled"))
+        unsaved = st.session_state.get("label_unsaved", {}).get((msg, hit.memory_id))
+        if unsaved:  # the click failed: say so on the row, and the button is there to retry
+            cols[1].markdown(f"⚠️ **not saved** ({unsaved.replace('_', ' ')}): click again")
+        else:
+            cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current, "— unlabelled"))
         for col, value, title in ((cols[2], "relevant", "Relevant"), (cols[3], "not_relevant", "Not relevant")):
             col.button(
                 title,
@@ -332,7 +339,7 @@ def show_session_labels(include_text: bool) -> None:
         st.caption("No labels yet.")
         return
     st.dataframe(
-        pd.DataFrame([l.export_row(include_text) for l in labels]), hide_index=True, width="stretch"
+        pd.DataFrame([row.export_row(include_text) for row in labels]), hide_index=True, width="stretch"
     )
     cols = st.columns(2)
     cols[0].download_button(

@@ -73,3 +73,40 @@ def test_inspect_without_labels_and_calibrate_from_an_upload_work_on_a_read_only
     at.file_uploader(key="calibrate_upload").set_value(("team.jsonl", UPLOAD, "application/jsonl")).run()
     assert not at.exception, at.exception
     assert at.get("plotly_chart")  # calibrated from the upload
+
+
+HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("holding", flush=True)
+sys.stdin.readline()
+db.execute("ROLLBACK")
+print("released", flush=True)
+"""
+
+
+def test_a_label_file_held_by_another_process_shows_not_saved_and_the_retry_saves(app, data_dir):
+    import sys
+
+    at = app(query=THEME)
+    at.run()
+    first = at.session_state["result"].hits[0].memory_id
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(data_dir / "labels.sqlite")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        at.button(key=f"relevant_{first}").click().run()
+        assert not at.exception, at.exception
+        assert "was not saved" in errors(at) and "locked by another process" in errors(at)
+        assert any("not saved" in m.value and "click again" in m.value for m in at.markdown)
+    finally:
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "released"
+        holder.wait(30)
+    at.button(key=f"relevant_{first}").click().run()
+    assert not at.error and any("✅ relevant" in m.value for m in at.markdown)
+    assert not any("not saved" in m.value for m in at.markdown)
