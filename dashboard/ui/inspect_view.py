@@ -18,6 +18,7 @@ from dashboard.labels import export
 from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
+from dashboard.ui.access import logged_in_identity
 from dashboard.ui.charts import score_breakdown_figure
 from dashboard.ui.sidebar import StoreChoice
 
@@ -103,14 +104,11 @@ def sync_url(user: str | None, k: int, floor: float) -> None:
 
 
 def reviewer_box() -> str:
+    # Signed in: labels carry the identity the provider vouched for, not a typed name.
+    if identity := logged_in_identity():
+        return identity
     if "reviewer" not in st.session_state:
-        name = None
-        try:
-            if st.user.is_logged_in:
-                name = st.user.get("email") or st.user.get("name")
-        except Exception:  # authentication not configured
-            name = None
-        st.session_state["reviewer"] = name or os.environ.get("MEMLENS_REVIEWER") or "reviewer"
+        st.session_state["reviewer"] = os.environ.get("MEMLENS_REVIEWER") or "reviewer"
     return st.sidebar.text_input("Reviewer", key="reviewer").strip() or "reviewer"
 
 
@@ -328,7 +326,7 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
 
 
 def show_session_labels(include_text: bool) -> None:
-    reviewer = st.session_state.get("reviewer") or "reviewer"
+    reviewer = logged_in_identity() or st.session_state.get("reviewer") or "reviewer"
     st.subheader("Your labels")
     try:
         labels = cache.label_store().labels(reviewer=reviewer)
