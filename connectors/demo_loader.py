@@ -35,8 +35,8 @@ _vector_cache: dict[tuple[str, str], np.ndarray] = {}
 def demo_rows(path: Path = DEMO_MEMORIES, *, now: datetime | None = None) -> tuple[list[dict[str, Any]], ImportReport]:
     """The valid demo rows (created_at resolved) and the report of rejected lines."""
     report = ImportReport(source=str(path))
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return _parse_jsonl(lines, now or datetime.now(UTC), report), report
+    text = Path(path).read_text(encoding="utf-8")
+    return _parse_jsonl(text, now or datetime.now(UTC), report), report
 
 
 def demo_vectors(rows: list[dict[str, Any]], model: str | None = None) -> np.ndarray:

@@ -43,6 +43,7 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
 )
+from connectors.lines import LineIssue, json_objects
 from connectors.paths import data_dir
 
 DEFAULT_WEIGHTS = {"semantic": 0.6, "recency": 0.15, "importance": 0.15, "usage": 0.1}
@@ -139,28 +140,18 @@ def parse_weights(weights: dict[str, float] | str | None) -> dict[str, float]:
 
 
 @dataclass
-class ImportIssue:
-    line: int
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}, field {self.field!r}: {self.message}"
-
-
-@dataclass
 class ImportReport:
     source: str
     imported: int = 0
     reencoded: int = 0
     ids: list[str] = field(default_factory=list)
-    issues: list[ImportIssue] = field(default_factory=list)
+    issues: list[LineIssue] = field(default_factory=list)
 
     def summary(self) -> str:
         text = f"{self.source}: imported {self.imported} memories"
         if self.issues:
             text += f", rejected {len(self.issues)} line(s):\n" + "\n".join(
-                f"  {self.source}: {issue}" for issue in self.issues
+                f"  {issue}" for issue in self.issues
             )
         return text
 
@@ -169,12 +160,12 @@ def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _validate_line(obj: Any, line: int, now: datetime) -> tuple[dict[str, Any] | None, ImportIssue | None]:
+def _validate_line(
+    obj: dict[str, Any], line: int, now: datetime, file: str
+) -> tuple[dict[str, Any] | None, LineIssue | None]:
     def bad(name: str, message: str):
-        return None, ImportIssue(line, name, message)
+        return None, LineIssue(file, line, name, message)
 
-    if not isinstance(obj, dict):
-        return bad("(line)", "expected a JSON object")
     row: dict[str, Any] = {}
     for name in ("id", "user_id", "text"):
         value = obj.get(name)
@@ -540,11 +531,10 @@ class EmbeddedStore:
         path = Path(path)
         report = ImportReport(source=str(path))
         try:
-            # Line feeds only: splitlines() would also break a memory text holding U+2028 or U+0085.
-            lines = path.read_text(encoding="utf-8").split("\n")
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidRequest(f"Cannot read {path}: {exc}") from exc
-        return self.import_rows(_parse_jsonl(lines, self._now(), report), report=report, progress=progress)
+        return self.import_rows(_parse_jsonl(text, self._now(), report), report=report, progress=progress)
 
     def import_rows(
         self,
@@ -617,17 +607,10 @@ class EmbeddedStore:
             self._db.commit()
 
 
-def _parse_jsonl(lines: list[str], now: datetime, report: ImportReport) -> list[dict[str, Any]]:
+def _parse_jsonl(text: str, now: datetime, report: ImportReport) -> list[dict[str, Any]]:
     rows = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            report.issues.append(ImportIssue(number, "(line)", f"not valid JSON: {exc.msg} at column {exc.colno}"))
-            continue
-        row, issue = _validate_line(obj, number, now)
+    for number, obj in json_objects(text, report.source, report.issues):
+        row, issue = _validate_line(obj, number, now, report.source)
         if issue:
             report.issues.append(issue)
         else:

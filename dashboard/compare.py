@@ -60,7 +60,7 @@ class CompareRow:
 
 
 @dataclass
-class Comparison:
+class StoreComparison:
     rows: list[CompareRow]  # A's order first, then what only B returned, in B's order
     match_by: str
     notes: list[str] = field(default_factory=list)
@@ -114,7 +114,7 @@ def _side(result: QueryResult, floor: float, label: str, match_by: str, notes: l
     return by_key
 
 
-def compare(a: QueryResult, floor_a: float, b: QueryResult, floor_b: float, *, match_by: str = "id") -> Comparison:
+def compare(a: QueryResult, floor_a: float, b: QueryResult, floor_b: float, *, match_by: str = "id") -> StoreComparison:
     """Line up two results; see the module docstring."""
     if match_by not in MATCH_BY:
         raise ValueError(f"match_by must be one of {', '.join(MATCH_BY)}, got {match_by!r}")
@@ -143,4 +143,4 @@ def compare(a: QueryResult, floor_a: float, b: QueryResult, floor_b: float, *, m
         )
     if a.hits and b.hits and not any(row.a and row.b for row in rows) and match_by == "id":
         notes.append("No memory id appears on both sides: if these are two different stores, match by text.")
-    return Comparison(rows=rows, match_by=match_by, notes=notes)
+    return StoreComparison(rows=rows, match_by=match_by, notes=notes)

@@ -1,11 +1,17 @@
-"""How untrusted memory text is shown: clipped, and with Markdown made inert. Pure."""
+"""How untrusted memory text is shown: clipped, and with Markdown made inert; the
+hits table the Inspect and Browse pages draw. Pure."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+import pandas as pd
+
+from connectors.base import Hit
+
 DEFAULT_TEXT_LIMIT = 2_000
+TABLE_TEXT_CHARS = 300  # memory text in a table cell: enough to recognise it
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
 
@@ -67,3 +73,28 @@ def code_span(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == " " and text[-1:] == " ") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def hits_frame(hits: list[Hit], kept_ids: set[str] | None = None, *, breakdown: bool = False) -> pd.DataFrame:
+    """One row per hit: rank, id, clipped text, score (and the raw score when the
+    connector mapped it). With `breakdown`, a column per score component any hit
+    reports; with `kept_ids`, a status column saying whether the floor kept it."""
+    components: list[str] = []
+    if breakdown:
+        for hit in hits:
+            components += [c for c in hit.breakdown if c not in components]
+    rows = []
+    for hit in hits:
+        row: dict[str, Any] = {
+            "rank": hit.rank,
+            "memory id": hit.memory_id,
+            "text": clip_text(hit.text, TABLE_TEXT_CHARS)[0],
+            "score": hit.score,
+        }
+        if hit.raw_score is not None and hit.raw_score != hit.score:
+            row["raw score"] = hit.raw_score
+        row.update({c: hit.breakdown.get(c) for c in components})
+        if kept_ids is not None:
+            row["status"] = "kept" if hit.memory_id in kept_ids else "dropped"
+        rows.append(row)
+    return pd.DataFrame(rows)

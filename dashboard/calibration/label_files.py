@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -31,8 +30,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from dashboard.calibration.sweep import LABEL_VALUES, LabelledScores, labelled_scores
+from connectors.lines import LINE, LineIssue, json_objects
+from dashboard.calibration.scores import LabelledScores, labelled_scores
 from dashboard.labels.export import FORMULA_PREFIXES
+from dashboard.labels.model import LABEL_VALUES
 
 ID_FIELDS = ("message_id", "memory_id")
 TEXT_FIELDS = ("reviewer", "store")
@@ -58,16 +59,11 @@ class LabelRow:
     updated_at: str | None = None
 
 
-@dataclass
-class FileIssue:
-    line: int
-    field: str
-    message: str
-    skipped: bool = True  # False: only the field was ignored, the row is used
-
-    def __str__(self) -> str:
-        outcome = "row skipped" if self.skipped else "field ignored, row used"
-        return f"line {self.line}, field {self.field!r}: {self.message} ({outcome})"
+def issue_text(issue: LineIssue) -> str:
+    """An issue of a label file as the reports write it: where, what, and whether
+    the row was skipped or only the field ignored."""
+    outcome = "row skipped" if issue.skipped else "field ignored, row used"
+    return f"{issue.at()} ({outcome})"
 
 
 @dataclass
@@ -75,7 +71,7 @@ class LabelFile:
     source: str  # file name, "upload", "label store", ...
     format: str  # "jsonl" | "csv" | "label store"
     rows: list[LabelRow] = field(default_factory=list)
-    issues: list[FileIssue] = field(default_factory=list)
+    issues: list[LineIssue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     row_name: str = "line"
 
@@ -114,7 +110,7 @@ class LabelFile:
         return sorted({row.reviewer for row in self.rows if row.reviewer})
 
     def issue_report(self, limit: int = SHOWN_ISSUES) -> str:
-        lines = [f"{self.source}: {issue}" for issue in self.issues[:limit]]
+        lines = [f"{self.source}: {issue_text(issue)}" for issue in self.issues[:limit]]
         if len(self.issues) > limit:
             lines.append(f"{self.source}: ... and {len(self.issues) - limit} more problems")
         return "\n".join(lines)
@@ -180,19 +176,7 @@ def _parse_jsonl(text: str, source: str) -> LabelFile:
             "as memlens exports do"
         )
     seen: dict[tuple[str, str], int] = {}
-    # Split at line feeds only: splitlines() also breaks at U+2028, U+0085 and others,
-    # which JSON (and memlens's own export) may carry raw inside a string.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            result.issues.append(FileIssue(number, "(line)", f"not valid JSON ({exc.msg} at column {exc.colno})"))
-            continue
-        if not isinstance(obj, dict):
-            result.issues.append(FileIssue(number, "(line)", f"expected a JSON object, got {type(obj).__name__}"))
-            continue
+    for number, obj in json_objects(text, source, result.issues):
         _add_row(result, number, obj, seen, from_csv=False)
     return result
 
@@ -214,14 +198,14 @@ def _parse_csv(text: str, source: str) -> LabelFile:
             number = reader.line_num
             if None in record:  # more cells than the header names
                 result.issues.append(
-                    FileIssue(number, "(line)", f"{len(header) + len(record[None])} cells but the header names {len(header)}")
+                    LineIssue(result.source, number, LINE, f"{len(header) + len(record[None])} cells but the header names {len(header)}")
                 )
                 continue
             if all(value in (None, "") for value in record.values()):
                 continue
             _add_row(result, number, record, seen, from_csv=True)
     except csv.Error as exc:
-        result.issues.append(FileIssue(reader.line_num, "(line)", f"unreadable CSV ({exc}); the rest of the file was not read"))
+        result.issues.append(LineIssue(result.source, reader.line_num, LINE, f"unreadable CSV ({exc}); the rest of the file was not read"))
     return result
 
 
@@ -241,17 +225,17 @@ def _cell(value: Any) -> Any:
 
 def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *, from_csv: bool) -> None:
     values = {key: _cell(value) if from_csv else value for key, value in obj.items() if key is not None}
-    problems: list[FileIssue] = []
+    problems: list[LineIssue] = []
 
     score = _score(values.get("score"), from_csv)
     if isinstance(score, str):
-        problems.append(FileIssue(number, "score", score))
+        problems.append(LineIssue(result.source, number, "score", score))
     label = values.get("label")
     if label is None:
-        problems.append(FileIssue(number, "label", "missing"))
+        problems.append(LineIssue(result.source, number, "label", "missing"))
     elif label not in LABEL_VALUES:
         problems.append(
-            FileIssue(number, "label", f"unknown label {label!r}; expected {' or '.join(repr(v) for v in LABEL_VALUES)}")
+            LineIssue(result.source, number, "label", f"unknown label {label!r}; expected {' or '.join(repr(v) for v in LABEL_VALUES)}")
         )
     ids: dict[str, str | None] = {}
     for name in ID_FIELDS:
@@ -263,7 +247,7 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
         elif isinstance(value, int) and not isinstance(value, bool):
             ids[name] = str(value)
         else:
-            problems.append(FileIssue(number, name, f"must be text, got {type(value).__name__} {value!r}"))
+            problems.append(LineIssue(result.source, number, name, f"must be text, got {type(value).__name__} {value!r}"))
     if problems:
         result.issues.extend(problems)
         return
@@ -272,7 +256,8 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
     if all(pair):
         if pair in seen:
             result.issues.append(
-                FileIssue(
+                LineIssue(
+                    result.source,
                     number,
                     "message_id, memory_id",
                     f"duplicate of line {seen[pair]} (same message_id {pair[0]!r} and memory_id {pair[1]!r})",
@@ -286,7 +271,7 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
     for name in TEXT_FIELDS:
         value = values.get(name)
         if value is not None and not isinstance(value, str):
-            result.issues.append(FileIssue(number, name, f"must be text, got {type(value).__name__}", skipped=False))
+            result.issues.append(LineIssue(result.source, number, name, f"must be text, got {type(value).__name__}", skipped=False))
         else:
             setattr(row, name, value)
     for name in TIME_FIELDS:
@@ -295,7 +280,7 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
             continue
         if not isinstance(value, str) or not _is_timestamp(value):
             result.issues.append(
-                FileIssue(number, name, f"not an ISO 8601 timestamp: {value!r}", skipped=False)
+                LineIssue(result.source, number, name, f"not an ISO 8601 timestamp: {value!r}", skipped=False)
             )
         else:
             setattr(row, name, value)
@@ -332,7 +317,7 @@ def _optional_rank(result: LabelFile, number: int, value: Any, from_csv: bool) -
     elif isinstance(value, int) and not isinstance(value, bool):
         rank = value
     if rank is None or rank < 1:
-        result.issues.append(FileIssue(number, "rank", f"must be a whole number from 1, got {value!r}", skipped=False))
+        result.issues.append(LineIssue(result.source, number, "rank", f"must be a whole number from 1, got {value!r}", skipped=False))
         return None
     return rank
 
@@ -362,7 +347,7 @@ def from_labels(labels: Iterable[Any], source: str = "label store") -> LabelFile
     for position, label in enumerate(labels, start=1):
         score = label.score
         if score is None or not math.isfinite(float(score)):
-            result.issues.append(FileIssue(position, "score", "missing (the store sent no score)"))
+            result.issues.append(LineIssue(result.source, position, "score", "missing (the store sent no score)"))
             continue
         row = LabelRow(
             line=position,

@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from dashboard.calibration.label_files import LabelFile
+from dashboard.calibration.label_files import LabelFile, issue_text
 from dashboard.calibration.sweep import Calibration, evaluate, format_floor
 
 
@@ -91,7 +91,7 @@ def as_json(result: Calibration, labels: LabelFile) -> dict[str, Any]:
             if result.band
             else None,
             "recommended": result.recommendation.as_dict(),
-            "issues": [str(issue) for issue in labels.issues],
+            "issues": [issue_text(issue) for issue in labels.issues],
             "notes": result.notes + labels.notes,
         }
     )

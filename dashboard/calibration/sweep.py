@@ -16,20 +16,25 @@ What comes out:
 * ``recommend``: the floor that minimises ``cost_ratio * kept_irrelevant +
   dropped_relevant`` (a wrong memory costs ``cost_ratio`` missed ones), with a
   bootstrap interval that resamples turns (message ids), since hits of one turn are
-  not independent of each other.
+  not independent of each other (the resampling is in ``bootstrap.py``).
+* ``calibrate``: all of the above for one set of labels, as the page and the CLI show it.
+
+The input is checked and converted once, in ``scores.py`` (``labelled_scores``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-RELEVANT, NOT_RELEVANT = "relevant", "not_relevant"
-LABEL_VALUES = (RELEVANT, NOT_RELEVANT)
+from dashboard.calibration.bootstrap import bootstrap_middles, default_resamples, middle, optimal_range
+from dashboard.calibration.scores import CalibrationError, LabelledScores
+from dashboard.calibration.scores import labelled_scores as labelled_scores  # re-exported: callers import it from here
+
 SWEEP_COLUMNS = (
     "floor",
     "requested",
@@ -43,155 +48,7 @@ SWEEP_COLUMNS = (
     "no_memory_share",
     "mean_kept_per_turn",
 )
-DEFAULT_RESAMPLES = 1000
-MIN_RESAMPLES = 100
 DEFAULT_SEED = 0
-# The bootstrap costs resamples x rows: past 20,000 rows, fewer resamples keep a
-# page rerun or a CLI call within seconds.
-_BOOTSTRAP_BUDGET = 20_000_000
-# Cap on the (resamples x rows) weight matrix the bootstrap builds at once.
-_BOOTSTRAP_CELLS = 1_000_000
-_SHOWN_PROBLEM_ROWS = 5
-
-
-class CalibrationError(ValueError):
-    """Labelled rows that cannot be calibrated on; the message says which and why."""
-
-
-def _rows(row_name: str, numbers: Sequence[int]) -> str:
-    """"row 4" / "rows 2, 3, 7 and 12 more": which rows, without flooding a message."""
-    shown = ", ".join(str(n) for n in numbers[:_SHOWN_PROBLEM_ROWS])
-    more = len(numbers) - min(len(numbers), _SHOWN_PROBLEM_ROWS)
-    noun = row_name if len(numbers) == 1 else row_name + "s"
-    return f"{noun} {shown}" + (f" and {more} more" if more > 0 else "")
-
-
-# ----------------------------------------------------------------- input
-
-
-@dataclass(frozen=True)
-class LabelledScores:
-    """Validated input: float scores, a relevant mask and, optionally, a turn code
-    per row (0..turns-1, from the message ids)."""
-
-    scores: np.ndarray  # float64
-    relevant: np.ndarray  # bool
-    turn: np.ndarray | None = None  # int64 codes, or None without message ids
-    turns: int = 0
-
-    def __len__(self) -> int:
-        return len(self.scores)
-
-    @property
-    def relevant_count(self) -> int:
-        return int(self.relevant.sum())
-
-    @property
-    def irrelevant_count(self) -> int:
-        return len(self) - self.relevant_count
-
-
-def labelled_scores(
-    scores: Iterable[Any],
-    labels: Iterable[Any],
-    message_ids: Iterable[Any] | None = None,
-    *,
-    row_numbers: Sequence[int] | None = None,
-    row_name: str = "row",
-) -> LabelledScores:
-    """Validate and convert rows; raise CalibrationError naming the bad rows.
-
-    Labels are the strings ``relevant`` / ``not_relevant`` (or booleans, True meaning
-    relevant). ``row_numbers`` are what errors call the rows (e.g. file line numbers;
-    default 1, 2, 3 ...) and ``row_name`` what a row is called ("row", "line").
-    """
-    score_array = _scores_array(scores)
-    label_array = labels if isinstance(labels, np.ndarray) else _labels_array(list(labels))
-    n = len(score_array)
-    numbers = np.asarray(row_numbers) if row_numbers is not None else np.arange(1, n + 1)
-    if n == 0 and len(label_array) == 0:
-        raise CalibrationError("No labelled rows: label some retrievals first (or load a label file).")
-    if len(label_array) != n:
-        raise CalibrationError(f"{n} scores but {len(label_array)} labels: every row needs both.")
-
-    problems = []
-    bad_scores = np.flatnonzero(~np.isfinite(score_array))
-    if len(bad_scores):
-        problems.append(f"score missing or not a finite number in {_rows(row_name, numbers[bad_scores].tolist())}")
-    relevant, label_problem = _relevant_mask(label_array, numbers, row_name)
-    if label_problem:
-        problems.append(label_problem)
-    if problems:
-        raise CalibrationError("; ".join(problems) + ".")
-
-    relevant_count = int(relevant.sum())
-    if relevant_count in (0, n):
-        only = RELEVANT if relevant_count else NOT_RELEVANT
-        every = f"All {n} labelled rows are" if n > 1 else "The only labelled row is"
-        raise CalibrationError(
-            f"{every} {only!r}: a floor is chosen between the two classes, "
-            f"so label at least one {NOT_RELEVANT if relevant_count else RELEVANT!r} hit too."
-        )
-
-    turn, turns = None, 0
-    if message_ids is not None:
-        ids = list(message_ids) if not isinstance(message_ids, np.ndarray) else message_ids
-        if len(ids) != n:
-            raise CalibrationError(f"{n} scores but {len(ids)} message ids.")
-        missing = [i for i, v in enumerate(ids) if v is None or (isinstance(v, float) and math.isnan(v)) or v == ""]
-        if missing:
-            raise CalibrationError(
-                f"message_id missing in {_rows(row_name, numbers[missing].tolist())}: "
-                "give every row one, or none."
-            )
-        turn, turns = _factorize(ids)
-    return LabelledScores(score_array, relevant, turn, turns)
-
-
-def _scores_array(scores: Iterable[Any]) -> np.ndarray:
-    if isinstance(scores, np.ndarray) and scores.dtype.kind == "f":
-        return scores.astype(np.float64, copy=False)
-    values = []
-    for value in scores:
-        # A bool is an int to Python, but a True score is a mistake, not a 1.0.
-        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
-            values.append(float(value))
-        else:
-            values.append(math.nan)
-    return np.asarray(values, dtype=np.float64)
-
-
-def _labels_array(labels: list[Any]) -> np.ndarray:
-    # Object dtype keeps each value as given: a plain asarray would turn a stray 1
-    # among strings into the string "1" and hide what the row really held.
-    if labels and all(isinstance(v, (bool, np.bool_)) for v in labels):
-        return np.asarray(labels, dtype=bool)
-    array = np.empty(len(labels), dtype=object)
-    array[:] = labels
-    return array
-
-
-def _relevant_mask(labels: np.ndarray, numbers: np.ndarray, row_name: str) -> tuple[np.ndarray, str | None]:
-    if labels.dtype == bool:
-        return labels, None
-    relevant = labels == RELEVANT
-    irrelevant = labels == NOT_RELEVANT
-    unknown = np.flatnonzero(~(relevant | irrelevant))
-    if not len(unknown):
-        return relevant, None
-    by_value: dict[str, list[int]] = {}
-    for index in unknown.tolist():
-        value = labels[index]
-        value = value.item() if isinstance(value, np.generic) else value
-        by_value.setdefault(repr(value), []).append(int(numbers[index]))
-    parts = [f"{value} ({_rows(row_name, rows)})" for value, rows in by_value.items()]
-    return relevant, f"unknown label values {', '.join(parts)}; expected {RELEVANT!r} or {NOT_RELEVANT!r}"
-
-
-def _factorize(ids: Sequence[Any]) -> tuple[np.ndarray, int]:
-    codes: dict[Any, int] = {}
-    turn = np.fromiter((codes.setdefault(v, len(codes)) for v in ids), dtype=np.int64, count=len(ids))
-    return turn, len(codes)
 
 
 # ----------------------------------------------------------------- the sweep
@@ -452,32 +309,6 @@ def format_floor(floor: float) -> str:
     return repr(float(floor))
 
 
-def _optimal_range(cost: np.ndarray, distinct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) of the first run of minimal cost, per row of ``cost``.
-
-    ``cost[:, j]`` for j < m is the cost of any floor in (distinct[j-1], distinct[j]];
-    ``cost[:, m]`` that of a floor above every score (nothing kept).
-    """
-    columns = cost.shape[1]
-    tolerance = 1e-9 * np.maximum(1.0, np.abs(cost).max(axis=1, keepdims=True))
-    minimal = cost <= cost.min(axis=1, keepdims=True) + tolerance
-    start = minimal.argmax(axis=1)
-    index = np.arange(columns)
-    after_run = ~minimal & (index > start[:, None])
-    end = np.where(after_run.any(axis=1), after_run.argmax(axis=1) - 1, columns - 1)
-    edges_low = np.concatenate([[-np.inf], distinct])  # low edge of column j
-    edges_high = np.concatenate([distinct, [np.inf]])  # high edge of column j
-    return edges_low[start], edges_high[end]
-
-
-def _middle(low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """The middle of each (low, high]; the finite edge when the other is infinite."""
-    with np.errstate(invalid="ignore"):
-        return np.where(
-            np.isfinite(low) & np.isfinite(high), (low + high) / 2, np.where(np.isfinite(low), low, high)
-        )
-
-
 def _pasteable(exact: float, low: float, high: float) -> float:
     """A short number in (low, high], near ``exact``."""
     for decimals in range(2, 10):
@@ -491,11 +322,6 @@ def _pasteable(exact: float, low: float, high: float) -> float:
         if inside:
             return min(inside, key=lambda c: abs(c - exact))
     return high if math.isfinite(high) else float(np.nextafter(low, np.inf))
-
-
-def default_resamples(rows: int) -> int:
-    """1000 resamples, fewer (never under 100) on large label sets."""
-    return int(min(DEFAULT_RESAMPLES, max(MIN_RESAMPLES, _BOOTSTRAP_BUDGET // max(1, rows))))
 
 
 def recommend(
@@ -523,13 +349,13 @@ def recommend(
     kept_irrelevant = np.append(full.kept_irrelevant[full.is_score], 0)
     dropped_relevant = np.append(full.dropped_relevant[full.is_score], full.relevant_total)
     cost = cost_ratio * kept_irrelevant + dropped_relevant
-    low, high = (v[0] for v in _optimal_range(cost[None, :], distinct))
-    exact = float(_middle(np.array([low]), np.array([high]))[0])
+    low, high = (v[0] for v in optimal_range(cost[None, :], distinct))
+    exact = float(middle(np.array([low]), np.array([high]))[0])
     floor = _pasteable(exact, float(low), float(high))
 
     interval, used, resampled = None, 0, "turns" if data.turn is not None else "rows"
     if resamples > 0:
-        middles = _bootstrap_middles(data, distinct, cost_ratio, resamples, seed)
+        middles = bootstrap_middles(data, distinct, cost_ratio, resamples, seed)
         middles = middles[~np.isnan(middles)]
         used = len(middles)
         if used:
@@ -559,48 +385,6 @@ def recommend(
         resampled=resampled,
         seed=seed,
     )
-
-
-def _bootstrap_middles(
-    data: LabelledScores, distinct: np.ndarray, cost_ratio: float, resamples: int, seed: int
-) -> np.ndarray:
-    """The optimal range's middle on each resample.
-
-    A resample of turns is a weight per turn (how often it was drawn), so each
-    resample is the same sorted rows with other weights: running weighted totals
-    over the rows, read where each distinct score starts, as in ``sweep``.
-    """
-    rng = np.random.default_rng(seed)
-    order = np.argsort(data.scores, kind="stable")
-    rows = len(order)
-    relevant_sorted = data.relevant[order]
-    groups = data.turn[order] if data.turn is not None else np.arange(rows)
-    group_count = data.turns if data.turn is not None else rows
-    # Column j: floors up to distinct[j] drop the rows before starts[j]; the last
-    # column (every row dropped) is the floor above every score.
-    columns = np.append(np.searchsorted(data.scores[order], distinct, side="left"), rows)
-
-    middles = np.empty(resamples)
-    chunk = max(1, _BOOTSTRAP_CELLS // max(1, rows))
-    for first in range(0, resamples, chunk):
-        size = min(chunk, resamples - first)
-        # Each resample draws group_count turns with replacement; count the draws per turn.
-        picks = rng.integers(0, group_count, size=(size, group_count))
-        picks += np.arange(size)[:, None] * group_count
-        draws = np.bincount(picks.ravel(), minlength=size * group_count).reshape(size, group_count)
-        weights = draws.astype(np.float64)[:, groups]
-        relevant_weight = weights * relevant_sorted
-        relevant_before = np.zeros((size, rows + 1))
-        irrelevant_before = np.zeros((size, rows + 1))
-        np.cumsum(relevant_weight, axis=1, out=relevant_before[:, 1:])
-        np.cumsum(weights - relevant_weight, axis=1, out=irrelevant_before[:, 1:])
-        dropped_relevant = relevant_before[:, columns]
-        kept_irrelevant = irrelevant_before[:, -1:] - irrelevant_before[:, columns]
-        low, high = _optimal_range(cost_ratio * kept_irrelevant + dropped_relevant, distinct)
-        # A resample that drew only one class has no trade-off to optimise: left out.
-        both_classes = (relevant_before[:, -1] > 0) & (irrelevant_before[:, -1] > 0)
-        middles[first : first + size] = np.where(both_classes, _middle(low, high), np.nan)
-    return middles
 
 
 def evaluate(data: LabelledScores, floors: Iterable[float]) -> Sweep:

@@ -11,15 +11,14 @@ checks that the bundled file still matches what the store returns).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from connectors.base import MemoryStore
+from connectors.lines import LineIssue, json_objects
 from connectors.registry import REGISTRY, fingerprint
 from dashboard.calibration.label_files import LabelFile, read_label_file
 from dashboard.labels.export import to_jsonl
@@ -48,26 +47,19 @@ def demo_store_fingerprint() -> str:
     return fingerprint(spec.name, {f.name: f.default for f in spec.fields})
 
 
-def read_queries(path: Path = DEMO_QUERIES) -> tuple[list[DemoQuery], list[str]]:
-    """The demo queries, and a message per line that could not be used."""
-    queries, problems = [], []
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj: Any = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{path.name} line {number}: not valid JSON ({exc.msg})")
-            continue
-        fields = ("message_id", "user_id", "query")
-        if not isinstance(obj, dict) or not all(isinstance(obj.get(f), str) and obj[f] for f in fields):
-            problems.append(f"{path.name} line {number}: needs text fields {', '.join(fields)}")
-            continue
+def read_queries(path: Path = DEMO_QUERIES) -> tuple[list[DemoQuery], list[LineIssue]]:
+    """The demo queries, and an issue per line that could not be used."""
+    queries: list[DemoQuery] = []
+    problems: list[LineIssue] = []
+    for number, obj in json_objects(path.read_text(encoding="utf-8"), path.name, problems):
+        missing = [f for f in ("message_id", "user_id", "query") if not isinstance(obj.get(f), str) or not obj[f]]
         relevant = obj.get("relevant", [])
-        if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
-            problems.append(f"{path.name} line {number}: 'relevant' must be a list of memory ids")
-            continue
-        queries.append(DemoQuery(obj["message_id"], obj["user_id"], obj["query"], relevant))
+        if missing:
+            problems.append(LineIssue(path.name, number, missing[0], "required, a non-empty string"))
+        elif not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
+            problems.append(LineIssue(path.name, number, "relevant", "must be a list of memory ids"))
+        else:
+            queries.append(DemoQuery(obj["message_id"], obj["user_id"], obj["query"], relevant))
     return queries, problems
 
 

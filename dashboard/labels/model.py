@@ -11,7 +11,8 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
-LABEL_VALUES = ("relevant", "not_relevant")
+RELEVANT, NOT_RELEVANT = "relevant", "not_relevant"
+LABEL_VALUES = (RELEVANT, NOT_RELEVANT)  # the only labels a reviewer gives
 EXPORT_FIELDS = (
     "message_id",
     "memory_id",

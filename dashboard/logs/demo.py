@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import MemoryStore
+from connectors.lines import LineIssue, json_objects
 from connectors.registry import REGISTRY, fingerprint
 
 DEMO_DATA = Path(__file__).resolve().parents[2] / "demo_data"
@@ -39,16 +40,17 @@ def demo_store_name() -> str:
 
 
 def read_demo_queries(path: Path = DEMO_QUERIES) -> list[dict[str, Any]]:
-    """The demo queries (message_id, user_id, query, relevant ...), one per line."""
+    """The demo queries (message_id, user_id, query, relevant ...), one per line;
+    a ValueError naming the first bad line (the demo file is ours: it must be whole)."""
+    issues: list[LineIssue] = []
     queries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        obj = json.loads(line)
+    for number, obj in json_objects(path.read_text(encoding="utf-8"), path.name, issues):
         missing = [f for f in ("message_id", "user_id", "query") if not isinstance(obj.get(f), str) or not obj[f]]
         if missing:
-            raise ValueError(f"{path.name} line {number}: missing or empty field(s) {', '.join(missing)}")
+            issues.append(LineIssue(path.name, number, missing[0], "required, a non-empty string"))
         queries.append(obj)
+    if issues:
+        raise ValueError(str(issues[0]))
     return queries
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import MemoryStore, QueryResult
+from connectors.lines import LineIssue, json_objects
 from connectors.paths import data_dir
 
 READ_LOG_NAME = "reads.jsonl"
@@ -163,20 +164,10 @@ def read_records(path: str | Path | None = None) -> tuple[list[dict[str, Any]], 
     path = Path(path) if path is not None else read_log_path()
     if not path.exists():
         return [], 0
-    records, broken = [], 0
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                broken += 1
-                continue
-            if isinstance(obj, dict):
-                records.append(obj)
-            else:
-                broken += 1
+    issues: list[LineIssue] = []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    records = [record for _, record in json_objects(text, path.name, issues)]
+    broken = len(issues)
     return records, broken
 
 

@@ -24,7 +24,6 @@ Pure functions: no Streamlit, no store calls.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import Hit
+from connectors.lines import LineIssue, json_objects
 from dashboard.ranking.rerank import RerankResult, RerankSettings, rerank
 
 DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
@@ -282,17 +282,6 @@ class JudgedQuery:
         return {memory_id: 1 for memory_id in self.relevant}
 
 
-@dataclass(frozen=True)
-class LineIssue:
-    source: str
-    line: int
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.source}, line {self.line}, field {self.field!r}: {self.message}"
-
-
 def parse_queries(text: str, source: str = "queries.jsonl") -> tuple[list[JudgedQuery], list[LineIssue]]:
     """Judged queries from JSONL (message_id, user_id, query, relevant, answerable).
     A bad line is reported with its number and field; the good lines are used. A
@@ -300,22 +289,11 @@ def parse_queries(text: str, source: str = "queries.jsonl") -> tuple[list[Judged
     queries: list[JudgedQuery] = []
     issues: list[LineIssue] = []
     seen: dict[str, int] = {}
-    # Line feeds only: splitlines() would also break inside a string holding U+2028 or U+0085.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
+    for number, obj in json_objects(text, source, issues):
 
-        def bad(name: str, message: str) -> None:
+        def bad(name: str, message: str, number: int = number) -> None:
             issues.append(LineIssue(source, number, name, message))
 
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            bad("(line)", f"not valid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(obj, dict):
-            bad("(line)", "expected a JSON object")
-            continue
         message_id, query, user_id = obj.get("message_id"), obj.get("query"), obj.get("user_id")
         relevant, answerable = obj.get("relevant"), obj.get("answerable")
         if not isinstance(message_id, str) or not message_id.strip():

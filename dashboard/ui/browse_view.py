@@ -10,17 +10,16 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import ConnectorError, Hit, Memory
+from connectors.base import ConnectorError, Memory
 from connectors.registry import REGISTRY
 from dashboard.browse import Scan, find_text_matches, scan_memories, stored_verdict
-from dashboard.display import clip_text
+from dashboard.display import TABLE_TEXT_CHARS, clip_text, hits_frame
 from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice
 
 PAGE_SIZES = (25, 50, 100, 200)
 NEAREST_K = 5
-TABLE_TEXT_CHARS = 300
 
 
 def warm_model(store_name: str) -> None:
@@ -47,21 +46,6 @@ def memories_frame(memories: list[Memory]) -> pd.DataFrame:
         ],
         columns=["memory id", "text", "created at", "user", "metadata"],
     )
-
-
-def hits_frame(hits: list[Hit]) -> pd.DataFrame:
-    rows = []
-    for hit in hits:
-        row: dict[str, Any] = {
-            "rank": hit.rank,
-            "memory id": hit.memory_id,
-            "text": clip_text(hit.text, TABLE_TEXT_CHARS)[0],
-            "score": hit.score,
-        }
-        if hit.raw_score is not None and hit.raw_score != hit.score:
-            row["raw score"] = hit.raw_score
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------ listing

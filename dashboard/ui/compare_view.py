@@ -4,20 +4,19 @@ Moving a floor slider or switching how memories are matched never re-queries."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, QueryResult
-from connectors.registry import REGISTRY, fingerprint
-from dashboard.compare import ABSENT, KEPT, MATCH_BY, Comparison
+from connectors.registry import REGISTRY
+from dashboard.compare import ABSENT, KEPT, MATCH_BY, StoreComparison
 from dashboard.display import clip_text, inert_markdown
 from dashboard.floor import default_floor
 from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
-from dashboard.ui.sidebar import DEFAULT_STORE, StoreChoice, _field_widget
+from dashboard.ui.sidebar import StoreChoice, choose_store
 
 SIDES = ("a", "b")
 TABLE_TEXT_CHARS = 200
@@ -25,31 +24,21 @@ TABLE_TEXT_CHARS = 200
 
 def side_picker(side: str, container) -> StoreChoice:
     """Column `side`'s store, its settings (keys prefixed compare_<side>_) and its floor."""
-    state = st.session_state
-    names = list(REGISTRY)
-    store_key = f"compare_{side}_store"
-    if state.get(store_key) not in names:
-        state[store_key] = DEFAULT_STORE if DEFAULT_STORE in names else names[0]
     floor_key = f"compare_{side}_floor"
-    state.setdefault(floor_key, default_floor())
+    st.session_state.setdefault(floor_key, default_floor())
     with container:
-        name = st.selectbox(
-            f"Store {side.upper()}", names, key=store_key, format_func=lambda n: REGISTRY[n].title if n in REGISTRY else n
+        choice = choose_store(
+            container,
+            key=f"compare_{side}_store",
+            label=f"Store {side.upper()}",
+            settings_label=f"Settings {side.upper()}",
+            key_prefix=f"compare_{side}_",
         )
-        spec = REGISTRY[name]
-        config: dict[str, Any] = {}
-        with st.expander(f"Settings {side.upper()}", expanded=False):
-            for config_field in spec.fields:
-                config[config_field.name] = _field_widget(name, config_field, key_prefix=f"compare_{side}_")
         st.slider(f"Floor {side.upper()}", 0.0, 1.0, step=0.01, key=floor_key)
-        if spec.local_model:
+        spec = REGISTRY.get(choice.name)
+        if spec is not None and spec.local_model:
             cache.model_warmup()
-    store, error = None, None
-    try:
-        store = cache.open_store(name, json.dumps(config, sort_keys=True, default=str))
-    except ConnectorError as exc:
-        error = str(exc)
-    return StoreChoice(name, config, fingerprint(name, config), store, error)
+    return choice
 
 
 def current_results(
@@ -109,7 +98,7 @@ def _cell(hit, kind: str) -> Any:
     return {"rank": hit.rank, "score": hit.score, "raw": hit.raw_score}[kind]
 
 
-def comparison_frame(comparison: Comparison) -> pd.DataFrame:
+def comparison_frame(comparison: StoreComparison) -> pd.DataFrame:
     """One row per memory; one id column when matching by id, each side's id otherwise."""
     rows = []
     for row in comparison.rows:
@@ -135,7 +124,7 @@ def comparison_frame(comparison: Comparison) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def show_comparison(comparison: Comparison, floors: dict[str, float]) -> None:
+def show_comparison(comparison: StoreComparison, floors: dict[str, float]) -> None:
     cols = st.columns(4)
     cols[0].metric("Returned by both", comparison.returned_by_both)
     cols[1].metric("Kept by both", comparison.kept_by_both)

@@ -12,7 +12,7 @@ import streamlit as st
 
 from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.registry import REGISTRY
-from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
+from dashboard.display import bounded_json, clip_text, code_span, hits_frame, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import export
 from dashboard.labels.model import LabelStoreError, message_id
@@ -27,7 +27,6 @@ MAX_USER_CHARS = 200
 MAX_TABLE_ROWS = 1_000
 MAX_CHART_BARS = 50
 MAX_LABEL_ROWS = 200
-TABLE_TEXT_CHARS = 300
 MAX_NOTES = 20
 MAX_PROMPT_CHARS = 20_000
 MAX_RAW_ITEMS = 100
@@ -177,26 +176,6 @@ def show_summary(result: QueryResult, kept: list[Hit], dropped: list[Hit], floor
         st.caption(f"Every hit scores under the floor {floor:.2f}.")
 
 
-def hits_frame(hits: list[Hit], kept_ids: set[str]) -> pd.DataFrame:
-    components: list[str] = []
-    for hit in hits:
-        components += [c for c in hit.breakdown if c not in components]
-    rows = []
-    for hit in hits:
-        row = {
-            "rank": hit.rank,
-            "memory id": hit.memory_id,
-            "text": clip_text(hit.text, TABLE_TEXT_CHARS)[0],
-            "score": hit.score,
-        }
-        if hit.raw_score is not None and hit.raw_score != hit.score:
-            row["raw score"] = hit.raw_score
-        row.update({c: hit.breakdown.get(c) for c in components})
-        row["status"] = "kept" if hit.memory_id in kept_ids else "dropped"
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 NOT_NUMERIC = ("memory id", "status", "text")
 
 
@@ -207,7 +186,7 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
     if not hits:
         st.info("The store returned no memories for this query.")
         return
-    frame = hits_frame(hits, {h.memory_id for h in kept})
+    frame = hits_frame(hits, {h.memory_id for h in kept}, breakdown=True)
     # Status next to the id: at the end, behind the breakdown columns, it sat off
     # screen on a laptop-wide window and a reviewer had to scroll to see it.
     leading = ["rank", "memory id", "status"]

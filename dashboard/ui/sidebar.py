@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -85,29 +86,34 @@ def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> 
     return st.text_input(field.label, value=str(default or ""), key=key, help=field.help or None)
 
 
-def store_picker() -> StoreChoice:
-    """The `store` selectbox, the chosen store's settings, and the opened store."""
+def choose_store(
+    container: Any, *, key: str, label: str, settings_label: str, key_prefix: str = "", describe: bool = False
+) -> StoreChoice:
+    """A store selectbox (widget key `key`; the embedded store until one is chosen),
+    the chosen store's settings in an expander (keys prefixed `key_prefix`), and the
+    opened store, drawn in `container` (the sidebar, or one of Compare's columns)."""
     names = list(REGISTRY)
-    if st.session_state.get("store") not in names:
-        st.session_state["store"] = DEFAULT_STORE if DEFAULT_STORE in names else names[0]
-    name = st.sidebar.selectbox(
-        "Store", names, key="store", format_func=lambda n: REGISTRY[n].title if n in REGISTRY else n
-    )
+    if st.session_state.get(key) not in names:
+        st.session_state[key] = DEFAULT_STORE if DEFAULT_STORE in names else names[0]
+    name = container.selectbox(label, names, key=key, format_func=lambda n: REGISTRY[n].title if n in REGISTRY else n)
     spec = REGISTRY[name]
     config: dict[str, Any] = {}
-    with st.sidebar.expander("Store settings", expanded=False):
-        if spec.description:
+    with container.expander(settings_label, expanded=False):
+        if describe and spec.description:
             st.caption(spec.description)
-        for field in spec.fields:
-            config[field.name] = _field_widget(name, field)
+        for config_field in spec.fields:
+            config[config_field.name] = _field_widget(name, config_field, key_prefix)
     store, error = None, None
     try:
-        import json
-
         store = cache.open_store(name, json.dumps(config, sort_keys=True, default=str))
     except ConnectorError as exc:
         error = str(exc)
     return StoreChoice(name, config, fingerprint(name, config), store, error)
+
+
+def store_picker() -> StoreChoice:
+    """The sidebar's `store` selectbox, the chosen store's settings, and the opened store."""
+    return choose_store(st.sidebar, key="store", label="Store", settings_label="Store settings", describe=True)
 
 
 def user_picker(store: MemoryStore | None) -> str | None:

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from dashboard.display import WORD_JOINER, bounded_json, clip_text, code_span, inert_markdown
+from connectors.base import Hit
+from dashboard.display import TABLE_TEXT_CHARS, WORD_JOINER, bounded_json, clip_text, code_span, hits_frame, inert_markdown
 
 RENDER = MarkdownIt("commonmark", {"html": True})
 # One line of text from any script; line ends are Markdown's own business (a code
@@ -77,3 +78,18 @@ def test_bounded_json_leaves_small_json_exactly_as_it_was(value):
 def test_clip_text_marks_a_cut_and_leaves_short_text_alone():
     assert clip_text("short", 10) == ("short", False)
     assert clip_text("x" * 11, 10) == ("x" * 10 + "…", True)
+
+
+def test_hits_frame_shows_components_and_floor_status_only_when_asked():
+    hits = [
+        Hit("m1", 1, "x" * 1_000, 0.9, breakdown={"semantic": 0.8, "recency": 0.5}),
+        Hit("m2", 2, "short", 0.4, raw_score=0.6, breakdown={"importance": 0.2}),
+    ]
+    inspect = hits_frame(hits, {"m1"}, breakdown=True)
+    assert list(inspect.columns[:4]) == ["rank", "memory id", "text", "score"]
+    assert set(inspect.columns[4:]) == {"semantic", "recency", "importance", "raw score", "status"}
+    assert list(inspect["status"]) == ["kept", "dropped"]
+    assert len(inspect["text"][0]) == TABLE_TEXT_CHARS + 1  # clipped, with an ellipsis
+    assert inspect["raw score"].isna()[0] and inspect["raw score"][1] == 0.6  # only where it differs
+    browse = hits_frame(hits)
+    assert list(browse.columns) == ["rank", "memory id", "text", "score", "raw score"]  # no components, no status

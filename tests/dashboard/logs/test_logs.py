@@ -160,9 +160,9 @@ def test_random_corruption_is_found_exactly(seed, strategy, monkeypatch):
     if strategy == "halving":
         import re
 
-        from dashboard.logs import retrieval_log as logs
+        from dashboard.logs import log_files
 
-        monkeypatch.setattr(logs, "_ROW_IN_ERROR", re.compile(r"(?!)(\d)"))  # never matches
+        monkeypatch.setattr(log_files, "_ROW_IN_ERROR", re.compile(r"(?!)(\d)"))  # never matches
     rng = random.Random(seed)
     lines, bad_lines, good = [], set(), set()
     for number in range(1, 20_001):

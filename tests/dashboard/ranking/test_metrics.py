@@ -187,7 +187,7 @@ def test_parse_queries_reports_bad_lines_and_keeps_good_ones():
         (5, "answerable"),
         (6, "message_id"),
     ]
-    assert str(issues[3]).startswith("q.jsonl, line 5, field 'answerable':")
+    assert str(issues[3]).startswith("q.jsonl: line 5, field 'answerable':")
 
 
 def test_the_bundled_demo_queries_parse_cleanly():

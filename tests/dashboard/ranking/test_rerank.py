@@ -10,15 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from connectors.base import Hit
-from dashboard.ranking.rerank import (
-    RerankSettings,
-    compare_rankings,
-    decay_from_half_life,
-    parse_ranking_json,
-    rerank,
-    review_flags,
-    validate_ranking,
-)
+from dashboard.ranking.ranking_json import compare_rankings, parse_ranking_json, validate_ranking
+from dashboard.ranking.rerank import RerankSettings, decay_from_half_life, rerank
+from dashboard.ranking.review import review_flags
 
 NOW = datetime(2025, 1, 10, 12, 0, tzinfo=UTC)
 

@@ -12,7 +12,8 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from connectors.base import Hit
-from dashboard.ranking.rerank import RerankSettings, rerank, validate_ranking
+from dashboard.ranking.ranking_json import validate_ranking
+from dashboard.ranking.rerank import RerankSettings, rerank
 
 CANDIDATES = ["a", "b", "c", "d"]
 VALID = {
