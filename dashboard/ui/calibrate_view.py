@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, parse_label_bytes
+from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text, parse_label_bytes
 from dashboard.calibration.report import floor_choice
 from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
 from dashboard.floor import default_floor
@@ -154,7 +154,14 @@ def show_issues(labels: LabelFile) -> None:
             width="stretch",
         )
         if len(labels.issues) > MAX_ISSUES_SHOWN:
-            st.caption(f"Showing the first {MAX_ISSUES_SHOWN} of {len(labels.issues):,} problems.")
+            st.caption(f"Showing the first {MAX_ISSUES_SHOWN} of {len(labels.issues):,} problems; download them all:")
+        st.download_button(
+            "Download every problem",
+            "\n".join(f"{labels.source}: {issue_text(issue)}" for issue in labels.issues) + "\n",
+            file_name="label-file-problems.txt",
+            key="calibrate_issues_download",
+            on_click="ignore",
+        )
 
 
 def scores_or_error(labels: LabelFile) -> LabelledScores | None:

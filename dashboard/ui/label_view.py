@@ -16,17 +16,17 @@ import streamlit as st
 
 from connectors.base import ConnectorError
 from dashboard.display import clip_text, code_span, inert_markdown
+from dashboard.labels import export, labelling, sampling
 from dashboard.labels.agreement import agreement
 from dashboard.labels.model import LabelStoreError
 from dashboard.labels.sessions import LabelSession, SessionExists
-from dashboard.labels import export, labelling, sampling
 from dashboard.labels.store import LabelStore
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
 from dashboard.ui.sidebar import StoreChoice
 
 SAMPLE_LOG_CHOICE = "The bundled sample log"
 UPLOAD_CHOICE = "Upload a log file"
-MAX_ISSUES_SHOWN = 1_000
+MAX_ISSUES_SHOWN = 200  # the rest are in the download
 UNDO_DEPTH = 100
 # Keys that are letters or digits, so they work on any layout; Streamlit reserves R and C.
 SHORTCUTS = {"relevant": "1", "not_relevant": "2", "skip": "3", "undo": "u"}
@@ -70,7 +70,12 @@ def log_loader() -> LogImport | None:
             type=["jsonl", "ndjson", "json", "csv", "parquet"],
             key="log_upload",
         )
-    st.button("Read the log", key="log_read", on_click=_read_log)
+    if st.button("Read the log", key="log_read"):
+        upload = st.session_state.get("log_upload")
+        size = f" ({len(upload.getvalue()):,} bytes)" if upload is not None else ""
+        # A big log takes seconds: say what is happening instead of a still page.
+        with st.spinner(f"Reading the log{size}…", show_time=True):
+            _read_log()
     if error := st.session_state.get("label_log_error"):
         st.error(error)
     log: LogImport | None = st.session_state.get("label_log")
