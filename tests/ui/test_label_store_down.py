@@ -110,3 +110,33 @@ def test_a_label_file_held_by_another_process_shows_not_saved_and_the_retry_save
     at.button(key=f"relevant_{first}").click().run()
     assert not at.error and any("✅ relevant" in m.value for m in at.markdown)
     assert not any("not saved" in m.value for m in at.markdown)
+
+
+@pytest.fixture
+def postgres():
+    from postgres_server import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+def test_a_frozen_postgres_label_click_says_not_saved_and_other_pages_keep_working(app, monkeypatch, postgres):
+    monkeypatch.setenv("MEMLENS_LABELS_URL", postgres.new_database())
+    at = app(query=THEME)
+    at.run()
+    first = at.session_state["result"].hits[0].memory_id
+    postgres.freeze()
+    try:
+        at.button(key=f"relevant_{first}").click().run()
+        assert not at.exception, at.exception
+        assert "was not saved" in errors(at) and "did not answer within" in errors(at)
+        at.switch_page("views/browse.py").run()  # a page that needs no label store
+        assert not at.exception and not at.error
+        assert at.dataframe  # the store's memories are listed
+    finally:
+        postgres.thaw()
+    again = app(query=THEME)  # the reviewer opens Inspect again and retries the click
+    again.run()
+    again.button(key=f"relevant_{first}").click().run()
+    assert not again.error and any("✅ relevant" in m.value for m in again.markdown)
