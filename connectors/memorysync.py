@@ -1,7 +1,7 @@
 """MemorySync, a hosted memory API, read from its raw REST responses.
 
 The official SDK drops each memory's ``scoring_breakdown``; this connector reads the
-raw JSON so the page can show what a score is made of. Routes (DOMAIN.md §6):
+raw JSON so the page can show what a score is made of. Routes (docs/domain.md, "Stores and what their scores mean"):
 
     POST /memory/query             {query, k (1-50), filters?, weights?} -> {memories: [...], context?, ...}
     GET  /memory/{id}              one memory

@@ -1,7 +1,7 @@
 """The `memlens` command.
 
     memlens run [streamlit args]     start the dashboard (the demo store by default)
-    memlens calibrate FILE           the floor trade-off of a label file (see calibrate_cli.py)
+    memlens calibrate FILE           the floor trade-off of a label file (see cli/calibrate.py)
     memlens agreement SESSION        reviewer agreement and disagreements of a labelling session
 """
 

@@ -1,6 +1,6 @@
 """Retrieval logs: one row per memory a store returned for a message. Pure.
 
-A log holds ids and scores (DOMAIN.md §2), so a team can keep it without keeping
+A log holds ids and scores (docs/domain.md, "Floors come from labels"), so a team can keep it without keeping
 user content:
 
     message_id   required  the turn (one agent message) the memory was returned for

@@ -37,7 +37,7 @@ from dashboard.ranking.rerank import RerankResult, RerankSettings, rerank
 
 DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 DEFAULT_CUTOFF = 3
-PRECISION_TARGET = 0.85  # DOMAIN.md §4: top-3 precision above 0.85
+PRECISION_TARGET = 0.85  # docs/domain.md, "Ranking by relevance and recency": top-3 precision above 0.85
 
 Grades = Mapping[str, int]  # memory id -> grade; > 0 is relevant
 

@@ -3,7 +3,8 @@
 The store is asked again with the largest k it allows (``max_k`` when the store
 states one), and when the memory is not among the results, whether it is stored at
 all: a memory that was never stored is a storage problem, one that ranks too low a
-ranking problem (DOMAIN.md §5). No streamlit here.
+ranking problem (docs/domain.md, "Storage problems versus ranking problems").
+No streamlit here.
 """
 
 from __future__ import annotations

@@ -78,10 +78,11 @@ def validate_ranking(
     recency_weight: float,
     tolerance: float = COMPOSITE_TOLERANCE,
 ) -> list[Violation]:
-    """Every way `payload` breaks the §4 rules; an empty list means it passes.
+    """Every way `payload` breaks the ranking rules (docs/domain.md, "Ranking by
+    relevance and recency"); an empty list means it passes.
 
-    Rules: the weights are in [0, 1] and sum to 1; the shape has exactly the §4
-    fields; every entry_id is one of the candidates, once; scores lie in [0, 1];
+    Rules: the weights are in [0, 1] and sum to 1; the shape has exactly the
+    fields above; every entry_id is one of the candidates, once; scores lie in [0, 1];
     a returned entry's composite is the weighted sum (within `tolerance`); an
     excluded or stale entry's composite is 0; entries are in descending composite
     order; the metadata counts match the entries and the candidates."""
@@ -114,7 +115,7 @@ def validate_ranking(
             violation(name, "shape", "required field is missing")
     for name in payload:
         if name not in TOP_FIELDS:
-            violation(str(name), "shape", "unexpected field (the §4 shape has query, ranked_results, retrieval_metadata)")
+            violation(str(name), "shape", "unexpected field (a ranking has query, ranked_results, retrieval_metadata)")
     if "query" in payload and not isinstance(payload["query"], str):
         violation("query", "shape", "must be a string")
 
@@ -309,7 +310,7 @@ def _well_formed(payload: Any) -> list[dict[str, Any]]:
 
 
 def compare_rankings(ours: dict[str, Any], theirs: Any) -> RankingComparison:
-    """Line up two §4 rankings by entry id: ranks, composites, returned or dropped."""
+    """Line up two rankings by entry id: ranks, composites, returned or dropped."""
     our_rows, their_rows = _well_formed(ours), _well_formed(theirs)
     our_by_id = _first_by_id(our_rows)
     their_by_id = _first_by_id(their_rows)

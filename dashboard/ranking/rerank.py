@@ -1,4 +1,5 @@
-"""What-if re-ranking by relevance and recency (DOMAIN.md §4), computed, not asked of a model.
+"""What-if re-ranking by relevance and recency, computed, not asked of a model
+(docs/domain.md, "Ranking by relevance and recency").
 
 For each hit the store returned:
 
@@ -155,7 +156,7 @@ class RerankResult:
         }
 
     def to_json(self, query: str | None = None) -> dict[str, Any]:
-        """The DOMAIN.md §4 shape, nothing more. `query` replaces the query text
+        """The ranking JSON shape, nothing more. `query` replaces the query text
         (the page passes a message id unless the user opted in to text)."""
         return {
             "query": self.query if query is None else query,

@@ -21,7 +21,7 @@ def review_flags(
     near_tie: float = REVIEW_NEAR_TIE,
 ) -> list[str]:
     """Reasons a human should look at this ranking: a weak top result, or returned
-    entries so close together that their order is a coin toss. Works on any §4
+    entries so close together that their order is a coin toss. Works on any ranking
     JSON (malformed entries are skipped; the validator reports them)."""
     rows = [
         r

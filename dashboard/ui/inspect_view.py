@@ -132,6 +132,9 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
     key = (choice.fingerprint, user, query, k)
     if state.get("result_key") != key:
         state["result"], state["result_error"] = None, None
+        # The id labels, the re-rank export and the label lookups use for this query:
+        # computed once here, from the same query, user and store as the result.
+        state["result_message_id"] = message_id(query, user, choice.fingerprint)
         with st.spinner("Querying the store (the first query also loads the embedding model)…"):
             try:
                 state["store_calls"] = state.get("store_calls", 0) + 1
@@ -146,6 +149,11 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
         st.button("Retry", key="retry_query", on_click=lambda: state.pop("result_key", None))
         return None
     return state["result"]
+
+
+def current_message_id() -> str:
+    """The message id of the result `current_result` returned (see there)."""
+    return st.session_state["result_message_id"]
 
 
 # ------------------------------------------------------------------ results
@@ -243,9 +251,8 @@ def show_raw_response(result: QueryResult) -> None:
 # ------------------------------------------------------------------ labels
 
 
-def _write_label(choice: StoreChoice, user, reviewer, store_text, hit: Hit, value: str) -> None:
+def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, value: str) -> None:
     query = st.session_state.get("query", "").strip()
-    msg = message_id(query, user, choice.fingerprint)
     try:
         cache.label_store().upsert(
             message_id=msg,
@@ -266,14 +273,13 @@ def _write_label(choice: StoreChoice, user, reviewer, store_text, hit: Hit, valu
     st.session_state.get("label_unsaved", {}).pop((msg, hit.memory_id), None)
 
 
-def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str, store_text: bool) -> None:
+def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer: str, store_text: bool) -> None:
     if not result.hits:
         return
     st.subheader("Label the results")
     st.caption(f"Labels are saved at once by id as reviewer **{inert_markdown(reviewer)}**.")
     if error := st.session_state.pop("label_error", None):
         st.error(error)
-    msg = message_id(result.query, user, choice.fingerprint)
     try:
         existing = {row.memory_id: row.label for row in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
     except LabelStoreError as exc:
@@ -298,7 +304,7 @@ def show_labelling(result: QueryResult, choice: StoreChoice, user, reviewer: str
                 key=f"{value}_{hit.memory_id}",
                 type="primary" if current == value else "secondary",
                 on_click=_write_label,
-                args=(choice, user, reviewer, store_text, hit, value),
+                args=(choice, msg, reviewer, store_text, hit, value),
             )
     if len(result.hits) > MAX_LABEL_ROWS:
         st.caption(f"Labelling the first {MAX_LABEL_ROWS} of {len(result.hits):,} results.")

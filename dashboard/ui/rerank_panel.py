@@ -13,7 +13,6 @@ import streamlit as st
 
 from connectors.base import QueryResult
 from dashboard.display import bounded_json, clip_text, code_span, inert_markdown
-from dashboard.labels.model import message_id
 from dashboard.ranking.ranking_json import RankingComparison, compare_rankings, parse_ranking_json, validate_ranking
 from dashboard.ranking.rerank import (
     DEFAULT_HALF_LIFE_HOURS,
@@ -25,7 +24,6 @@ from dashboard.ranking.rerank import (
     rerank,
 )
 from dashboard.ranking.review import review_flags
-from dashboard.ui.sidebar import StoreChoice
 
 DECAY_MODES = ("half-life", "per hour")
 WHY_EXPANDED_ROWS = 10
@@ -170,7 +168,7 @@ def comparison_frame(comparison: RankingComparison) -> pd.DataFrame:
     )
 
 
-def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None, include_text: bool) -> None:
+def show_rerank_panel(result: QueryResult, message_id: str, include_text: bool) -> None:
     """The panel: controls, the new order beside the store's, review flags, the
     ranking JSON (downloadable), and a box to check a pasted ranking."""
     if not result.hits:
@@ -183,7 +181,7 @@ def show_rerank_panel(result: QueryResult, choice: StoreChoice, user: str | None
     )
     settings = rerank_controls("rerank")
     reranked = rerank(result.hits, now=datetime.now(UTC), settings=settings, query=result.query)
-    query_label = result.query if include_text else message_id(result.query, user, choice.fingerprint)
+    query_label = result.query if include_text else message_id
     payload = reranked.to_json(query=query_label)
 
     st.caption(RELEVANCE_SOURCE_TEXT[reranked.relevance_source])

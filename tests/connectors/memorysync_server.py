@@ -1,6 +1,6 @@
 """A MemorySync look-alike on 127.0.0.1 for the tests, over a real embedded store.
 
-It speaks the documented routes (DOMAIN.md §6) with real scores: the embedded
+It speaks the documented routes (docs/domain.md, "Stores and what their scores mean") with real scores: the embedded
 store ranks, then each component is min-max normalised within the returned set
 and re-weighted, as MemorySync does, and every query bumps the usage counts of
 what it returns. It runs on a *copy* of the session's demo store, so those bumps

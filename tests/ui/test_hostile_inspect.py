@@ -16,8 +16,8 @@ import pytest
 from hostile_service import BACKTICK_ID, FORMULA_ID, HUGE_ROWS, HUGE_TEXT_CHARS, INERT, HostileService
 from markdown_it import MarkdownIt
 
-from dashboard.display import WORD_JOINER
-from dashboard.ui.inspect_view import MAX_LABEL_ROWS, MAX_NOTES, MAX_TABLE_ROWS, TABLE_TEXT_CHARS
+from dashboard.display import TABLE_TEXT_CHARS, WORD_JOINER
+from dashboard.ui.inspect_view import MAX_LABEL_ROWS, MAX_NOTES, MAX_TABLE_ROWS
 
 SEARCH = "FormSubmitter:query_form-Search"
 RENDER = MarkdownIt("commonmark", {"html": True})

@@ -176,6 +176,9 @@ def test_labels_are_written_by_id_and_survive_a_new_session(app, data_dir):
     assert list(labels["memory_id"]) == [theme_id]
     assert list(labels["label"]) == ["not_relevant"]
     assert "memory_text" not in labels.columns
+    # One message id per result: the label carries the id the re-rank JSON names.
+    [rerank_json] = [body for body in (json.loads(e.value) for e in again.json) if "ranked_results" in body]
+    assert list(labels["message_id"]) == [rerank_json["query"]] and rerank_json["query"].startswith("live-")
     # The file on disk holds ids, not text.
     import sqlite3
 

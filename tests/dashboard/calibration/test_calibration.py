@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import precision_recall_curve
 
-from dashboard.calibration.sweep import CalibrationError, labelled_scores
 from dashboard.calibration import sweep as cal
+from dashboard.calibration.sweep import CalibrationError, labelled_scores
 
 # ----------------------------------------------------------------- random data
 
@@ -135,7 +135,7 @@ def test_share_of_turns_with_no_memory():
 # ----------------------------------------------------------------- the band
 
 
-# DOMAIN.md §2: one user, ~20 memories. Off-topic hits scored 0.119 (pizza), 0.136
+# docs/domain.md, "Floors come from labels": one user, ~20 memories. Off-topic hits scored 0.119 (pizza), 0.136
 # and 0.126 (programming language); relevant ones 0.43 ("Lives in Lisbon") to 0.64.
 OFF_TOPIC = [0.119, 0.136, 0.126]
 ON_TOPIC = [0.4285, 0.64, 0.51]

@@ -1,5 +1,5 @@
 """Re-ranking rules from hand-computed cases: weights, exclusion, staleness, ties,
-the justification sentence, the §4 JSON and the review flags."""
+the justification sentence, the ranking JSON and the review flags."""
 
 from __future__ import annotations
 
