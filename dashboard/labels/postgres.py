@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from connectors.redaction import redact_text
+from connectors.redaction import exception_text, redact_text, shorten
 from dashboard.labels.model import LabelStoreError
 from dashboard.labels.store import DEFAULT_TIMEOUT_S, POSTGRES_SCHEMA, POSTGRES_SCHEMES, LabelStore
 
@@ -79,8 +79,9 @@ class PostgresLabelStore(LabelStore):
             what = "cannot be reached"
         else:
             what = "refused the request"
-        detail = redact_text(" ".join(str(exc).split()), [self.url])[:300]
-        return LabelStoreError(f"The label database at {self.target} {what}: {type(exc).__name__}: {detail}")
+        # Redacted first, then cut: a password straddling the cut would survive it.
+        detail = shorten(exception_text(exc, [self.url]), 300)
+        return LabelStoreError(f"The label database at {self.target} {what}: {detail}")
 
     @contextmanager
     def _using(self) -> Iterator[Any]:
@@ -88,18 +89,18 @@ class PostgresLabelStore(LabelStore):
             with super()._using() as conn:
                 yield conn
             return
-        overran: list[bool] = []
+        watchdog = _Watchdog(self.timeout)
         try:
             with super()._using() as conn:
-                watchdog = threading.Timer(self.timeout, _sever, args=(conn, overran))
-                watchdog.daemon = True
-                watchdog.start()
+                watchdog.watch(conn)
+                self._local.watchdog = watchdog
                 try:
                     yield conn
                 finally:
-                    watchdog.cancel()
+                    self._local.watchdog = None
+                    watchdog.stop()
         except (LabelStoreError, OSError) as exc:
-            if overran:
+            if watchdog.fired:
                 raise LabelStoreError(
                     f"The label database at {self.target} did not answer within {self.timeout:g} s; "
                     "nothing was saved. Try again."
@@ -111,14 +112,26 @@ class PostgresLabelStore(LabelStore):
                 f"The label database at {self.target} cannot be reached: {redact_text(str(exc), [self.url])}"
             ) from None
 
+    def _rearm(self, rows: int = 1) -> None:
+        """A fresh allowance for the next statement: a big session insert is many
+        rows, not a frozen server."""
+        watchdog = getattr(self._local, "watchdog", None)
+        if watchdog is not None:
+            watchdog.arm(self.timeout * max(1.0, rows / 1000))
+
     def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        self._rearm()
         cursor = self._local.conn.execute(sql.replace("?", "%s"), tuple(args))
-        return cursor.fetchall() if cursor.description else []
+        rows = cursor.fetchall() if cursor.description else []
+        self._rearm()  # the commit that follows gets its own allowance
+        return rows
 
     def _run_many(self, sql: str, rows: list[Sequence[Any]]) -> None:
         if rows:
+            self._rearm(len(rows))
             with self._local.conn.cursor() as cursor:
                 cursor.executemany(sql.replace("?", "%s"), rows)
+            self._rearm()
 
     @contextmanager
     def _transaction(self, lock_key: str | None = None) -> Iterator[None]:
@@ -129,18 +142,45 @@ class PostgresLabelStore(LabelStore):
                 yield
 
 
-def _sever(conn: Any, overran: list[bool]) -> None:
-    """Shut the connection's socket down so a call blocked on it returns (the
-    watchdog's thread runs this; ``overran`` tells the blocked thread why)."""
-    overran.append(True)
-    try:
-        sock = socket.socket(fileno=socket.dup(conn.pgconn.socket))
+class _Watchdog:
+    """Shuts a connection's socket down when the current statement overruns its
+    allowance, so a call blocked on a server that answers nothing returns."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.fired = False
+        self._conn: Any = None
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    def watch(self, conn: Any) -> None:
+        self._conn = conn
+        self.arm(self.seconds)
+
+    def arm(self, seconds: float) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(seconds, self._sever)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    def _sever(self) -> None:
+        self.fired = True
         try:
-            sock.shutdown(socket.SHUT_RDWR)
-        finally:
-            sock.close()
-    except Exception:  # already closed: the blocked call has returned anyway
-        pass
+            sock = socket.socket(fileno=socket.dup(self._conn.pgconn.socket))
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            finally:
+                sock.close()
+        except Exception:  # already closed: the blocked call has returned anyway
+            pass
 
 
 def is_postgres_url(target: str) -> bool:
