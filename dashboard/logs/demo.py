@@ -22,7 +22,7 @@ from typing import Any
 
 from connectors.base import MemoryStore
 from connectors.lines import LineIssue, json_objects
-from connectors.registry import REGISTRY, fingerprint
+from dashboard.labels.demo import demo_store_fingerprint
 
 DEMO_DATA = Path(__file__).resolve().parents[2] / "demo_data"
 DEMO_QUERIES = DEMO_DATA / "queries.jsonl"
@@ -30,13 +30,6 @@ SAMPLE_LOG = DEMO_DATA / "sample_log.jsonl"
 DEMO_K = 5
 SCORE_DECIMALS = 6
 FIRST_TIMESTAMP = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-
-
-def demo_store_name() -> str:
-    """The fingerprint the sidebar gives the demo store with its default settings,
-    so labels of the sample log and live labels share one `store` value."""
-    spec = REGISTRY["embedded"]
-    return fingerprint(spec.name, {f.name: f.default for f in spec.fields})
 
 
 def read_demo_queries(path: Path = DEMO_QUERIES) -> list[dict[str, Any]]:
@@ -55,7 +48,8 @@ def read_demo_queries(path: Path = DEMO_QUERIES) -> list[dict[str, Any]]:
 
 
 def log_rows(store: MemoryStore, queries: list[dict[str, Any]], *, k: int = DEMO_K) -> list[dict[str, Any]]:
-    store_name = demo_store_name()
+    # the same `store` value as live labels of the demo store and the demo labels
+    store_name = demo_store_fingerprint()
     rows = []
     for turn, query in enumerate(queries):
         stamp = (FIRST_TIMESTAMP + timedelta(minutes=turn)).isoformat().replace("+00:00", "Z")

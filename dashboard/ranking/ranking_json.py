@@ -151,8 +151,8 @@ def validate_ranking(
 
     previous: tuple[int, float] | None = None
     for index, entry in entries:
-        composite = entry.get("composite_score")
-        if as_number(composite) is None:
+        composite = as_number(entry.get("composite_score"))
+        if composite is None:
             continue
         if previous is not None and composite > previous[1] + 1e-12:
             violation(
@@ -161,7 +161,7 @@ def validate_ranking(
                 f"{composite:g} is above the {previous[1]:g} of ranked_results[{previous[0]}]: "
                 "results must be in descending composite order",
             )
-        previous = (index, float(composite))
+        previous = (index, composite)
 
     _check_metadata(payload.get("retrieval_metadata"), "retrieval_metadata" in payload, entries, candidates, violation)
     return found

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from dashboard.logs.demo import DEMO_K, SAMPLE_LOG, demo_store_name, log_rows, read_demo_queries
+from dashboard.labels.demo import demo_store_fingerprint
+from dashboard.logs.demo import DEMO_K, SAMPLE_LOG, log_rows, read_demo_queries
 from dashboard.logs.retrieval_log import read_log
 
 
@@ -15,7 +16,7 @@ def test_the_sample_log_imports_cleanly_and_holds_ids_scores_and_demo_questions(
     queries = read_demo_queries()
     assert result.issues == [] and result.duplicates == 0
     assert result.turns == len(queries) and len(result.rows) == DEMO_K * len(queries)
-    assert set(result.rows["store"]) == {demo_store_name()}
+    assert set(result.rows["store"]) == {demo_store_fingerprint()}
     assert set(result.rows.columns) >= {"message_id", "memory_id", "rank", "score", "user_id", "query", "timestamp"}
     # no memory text in a log: only ids
     memories = [json.loads(l)["text"] for l in (SAMPLE_LOG.parent / "memories.jsonl").read_text().splitlines() if l.strip()]
