@@ -111,6 +111,7 @@ class LabelStore(SessionMethods):
             db.executescript(SCHEMA)
 
     def _connect(self) -> Any:
+        assert self.path is not None  # the SQLite store always has its file
         db = sqlite3.connect(self.path, check_same_thread=False, timeout=self.timeout, isolation_level=None)
         db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
         db.execute("PRAGMA synchronous=FULL")  # an acknowledged label survives a crash

@@ -38,7 +38,8 @@ def logged_in_identity() -> str | None:
         return None
     try:
         if st.user.is_logged_in:
-            return st.user.get("email") or st.user.get("name")
+            identity = st.user.get("email") or st.user.get("name")
+            return str(identity) if identity else None
     except Exception:
         return None
     return None
