@@ -123,7 +123,8 @@ def _uploaded_labels() -> LabelSource | None:
         st.info("Choose a label file to calibrate on.")
         return None
     try:
-        labels = parse_label_bytes(upload.getvalue(), source=upload.name)
+        with st.spinner(f"Reading {upload.name}…", show_time=True):  # a big file takes seconds
+            labels = parse_label_bytes(upload.getvalue(), source=upload.name)
     except LabelFileError as exc:
         st.error(str(exc))
         return None
