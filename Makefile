@@ -1,5 +1,6 @@
-# Two entry points, each working from a clean clone on a fresh machine:
+# Entry points, each working from a clean clone on a fresh machine:
 #   make run    virtual environment, install, then the app on the bundled demo data
+#   make lint   the same plus test extras (ruff, mypy), then both over the project
 #   make test   the same plus test extras, Chromium and PostgreSQL, then the whole suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -9,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export MEM0_TELEMETRY := False
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: run test venv install-app install-test system-deps bench
+.PHONY: run lint test venv install-app install-test system-deps bench
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -22,6 +23,9 @@ venv: $(PY)
 
 install-app: venv
 	$(PIP) install --quiet -e .
+	# The model's ONNX export (once per model, in ~/.cache/memlens/models): the
+	# app's first query then loads in under a second instead of importing torch.
+	$(PY) -m connectors.onnx_export
 
 install-test: venv
 	$(PIP) install --quiet -e ".[all,test]"
@@ -37,6 +41,11 @@ system-deps:
 
 run: install-app
 	$(VENV)/bin/streamlit run dashboard/app.py --server.headless true --browser.gatherUsageStats false
+
+# ruff and mypy read their settings (rules, files, strictness) from pyproject.toml.
+lint: install-test
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 test: install-test system-deps
 	$(PY) -m pytest

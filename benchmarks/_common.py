@@ -51,7 +51,7 @@ def machine() -> str:
     except OSError:
         pass
     try:
-        load = "load avg %.2f/%.2f/%.2f at start" % os.getloadavg()
+        load = "load avg {:.2f}/{:.2f}/{:.2f} at start".format(*os.getloadavg())
     except OSError:
         load = ""
     return f"{cpu}, {os.cpu_count()} cores, {ram}, Python {platform.python_version()}, {load}"
@@ -94,7 +94,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A Markdown table (it reads fine in a terminal too)."""
     cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in cells]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in cells]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
 

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     scores, relevant, turn = make_rows(args.rows)
     plain = cal.LabelledScores(scores, relevant)
     with_turns = cal.LabelledScores(scores, relevant, turn, int(turn.max()) + 1)
-    dumped = list(zip(scores.tolist(), np.where(relevant, "relevant", "not_relevant").tolist()))
+    dumped = list(zip(scores.tolist(), np.where(relevant, "relevant", "not_relevant").tolist(), strict=True))
 
     # The methods must agree before their times mean anything.
     sweep = cal.sweep(plain, SIX_FLOORS)

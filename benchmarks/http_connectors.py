@@ -35,6 +35,7 @@ QUERY = "Which UI theme does the user prefer?"
 
 def load_server_module():
     spec = importlib.util.spec_from_file_location("memorysync_server", ROOT / "tests" / "connectors" / "memorysync_server.py")
+    assert spec is not None and spec.loader is not None  # a .py file always has both
     module = importlib.util.module_from_spec(spec)
     sys.modules["memorysync_server"] = module
     spec.loader.exec_module(module)
@@ -62,15 +63,15 @@ def main() -> None:
         headers = {"X-API-Key": server.api_key, "X-End-User-ID": "sam"}
         rows = []
         for k in (5, 50):
-            def connector():
+            def connector(k: int = k):
                 return store.query(QUERY, user_id=None, k=k)
 
-            def bare_httpx():
+            def bare_httpx(k: int = k):
                 return bare.post(server.url + "/memory/query", json={"query": QUERY, "k": k}, headers=headers).json()
 
             connector(), bare_httpx()  # warm-up
             conn_ms, bare_ms = alternate(connector, bare_httpx, REPEAT)
-            server_ms = timed(lambda: demo.query(QUERY, user_id="sam", k=k), REPEAT)
+            server_ms = timed(lambda k=k: demo.query(QUERY, user_id="sam", k=k), REPEAT)
             returned = len(connector().hits)
             rows.append(
                 [f"k={k} ({returned} returned)", REPEAT, median(bare_ms), median(conn_ms),

@@ -26,15 +26,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
 from benchmarks._common import median, report, table, timed
-from dashboard.logs.retrieval_log import read_log  # noqa: E402
+from dashboard.logs.retrieval_log import read_log
 
 BAD_LINES = 100
 
 
-def write_logs(directory: Path, rows: int) -> dict[str, Path]:
+def write_logs(directory: Path, rows: int) -> tuple[dict[str, Path], list[int]]:
     rng = random.Random(5)
     records = []
     for i in range(rows):
@@ -60,8 +60,7 @@ def write_logs(directory: Path, rows: int) -> dict[str, Path]:
         lines[index] = "{truncated" if n % 2 else json.dumps({**records[index], "score": "high"})
     paths["broken"] = directory / "broken.jsonl"
     paths["broken"].write_text("\n".join(lines) + "\n")
-    paths["bad_lines"] = [index + 1 for index in bad]  # type: ignore[assignment]
-    return paths
+    return paths, [index + 1 for index in bad]
 
 
 def json_loop(path: Path) -> list:
@@ -107,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, repeat = args.rows, args.repeat
 
     with tempfile.TemporaryDirectory(prefix="memlens-bench-log-") as directory:
-        paths = write_logs(Path(directory), rows)
+        paths, bad_lines = write_logs(Path(directory), rows)
         problems = []
         results = {}
         for name in ("jsonl", "csv", "parquet"):
@@ -115,10 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             if len(results[name].rows) != rows or results[name].issues:
                 problems.append(f"{name}: {results[name].summary()}")
         broken = read_log(paths["broken"])
-        if sorted({i.line for i in broken.issues}) != paths["bad_lines"] or len(broken.rows) != rows - BAD_LINES:
+        if sorted({i.line for i in broken.issues}) != bad_lines or len(broken.rows) != rows - BAD_LINES:
             problems.append(f"broken jsonl: {broken.summary()}")
         good, found = json_loop_with_checks(paths["broken"])
-        if sorted({line for line, _ in found}) != paths["bad_lines"]:
+        if sorted({line for line, _ in found}) != bad_lines:
             problems.append("the baseline importer missed bad lines")
 
         cases = [

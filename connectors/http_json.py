@@ -278,7 +278,7 @@ class HttpJsonStore:
     ):
         self.config = config
         self.title = config.title
-        self.max_k = config.max_k
+        self.max_k = config.max_k  # HasMaxK; None when the config names no limit
         self.score_kind = {
             "similarity": ScoreKind.SIMILARITY,
             "cosine_distance": ScoreKind.DISTANCE,
@@ -435,6 +435,6 @@ class HttpJsonStore:
 
 def open_store(config_path: str | None = None, api_key: str | None = None, **options: Any) -> HttpJsonStore:
     """The registry's factory: the TOML file named in the sidebar or $MEMLENS_HTTP_JSON_CONFIG."""
-    if not (config_path or "").strip():
+    if config_path is None or not config_path.strip():
         raise StoreUnavailable(f"HTTP JSON store: no config file; set {ENV_CONFIG} or enter its path in the sidebar")
     return HttpJsonStore(load_config(config_path), api_key=api_key, **options)

@@ -38,11 +38,13 @@ The API key never leaves the Authorization header: it is not in a message, a
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,7 @@ from connectors.base import (
     AuthFailed,
     BadResponse,
     ConnectorError,
+    HistoryEvent,
     Hit,
     InvalidRequest,
     Memory,
@@ -62,6 +65,7 @@ from connectors.base import (
     StoreUnavailable,
     as_datetime,
 )
+from connectors.mem0_history import events_of_kinds, memory_history
 from connectors.paths import data_dir
 from connectors.registry import destination
 
@@ -370,8 +374,14 @@ class Mem0LibraryStore:
     def from_config(cls, config: dict[str, Any] | str | Path, *, app_threshold: float | None = None) -> Mem0LibraryStore:
         prepared = offline_config(load_config(config))
         mem0 = _import_mem0()
+        from connectors import mem0_embedding
+
+        # The packaged MiniLM (and any local model ending in Normalize) embeds on
+        # memlens's ONNX path, like the embedded store, Qdrant and Chroma.
+        swap = mem0_embedding.memlens_embedder if mem0_embedding.can_take_over(prepared.get("embedder") or {}) else nullcontext
         try:
-            memory = mem0.Memory.from_config(prepared)
+            with swap():
+                memory = mem0.Memory.from_config(prepared)
         except ConnectorError:
             raise
         except Exception as exc:  # pydantic validation, a locked Qdrant path, a missing model ...
@@ -461,6 +471,14 @@ class Mem0LibraryStore:
         except Exception as exc:
             raise StoreUnavailable(f"Mem0 get_all failed: {type(exc).__name__}: {exc}") from exc
         return [_memory_from_item(item) for item in _results_list(body, "Mem0 get_all")[offset : offset + limit]]
+
+    # Mem0's write history (connectors.mem0_history): what ADD / UPDATE / DELETE did.
+    def history(self, memory_id: str) -> builtins.list[HistoryEvent]:  # `list` here is the method above
+        return memory_history(self.memory, memory_id)
+
+    def rewrites(self) -> builtins.list[HistoryEvent]:
+        """Every UPDATE and DELETE Mem0 recorded, newest first (any user)."""
+        return events_of_kinds(self.memory)
 
     def close(self) -> None:
         client = getattr(getattr(self.memory, "vector_store", None), "client", None)

@@ -191,8 +191,8 @@ class MemorySyncStore:
 
     name = "memorysync"
     score_kind = ScoreKind.SIMILARITY
-    max_k = MAX_K
-    queries_bump_usage = True  # the page says so next to anything that queries
+    max_k = MAX_K  # HasMaxK: the rank lookup asks with this k
+    queries_bump_usage = True  # QueriesBumpUsage: the page says so next to anything that queries
 
     def __init__(
         self,
@@ -233,7 +233,7 @@ class MemorySyncStore:
         return f"MemorySyncStore(base_url={self.http.base_url!r}, end_user_id={self.end_user_id!r}, project_id={self.project_id!r})"
 
     @property
-    def default_user(self) -> str | None:
+    def default_user(self) -> str | None:  # HasDefaultUser
         return self.end_user_id
 
     def _headers(self, user_id: str | None) -> dict[str, str]:

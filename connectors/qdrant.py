@@ -15,7 +15,8 @@ Cosine one (and on Chroma's l2). Manhattan distance has no such identity:
 1/(1+d) keeps the order, but a floor must be calibrated for that collection.
 A distance is normalised on read (``QueryResult.raw_score_kind`` names it, the
 store's value stays in ``Hit.raw_score``), and the store's own order is kept.
-Which payload keys hold the id, text, created_at and user is configurable.
+Which payload keys hold the id, text, created_at and user is configurable
+(``connectors.vector_fields``).
 
 Qdrant's local mode locks its folder to one client per process, so clients are
 shared per path here: two stores (or two Compare columns) on one folder work.
@@ -24,6 +25,7 @@ shared per path here: two stores (or two Compare columns) on one folder work.
 from __future__ import annotations
 
 import atexit
+import builtins
 import threading
 import time
 from pathlib import Path
@@ -31,18 +33,16 @@ from typing import Any
 
 from connectors.base import (
     BadResponse,
-    ConnectorError,
     Hit,
     InvalidRequest,
     Memory,
     NotFound,
     QueryResult,
     ScoreKind,
-    StoreTimeout,
     StoreUnavailable,
-    as_datetime,
 )
 from connectors.query_vectors import query_vector
+from connectors.vector_fields import PayloadFields, call_store, folder_or_url
 
 DISTANCE_KINDS = {
     "cosine": (ScoreKind.SIMILARITY, None),
@@ -127,10 +127,9 @@ class QdrantStore:
             raise InvalidRequest("Qdrant: name the collection to read.")
         self.collection = collection
         self.vector_name = vector_name or None
-        self.id_field = id_field or None
-        self.text_field = text_field or "text"
-        self.created_at_field = created_at_field or None
-        self.user_field = user_field or "user_id"
+        self.fields = PayloadFields.from_options(
+            id_field=id_field, text_field=text_field, created_at_field=created_at_field, user_field=user_field
+        )
         self.model = model or None
         self.location = str(path or url or "client")
         if client is not None:
@@ -148,20 +147,7 @@ class QdrantStore:
 
     def _call(self, what: str, fn, *args, **kwargs):
         """Run one client call, translating its failures at this boundary."""
-        try:
-            return fn(*args, **kwargs)
-        except ConnectorError:
-            raise
-        except Exception as exc:
-            text = str(exc)
-            kind = type(exc).__name__
-            if "timed out" in text.lower() or "timeout" in kind.lower():
-                raise StoreTimeout(f"Qdrant {what} on {self.collection!r}: timed out") from exc
-            if "not found" in text.lower() and "collection" in text.lower():
-                raise NotFound(f"Qdrant: no collection {self.collection!r} at {self.location}") from exc
-            if "connect" in text.lower() or "connect" in kind.lower():
-                raise StoreUnavailable(f"Qdrant at {self.location} is unreachable ({kind})") from exc
-            raise BadResponse(f"Qdrant {what} on {self.collection!r} failed: {kind}: {text[:300]}") from exc
+        return call_store("Qdrant", self.collection, self.location, what, fn, *args, **kwargs)
 
     def _read_distance(self) -> str:
         exists = self._call("collection check", self.client.collection_exists, self.collection)
@@ -197,21 +183,11 @@ class QdrantStore:
             return None
         from qdrant_client import models
 
-        return models.Filter(must=[models.FieldCondition(key=self.user_field, match=models.MatchValue(value=user_id))])
-
-    def _memory_id(self, point: Any) -> str:
-        payload = point.payload or {}
-        if self.id_field and payload.get(self.id_field) is not None:
-            return str(payload[self.id_field])
-        return str(point.id)
-
-    def _text(self, point: Any) -> str:
-        value = (point.payload or {}).get(self.text_field)
-        return value if isinstance(value, str) else ("" if value is None else str(value))
+        return models.Filter(must=[models.FieldCondition(key=self.fields.user_field, match=models.MatchValue(value=user_id))])
 
     def _metadata(self, point: Any) -> dict[str, Any]:
-        used = {self.text_field}
-        return {"point_id": str(point.id), **{k: v for k, v in (point.payload or {}).items() if k not in used}}
+        text_field = self.fields.text_field
+        return {"point_id": str(point.id), **{k: v for k, v in (point.payload or {}).items() if k != text_field}}
 
     # -------------------------------------------------------------- protocol
 
@@ -235,15 +211,16 @@ class QdrantStore:
         latency_ms = (time.perf_counter() - started) * 1000
         hits = []
         for rank, point in enumerate(response.points, start=1):
-            raw = float(point.score) if point.score is not None else None
+            raw_score = float(point.score) if point.score is not None else None
+            payload = point.payload or {}
             hits.append(
                 Hit(
-                    memory_id=self._memory_id(point),
+                    memory_id=self.fields.memory_id(point.id, payload),
                     rank=rank,
-                    text=self._text(point),
-                    score=normalise(self.distance, raw),
-                    raw_score=raw,
-                    created_at=as_datetime((point.payload or {}).get(self.created_at_field)) if self.created_at_field else None,
+                    text=self.fields.text(payload),
+                    score=normalise(self.distance, raw_score),
+                    raw_score=raw_score,
+                    created_at=self.fields.created_at(payload),
                     metadata=self._metadata(point),
                 )
             )
@@ -267,20 +244,22 @@ class QdrantStore:
     def _to_memory(self, point: Any) -> Memory:
         payload = point.payload or {}
         return Memory(
-            memory_id=self._memory_id(point),
-            text=self._text(point),
-            user_id=payload.get(self.user_field),
-            created_at=as_datetime(payload.get(self.created_at_field)) if self.created_at_field else None,
+            memory_id=self.fields.memory_id(point.id, payload),
+            text=self.fields.text(payload),
+            user_id=self.fields.user(payload),
+            created_at=self.fields.created_at(payload),
             metadata=self._metadata(point),
         )
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
         from qdrant_client import models
 
-        if self.id_field:
-            conditions = [models.FieldCondition(key=self.id_field, match=models.MatchValue(value=memory_id))]
+        if self.fields.id_field:
+            conditions: list[models.Condition] = [
+                models.FieldCondition(key=self.fields.id_field, match=models.MatchValue(value=memory_id))
+            ]
             if user_id:
-                conditions.append(models.FieldCondition(key=self.user_field, match=models.MatchValue(value=user_id)))
+                conditions.append(models.FieldCondition(key=self.fields.user_field, match=models.MatchValue(value=user_id)))
             points, _ = self._call(
                 "get", self.client.scroll, self.collection, scroll_filter=models.Filter(must=conditions), limit=1
             )
@@ -318,17 +297,18 @@ class QdrantStore:
                 break
         return [self._to_memory(p) for p in collected[offset:wanted]]
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:  # SupportsUsers (`list` here is the method above)
         """The distinct user values, from the first USERS_SCAN_LIMIT points."""
         seen: set[str] = set()
+        user_field = self.fields.user_field
         next_page = None
         scanned = 0
         while scanned < USERS_SCAN_LIMIT:
             points, next_page = self._call(
-                "users", self.client.scroll, self.collection, limit=512, offset=next_page, with_payload=[self.user_field]
+                "users", self.client.scroll, self.collection, limit=512, offset=next_page, with_payload=[user_field]
             )
             scanned += len(points)
-            seen.update(str(p.payload[self.user_field]) for p in points if (p.payload or {}).get(self.user_field))
+            seen.update(str(p.payload[user_field]) for p in points if (p.payload or {}).get(user_field))
             if next_page is None:
                 break
         return sorted(seen)
@@ -352,12 +332,11 @@ def open_store(
     timeout: float = 10.0,
 ) -> QdrantStore:
     """Registry factory: a local folder wins over a URL when both are given."""
-    if path and not Path(path).expanduser().exists():
-        raise StoreUnavailable(f"No Qdrant folder at {path}")
+    path, url = folder_or_url("Qdrant", path, url)
     return QdrantStore(
         collection,
-        path=path or None,
-        url=None if path else (url or None),
+        path=path,
+        url=url,
         api_key=api_key,
         vector_name=vector_name,
         id_field=id_field,

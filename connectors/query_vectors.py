@@ -30,7 +30,7 @@ def remember(texts: Iterable[str], model: str | None = None) -> None:
         return
     vectors = embedding.encode(missing, model=model)
     with _lock:
-        for text, vector in zip(missing, vectors):
+        for text, vector in zip(missing, vectors, strict=True):
             _remembered[_key(text, model)] = vector
         while len(_remembered) > MAX_REMEMBERED:
             _remembered.popitem(last=False)

@@ -198,6 +198,82 @@ STORES: list[StoreSpec] = [
             ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
         ),
     ),
+
+    StoreSpec(
+        name="pgvector",
+        title="PostgreSQL + pgvector table",
+        factory="connectors.pgvector:open_store",
+        local_model=True,
+        description="A PostgreSQL table (or view) with a pgvector column, read-only, described by "
+        "its columns or a preset (Mem0's pgvector backend, LangGraph's PostgresStore); distances "
+        "become higher-is-better scores, the raw value kept.",
+        fields=(
+            ConfigField("url", "Connection URL", "secret", env="MEMLENS_PGVECTOR_URL"),
+            ConfigField(
+                "preset",
+                "Table layout",
+                "choice",
+                default="custom",
+                choices=("custom", "mem0", "langgraph"),
+                help="mem0: Mem0's pgvector backend; langgraph: LangGraph's PostgresStore. "
+                "Settings you fill in below override the preset.",
+            ),
+            ConfigField("table", "Table or view (schema.table)", "text", env="MEMLENS_PGVECTOR_TABLE", default=""),
+            ConfigField("id_column", "Id column", "text", default="", help="column, or column.key for a JSONB key"),
+            ConfigField("text_column", "Text column", "text", default=""),
+            ConfigField("embedding_column", "Embedding column (vector)", "text", default=""),
+            ConfigField("user_column", "User column (- for none)", "text", default=""),
+            ConfigField("user_value", "User value template", "text", default="", help="e.g. memories.{user_id}"),
+            ConfigField("created_at_column", "created_at column (- for none)", "text", default=""),
+            ConfigField("metadata_column", "Metadata column, JSONB (- for none)", "text", default=""),
+            ConfigField("vector_table", "Separate table of embeddings (optional)", "text", default=""),
+            ConfigField("join_columns", "Columns joining the two tables", "text", default=""),
+            ConfigField(
+                "operator", "Distance operator", "choice", default="<=>", choices=("<=>", "<->", "<#>"),
+                help="<=> cosine, <-> L2, <#> negative inner product: the one the table's index uses",
+            ),
+            ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
+            ConfigField("timeout", "Statement timeout (seconds)", "float", default=10.0),
+        ),
+    ),
+
+    StoreSpec(
+        name="langgraph",
+        title="LangGraph store",
+        factory="connectors.langgraph_store:open_store",
+        description="A LangGraph BaseStore (InMemoryStore, PostgresStore, ...) built by your own "
+        "module:function, searched under one namespace per end user with the store's own embedding.",
+        fields=(
+            ConfigField(
+                "factory", "Store factory (module:function)", "text", env="MEMLENS_LANGGRAPH_FACTORY", default="",
+                help="A function of yours that returns the BaseStore your agent reads (it runs that module).",
+            ),
+            ConfigField("namespace", "Namespace template", "text", default="memories,{user_id}",
+                        help='comma-separated, or a tuple: ("memories", "{user_id}")'),
+            ConfigField("text_field", "Field of the value holding the text (dotted for nested)", "text", default="text"),
+        ),
+    ),
+
+    StoreSpec(
+        name="lancedb",
+        title="LanceDB table",
+        factory="connectors.lancedb_store:open_store",
+        local_model=True,
+        description="A table in a local LanceDB folder queried with the model it was built with; "
+        "l2 / cosine / dot distances become higher-is-better scores, the raw value kept.",
+        fields=(
+            ConfigField("path", "Database folder", "path", env="MEMLENS_LANCEDB_PATH", default=""),
+            ConfigField("table", "Table", "text", env="MEMLENS_LANCEDB_TABLE", default="memories"),
+            ConfigField("id_column", "Id column", "text", default="id"),
+            ConfigField("text_column", "Text column", "text", default="text"),
+            ConfigField("vector_column", "Vector column", "text", default="vector"),
+            ConfigField("user_column", "User id column (empty: none)", "text", default="user_id"),
+            ConfigField("created_at_column", "created_at column (empty: none)", "text", default="created_at"),
+            ConfigField("distance_type", "Distance type", "choice", default="cosine", choices=("cosine", "l2", "dot"),
+                        help="the one the table's vector index was built with"),
+            ConfigField("model", "Embedding model (empty: packaged all-MiniLM-L6-v2)", "text", default=""),
+        ),
+    ),
 ]
 REGISTRY: dict[str, StoreSpec] = {spec.name: spec for spec in STORES}
 

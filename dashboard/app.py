@@ -6,15 +6,28 @@ from pathlib import Path
 # `streamlit run dashboard/app.py` puts dashboard/ on sys.path, not the project root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import streamlit as st  # noqa: E402
+import streamlit as st
 
 # Material icons, not emoji: validating an emoji loads Streamlit's emoji catalogue
 # (0.1-0.4 s), and this runs before the first paint.
 st.set_page_config(page_title="memlens", page_icon=":material/search:", layout="wide")
 PAGES = Path(__file__).parent / "views"
+
+# Streamlit serves the default page at `/` only: a link to the default page's own
+# name (`/inspect`) names no page, and Streamlit shows its "Page not found" dialog over
+# the page. So Inspect lives at `/` (where shared `/?query=...` links point) and
+# `/inspect` is a hidden page that forwards there with the link's parameters.
+INSPECT = st.Page(PAGES / "inspect.py", title="Inspect", icon=":material/search:", default=True, url_path="")
+
+
+def forward_to_inspect() -> None:
+    st.switch_page(INSPECT, query_params=st.query_params.to_dict())
+
+
 page = st.navigation(
     [
-        st.Page(PAGES / "inspect.py", title="Inspect", icon=":material/search:", default=True, url_path="inspect"),
+        INSPECT,
+        st.Page(forward_to_inspect, title="Inspect", url_path="inspect", visibility="hidden"),
         st.Page(PAGES / "calibrate.py", title="Calibrate", icon=":material/straighten:", url_path="calibrate"),
         st.Page(PAGES / "label.py", title="Label", icon=":material/label:", url_path="label"),
         st.Page(PAGES / "quality.py", title="Quality", icon=":material/target:", url_path="quality"),

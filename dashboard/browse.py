@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from connectors.base import Hit, Memory
+from connectors.base import HistoryEvent, Hit, Memory
 
 SCAN_PAGE_SIZE = 200
 MAX_SCANNED = 5_000
@@ -166,3 +166,59 @@ def stored_verdict(
         f"No text match among {whose}: it was probably never stored (an extraction step such as "
         f"Mem0 infer=True can drop a fact), so no floor or ranking change will retrieve it.{closest}",
     )
+
+
+# ------------------------------------------------------------------ write history
+
+
+@dataclass
+class HistoryMatch:
+    """An UPDATE or DELETE whose old text is close to the memory the reviewer expected."""
+
+    event: HistoryEvent
+    similarity: float  # difflib ratio of the normalised old text and the expected text
+
+    @property
+    def message(self) -> str:
+        when = f" on {self.event.at:%Y-%m-%d %H:%M} UTC" if self.event.at else ""
+        old = f"\u201c{(self.event.old_text or '')[:120]}\u201d"
+        if self.event.event == "DELETE":
+            return f"{old} was deleted{when} (memory {self.event.memory_id})."
+        new = f"\u201c{(self.event.new_text or '')[:120]}\u201d"
+        return f"{old} was merged into {new}{when} (memory {self.event.memory_id})."
+
+
+def history_matches(
+    events: list[HistoryEvent], expected: str, *, similar_at: float = SIMILAR_AT, limit: int = MAX_MATCHES
+) -> list[HistoryMatch]:
+    """UPDATE and DELETE events whose old text is the expected text, contains it, is
+    part of it or is worded alike: where a memory the store no longer holds went."""
+    wanted = normalise_text(expected)
+    if not wanted:
+        return []
+    found = []
+    for event in events:
+        if event.event not in ("UPDATE", "DELETE"):
+            continue
+        old = normalise_text(event.old_text or "")
+        if not old:
+            continue
+        ratio = difflib.SequenceMatcher(None, wanted, old).ratio()
+        close = old == wanted or wanted in old or old in wanted
+        if close or ratio >= similar_at or _word_overlap(wanted, old) >= similar_at:
+            found.append(HistoryMatch(event, 1.0 if old == wanted else ratio))
+    found.sort(key=lambda m: (-m.similarity, -(m.event.at.timestamp() if m.event.at else 0)))
+    return found[:limit]
+
+
+def history_rows(events: list[HistoryEvent]) -> list[dict[str, object]]:
+    """One memory's events as table rows, oldest first."""
+    return [
+        {
+            "event": e.event,
+            "old text": e.old_text,
+            "new text": e.new_text,
+            "when": e.at.isoformat(timespec="seconds") if e.at else None,
+        }
+        for e in events
+    ]

@@ -126,6 +126,7 @@ def compare(a: QueryResult, floor_a: float, b: QueryResult, floor_b: float, *, m
         hit_a, rank_a = side_a.get(key, (None, None))
         hit_b, rank_b = side_b.get(key, (None, None))
         shown = hit_a or hit_b
+        assert shown is not None  # every key comes from one side's hits at least
         rows.append(
             CompareRow(
                 key=key,

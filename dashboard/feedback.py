@@ -15,13 +15,13 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
-from connectors.base import ConnectorError, FeedbackResult, Hit, InvalidRequest, NotFound, SupportsFeedback
+from connectors.base import ConnectorError, FeedbackResult, Hit, InvalidRequest, NotFound, Signal, SupportsFeedback
 
 
 @dataclass(frozen=True)
 class FeedbackItem:
     memory_id: str
-    signal: str
+    signal: Signal
     comment: str | None = None
 
 
@@ -45,7 +45,7 @@ class FeedbackOutcome:
 
 
 def supports_feedback(store: object) -> bool:
-    return isinstance(store, SupportsFeedback) and callable(getattr(store, "feedback", None))
+    return isinstance(store, SupportsFeedback)
 
 
 def plan_from_floor(kept: list[Hit], dropped: list[Hit]) -> list[FeedbackItem]:

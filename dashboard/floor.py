@@ -34,9 +34,10 @@ def has_score(hit: Hit) -> bool:
 def apply_floor(hits: list[Hit], floor: float) -> tuple[list[Hit], list[Hit]]:
     """(kept, dropped), each in the store's order. A hit exactly at the floor is
     kept (the floor is the lowest score allowed in); a hit with no score is dropped."""
-    kept, dropped = [], []
+    kept: list[Hit] = []
+    dropped: list[Hit] = []
     for hit in hits:
-        (kept if has_score(hit) and hit.score >= floor else dropped).append(hit)
+        (kept if hit.score is not None and has_score(hit) and hit.score >= floor else dropped).append(hit)
     return kept, dropped
 
 

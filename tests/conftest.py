@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,10 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["MEM0_TELEMETRY"] = "False"
 os.environ["ANONYMIZED_TELEMETRY"] = "False"
 os.environ.pop("MEMORY_SCORE_FLOOR", None)
+# One ONNX export of the model for every test and every server a test starts
+# (exports are keyed by the model's files, so sharing across runs is safe): the
+# suite must not pay an export per data directory. A clean machine exports once.
+os.environ.setdefault("MEMLENS_MODEL_CACHE", str(Path(tempfile.gettempdir()) / "memlens-test-model-cache"))
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -63,6 +68,7 @@ def _memorysync_server_module():
     name = "memorysync_server"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "connectors" / "memorysync_server.py")
+        assert spec is not None and spec.loader is not None  # a .py file always has both
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)

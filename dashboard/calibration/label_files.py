@@ -97,8 +97,8 @@ class LabelFile:
 
     def date_range(self) -> tuple[str, str] | None:
         """(first created_at, last updated_at) over the rows that carry them."""
-        created = [row.created_at for row in self.rows if row.created_at]
-        updated = [row.updated_at or row.created_at for row in self.rows if row.updated_at or row.created_at]
+        created = [made for row in self.rows if (made := row.created_at)]
+        updated = [last for row in self.rows if (last := row.updated_at or row.created_at)]
         if not created and not updated:
             return None
         return min(created or updated), max(updated or created)
@@ -269,7 +269,8 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
             return
         seen[pair] = number
 
-    row = LabelRow(line=number, score=float(score), label=label, **ids)
+    # No problems: the score is a number and the label one of LABEL_VALUES.
+    row = LabelRow(line=number, score=float(score), label=str(label), message_id=ids["message_id"], memory_id=ids["memory_id"])
     row.rank = _optional_rank(result, number, values.get("rank"), from_csv)
     for name in TEXT_FIELDS:
         value = values.get(name)

@@ -151,7 +151,7 @@ def _relevant_mask(labels: np.ndarray, numbers: np.ndarray, row_name: str) -> tu
     return relevant, f"unknown label values {', '.join(parts)}; expected {RELEVANT!r} or {NOT_RELEVANT!r}"
 
 
-def _factorize(ids: Sequence[Any]) -> tuple[np.ndarray, int]:
+def _factorize(ids: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, int]:
     codes: dict[Any, int] = {}
     turn = np.fromiter((codes.setdefault(v, len(codes)) for v in ids), dtype=np.int64, count=len(ids))
     return turn, len(codes)

@@ -3,6 +3,12 @@
     memlens run [streamlit args]     start the dashboard (the demo store by default)
     memlens calibrate FILE           the floor trade-off of a label file (see cli/calibrate.py)
     memlens agreement SESSION        reviewer agreement and disagreements of a labelling session
+    memlens import MEMORIES --db F   build or update an embedded store file from memory JSONL
+    memlens eval JUDGED --k K ...    run a judged set against a store, save the run, print its metrics
+    memlens compare RUN_A RUN_B      two runs question by question; --fail-if-worse is a CI gate
+    memlens runs list|export|resume  the saved runs
+    memlens logs check FILE          what a retrieval log (JSONL, CSV, Parquet, OTLP traces) holds
+    memlens logs export --otlp FILE  the read log as OpenTelemetry spans (OTLP JSON)
 """
 
 from __future__ import annotations
@@ -34,6 +40,18 @@ def build_parser() -> argparse.ArgumentParser:
     from dashboard.cli import agreement as agreement_cli  # memlens agreement SESSION
 
     agreement_cli.add_parser(commands)
+    from dashboard.cli import compare as compare_cli  # memlens compare RUN_A RUN_B
+    from dashboard.cli import eval as eval_cli  # memlens eval JUDGED --k K
+    from dashboard.cli import import_memories as import_cli  # memlens import MEMORIES.jsonl --db FILE
+    from dashboard.cli import runs as runs_cli  # memlens runs list|export|resume
+
+    import_cli.add_parser(commands)
+    eval_cli.add_parser(commands)
+    compare_cli.add_parser(commands)
+    runs_cli.add_parser(commands)
+    from dashboard.cli import logs as logs_cli  # memlens logs check FILE / logs export --otlp FILE
+
+    logs_cli.add_parser(commands)
     return parser
 
 

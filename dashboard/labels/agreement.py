@@ -123,8 +123,8 @@ def agreement(labels: Iterable[Label]) -> AgreementReport:
         return AgreementReport("cohen", kappa, len(shared), reviewers, _observed(shared.values()), disagreements)
     size = Counter(len(votes) for votes in shared.values()).most_common(1)[0][0]
     counted = [votes for votes in shared.values() if len(votes) == size]
-    categories = list(LABEL_VALUES) + sorted({l.label for v in counted for l in v.values()} - set(LABEL_VALUES))
-    table = np.array([[sum(l.label == c for l in votes.values()) for c in categories] for votes in counted])
+    categories = list(LABEL_VALUES) + sorted({vote.label for v in counted for vote in v.values()} - set(LABEL_VALUES))
+    table = np.array([[sum(vote.label == c for vote in votes.values()) for c in categories] for votes in counted])
     return AgreementReport(
         "fleiss",
         fleiss_kappa(table),
@@ -138,4 +138,4 @@ def agreement(labels: Iterable[Label]) -> AgreementReport:
 
 def _observed(rows: Iterable[dict[str, Label]]) -> float:
     rows = list(rows)
-    return sum(len({l.label for l in votes.values()}) == 1 for votes in rows) / len(rows)
+    return sum(len({vote.label for vote in votes.values()}) == 1 for votes in rows) / len(rows)

@@ -90,7 +90,7 @@ def load_queue(store: LabelStore, session_name: str, reviewer: str) -> ReviewerQ
     assigned = bool(assignments) and any(reviewer in names for names in assignments.values())
     if assigned:
         items = [item for item in items if reviewer in assignments.get(item.message_id, ())]
-    labels = {(l.message_id, l.memory_id): l.label for l in store.session_labels(session_name, reviewer=reviewer)}
+    labels = {(row.message_id, row.memory_id): row.label for row in store.session_labels(session_name, reviewer=reviewer)}
     skipped = {(m, k) for m, k, _ in store.skips(session_name, reviewer=reviewer)}
     return ReviewerQueue(session, reviewer, items, labels, skipped, assigned)
 

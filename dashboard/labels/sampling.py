@@ -88,7 +88,7 @@ def draw_sample(
         band_sizes = np.bincount(bands, minlength=int(bands.max()) + 1 if count else 0)
         take = allocate(band_sizes, size)
         starts = np.concatenate([[0], np.cumsum(band_sizes)[:-1]])
-        chosen = np.concatenate([by_band[s : s + t] for s, t in zip(starts, take)] or [np.empty(0, np.int64)])
+        chosen = np.concatenate([by_band[s : s + t] for s, t in zip(starts, take, strict=True)] or [np.empty(0, np.int64)])
     else:
         turn_ids = rows["message_id"].drop_duplicates().to_numpy()
         picked = rng.choice(turn_ids, size=min(size, len(turn_ids)), replace=False)

@@ -9,6 +9,8 @@ label: it never reaches an export or the agreement figures.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -100,6 +102,12 @@ ITEM_COLUMNS = [f.name for f in fields(SessionItem)]
 class SessionMethods:
     """The session half of ``LabelStore``: written once over the store's own
     ``_run`` / ``_transaction`` / ``_reading`` hooks, so both backends share it."""
+
+    # The hooks, declared for the type checker; ``LabelStore`` defines them.
+    _run: Callable[..., list[tuple]]
+    _run_many: Callable[..., None]
+    _transaction: Callable[..., AbstractContextManager[None]]
+    _reading: Callable[[], AbstractContextManager[None]]
 
 
     def create_session(
@@ -235,4 +243,4 @@ class SessionMethods:
             sql += " AND reviewer=?"
             args.append(reviewer)
         with self._reading():
-            return {tuple(row) for row in self._run(sql, args)}  # type: ignore[misc]
+            return {(row[0], row[1], row[2]) for row in self._run(sql, args)}

@@ -30,6 +30,7 @@ from typing import Any
 
 from connectors.paths import DATA_DIR_ENV
 from connectors.redaction import redact_text
+from dashboard.evaluation.schema import EVAL_TABLES
 from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
 from dashboard.labels.sessions import SESSION_TABLES, SessionMethods
 
@@ -65,9 +66,15 @@ CREATE TABLE IF NOT EXISTS label_history (
 CREATE INDEX IF NOT EXISTS labels_store ON labels(store, reviewer, updated_at);
 """
 
-SCHEMA = _LABEL_TABLES.format(real="REAL", history_id="") + SESSION_TABLES.format(real="REAL")
-POSTGRES_SCHEMA = _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ") + (
-    SESSION_TABLES.format(real="DOUBLE PRECISION")
+SCHEMA = (
+    _LABEL_TABLES.format(real="REAL", history_id="")
+    + SESSION_TABLES.format(real="REAL")
+    + EVAL_TABLES.format(real="REAL")  # judged sets and runs (dashboard/evaluation)
+)
+POSTGRES_SCHEMA = (
+    _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ")
+    + SESSION_TABLES.format(real="DOUBLE PRECISION")
+    + EVAL_TABLES.format(real="DOUBLE PRECISION")
 )
 
 
@@ -234,7 +241,9 @@ class LabelStore(SessionMethods):
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (*key, old[0][0], label, now),
                 )
-        return self.get(message_id, memory_id, reviewer)  # type: ignore[return-value]
+        saved = self.get(message_id, memory_id, reviewer)
+        assert saved is not None  # the row written above
+        return saved
 
     def delete(self, message_id: str, memory_id: str, reviewer: str) -> bool:
         """Remove one label (undo); the removal is recorded in the history."""

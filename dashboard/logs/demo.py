@@ -60,7 +60,7 @@ def log_rows(store: MemoryStore, queries: list[dict[str, Any]], *, k: int = DEMO
                     "message_id": query["message_id"],
                     "memory_id": hit.memory_id,
                     "rank": hit.rank,
-                    "score": round(hit.score, SCORE_DECIMALS),
+                    "score": round(hit.score, SCORE_DECIMALS) if hit.score is not None else None,
                     "user_id": query["user_id"],
                     "query": query["query"],
                     "timestamp": stamp,

@@ -54,7 +54,7 @@ def detect_format(name: str) -> str:
     except KeyError:
         raise LogFormatError(
             f"{name}: cannot tell the log format from {suffix or 'no extension'!r}; "
-            "use .jsonl, .csv or .parquet"
+            "use .jsonl, .csv or .parquet (OTLP JSON traces: .json or .jsonl)"
         ) from None
 
 

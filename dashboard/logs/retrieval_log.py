@@ -13,7 +13,8 @@ user content:
     store        optional  which store answered (connector name + config hash)
 
 JSONL, CSV (with a header line) and Parquet are read (``log_files.py``: each format
-into one frame, bad JSON lines named on the way). Validation is done once,
+into one frame, bad JSON lines named on the way), and OpenTelemetry traces in OTLP
+JSON (``otlp.py``: one retriever span is one turn). Validation is done once,
 where the frame is built, and on whole columns at a time: a 1,000,000-row log is
 checked without a Python loop per row. Every bad row is reported with the file, its
 line (the row number for Parquet, the record number for CSV) and the field, and
@@ -53,9 +54,12 @@ class LogImport:
     duplicates: int = 0  # rows merged into an earlier row with the same pair
     conflicts: list[LineIssue] = field(default_factory=list)  # merged repeats that disagreed
     rows_read: int = 0  # data rows seen, good and bad, blank lines not counted
+    bad_row_count: int | None = None  # set where one line holds many rows (OTLP)
 
     @property
     def bad_rows(self) -> int:
+        if self.bad_row_count is not None:
+            return self.bad_row_count
         return len({issue.line for issue in self.issues})
 
     @property
@@ -80,19 +84,33 @@ class LogImport:
 # ------------------------------------------------------------------ entry points
 
 
-def read_log(path: str | Path, *, format: str | None = None) -> LogImport:
+def read_log(path: str | Path, *, format: str | None = None, include_query: bool = False) -> LogImport:
     """Read a log file; the format comes from the extension unless given."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
-    return read_log_bytes(data, str(path), format=format)
+    return read_log_bytes(data, str(path), format=format, include_query=include_query)
 
 
-def read_log_bytes(data: bytes, name: str, *, format: str | None = None) -> LogImport:
-    """Read a log held in memory (an upload); `name` is what issues call the file."""
+def read_log_bytes(data: bytes, name: str, *, format: str | None = None, include_query: bool = False) -> LogImport:
+    """Read a log held in memory (an upload); `name` is what issues call the file.
+
+    A JSON file whose first object is an OTLP trace request (what an OpenTelemetry
+    Collector's file exporter writes) is read as traces (dashboard.logs.otlp); its
+    query text is kept only with `include_query`."""
+    from dashboard.logs import otlp
+
     kind = format or detect_format(name)
+    if kind == "otlp" or (kind == "jsonl" and otlp.looks_like_otlp(data)):
+        frame, lines, span_issues, documents = otlp.read_otlp(data, name, include_query=include_query)
+        result = _validate(frame, lines, [], name)
+        # one line holds many spans: count bad rows, not lines
+        result.bad_row_count = len(frame) - len(result.rows) - result.duplicates + len(span_issues)
+        result.issues = sorted(result.issues + span_issues, key=lambda issue: (issue.line, issue.field))
+        result.rows_read = documents
+        return result
     if kind == "jsonl":
         frame, lines, issues = read_jsonl(data, name)
     elif kind == "csv":
@@ -100,7 +118,7 @@ def read_log_bytes(data: bytes, name: str, *, format: str | None = None) -> LogI
     elif kind == "parquet":
         frame, lines, issues = read_parquet(data, name)
     else:
-        raise LogFormatError(f"{name}: unknown log format {kind!r}; use jsonl, csv or parquet")
+        raise LogFormatError(f"{name}: unknown log format {kind!r}; use jsonl, csv, parquet or otlp")
     return _validate(frame, lines, issues, name)
 
 

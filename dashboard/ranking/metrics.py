@@ -365,7 +365,7 @@ def cases_from_labels(
     for message in sorted(by_message):
         rows = sorted(
             by_message[message],
-            key=lambda l: (l.rank is None, l.rank if l.rank is not None else 0, -(l.score or 0.0), l.memory_id),
+            key=lambda label: (label.rank is None, label.rank if label.rank is not None else 0, -(label.score or 0.0), label.memory_id),
         )
         hits = [
             Hit(

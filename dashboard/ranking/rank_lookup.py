@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from connectors.base import ConnectorError, Hit, InvalidRequest, MemoryStore
+from connectors.base import ConnectorError, HasMaxK, Hit, InvalidRequest, MemoryStore
 
 # For a store that names no limit: enough to see far past any sensible k.
 DEFAULT_LOOKUP_K = 200
@@ -19,7 +19,7 @@ DEFAULT_LOOKUP_K = 200
 
 def lookup_k(store: MemoryStore) -> tuple[int, bool]:
     """(k to query with, whether that k is the store's own limit)."""
-    limit = getattr(store, "max_k", None)
+    limit = store.max_k if isinstance(store, HasMaxK) else None
     if isinstance(limit, int) and limit > 0:
         return limit, True
     return DEFAULT_LOOKUP_K, False

@@ -246,7 +246,7 @@ def rerank(
     relevance, then the store's own order), then the excluded and stale ones by
     relevance (then the store's order)."""
     settings = settings or RerankSettings()
-    scored = []
+    scored: list[dict[str, Any]] = []
     for position, hit in enumerate(hits, start=1):
         store_rank = hit.rank if isinstance(hit.rank, int) and hit.rank > 0 else position
         relevance, source = relevance_of(hit)

@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import ConnectorError, Memory
+from connectors.base import ConnectorError, Memory, SupportsHistory
 from connectors.registry import REGISTRY
-from dashboard.browse import Scan, find_text_matches, scan_memories, stored_verdict
+from dashboard.browse import Scan, find_text_matches, history_matches, history_rows, scan_memories, stored_verdict
 from dashboard.display import TABLE_TEXT_CHARS, clip_text, hits_frame
 from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
@@ -59,7 +59,7 @@ def _listing(choice: StoreChoice, user: str | None, size: int, page: int) -> tup
         with st.spinner("Reading the store…"):
             try:
                 _count_call()
-                state["browse_listing"] = choice.store.list(user_id=user, limit=size, offset=(page - 1) * size)
+                state["browse_listing"] = choice.connected.list(user_id=user, limit=size, offset=(page - 1) * size)
             except ConnectorError as exc:
                 state["browse_listing_error"] = f"{type(exc).__name__}: {exc}"
         state["browse_listing_key"] = key
@@ -108,10 +108,10 @@ def _check(choice: StoreChoice, user: str | None, expected: str) -> dict[str, An
         with st.spinner("Reading every memory of this user and searching the store…"):
             try:
                 _count_call()
-                scan: Scan = scan_memories(lambda limit, offset: choice.store.list(user_id=user, limit=limit, offset=offset))
+                scan: Scan = scan_memories(lambda limit, offset: choice.connected.list(user_id=user, limit=limit, offset=offset))
                 _count_call()
                 nearest = logged_query(
-                    choice.store, expected, user_id=user, k=NEAREST_K, store_fingerprint=choice.fingerprint, source="browse"
+                    choice.connected, expected, user_id=user, k=NEAREST_K, store_fingerprint=choice.fingerprint, source="browse"
                 )
                 outcome.update(scan=scan, matches=find_text_matches(scan.memories, expected), nearest=nearest)
             except ConnectorError as exc:
@@ -142,6 +142,8 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
         expected, outcome["matches"], nearest.hits, scanned=len(scan.memories), complete=scan.complete, user_id=user
     )
     {"stored": st.success, "reworded": st.warning, "not_found": st.error}[verdict.status](verdict.message)
+    if verdict.status != "stored" and isinstance(choice.store, SupportsHistory):
+        show_rewrites(choice, expected)
     left, right = st.columns(2)
     left.markdown("**Text matches**")
     if outcome["matches"]:
@@ -172,3 +174,57 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
         right.dataframe(hits_frame(nearest.hits), hide_index=True, width="stretch", key="browse_nearest_table")
     else:
         right.caption("The store returned nothing for this text.")
+
+
+# ------------------------------------------------------------------ write history
+
+
+def _history(choice: StoreChoice, what: str, read) -> tuple[Any, str | None]:
+    """Read Mem0's history once per (store, question); reruns reuse it."""
+    state = st.session_state
+    key = (choice.fingerprint, what)
+    if state.get("browse_history_key") != key:
+        try:
+            _count_call()
+            state["browse_history"], state["browse_history_error"] = read(), None
+        except ConnectorError as exc:
+            state["browse_history"], state["browse_history_error"] = None, f"{type(exc).__name__}: {exc}"
+        state["browse_history_key"] = key
+    return state["browse_history"], state["browse_history_error"]
+
+
+def show_rewrites(choice: StoreChoice, expected: str) -> None:
+    """Where an expected memory went: the UPDATE / DELETE events whose old text is close."""
+    store = choice.store
+    assert isinstance(store, SupportsHistory)
+    events, error = _history(choice, f"rewrites:{expected}", store.rewrites)
+    if error:
+        st.error(f"Mem0's history could not be read: {error}")
+        return
+    matches = history_matches(events or [], expected)
+    if not matches:
+        st.caption("Mem0's write history holds no update or deletion of a memory like it.")
+        return
+    st.markdown("**What Mem0 did to it** (its write history; the history has no user id, so any user's)")
+    for match in matches:
+        st.warning(match.message)
+
+
+def show_history(choice: StoreChoice) -> None:
+    """One memory's writes as Mem0 recorded them: ADD, UPDATE, DELETE, old and new text."""
+    store = choice.store
+    if not isinstance(store, SupportsHistory):
+        return
+    st.subheader("What Mem0 did to a memory")
+    st.caption("Mem0 records every write: ADD, UPDATE (old and new text) and DELETE. Paste a memory id.")
+    memory_id = st.text_input("Memory id", key="browse_history_id").strip()
+    if not memory_id:
+        return
+    events, error = _history(choice, f"memory:{memory_id}", lambda: store.history(memory_id))
+    if error:
+        st.error(f"Mem0's history could not be read: {error}")
+        return
+    if not events:
+        st.info(f"Mem0 recorded no write for {memory_id}.")
+        return
+    st.dataframe(pd.DataFrame(history_rows(events)), hide_index=True, width="stretch", key="browse_history_table")

@@ -6,6 +6,7 @@ floor move, a label click) reuses what is already open.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -16,6 +17,7 @@ import streamlit as st
 from connectors.base import MemoryStore
 from connectors.paths import data_dir
 from connectors.registry import create_store
+from dashboard.calibration.label_files import LabelFile, parse_label_bytes
 from dashboard.labels import label_store_target, open_label_store
 from dashboard.labels.store import LABELS_URL_ENV, LabelStore
 
@@ -51,17 +53,32 @@ def _label_store(target: str) -> LabelStore:
     return open_label_store(target)
 
 
+def parsed_label_file(content: bytes, name: str) -> LabelFile:
+    """An uploaded label file, parsed once per content: a rerun (a floor list edit,
+    a cost change) must not parse 200,000 rows again. Keyed by a hash of the bytes
+    and the file name (which the errors quote); the result is shared and read-only."""
+    return _parsed_label_file(hashlib.sha256(content).hexdigest(), name, content)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _parsed_label_file(digest: str, name: str, _content: bytes) -> LabelFile:
+    # A LabelFileError propagates and is not cached: the page shows it each run.
+    return parse_label_bytes(_content, source=name)
+
+
 @st.cache_resource(show_spinner=False)
 def model_warmup() -> Future:
-    """Start loading the embedding model in the background at first page view, so
-    the page paints at once and the model is usually ready by the first query."""
+    """Start opening the embedding model in the background at first page view, so
+    the page paints at once and the model is usually ready by the first query (on
+    the ONNX path that is under a second; the first run on a machine also exports
+    the model, which imports torch once)."""
     from connectors import embedding
 
     future: Future = Future()
 
     def load() -> None:
         try:
-            embedding.load_model()
+            embedding.encoder()
             future.set_result(True)
         except Exception as exc:  # reported when a query needs the model
             future.set_exception(exc)

@@ -7,6 +7,7 @@ moving a control reruns arithmetic, never a retrieval.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text, parse_label_bytes
+from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
 from dashboard.calibration.report import floor_choice
 from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
 from dashboard.floor import default_floor
@@ -27,6 +28,7 @@ from dashboard.ui import calibration_charts as charts
 
 SOURCE_STORE = "Label store"
 SOURCE_UPLOAD = "Upload a file"
+SOURCE_RUN = "A saved run"
 ALL = "(all)"
 DEFAULT_FLOORS_TEXT = "0.15, 0.20, 0.25, 0.30, 0.35, 0.40"
 MAX_TABLE_ROWS = 2_000
@@ -57,9 +59,13 @@ def current_floor() -> float:
 
 
 def label_source() -> LabelSource | None:
-    source = st.radio("Labels from", [SOURCE_STORE, SOURCE_UPLOAD], key="calibrate_source", horizontal=True)
+    source = st.radio(
+        "Labels from", [SOURCE_STORE, SOURCE_UPLOAD, SOURCE_RUN], key="calibrate_source", horizontal=True
+    )
     if source == SOURCE_UPLOAD:
         return _uploaded_labels()
+    if source == SOURCE_RUN:
+        return _run_labels()
     try:
         return _stored_labels()
     except LabelStoreError as exc:  # the label database went away: say so, keep the page up
@@ -87,16 +93,16 @@ def _stored_labels() -> LabelSource:
         )
         return LabelSource(load_demo_labels(), "demo")
 
-    days = sorted(d for d in (_label_date(l.updated_at) for l in everything) if d)
+    days = sorted(d for d in (_label_date(row.updated_at) for row in everything) if d)
     cols = st.columns(3)
     store_name = cols[0].selectbox("Store", [ALL, *store.stores()], key="calibrate_store")
     reviewer = cols[1].selectbox("Reviewer", [ALL, *store.reviewers()], key="calibrate_reviewer")
     picked = cols[2].date_input(
         "Labelled between", value=(days[0], days[-1]) if days else None, key="calibrate_dates"
     )
-    picked = tuple(picked) if isinstance(picked, (tuple, list)) else (picked,)
-    since = picked[0] if picked else None
-    until = picked[-1] if picked else None
+    dates = tuple(picked) if isinstance(picked, (tuple, list)) else (picked,)
+    since = dates[0] if dates else None
+    until = dates[-1] if dates else None
     labels = store.labels(
         store=None if store_name == ALL else store_name,
         reviewer=None if reviewer == ALL else reviewer,
@@ -123,12 +129,33 @@ def _uploaded_labels() -> LabelSource | None:
         st.info("Choose a label file to calibrate on.")
         return None
     try:
+        # Parsed once per file content, not on every rerun (cache.py keys it by hash).
         with st.spinner(f"Reading {upload.name}…", show_time=True):  # a big file takes seconds
-            labels = parse_label_bytes(upload.getvalue(), source=upload.name)
+            labels = cache.parsed_label_file(upload.getvalue(), upload.name)
     except LabelFileError as exc:
         st.error(str(exc))
         return None
     return LabelSource(labels, "upload", {"file": upload.name})
+
+
+def _run_labels() -> LabelSource | None:
+    """A saved run's hits, judged by its judged set (see the Quality page)."""
+    from dashboard.evaluation.export import judged_hits
+    from dashboard.evaluation.storage import EvalStore
+
+    evals = EvalStore(cache.label_store())
+    runs = {r.run_id: f"{r.name} · {r.run_id} · {r.status}" for r in reversed(evals.runs())}
+    if not runs:
+        st.info("No saved run yet: run a judged set on the Quality page.")
+        return None
+    run_id: str = st.selectbox("Run", list(runs), format_func=lambda r: runs[r], key="calibrate_run")
+    info = evals.run(run_id)
+    judged = evals.load_set(info.set_name, info.set_hash) if info else None
+    if info is None or judged is None:
+        st.error("This run's judged set is gone.")
+        return None
+    labels = from_labels(judged_hits(info, evals.outcomes(run_id), judged), source=f"run {run_id}")
+    return LabelSource(labels, "run", {"run": run_id})
 
 
 def show_issues(labels: LabelFile) -> None:
@@ -166,8 +193,15 @@ def show_issues(labels: LabelFile) -> None:
 
 
 def scores_or_error(labels: LabelFile) -> LabelledScores | None:
+    # The same LabelFile object (an upload is cached by content) gives the same
+    # arrays: a rerun that changes a control does not rebuild them from the rows.
+    memo = st.session_state.get("_scores_memo")
+    if memo is not None and memo[0] is labels:
+        return memo[1]
     try:
-        return labels.labelled_scores()
+        scores = labels.labelled_scores()
+        st.session_state["_scores_memo"] = (labels, scores)
+        return scores
     except CalibrationError as exc:
         st.error(f"Cannot calibrate on {labels.source}: {exc}")
         return None
@@ -218,7 +252,15 @@ def calibration(data: LabelledScores, floors: list[float], cost_ratio: float) ->
     memo = st.session_state.get("_calibration_memo")
     if memo is not None and memo[0] == key:
         return memo[1]
-    result = calibrate(data, floors, cost_ratio)
+    # The recommendation (and its bootstrap) reads the distinct scores only, never
+    # the listed floors: editing the floor list reuses it and recomputes the counts.
+    rec_key = key[0], cost_ratio
+    rec_memo = st.session_state.get("_recommendation_memo")
+    if rec_memo is not None and rec_memo[0] == rec_key:
+        result = dataclasses.replace(calibrate(data, floors, cost_ratio, resamples=0), recommendation=rec_memo[1])
+    else:
+        result = calibrate(data, floors, cost_ratio)
+        st.session_state["_recommendation_memo"] = (rec_key, result.recommendation)
     st.session_state["_calibration_memo"] = (key, result)
     return result
 
@@ -251,26 +293,26 @@ def show_summary(result: Calibration, current: float) -> None:
         )
 
     now = evaluate(data, [current])
-    cols = st.columns(2)
+    halves = st.columns(2)
     interval = (
         f"{rec.confidence:.0%} interval {rec.interval[0]:.3f}–{rec.interval[1]:.3f} "
         f"({rec.resamples_used} resamples of {rec.resampled})"
         if rec.interval
         else "no interval (too few turns holding both labels)"
     )
-    cols[0].metric(
+    halves[0].metric(
         f"Recommended floor (cost ratio {rec.cost_ratio:g})",
         format_floor(rec.floor),
         help="The middle of the range of floors with the lowest cost; the interval is that middle "
         "over bootstrap resamples of turns.",
     )
-    cols[0].caption(
+    halves[0].caption(
         f"Keeps {rec.kept_irrelevant:,} irrelevant, drops {rec.dropped_relevant:,} relevant, "
         f"no memory in {_percent(rec.no_memory_share)} of turns; {interval}."
     )
-    cols[1].metric("Inspect floor", format_floor(current))
+    halves[1].metric("Inspect floor", format_floor(current))
     no_memory = now.no_memory_share[0] if now.no_memory_share is not None else None
-    cols[1].caption(
+    halves[1].caption(
         f"Keeps {int(now.kept_irrelevant[0]):,} irrelevant, drops {int(now.dropped_relevant[0]):,} relevant, "
         f"no memory in {_percent(no_memory)} of turns."
     )
@@ -322,15 +364,27 @@ def show_sweep_table(result: Calibration) -> None:
     )
 
 
+def _floor_choice(result: Calibration, source: LabelSource) -> dict[str, Any]:
+    """floor_choice, computed again only when the calibration or the label source changes."""
+    key = (id(result), source.kind, json.dumps(source.filters, sort_keys=True, default=str), source.labels.source)
+    memo = st.session_state.get("_floor_choice_memo")
+    if memo is None or memo[0] != key:
+        memo = (key, floor_choice(result, source.labels, filters=source.filters, demo=source.kind == "demo"))
+        st.session_state["_floor_choice_memo"] = memo
+    return memo[1]
+
+
 def show_exports(result: Calibration, source: LabelSource) -> None:
     st.subheader("Export")
     rec = result.recommendation
-    choice = floor_choice(result, source.labels, filters=source.filters, demo=source.kind == "demo")
+    choice = _floor_choice(result, source)
     st.code(rec.snippet, language="bash")
     cols = st.columns(3)
     cols[0].download_button(
         "Download the sweep (CSV)",
-        result.sweep.to_frame().to_csv(index=False),
+        # Callable data: at a million labels this file takes seconds and a hundred
+        # MB to build, so it is built when the button is clicked, not on each rerun.
+        lambda: result.sweep.to_frame().to_csv(index=False),
         file_name="memlens-sweep.csv",
         mime="text/csv",
         key="download_sweep_csv",
@@ -346,7 +400,7 @@ def show_exports(result: Calibration, source: LabelSource) -> None:
     )
     cols[2].download_button(
         "Download the floor (JSON)",
-        json.dumps(choice, indent=2),
+        lambda: json.dumps(choice, indent=2),
         file_name="memlens-floor.json",
         mime="application/json",
         key="download_floor_json",

@@ -31,7 +31,7 @@ def _mark_floors(fig: go.Figure, current: float, recommended: float, band: Band 
     # The two floors are often close: the lower one's label reads leftwards from its
     # line and the higher one's rightwards, so the labels never overlap.
     marks.sort(key=lambda mark: mark[0])
-    for (x, text, colour, dash), anchor in zip(marks, ("right", "left")):
+    for (x, text, colour, dash), anchor in zip(marks, ("right", "left"), strict=True):
         fig.add_vline(x=x, line_dash=dash, line_color=colour)
         fig.add_annotation(
             x=x, y=1.0, xref="x", yref="paper", text=text, showarrow=False,

@@ -19,6 +19,24 @@ def hit_label(hit: Hit) -> str:
     return f"#{hit.rank} {hit.memory_id}"
 
 
+KEPT_COLOUR, DROPPED_COLOUR = "#4C78A8", "#BAB0AC"
+
+
+def _kept_colours(hits: list[Hit], kept_ids: set[str]) -> list[str]:
+    return [KEPT_COLOUR if h.memory_id in kept_ids else DROPPED_COLOUR for h in hits]
+
+
+def move_floor(fig: go.Figure, hits: list[Hit], floor: float, kept_ids: set[str]) -> go.Figure:
+    """`fig` (from score_breakdown_figure) with its floor line, and the kept/dropped
+    colours of a bare-score chart, moved to `floor`, in place. Building the figure
+    again costs most of a floor move's rerun; moving one line costs little."""
+    fig.layout.shapes[0].update(x0=floor, x1=floor)
+    fig.layout.annotations[0].update(x=floor, text=f"floor {floor:.2f}")
+    if len(fig.data) == 1 and fig.data[0].name == "score":
+        fig.data[0].marker.color = _kept_colours(hits, kept_ids)
+    return fig
+
+
 def score_breakdown_figure(hits: list[Hit], floor: float, kept_ids: set[str]) -> go.Figure:
     """One horizontal bar per hit: its score split into weighted components when
     the store says how they combine, the bare score otherwise; the floor as a line."""
@@ -43,7 +61,7 @@ def score_breakdown_figure(hits: list[Hit], floor: float, kept_ids: set[str]) ->
             y=labels,
             x=[h.score or 0.0 for h in hits],
             orientation="h",
-            marker_color=["#4C78A8" if h.memory_id in kept_ids else "#BAB0AC" for h in hits],
+            marker_color=_kept_colours(hits, kept_ids),
             hovertemplate="score %{x:.3f}<extra></extra>",
         )
     fig.add_vline(

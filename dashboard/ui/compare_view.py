@@ -61,7 +61,7 @@ def current_results(
                 try:
                     state["compare_store_calls"] = state.get("compare_store_calls", 0) + 1
                     results[side] = logged_query(
-                        choice.store, query, user_id=user, k=k, store_fingerprint=choice.fingerprint, source="compare"
+                        choice.connected, query, user_id=user, k=k, store_fingerprint=choice.fingerprint, source="compare"
                     )
                 except ConnectorError as exc:
                     results[side] = f"{type(exc).__name__}: {exc}"

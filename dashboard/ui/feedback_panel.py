@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import ConnectorError, Hit, QueryResult
+from connectors.base import ConnectorError, Hit, QueriesBumpUsage, QueryResult, SupportsFeedback
 from connectors.registry import REGISTRY
 from dashboard import feedback
 from dashboard.logs import read_log as readlog
@@ -50,7 +50,7 @@ def _run_lookup(choice: StoreChoice, user: str | None, result: QueryResult) -> N
     entry: dict[str, Any] = {"context": _context(choice, user, result), "lookup": None, "error": None}
     try:
         entry["lookup"] = find_rank(
-            readlog.LoggedStore(choice.store, store_fingerprint=choice.fingerprint, source="rank_lookup"),
+            readlog.LoggedStore(choice.connected, store_fingerprint=choice.fingerprint, source="rank_lookup"),
             result.query,
             state.get("rank_lookup_id", ""),
             user_id=user,
@@ -64,10 +64,10 @@ def _run_lookup(choice: StoreChoice, user: str | None, result: QueryResult) -> N
 
 def show_rank_lookup(result: QueryResult, choice: StoreChoice, user: str | None) -> None:
     st.subheader("Where does a memory rank for this query?")
-    k, is_limit = lookup_k(choice.store)
+    k, is_limit = lookup_k(choice.connected)
     how = f"up to its limit of {k}" if is_limit else f"with k={k}"
     caption = f"Asks the store again {how} and finds the memory by id; when it is not there, checks whether it is stored at all."
-    if getattr(choice.store, "queries_bump_usage", False):
+    if isinstance(choice.store, QueriesBumpUsage) and choice.store.queries_bump_usage:
         caption += " This query too bumps usage counts in the store."
     st.caption(caption)
     cols = st.columns([4, 1])
@@ -114,10 +114,11 @@ def _prepare(context: tuple, result: QueryResult, kept: list[Hit], dropped: list
 def _confirm(context: tuple, choice: StoreChoice, user: str | None) -> None:
     state = st.session_state
     pending = state.pop("feedback_pending", None)
-    if not pending or pending["context"] != context:
+    store = choice.store
+    if not pending or pending["context"] != context or not isinstance(store, SupportsFeedback):
         return
     state["feedback_sends"] = state.get("feedback_sends", 0) + 1
-    outcomes = feedback.send(choice.store, pending["items"], user_id=user)
+    outcomes = feedback.send(store, pending["items"], user_id=user)
     state["feedback_outcomes"] = {"context": context, "outcomes": outcomes}
 
 

@@ -10,6 +10,7 @@ import os
 import pandas as pd
 import streamlit as st
 
+from connectors import embedding
 from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.registry import REGISTRY
 from dashboard.display import bounded_json, clip_text, code_span, hits_frame, inert_markdown
@@ -19,7 +20,7 @@ from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
 from dashboard.ui.access import logged_in_identity
-from dashboard.ui.charts import score_breakdown_figure
+from dashboard.ui.charts import move_floor, score_breakdown_figure
 from dashboard.ui.sidebar import StoreChoice
 
 MAX_QUERY_CHARS = 2_000
@@ -117,6 +118,17 @@ def warm_model(store_name: str) -> None:
         cache.model_warmup()
 
 
+def show_embedding_path(choice: StoreChoice) -> None:
+    """Say how this store's queries are embedded (ONNX without torch, or the torch
+    fallback and why), once the model is open; a store that embeds elsewhere says nothing."""
+    spec = REGISTRY.get(choice.name)
+    if spec is None or not spec.local_model or choice.store is None:
+        return
+    model = getattr(choice.store, "model", None)  # EmbeddedStore, Qdrant and Chroma carry it
+    if description := embedding.backend_description(model):
+        st.caption(description)
+
+
 # ------------------------------------------------------------------ the query
 
 
@@ -139,7 +151,7 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
             try:
                 state["store_calls"] = state.get("store_calls", 0) + 1
                 state["result"] = readlog.logged_query(
-                    choice.store, query, user_id=user, k=k, store_fingerprint=choice.fingerprint, source="inspect"
+                    choice.connected, query, user_id=user, k=k, store_fingerprint=choice.fingerprint, source="inspect"
                 )
             except ConnectorError as exc:
                 state["result_error"] = f"{type(exc).__name__}: {exc}"
@@ -194,7 +206,13 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
     if not hits:
         st.info("The store returned no memories for this query.")
         return
-    frame = hits_frame(hits, {h.memory_id for h in kept}, breakdown=True)
+    # Only the status column depends on the floor: the rest is built once per result.
+    memo = st.session_state.get("_table_memo")
+    if memo is None or memo[0] is not result:
+        memo = (result, hits_frame(hits, set(), breakdown=True))
+        st.session_state["_table_memo"] = memo
+    kept_ids = {h.memory_id for h in kept}
+    frame = memo[1].assign(status=["kept" if h.memory_id in kept_ids else "dropped" for h in hits])
     # Status next to the id: at the end, behind the breakdown columns, it sat off
     # screen on a laptop-wide window and a reviewer had to scroll to see it.
     leading = ["rank", "memory id", "status"]
@@ -218,8 +236,15 @@ def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:
     if not result.hits:
         return
     hits = result.hits[:MAX_CHART_BARS]
+    kept_ids = {h.memory_id for h in kept}
+    # The bars depend on the result only: built once per result, then only the
+    # floor line moves (see charts.move_floor).
+    memo = st.session_state.get("_chart_memo")
+    if memo is None or memo[0] is not result:
+        memo = (result, score_breakdown_figure(hits, floor, kept_ids))
+        st.session_state["_chart_memo"] = memo
     st.plotly_chart(
-        score_breakdown_figure(hits, floor, {h.memory_id for h in kept}),
+        move_floor(memo[1], hits, floor, kept_ids),
         width="stretch",
         key="breakdown_chart",
     )
@@ -251,6 +276,13 @@ def show_raw_response(result: QueryResult) -> None:
 # ------------------------------------------------------------------ labels
 
 
+def _row_labels(msg: str, reviewer: str) -> dict[str, str]:
+    """This message's labels by memory id, as the rows draw them. Read from the
+    label store on a full run and updated by the click callbacks, so a row's own
+    rerun needs no database read."""
+    return st.session_state.setdefault("_row_labels", {}).setdefault((msg, reviewer), {})
+
+
 def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, value: str) -> None:
     query = st.session_state.get("query", "").strip()
     try:
@@ -265,9 +297,11 @@ def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, 
             query_text=query if store_text else None,
             memory_text=hit.text if store_text else None,
         )
+        _row_labels(msg, reviewer)[hit.memory_id] = value
     except LabelStoreError as exc:
-        # A callback cannot draw where the page wants it: keep the message for the rerun.
-        st.session_state["label_error"] = f"The label for {hit.memory_id} was not saved: {exc}"
+        # A callback cannot draw where the page wants it: keep the message for the
+        # row's rerun, which draws it in that row.
+        st.session_state[f"label_error_{hit.memory_id}"] = f"The label for {hit.memory_id} was not saved: {exc}"
         st.session_state.setdefault("label_unsaved", {})[(msg, hit.memory_id)] = value
         return
     st.session_state.get("label_unsaved", {}).pop((msg, hit.memory_id), None)
@@ -278,41 +312,56 @@ def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer:
         return
     st.subheader("Label the results")
     st.caption(f"Labels are saved at once by id as reviewer **{inert_markdown(reviewer)}**.")
-    if error := st.session_state.pop("label_error", None):
-        st.error(error)
     try:
         existing = {row.memory_id: row.label for row in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
     except LabelStoreError as exc:
         st.error(f"Labelling is unavailable: {exc}")
         return
+    labels = _row_labels(msg, reviewer)
+    labels.clear()
+    labels.update(existing)
     for hit in result.hits[:MAX_LABEL_ROWS]:
-        text, clipped = clip_text(hit.text)
-        cols = st.columns([6, 2, 1.4, 1.6])
-        score = f"{hit.score:.3f}" if hit.score is not None else "no score"
-        cols[0].markdown(f"**#{hit.rank}** {code_span(hit.memory_id)} · {score}  \n{inert_markdown(text)}")
-        if clipped:
-            cols[0].caption(f"Text cut to {len(text) - 1:,} of {len(hit.text):,} characters.")
-        current = existing.get(hit.memory_id)
-        unsaved = st.session_state.get("label_unsaved", {}).get((msg, hit.memory_id))
-        if unsaved:  # the click failed: say so on the row, and the button is there to retry
-            cols[1].markdown(f"⚠️ **not saved** ({unsaved.replace('_', ' ')}): click again")
-        else:
-            cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current, "— unlabelled"))
-        for col, value, title in ((cols[2], "relevant", "Relevant"), (cols[3], "not_relevant", "Not relevant")):
-            col.button(
-                title,
-                key=f"{value}_{hit.memory_id}",
-                type="primary" if current == value else "secondary",
-                on_click=_write_label,
-                args=(choice, msg, reviewer, store_text, hit, value),
-            )
+        _label_row(hit, msg, choice, reviewer, store_text)
     if len(result.hits) > MAX_LABEL_ROWS:
         st.caption(f"Labelling the first {MAX_LABEL_ROWS} of {len(result.hits):,} results.")
 
 
+@st.fragment
+def _label_row(hit: Hit, msg: str, choice: StoreChoice, reviewer: str, store_text: bool) -> None:
+    """One result's label row; a click on its buttons reruns this row alone."""
+    if error := st.session_state.pop(f"label_error_{hit.memory_id}", None):
+        st.error(error)
+    text, clipped = clip_text(hit.text)
+    cols = st.columns([6, 2, 1.4, 1.6])
+    score = f"{hit.score:.3f}" if hit.score is not None else "no score"
+    cols[0].markdown(f"**#{hit.rank}** {code_span(hit.memory_id)} · {score}  \n{inert_markdown(text)}")
+    if clipped:
+        cols[0].caption(f"Text cut to {len(text) - 1:,} of {len(hit.text):,} characters.")
+    current = _row_labels(msg, reviewer).get(hit.memory_id)
+    unsaved = st.session_state.get("label_unsaved", {}).get((msg, hit.memory_id))
+    if unsaved:  # the click failed: say so on the row, and the button is there to retry
+        cols[1].markdown(f"⚠️ **not saved** ({unsaved.replace('_', ' ')}): click again")
+    else:
+        cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current or "", "— unlabelled"))
+    for col, value, title in ((cols[2], "relevant", "Relevant"), (cols[3], "not_relevant", "Not relevant")):
+        col.button(
+            title,
+            key=f"{value}_{hit.memory_id}",
+            type="primary" if current == value else "secondary",
+            on_click=_write_label,
+            args=(choice, msg, reviewer, store_text, hit, value),
+        )
+
+
+@st.fragment
 def show_session_labels(include_text: bool) -> None:
+    """The reviewer's labels. A label click reruns only its row, so this table is
+    read again on the next full run or when Refresh is pressed; the downloads read
+    the label store when clicked, so they always carry every label."""
     reviewer = logged_in_identity() or st.session_state.get("reviewer") or "reviewer"
-    st.subheader("Your labels")
+    heading, refresh = st.columns([5, 1], vertical_alignment="bottom")
+    heading.subheader("Your labels")
+    refresh.button("Refresh", key="refresh_session_labels", help="Read the labels again (a label click redraws only its row).")
     try:
         labels = cache.label_store().labels(reviewer=reviewer)
     except LabelStoreError as exc:
@@ -324,10 +373,15 @@ def show_session_labels(include_text: bool) -> None:
     st.dataframe(
         pd.DataFrame([row.export_row(include_text) for row in labels]), hide_index=True, width="stretch"
     )
+
+    def labels_now():
+        return cache.label_store().labels(reviewer=reviewer)
+
     cols = st.columns(2)
+    # Callable data: the file is built when the button is clicked, not on every rerun.
     cols[0].download_button(
         "Download JSONL",
-        export.to_jsonl(labels, include_text=include_text),
+        lambda: export.to_jsonl(labels_now(), include_text=include_text),
         file_name="memlens-labels.jsonl",
         mime="application/jsonl",
         key="download_jsonl",
@@ -335,7 +389,7 @@ def show_session_labels(include_text: bool) -> None:
     )
     cols[1].download_button(
         "Download CSV",
-        export.to_csv(labels, include_text=include_text),
+        lambda: export.to_csv(labels_now(), include_text=include_text),
         file_name="memlens-labels.csv",
         mime="text/csv",
         key="download_csv",

@@ -50,7 +50,9 @@ def _read_log() -> None:
             if upload is None:
                 state["label_log_error"] = "Choose a log file first."
                 return
-            state["label_log"] = read_log_bytes(upload.getvalue(), upload.name)
+            state["label_log"] = read_log_bytes(
+                upload.getvalue(), upload.name, include_query=bool(state.get("log_include_query"))
+            )
         else:
             from dashboard.logs.demo import SAMPLE_LOG
 
@@ -66,9 +68,14 @@ def log_loader() -> LogImport | None:
     if st.session_state.get("log_source") == UPLOAD_CHOICE:
         st.file_uploader(
             "Log file (JSONL, CSV or Parquet): message_id, memory_id, rank, score; "
-            "optional user_id, query, timestamp, store",
+            "optional user_id, query, timestamp, store. Or OpenTelemetry traces as OTLP JSON "
+            "(an OpenInference RETRIEVER or GenAI retrieval span is one turn)",
             type=["jsonl", "ndjson", "json", "csv", "parquet"],
             key="log_upload",
+        )
+        st.checkbox(
+            "Keep the query text that trace spans carry (off: ids and scores only)",
+            key="log_include_query",
         )
     if st.button("Read the log", key="log_read"):
         upload = st.session_state.get("log_upload")
@@ -147,7 +154,7 @@ def new_session_form(store: LabelStore, log: LogImport | None) -> None:
     state.setdefault("sample_size", min(200, max(1, len(log.rows))))
     with st.form("session_form"):
         st.text_input("Session name", key="session_name")
-        st.selectbox("Sampling", sampling.METHODS, key="sample_method", index=1, format_func=METHOD_TITLES.get)
+        st.selectbox("Sampling", sampling.METHODS, key="sample_method", index=1, format_func=METHOD_TITLES.__getitem__)
         cols = st.columns(3)
         cols[0].number_input("Size (rows; turns for whole turns)", min_value=1, step=1, key="sample_size")
         cols[1].number_input("Seed", min_value=0, step=1, value=1, key="sample_seed")
@@ -233,7 +240,7 @@ def memory_texts(choice: StoreChoice, session_name: str, message_id: str, items)
     for item in items:
         try:
             state["label_lookups"] = state.get("label_lookups", 0) + 1
-            memory = choice.store.get(item.memory_id, user_id=item.user_id)
+            memory = choice.connected.get(item.memory_id, user_id=item.user_id)
         except ConnectorError as exc:
             memories[item.memory_id] = ("error", f"{type(exc).__name__}: {exc}")
             continue
@@ -243,7 +250,7 @@ def memory_texts(choice: StoreChoice, session_name: str, message_id: str, items)
 
 
 def _status_text(status: str | None) -> str:
-    return {"relevant": "✅ relevant", "not_relevant": "❌ not relevant", "skip": "⏭ skipped"}.get(status, "")
+    return {"relevant": "✅ relevant", "not_relevant": "❌ not relevant", "skip": "⏭ skipped"}.get(status or "", "")
 
 
 def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, choice: StoreChoice) -> None:
@@ -276,6 +283,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         st.markdown(f"> {inert_markdown(clip_text(turn.query_text)[0])}")
     else:
         st.markdown(f"*{NO_MESSAGE_TEXT}*")
+    texts: dict[str, tuple[str, str | None]]
     if choice.store is None:
         st.error(f"Cannot open the store, so memory text cannot be looked up: {choice.error}")
         texts = {i.memory_id: ("error", "no store connected") for i in turn.items}

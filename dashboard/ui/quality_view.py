@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Hit
+from dashboard.logs import otlp
 from dashboard.logs import read_log as readlog
 from dashboard.ranking import metrics
 from dashboard.ranking.metrics import QualityReport
@@ -179,7 +180,7 @@ def demo_hits(choice: StoreChoice, queries: list[metrics.JudgedQuery], k: int, d
         try:
             for done, query in enumerate(queries, start=1):
                 result = readlog.logged_query(
-                    choice.store,
+                    choice.connected,
                     query.query,
                     user_id=query.user_id,
                     k=k,
@@ -247,7 +248,8 @@ def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cut
 def _created_at_lookup(choice: StoreChoice, store_fingerprint: str):
     """Ages from the open store when it is the one the labels judged, remembered in
     session state so moving a control does not fetch them again; else None."""
-    if choice.store is None or store_fingerprint != choice.fingerprint:
+    store = choice.store
+    if store is None or store_fingerprint != choice.fingerprint:
         return None
     known: dict[str, datetime | None] = st.session_state.setdefault("quality_created_at", {})
 
@@ -255,7 +257,7 @@ def _created_at_lookup(choice: StoreChoice, store_fingerprint: str):
         key = f"{store_fingerprint}|{memory_id}"
         if key not in known:
             try:
-                memory = choice.store.get(memory_id)
+                memory = store.get(memory_id)
             except ConnectorError:
                 memory = None
             known[key] = memory.created_at if memory is not None else None
@@ -339,11 +341,21 @@ def show_read_log() -> None:
         width="stretch",
         key="readlog_recent",
     )
-    st.download_button(
+    cols = st.columns(2)
+    cols[0].download_button(
         "Download read log (JSONL)",
         readlog.log_bytes(path),
         file_name="memlens-reads.jsonl",
         mime="application/jsonl",
         key="readlog_download",
         on_click="ignore",
+    )
+    cols[1].download_button(
+        "Download as OpenTelemetry traces (OTLP JSON)",
+        otlp.to_otlp_jsonl(records),
+        file_name="memlens-reads-otlp.json",
+        mime="application/json",
+        key="readlog_download_otlp",
+        on_click="ignore",
+        help="One OpenInference RETRIEVER span per read, ids and scores only: Phoenix or any OTLP collector takes it.",
     )

@@ -199,6 +199,7 @@ def show_rerank_panel(result: QueryResult, message_id: str, include_text: bool) 
             ("Excluded (relevance)", reranked.excluded_count),
             ("Stale (age)", reranked.stale_count),
         ),
+        strict=True,
     ):
         col.metric(label, value)
     for flag in review_flags(payload):

@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from connectors.base import ConnectorError, MemoryStore
+from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
 from connectors.registry import REGISTRY, ConfigField, configured_secret_allowed, fingerprint, public_config
 from dashboard.ui import cache
 
@@ -23,6 +23,15 @@ class StoreChoice:
     fingerprint: str
     store: MemoryStore | None
     error: str | None
+
+    @property
+    def connected(self) -> MemoryStore:
+        """The open store, for code that runs once the page has stopped on ``error``;
+        a store that failed to open raises StoreUnavailable, a ConnectorError the
+        callers already show."""
+        if self.store is None:
+            raise StoreUnavailable(self.error or f"the {self.name} store is not open")
+        return self.store
 
 
 def secret_value(env_name: str | None) -> str | None:
@@ -118,16 +127,15 @@ def store_picker() -> StoreChoice:
 
 def user_picker(store: MemoryStore | None) -> str | None:
     """The `user` widget: a list when the store can name its users, else free text."""
-    users_of = getattr(store, "users", None)
     users: list[str] = []
     preferred = None
-    if callable(users_of):
+    if isinstance(store, SupportsUsers):
         # Listed once per session and opened store, so a floor move or a label
         # click never reaches the store (for a remote store, a listing is a request).
         memo_key = f"_users_of_store_{id(store)}"
         if memo_key not in st.session_state:
             try:
-                st.session_state[memo_key] = (users_of(), getattr(store, "default_user", None))
+                st.session_state[memo_key] = (store.users(), store.default_user if isinstance(store, HasDefaultUser) else None)
             except ConnectorError:
                 pass  # not remembered: the next rerun tries again
         users, preferred = st.session_state.get(memo_key, ([], None))

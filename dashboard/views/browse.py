@@ -22,3 +22,4 @@ if choice.error:
 
 view.show_expected_check(choice, user)
 view.show_listing(choice, user)
+view.show_history(choice)

@@ -31,12 +31,14 @@ if results is None:
     st.stop()
 
 for side, column in (("a", left), ("b", right)):
-    if isinstance(results[side], str):
-        column.error(f"{side.upper()} could not answer: {results[side]}")
+    answer = results[side]
+    if isinstance(answer, str):
+        column.error(f"{side.upper()} could not answer: {answer}")
     else:
-        view.show_side_notes(side, results[side], column)
-if any(isinstance(result, str) for result in results.values()):
+        view.show_side_notes(side, answer, column)
+result_a, result_b = results["a"], results["b"]
+if isinstance(result_a, str) or isinstance(result_b, str):
     st.stop()
 
 floors = {side: float(st.session_state[f"compare_{side}_floor"]) for side in ("a", "b")}
-view.show_comparison(compare(results["a"], floors["a"], results["b"], floors["b"], match_by=match_by), floors)
+view.show_comparison(compare(result_a, floors["a"], result_b, floors["b"], match_by=match_by), floors)

@@ -12,7 +12,7 @@ st.caption("Type the message the agent would query memory with; see what comes b
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
 from dashboard.ui import inspect_view as view  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
-from dashboard.ui.feedback_panel import show_store_tools  # noqa: E402
+from dashboard.ui.feedback_panel import show_feedback, show_rank_lookup  # noqa: E402
 from dashboard.ui.rerank_panel import show_rerank_panel  # noqa: E402
 from dashboard.ui.sidebar import store_picker, user_picker  # noqa: E402
 
@@ -38,20 +38,36 @@ if choice.error:
     st.stop()
 
 result = view.current_result(choice, user, int(k))
-floor = st.slider("Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped.")
-view.sync_url(user, int(k), floor)
+view.show_embedding_path(choice)
+
+
+# A floor move reruns only this fragment: the parts that depend on the floor (the
+# summary, the table's status column, the chart, the prompt block, and the store
+# feedback planned from kept/dropped). Labels, the rank lookup, the re-rank panel
+# and the raw response are not redrawn for it.
+@st.fragment
+def floor_dependent_parts() -> None:
+    floor = st.slider("Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped.")
+    view.sync_url(user, int(k), floor)
+    if result is None:
+        return
+    view.show_notes(result)
+    kept, dropped = apply_floor(result.hits, floor)
+    view.show_summary(result, kept, dropped, floor)
+    view.show_hits_table(result, kept)
+    view.show_chart(result, floor, kept)
+    view.show_prompt_block(prompt_block(kept, dropped, result.context))
+    # Feedback is planned from kept/dropped, so it moves with the floor.
+    show_feedback(result, choice, user, kept, dropped)
+
+
+floor_dependent_parts()
 if result is None:
     st.stop()
 
-view.show_notes(result)
-kept, dropped = apply_floor(result.hits, floor)
-view.show_summary(result, kept, dropped, floor)
-view.show_hits_table(result, kept)
-view.show_chart(result, floor, kept)
-view.show_prompt_block(prompt_block(kept, dropped, result.context))
 msg = view.current_message_id()  # one id per result: labels and the re-rank export
 view.show_labelling(result, msg, choice, reviewer, store_text)
-show_store_tools(result, choice, user, kept, dropped)
+show_rank_lookup(result, choice, user)
 view.show_session_labels(store_text)
 show_rerank_panel(result, msg, store_text)
 view.show_raw_response(result)

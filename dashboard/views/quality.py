@@ -1,24 +1,32 @@
-"""Quality: precision of the top results for the store's order and a re-ranked one,
-over the demo queries and any labelled session; and the read log."""
+"""Quality: judged sets, runs, run-vs-run comparison and what-if weights; then the
+store's order against a re-ranked one over the demo queries and labelled sessions,
+and the read log."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from dashboard.labels.model import LabelStoreError
-from dashboard.ui import inspect_view, quality_view
+from dashboard.ui import inspect_view, quality_runs, quality_view
 from dashboard.ui.access import require_access
 from dashboard.ui.sidebar import store_picker
 
 st.title("Retrieval quality")
 st.caption(
-    "How often the top results are relevant, in the store's order and re-ranked by relevance and "
-    "recency, over judged queries. Moving a control re-ranks what was already read."
+    "Run a judged set against the store, keep the run, compare it with another run and try other "
+    "weights on what it fetched. Figures read saved runs: moving a control never queries the store."
 )
 
 require_access()  # the page shows memory text and queries the store
 choice = store_picker()
 inspect_view.warm_model(choice.name)
+quality_runs.show(choice)
+
+st.header("Store order vs re-ranked")
+st.caption(
+    "How often the top results are relevant, in the store's order and re-ranked by relevance and "
+    "recency, over judged queries. Moving a control re-ranks what was already read."
+)
 settings, k, cutoff = quality_view.controls()
 if choice.error:
     st.error(f"Cannot open the store: {choice.error}")

@@ -81,8 +81,7 @@ class Mem0PlatformServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._httpd.server_port}"
 
     def stop(self) -> None:
         if self._httpd:

@@ -85,10 +85,10 @@ class MemorySyncServer:
             # delayed ACK would add ~40 ms to every answer.
             disable_nagle_algorithm = True
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 server._handle(self, "GET")
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 server._handle(self, "POST")
 
             def log_message(self, *args):  # keep test output clean
@@ -101,8 +101,7 @@ class MemorySyncServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._httpd.server_port}"
 
     def inject(self, status: int | None = 500, body: Any = None, **options: Any) -> Fault:
         fault = Fault(status=status, body=body, **options)

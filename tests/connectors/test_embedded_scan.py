@@ -50,7 +50,9 @@ def interleaved(tmp_path_factory):
     store.close()
 
 
-def brute_force(store: EmbeddedStore, rows: list[dict], query: str, user: str | None, k: int) -> list[tuple[str, float]]:
+def brute_force(
+    store: EmbeddedStore, rows: list[dict], query: str, user: str | None, k: int, now: datetime = NOW
+) -> list[tuple[str, float]]:
     """The documented ranking, computed row by row from the stored embeddings."""
     from connectors import embedding
 
@@ -63,7 +65,7 @@ def brute_force(store: EmbeddedStore, rows: list[dict], query: str, user: str | 
             continue
         vector = np.frombuffer(stored[row["id"]], dtype=np.float32)
         semantic = min(1.0, max(0.0, float(vector @ q)))
-        hours = max(0.0, (NOW - row["created_at"]).total_seconds() / 3600)
+        hours = max(0.0, (now - row["created_at"]).total_seconds() / 3600)
         recency = math.exp(-hours * math.log(2) / store.half_life_hours)
         usage = min(1.0, math.log1p(row["usage_count"]) / 5)
         score = w["semantic"] * semantic + w["recency"] * recency + w["importance"] * row["importance"] + w["usage"] * usage
@@ -103,3 +105,27 @@ def test_a_query_leaves_the_blas_thread_count_as_it_was(interleaved):
     store.query("Which UI theme does the user prefer?", user_id="sam", k=3)
     after = [(lib["filepath"], lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas"]
     assert after == before
+
+
+@pytest.mark.parametrize(
+    "clock",
+    [NOW + timedelta(days=30), NOW + timedelta(hours=1), NOW - timedelta(hours=40)],
+    ids=["a month on", "an hour on", "before the newest memories"],
+)
+def test_the_ranking_follows_the_clock_as_time_passes(interleaved, clock):
+    """Recency is anchored at the newest memory once per load; a clock that moves on
+    (or sits before some memories, which then count as brand new) must still give
+    the documented ranking and breakdown."""
+    store, rows = interleaved
+    store._now = lambda: clock
+    try:
+        hits = store.query("Which UI theme does the user prefer?", user_id=None, k=8).hits
+    finally:
+        store._now = lambda: NOW
+    expected = brute_force(store, rows, "Which UI theme does the user prefer?", None, k=8, now=clock)
+    assert [h.memory_id for h in hits] == [memory_id for memory_id, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([score for _, score in expected], abs=1e-6)
+    created = {r["id"]: r["created_at"] for r in rows}
+    for h in hits:
+        hours = max(0.0, (clock - created[h.memory_id]).total_seconds() / 3600)
+        assert h.breakdown["recency"] == pytest.approx(math.exp(-hours * math.log(2) / store.half_life_hours), abs=1e-9)

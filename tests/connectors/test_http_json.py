@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -16,7 +17,7 @@ from connectors.registry import create_store
 
 THEME = "Which UI theme does the user prefer?"
 
-MINIMAL = {
+MINIMAL: dict[str, Any] = {
     "base_url": "http://svc.test",
     "path": "/search",
     "request": {"body": {"q": "{query}", "limit": "{k}", "user": "{user_id}"}},
@@ -288,7 +289,7 @@ def test_a_toml_description_of_a_real_service_reads_it_like_the_dedicated_connec
     theirs = dedicated.query(THEME, user_id="sam", k=5)
     assert [h.memory_id for h in mine.hits] == [h.memory_id for h in theirs.hits]
     # The semantic part is untouched by the usage bump between the two queries.
-    for a, b in zip(mine.hits, theirs.hits):
+    for a, b in zip(mine.hits, theirs.hits, strict=True):
         assert a.breakdown["raw.semantic"] == pytest.approx(b.breakdown["raw.semantic"])
     assert mine.context.startswith("Relevant memories")
     assert memorysync_server.requests_to("/memory/query")[0].headers["X-API-Key"] == memorysync_server.api_key

@@ -108,6 +108,7 @@ def mem0_store(tmp_path_factory):
         )
     )
     store = create_store("mem0", {"config": str(config_file), "app_threshold": ""})
+    assert isinstance(store, Mem0LibraryStore)
     rows, report = demo_rows()
     assert not report.issues
     load_mem0(store.memory, rows)
@@ -319,3 +320,14 @@ def test_the_installed_mem0_gets_threshold_zero_and_explain(mem0_store):
 
     arguments = call_arguments(type(mem0_store.memory).search, "sam", 5, search=True)
     assert arguments == {"filters": {"user_id": "sam"}, "top_k": 5, "threshold": 0.0, "explain": True}
+
+
+def test_mem0_embeds_on_the_same_onnx_path_as_the_other_stores(mem0_store):
+    from connectors.mem0_embedding import can_take_over
+
+    embedder = mem0_store.memory.embedding_model
+    assert type(embedder).__name__ == "MemlensEmbedding"
+    assert embedding.encoder().backend == "onnx"
+    assert embedder.embed(THEME, "search") == pytest.approx(embedding.encode([THEME])[0].tolist(), abs=1e-6)
+    # A remote text-embeddings-inference URL stays with Mem0's own class.
+    assert not can_take_over({"provider": "huggingface", "config": {"model": "tei", "huggingface_base_url": "http://127.0.0.1:1"}})

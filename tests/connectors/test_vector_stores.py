@@ -139,7 +139,7 @@ def test_normalised_order_equals_the_stores_own_order(kind, name, question, qdra
 def test_normalised_scores_are_the_cosine_similarity(kind, name, qdrant_dir, chroma_dir, demo):
     """On unit-length embeddings every supported normalisation gives back the cosine
     similarity, so one floor means the same on each collection."""
-    vectors = dict(zip((r["id"] for r in demo), demo_vectors(demo)))
+    vectors = dict(zip((r["id"] for r in demo), demo_vectors(demo), strict=True))
     query_vector = embedding.encode([THEME])[0]
     result = open_collection(kind, name, qdrant_dir, chroma_dir).query(THEME, user_id="sam", k=5)
     for hit in result.hits:
@@ -272,7 +272,7 @@ def test_registry_opens_both_with_sidebar_style_settings(qdrant_dir, chroma_dir)
     for store in (q, c):
         top = store.query(THEME, user_id="sam", k=1).hits[0]
         assert top.memory_id == THEME_ID
-        assert top.created_at is not None and math.isfinite(top.score)
+        assert top.created_at is not None and top.score is not None and math.isfinite(top.score)
 
 
 def test_demo_vectors_are_unit_length(demo):

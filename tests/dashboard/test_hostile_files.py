@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dashboard.calibration.label_files import LabelFileError, parse_label_bytes, parse_label_text
-from dashboard.labels.model import EXPORT_FIELDS
 from dashboard.labels import export
+from dashboard.labels.model import EXPORT_FIELDS
 from dashboard.labels.store import LabelStore
 from dashboard.logs.retrieval_log import LogFormatError, read_log_bytes
 
@@ -26,7 +26,7 @@ LABELS = ("relevant", "not_relevant")
 FILES = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Any text a store could use as an id: every script, emoji, bidi controls, quotes.
-ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
+ANY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=12)
 # For CSV the line numbers are checked too, so ids stay on one line and carry no
 # blanks at their edges (a CSV reader strips them); everything else is allowed,
 # formula characters included.
@@ -256,7 +256,8 @@ def test_a_label_csv_without_score_and_label_columns_is_refused_with_what_it_fou
 def log_jsonl_files(draw):
     """(bytes, good rows, {bad line: field}, duplicates)."""
     lines: list[str] = []
-    good, bad, duplicates = [], {}, 0
+    good: list[tuple] = []
+    bad, duplicates = {}, 0
     for i in range(draw(st.integers(0, 20))):
         if draw(st.integers(0, 5)) == 0:
             lines.append(draw(st.sampled_from(["", "  "])))
@@ -338,7 +339,7 @@ def test_log_jsonl_keeps_good_rows_and_names_every_bad_line(case):
     data, good, bad, duplicates = case
     result = read_log_bytes(data, "week.jsonl")
     rows = result.rows
-    assert list(zip(rows["line"], rows["message_id"], rows["memory_id"], rows["rank"], rows["score"])) == good
+    assert list(zip(rows["line"], rows["message_id"], rows["memory_id"], rows["rank"], rows["score"], strict=True)) == good
     assert {issue.line for issue in result.issues} == set(bad)
     for line, field in bad.items():
         assert field in {issue.field for issue in result.issues if issue.line == line}, result.issue_lines()
@@ -412,7 +413,7 @@ def test_log_csv_keeps_good_rows_and_names_every_bad_line(case):
     data, good, bad = case
     result = read_log_bytes(data, "week.csv")
     rows = result.rows
-    assert list(zip(rows["line"], rows["message_id"], rows["memory_id"], rows["rank"], rows["score"])) == good
+    assert list(zip(rows["line"], rows["message_id"], rows["memory_id"], rows["rank"], rows["score"], strict=True)) == good
     assert {issue.line for issue in result.issues} == set(bad)
     for line, field in bad.items():
         assert field in {issue.field for issue in result.issues if issue.line == line}, result.issue_lines()
@@ -453,7 +454,7 @@ def test_csv_export_quotes_every_cell_a_spreadsheet_would_run(tmp_path, formula)
 
 
 @FILES
-@given(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20))
+@given(st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=20))
 def test_no_exported_csv_cell_starts_a_formula(value):
     cell = export.neutralise_cell(value)
     assert not str(cell).startswith(export.FORMULA_PREFIXES)
@@ -493,7 +494,7 @@ def test_unicode_and_rtl_text_survive_label_store_and_both_exports(tmp_path, nam
 
 
 @FILES
-@given(memory_id=ANY_TEXT, memory_text=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40))
+@given(memory_id=ANY_TEXT, memory_text=st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40))
 def test_any_text_round_trips_through_the_label_store_and_exports(tmp_path_factory, memory_id, memory_text):
     store = LabelStore(tmp_path_factory.mktemp("labels") / "labels.sqlite")
     store.upsert(

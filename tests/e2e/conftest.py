@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,7 @@ class Server:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory) -> Server:
+def server(tmp_path_factory) -> Iterator[Server]:
     """`streamlit run dashboard/app.py` on a free loopback port; stopped at the end
     of the session, and also when the start-up itself fails."""
     data_dir = tmp_path_factory.mktemp("e2e-data")
@@ -144,7 +145,7 @@ def page(browser, server):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     context.set_default_timeout(30_000)
     tab = context.new_page()
-    tab.base_url = server.url  # type: ignore[attr-defined]
+    tab.base_url = server.url  # read back by st_browser.open_app (and tests opening a second tab)
     log_start = server.log_path.stat().st_size
     try:
         yield tab

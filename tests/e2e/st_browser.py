@@ -29,6 +29,8 @@ def wait_idle(page: Page, timeout: float = 60_000) -> None:
 
 
 def open_app(page: Page, path: str = "", params: dict[str, str] | None = None) -> None:
+    # The `page` fixture (conftest.py) pins the server's address on the Page itself:
+    # Playwright's Page type has no such attribute, hence the one ignore.
     url = page.base_url + "/" + path.lstrip("/")  # type: ignore[attr-defined]
     if params:
         url += "?" + urlencode(params)
@@ -63,7 +65,7 @@ def grid_rows(grid: Locator) -> list[dict[str, str]]:
     rows = []
     for row in grid.locator("table tbody [role=row]").all():
         cells = row.locator("[role=gridcell]").all_inner_texts()
-        rows.append(dict(zip(headers, cells)))
+        rows.append(dict(zip(headers, cells, strict=True)))
     return rows
 
 
@@ -124,6 +126,7 @@ def screenshot(page: Page, path: Path, *, full_page: bool = True, height: int | 
         page.screenshot(path=str(path))
         return
     viewport = page.viewport_size
+    assert viewport is not None  # the contexts here are opened with one
     content = page.evaluate(
         "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebarContent]')]"
         ".map(e => e.scrollHeight))"

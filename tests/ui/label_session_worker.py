@@ -11,10 +11,10 @@ part-way through.
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from streamlit.testing.v1 import AppTest
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the page imports dashboard.*
 
 PAGE = str(ROOT / "dashboard" / "views" / "label.py")
 BUTTONS = ("label_relevant", "label_not_relevant", "label_skip")

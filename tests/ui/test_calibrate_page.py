@@ -194,3 +194,42 @@ def test_the_inspect_slider_keeps_its_floor_across_a_visit_to_calibrate(app):
     assert metric(at, "Inspect floor") == "0.30"
     at.switch_page("views/inspect.py").run()
     assert at.slider(key="floor").value == 0.3
+
+
+def test_an_upload_is_parsed_once_however_often_the_page_reruns(app, monkeypatch):
+    from dashboard.calibration import label_files
+    from dashboard.ui import cache
+
+    parsed = []
+    real = label_files.parse_label_bytes
+
+    def counting(content, source):
+        parsed.append(source)
+        return real(content, source=source)
+
+    monkeypatch.setattr(cache, "parse_label_bytes", counting)
+    cache._parsed_label_file.clear()
+    at = open_calibrate(app, calibrate_source="Upload a file")
+    at.file_uploader(key="calibrate_upload").set_value(("again.jsonl", UPLOAD, "application/jsonl")).run()
+    at.text_input(key="calibrate_floors").input("0.2, 0.3").run()
+    at.number_input(key="cost_ratio").set_value(3.0).run()
+    assert not at.exception
+    assert metric(at, "Labelled hits") == "4"
+    assert parsed == ["again.jsonl"]
+    # Different content under the same name is parsed again.
+    at.file_uploader(key="calibrate_upload").set_value(("again.jsonl", UPLOAD + b"\n", "application/jsonl")).run()
+    assert parsed == ["again.jsonl", "again.jsonl"]
+
+
+def test_editing_the_floor_list_keeps_the_recommendation_and_its_interval(app):
+    demo = load_demo_labels().labelled_scores()
+    at = open_calibrate(app)
+    at.text_input(key="calibrate_floors").input("0.1, 0.5, 0.65").run()
+    assert not at.exception
+    expected = calibrate(demo, [0.1, 0.5, 0.65], 1.0).recommendation
+    assert metric(at, "Recommended floor") == format_floor(expected.floor)
+    assert at.code[0].value == f"MEMORY_SCORE_FLOOR={format_floor(expected.floor)}"
+    assert at.session_state["_calibration_memo"][1].recommendation == expected
+    # The listed floors are there in the counts.
+    requested = at.session_state["_calibration_memo"][1].requested
+    assert list(np.round(requested.floor, 2)) == [0.1, 0.5, 0.65]

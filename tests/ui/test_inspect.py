@@ -64,8 +64,9 @@ class TimingOutStore(CountingStore):
 
 
 def open_timing_out() -> TimingOutStore:
-    OPENED.append(TimingOutStore())
-    return OPENED[-1]
+    store = TimingOutStore()
+    OPENED.append(store)
+    return store
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def table(at):
 
 def statuses(at) -> dict[str, str]:
     frame = table(at)
-    return dict(zip(frame["memory id"], frame["status"]))
+    return dict(zip(frame["memory id"], frame["status"], strict=True))
 
 
 def test_first_open_shows_demo_defaults(app):
@@ -269,3 +270,10 @@ def test_breakdown_columns_are_numbers_shown_to_three_decimals(app):
     assert frame["recency"].dtype.kind == "f"
     config = json.loads(at.dataframe[0].proto.columns)
     assert config["recency"]["type_config"]["format"] == "%.3f"
+
+
+def test_the_page_says_queries_are_embedded_without_torch(app):
+    at = ask(app(), THEME)
+    captions = [c.value for c in at.caption]
+    assert any("ONNX Runtime" in c and "no torch" in c for c in captions), captions
+

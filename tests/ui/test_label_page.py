@@ -100,9 +100,9 @@ def test_a_whole_demo_session_from_the_keyboard_then_calibrate(label_page, data_
 
     labels = store.session_labels("demo week")
     store.close()
-    assert len(labels) == 60 and {l.reviewer for l in labels} == {"ana"}
-    assert {l.store for l in labels} == {"embedded:68061ffc"}  # the store the log names
-    relevant = [l for l in labels if l.label == "relevant"]
+    assert len(labels) == 60 and {row.reviewer for row in labels} == {"ana"}
+    assert {row.store for row in labels} == {"embedded:68061ffc"}  # the store the log names
+    relevant = [row for row in labels if row.label == "relevant"]
     assert 0 < len(relevant) < 60
     exported = tmp_path / "demo-week.jsonl"
     exported.write_text(export.to_jsonl(labels))
@@ -113,8 +113,8 @@ def test_a_whole_demo_session_from_the_keyboard_then_calibrate(label_page, data_
     )
     assert done.returncode == 0, done.stderr
     for floor in (0.2, 0.3, 0.4):
-        kept_irrelevant = sum(l.label == "not_relevant" and l.score >= floor for l in labels)
-        dropped_relevant = sum(l.label == "relevant" and l.score < floor for l in labels)
+        kept_irrelevant = sum(row.label == "not_relevant" and row.score >= floor for row in labels)
+        dropped_relevant = sum(row.label == "relevant" and row.score < floor for row in labels)
         assert f"floor {floor:.2f}: keeps {kept_irrelevant} irrelevant, drops {dropped_relevant} relevant" in done.stdout
     assert "MEMORY_SCORE_FLOOR=" in done.stdout
 
@@ -172,7 +172,7 @@ def test_a_missing_memory_is_shown_and_can_only_be_not_relevant_or_skipped(label
     press(at, "not_relevant")
     store = labels_db(data_dir)
     try:
-        assert {(l.memory_id, l.label) for l in store.session_labels("missing")} == {
+        assert {(row.memory_id, row.label) for row in store.session_labels("missing")} == {
             ("sam-01", "relevant"),
             ("sam-gone", "not_relevant"),
         }
@@ -253,7 +253,7 @@ def test_a_broken_upload_lists_every_bad_line_and_keeps_the_rest(label_page, dat
         at.caption.values
     )
     issues = at.dataframe[0].value
-    assert list(zip(issues["line"], issues["field"])) == [(2, "rank"), (3, "(line)"), (6, "message_id")]
+    assert list(zip(issues["line"], issues["field"], strict=True)) == [(2, "rank"), (3, "(line)"), (6, "message_id")]
 
 
 def test_sigkill_mid_session_loses_no_acknowledged_label(data_dir, demo_store):
@@ -264,7 +264,7 @@ def test_sigkill_mid_session_loses_no_acknowledged_label(data_dir, demo_store):
         [sys.executable, str(WORKER), "crash", "ana"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
     )
-    acknowledged = []
+    acknowledged: list[list[str]] = []
     try:
         while len(acknowledged) < 17:
             line = worker.stdout.readline()
@@ -280,7 +280,7 @@ def test_sigkill_mid_session_loses_no_acknowledged_label(data_dir, demo_store):
 
     store = labels_db(data_dir)  # a fresh process's view: reopen the file
     try:
-        labels = {(l.message_id, l.memory_id): l.label for l in store.session_labels("crash", reviewer="ana")}
+        labels = {(row.message_id, row.memory_id): row.label for row in store.session_labels("crash", reviewer="ana")}
         skips = {(m, k) for m, k, _ in store.skips("crash", reviewer="ana")}
     finally:
         store.close()
@@ -336,7 +336,7 @@ def test_a_signed_in_user_labels_under_their_own_identity(label_page, data_dir):
     press(at, "not_relevant")
     store = labels_db(data_dir)
     try:
-        assert [l.reviewer for l in store.session_labels("signed")] == ["ana@example.com"]
+        assert [row.reviewer for row in store.session_labels("signed")] == ["ana@example.com"]
     finally:
         store.close()
 

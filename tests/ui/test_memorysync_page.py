@@ -80,7 +80,7 @@ def test_query_floor_and_labels_work_the_same_on_both_stores(app, ms_env, data_d
     from dashboard.labels.store import LabelStore
 
     labels = LabelStore(data_dir / "labels.sqlite").labels()
-    assert [(l.memory_id, l.label, l.rank) for l in labels] == [(dropped[0].memory_id, "not_relevant", dropped[0].rank)]
+    assert [(row.memory_id, row.label, row.rank) for row in labels] == [(dropped[0].memory_id, "not_relevant", dropped[0].rank)]
     assert labels[0].store.startswith(f"{store}:")
     assert at.session_state["store_calls"] == 1
     if store == "memorysync":

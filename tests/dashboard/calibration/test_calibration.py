@@ -37,9 +37,9 @@ def labelled_rows(draw, min_size=2, max_size=60):
 
 def brute_force(scores, relevant, turns, floor):
     """The hand loop a team would write: one pass over the rows for one floor."""
-    counts = dict(kept_relevant=0, kept_irrelevant=0, dropped_relevant=0, dropped_irrelevant=0)
+    counts: dict[str, float] = dict(kept_relevant=0, kept_irrelevant=0, dropped_relevant=0, dropped_irrelevant=0)
     kept_in_turn: dict[str, int] = {turn: 0 for turn in turns}
-    for score, is_relevant, turn in zip(scores, relevant, turns):
+    for score, is_relevant, turn in zip(scores, relevant, turns, strict=True):
         kept = score >= floor
         name = ("kept_" if kept else "dropped_") + ("relevant" if is_relevant else "irrelevant")
         counts[name] += 1
@@ -250,6 +250,7 @@ def test_bootstrap_is_reproducible_and_brackets_the_estimate():
     first = cal.recommend(data, 2.0, resamples=300, seed=11)
     again = cal.recommend(data, 2.0, resamples=300, seed=11)
     assert first.interval == again.interval
+    assert first.interval is not None
     low, high = first.interval
     assert low <= first.exact <= high
     assert 0.3 < low < high < 0.55  # between the two class centres

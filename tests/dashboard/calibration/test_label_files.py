@@ -38,7 +38,9 @@ def test_export_formats_round_trip(store, tmp_path, fmt, write):
     }
     data = labels.labelled_scores()
     assert data.turns == 2 and data.relevant_count == 1
-    first, last = labels.date_range()
+    dates = labels.date_range()
+    assert dates is not None
+    first, last = dates
     assert first <= last and labels.stores() == ["embedded:1"] and labels.reviewers() == ["ana"]
 
 

@@ -11,9 +11,10 @@ twice with a different value (a relabel: one row, one history entry). Prints
 import sys
 from pathlib import Path
 
+# Run as a script, so the project root is not on sys.path until this line puts it there.
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from dashboard.labels import open_label_store  # noqa: E402
+from dashboard.labels import open_label_store
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ LABELS = ["relevant", "not_relevant"]
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(LABELS + ["skip"]), st.sampled_from(LABELS + ["skip"])), min_size=1, max_size=80))
 def test_cohen_kappa_matches_scikit_learn(pairs):
-    first, second = zip(*pairs)
+    first, second = zip(*pairs, strict=True)
     ours = cohen_kappa(list(first), list(second))
     with np.errstate(all="ignore"):
         import warnings

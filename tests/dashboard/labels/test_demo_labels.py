@@ -47,10 +47,10 @@ def test_bundled_labels_are_what_the_demo_store_returns_now(fresh_demo_store):
     queries, _ = read_queries()
     fresh = judge(fresh_demo_store, queries)
     bundled = load_demo_labels().rows
-    assert [(l.message_id, l.memory_id, l.rank, l.label) for l in fresh] == [
+    assert [(row.message_id, row.memory_id, row.rank, row.label) for row in fresh] == [
         (r.message_id, r.memory_id, r.rank, r.label) for r in bundled
     ]
     # A fresh store dates each memory by its age_days, so only seconds of recency differ.
-    for label, row in zip(fresh, bundled):
+    for label, row in zip(fresh, bundled, strict=True):
         assert label.score == pytest.approx(row.score, abs=1e-4)
 

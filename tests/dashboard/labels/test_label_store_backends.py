@@ -72,7 +72,7 @@ def test_delete_is_recorded_and_labels_survive_reopening(store, target):
     store.close()
     again = open_label_store(target)
     try:
-        assert [(l.memory_id, l.label) for l in again.labels()] == [("m2", "not_relevant")]
+        assert [(row.memory_id, row.label) for row in again.labels()] == [("m2", "not_relevant")]
         assert again.history("msg-1", "m1")[-1]["new_label"] is None
     finally:
         again.close()
@@ -111,7 +111,7 @@ def test_a_session_round_trips_with_items_assignments_and_skips(store):
     assert store.skips("week 1") == set()
     store.upsert(message_id="t1", memory_id="m2", label="relevant", reviewer="ben", store="embedded:x")
     store.upsert(message_id="elsewhere", memory_id="m2", label="relevant", reviewer="ben", store="embedded:x")
-    assert [(l.message_id, l.memory_id) for l in store.session_labels("week 1")] == [("t1", "m2")]
+    assert [(row.message_id, row.memory_id) for row in store.session_labels("week 1")] == [("t1", "m2")]
     with pytest.raises(SessionExists):
         store.create_session(LabelSession(name="week 1", method="uniform", size=0), [])
 
@@ -147,15 +147,15 @@ def test_eight_processes_lose_and_double_nothing(target):
     store = open_label_store(target)
     try:
         rows = store.labels()
-        keys = Counter((l.message_id, l.memory_id, l.reviewer) for l in rows)
+        keys = Counter((row.message_id, row.memory_id, row.reviewer) for row in rows)
         assert len(rows) == WORKERS * ROWS
         assert max(keys.values()) == 1
-        assert {l.reviewer for l in rows} == {f"worker-{w}" for w in range(WORKERS)}
+        assert {row.reviewer for row in rows} == {f"worker-{w}" for w in range(WORKERS)}
         # every relabel (a tenth of the rows) left exactly one history entry and its final value
         for w in range(WORKERS):
             relabelled = store.history("msg-0000", "mem-0")
             assert [h["reviewer"] for h in relabelled].count(f"worker-{w}") == 1
-        final = {(l.message_id, l.memory_id, l.reviewer): l.label for l in rows}
+        final = {(row.message_id, row.memory_id, row.reviewer): row.label for row in rows}
         for w in range(WORKERS):
             first = "relevant" if w % 2 else "not_relevant"
             assert final[("msg-0000", "mem-0", f"worker-{w}")] != first

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.labels import open_label_store
+from dashboard.labels import labelling, open_label_store
 from dashboard.labels.sessions import LabelSession, SessionItem
-from dashboard.labels import labelling
 
 
 @pytest.fixture
@@ -34,7 +33,9 @@ def test_each_reviewer_sees_only_their_turns_and_an_outsider_sees_all(store):
 
 def test_pressing_keys_moves_through_the_queue_and_counts_progress(store):
     queue = labelling.load_queue(store, "s", "ana")
-    turn, item = queue.current()
+    current = queue.current()
+    assert current is not None
+    turn, item = current
     assert (turn.message_id, item.memory_id, [i.memory_id for i in turn.items]) == ("t0", "m0", ["m0", "m1"])
     labelling.record(store, queue.session, item, "ana", "relevant")
     labelling.record(store, queue.session, queue.items[1], "ana", "skip")

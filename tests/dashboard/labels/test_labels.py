@@ -3,8 +3,8 @@ import json
 import pandas as pd
 import pytest
 
-from dashboard.labels.model import EXPORT_FIELDS, message_id
 from dashboard.labels import export
+from dashboard.labels.model import EXPORT_FIELDS, message_id
 from dashboard.labels.store import LabelStore
 
 
@@ -49,7 +49,7 @@ def test_relabel_updates_one_row_and_keeps_the_old_value(store):
 def test_reviewers_label_independently(store):
     label(store, reviewer="ana", value="relevant")
     label(store, reviewer="ben", value="not_relevant")
-    assert {(l.reviewer, l.label) for l in store.labels()} == {("ana", "relevant"), ("ben", "not_relevant")}
+    assert {(row.reviewer, row.label) for row in store.labels()} == {("ana", "relevant"), ("ben", "not_relevant")}
 
 
 @pytest.mark.parametrize("bad", ["yes", "", "Relevant", None])

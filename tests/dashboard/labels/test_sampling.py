@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.labels import open_label_store
-from dashboard.labels import sampling
+from dashboard.labels import open_label_store, sampling
 
 
 def make_log(turns=400, per_turn=5, seed=0) -> pd.DataFrame:
@@ -114,7 +113,7 @@ def test_a_saved_session_holds_ids_and_scores_only_unless_text_is_kept(tmp_path)
     store = open_label_store(tmp_path / "labels.sqlite")
     log = make_log(turns=20)
     plain = sampling.save_session(store, "plain", log, method="turns", size=4, seed=1, reviewers=["ana", "ben"], overlap=0.5)
-    kept = sampling.save_session(store, "with text", log, method="turns", size=4, seed=1, keep_text=True)
+    sampling.save_session(store, "with text", log, method="turns", size=4, seed=1, keep_text=True)
     assert (plain.size, plain.params["turns"], plain.store, plain.overlap) == (20, 4, "embedded:x", 0.5)
     assert {i.query_text for i in store.session_items("plain")} == {None}
     assert all(i.query_text and i.query_text.startswith("question") for i in store.session_items("with text"))

@@ -19,7 +19,7 @@ def test_the_sample_log_imports_cleanly_and_holds_ids_scores_and_demo_questions(
     assert set(result.rows["store"]) == {demo_store_fingerprint()}
     assert set(result.rows.columns) >= {"message_id", "memory_id", "rank", "score", "user_id", "query", "timestamp"}
     # no memory text in a log: only ids
-    memories = [json.loads(l)["text"] for l in (SAMPLE_LOG.parent / "memories.jsonl").read_text().splitlines() if l.strip()]
+    memories = [json.loads(line)["text"] for line in (SAMPLE_LOG.parent / "memories.jsonl").read_text().splitlines() if line.strip()]
     raw = SAMPLE_LOG.read_text()
     assert not [text for text in memories if text in raw]
 

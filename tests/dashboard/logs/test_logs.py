@@ -56,7 +56,7 @@ def test_a_deliberately_broken_jsonl_log_names_every_bad_row(tmp_path):
     messages = {(i.line, i.field): i.message for i in result.issues}
     assert messages[(5, "score")] == "not a finite number" and messages[(13, "score")] == "required, missing"
     assert "not valid JSON" in messages[(3, "(line)")] and "two" in messages[(2, "rank")]
-    assert list(zip(result.rows["memory_id"], result.rows["line"])) == [("a", 1), ("k", 14)]
+    assert list(zip(result.rows["memory_id"], result.rows["line"], strict=True)) == [("a", 1), ("k", 14)]
     assert result.rows_read == 13 and result.bad_rows == 11
     first = result.rows.iloc[0]
     assert first["query"] == "Where does the user live?" and first["user_id"] == "sam"
@@ -77,7 +77,7 @@ def test_a_broken_csv_log_names_every_bad_row_by_line():
     )
     result = read_log_bytes(data, "week.csv")
     assert found(result) == [(3, "rank"), (5, "score"), (6, "(line)"), (7, "message_id"), (8, "rank")]
-    assert list(zip(result.rows["memory_id"], result.rows["line"])) == [("a", 2), ("g", 9)]
+    assert list(zip(result.rows["memory_id"], result.rows["line"], strict=True)) == [("a", 2), ("g", 9)]
     assert result.rows.iloc[0]["query"] == "hello, world" and pd.isna(result.rows.iloc[1]["query"])
     assert result.rows["rank"].tolist() == [1, 2] and result.rows["score"].tolist() == [0.5, 0.25]
 

@@ -51,7 +51,11 @@ class FailingStore:
 def test_a_failed_read_is_logged_and_the_error_still_raised(tmp_path):
     log = tmp_path / "reads.jsonl"
     with pytest.raises(StoreTimeout):
-        readlog.logged_query(FailingStore(), QUERY, user_id=None, k=5, store_fingerprint="failing:0", source="quality", log_path=log)
+        # A stand-in with only the query() that logged_query calls, not a whole MemoryStore.
+        readlog.logged_query(
+            FailingStore(),  # type: ignore[arg-type]
+            QUERY, user_id=None, k=5, store_fingerprint="failing:0", source="quality", log_path=log,
+        )
     record = json.loads(log.read_text())
     assert record["error"] == "StoreTimeout"
     assert record["candidate_count"] == 0 and record["top_k"] == []

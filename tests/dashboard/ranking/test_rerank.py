@@ -265,7 +265,7 @@ def test_review_flags_weak_top_and_near_ties():
 
 
 def test_review_flags_group_several_close_entries_once():
-    rows = [{"entry_id": i, "composite_score": s} for i, s in zip("abcd", (0.80, 0.78, 0.76, 0.50))]
+    rows = [{"entry_id": i, "composite_score": s} for i, s in zip("abcd", (0.80, 0.78, 0.76, 0.50), strict=True)]
     [flag] = review_flags({"ranked_results": rows})
     assert flag.startswith("3 entries lie within 0.05") and "a, b, c" in flag
 

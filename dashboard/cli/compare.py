@@ -1,0 +1,82 @@
+"""`memlens compare RUN_A RUN_B`: two runs of one judged set, and the CI regression gate.
+
+    memlens compare RUN_A RUN_B [--metric recall@10] [--fail-if-worse DELTA]
+
+Prints both means, the delta, wins / ties / losses for B, the p-value of a paired
+randomisation test and the questions B lost most on. With --fail-if-worse, exit
+status 1 when B is worse than A on the metric by more than DELTA with p < 0.05
+(the regression and its worst questions are named on stderr); 0 otherwise.
+Exit status 2 when the runs cannot be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+EXIT_REGRESSED = 1
+EXIT_UNUSABLE = 2
+
+
+def non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
+    return value
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser("compare", help="compare two runs of one judged set (a CI regression gate)")
+    parser.add_argument("run_a", metavar="RUN_A", help="the baseline run's id")
+    parser.add_argument("run_b", metavar="RUN_B", help="the candidate run's id")
+    parser.add_argument("--metric", default=None, help="metric to compare (default recall@K at the runs' k)")
+    parser.add_argument("--floor", type=float, default=None, help="score floor for the floor_* metrics")
+    parser.add_argument(
+        "--fail-if-worse", type=non_negative, default=None, metavar="DELTA",
+        help="exit 1 when B is worse than A by more than DELTA with p < 0.05",
+    )
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from dashboard.evaluation.compare import CompareError, compare_runs, summary_lines
+    from dashboard.evaluation.storage import open_eval_store
+
+    evals = open_eval_store(dict(os.environ))
+    infos = []
+    for run_id in (args.run_a, args.run_b):
+        info = evals.run(run_id)
+        if info is None:
+            print(f"memlens compare: no run {run_id!r} (see `memlens runs list`)", file=sys.stderr)
+            return EXIT_UNUSABLE
+        if not info.complete:
+            print(f"memlens compare: warning: run {run_id} is {info.status}", file=sys.stderr)
+        infos.append(info)
+    run_a, run_b = infos
+    judged = evals.load_set(run_a.set_name, run_a.set_hash)
+    metric = args.metric or f"recall@{min(run_a.k, run_b.k)}"
+    try:
+        if judged is None:
+            raise CompareError(f"run {run_a.run_id}'s judged set {run_a.set_name} ({run_a.set_hash}) is gone")
+        comparison = compare_runs(
+            run_a, evals.outcomes(run_a.run_id), run_b, evals.outcomes(run_b.run_id), judged, metric, floor=args.floor
+        )
+    except CompareError as exc:
+        print(f"memlens compare: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    print("\n".join(summary_lines(comparison)))
+    if args.fail_if_worse is not None and comparison.regressed(args.fail_if_worse):
+        worst = ", ".join(d.message_id for d in comparison.worst(5))
+        print(
+            f"memlens compare: REGRESSION: {metric} fell by {-comparison.mean_delta:.4f} "
+            f"(more than {args.fail_if_worse:g}, p = {comparison.p_value:.4f}); worst questions: {worst}",
+            file=sys.stderr,
+        )
+        return EXIT_REGRESSED
+    return 0

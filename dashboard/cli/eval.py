@@ -1,0 +1,173 @@
+"""`memlens eval JUDGED --db FILE --k K`: run a judged set against a store and save the run.
+
+    memlens eval judged.jsonl --db store.sqlite --k 10
+    memlens eval judged.jsonl --db store.sqlite --k 10 --weights semantic=1,recency=0 --name cosine
+    memlens eval qrels.txt --topics topics.tsv --store http_json --config service.toml --k 10
+    memlens eval judged.jsonl --db store.sqlite --k 10 --format json --trec-run run.txt
+
+JUDGED is a judged-set file (JSONL; TREC qrels with --topics) or the name of a
+judged set already kept in the label database. The run is saved there
+($MEMLENS_LABELS_URL, else labels.sqlite in $MEMLENS_DATA_DIR).
+
+table (default): one `metric value` line per metric, four decimals
+(`recall@10 0.3708`). json: one object with run_id, complete and metrics (keyed
+the same way). --trec-run also writes the run as `qid Q0 docid rank score tag`
+lines for trec_eval or ranx. Progress goes to stderr.
+
+Exit status: 0 when the run completed, 1 when it stopped early (the run is kept,
+incomplete; `memlens runs resume RUN_ID` finishes it), 2 on unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_STOPPED = 1
+EXIT_UNUSABLE = 2
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser("eval", help="run a judged set against a store and save the run")
+    parser.add_argument("judged", metavar="JUDGED", help="judged-set file (JSONL, or TREC qrels with --topics) or a kept set's name")
+    parser.add_argument("--topics", metavar="FILE", help="TREC topics: message_id<TAB>query[<TAB>user_id]")
+    parser.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file")
+    parser.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
+    parser.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
+    parser.add_argument("--weights", help="embedded store weights, e.g. semantic=1,recency=0")
+    parser.add_argument("--k", type=positive_int, required=True, help="memories asked for per question")
+    parser.add_argument("--name", default="", help="the run's name")
+    parser.add_argument("--set-name", default=None, help="name to keep the judged set under (default: the file's stem)")
+    parser.add_argument("--floor", type=float, default=None, help="also report the figures at this score floor")
+    parser.add_argument("--keep-text", action="store_true", help="keep the query text with the run (off: ids and scores only)")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--trec-run", metavar="FILE", help="also write the run in TREC run format")
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def store_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The store's settings from --config, --db and --weights (later ones win)."""
+    config: dict[str, Any] = {}
+    if args.config:
+        try:
+            loaded = json.loads(Path(args.config).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"--config {args.config}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ValueError(f"--config {args.config}: expected a JSON object of settings")
+        config.update(loaded)
+    if args.db:
+        config["db_path"] = str(Path(args.db).resolve())
+    if args.weights:
+        config["weights"] = args.weights
+    if args.store == "embedded" and not config.get("db_path"):
+        raise ValueError("--db FILE is required for the embedded store (build one with `memlens import`)")
+    return config
+
+
+def with_secrets(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Secret fields filled from their environment variables (never from a file or flag)."""
+    from connectors.registry import REGISTRY
+
+    spec = REGISTRY.get(name)
+    full = dict(config)
+    for field in spec.fields if spec else ():
+        if field.kind == "secret" and field.env and os.environ.get(field.env):
+            full[field.name] = os.environ[field.env]
+    return full
+
+
+def print_progress(done: int, total: int) -> None:
+    print(f"\rquestions {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def report(evals: Any, run_id: str, fmt: str, floor: float | None, trec_run: str | None) -> int:
+    from dashboard.evaluation.export import trec_lines
+    from dashboard.evaluation.metrics import run_figures, table_lines
+
+    info = evals.run(run_id)
+    judged = evals.load_set(info.set_name, info.set_hash)
+    outcomes = evals.outcomes(run_id)
+    figures = run_figures(judged.questions, outcomes, info.k, floor)
+    if trec_run:
+        Path(trec_run).write_text("".join(line + "\n" for line in trec_lines(info, outcomes)), encoding="utf-8")
+    if fmt == "json":
+        body = {"run_id": run_id, "complete": info.complete, "metrics": figures.overall}
+        if not info.complete:
+            body["progress"] = {"done": info.done, "total": info.total}
+        print(json.dumps(body))
+    else:
+        print(f"run {run_id} {info.status}", file=sys.stderr)
+        print("\n".join(table_lines(figures)))
+    return 0 if info.complete else EXIT_STOPPED
+
+
+def run(args: argparse.Namespace) -> int:
+    from connectors.base import ConnectorError
+    from connectors.registry import create_store, fingerprint, public_config
+    from dashboard.evaluation import judged_sets
+    from dashboard.evaluation.runs import RunRequest, RunStopped, start_run
+    from dashboard.evaluation.storage import open_eval_store
+
+    try:
+        config = store_config(args)
+    except ValueError as exc:
+        print(f"memlens eval: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    evals = open_eval_store(dict(os.environ))
+    if Path(args.judged).exists():
+        try:
+            judged = judged_sets.read_file(args.judged, name=args.set_name, topics=args.topics)
+        except judged_sets.JudgedSetError as exc:
+            print(f"memlens eval: {exc}", file=sys.stderr)
+            return EXIT_UNUSABLE
+        if judged.issues:
+            print(judged.issue_report(), file=sys.stderr)
+            print(f"{judged.source}: {len(judged.issues)} line(s) skipped; running the other {len(judged.questions)}", file=sys.stderr)
+    else:
+        loaded = evals.load_set(args.judged)
+        if loaded is None:
+            print(f"memlens eval: {args.judged} is neither a file nor a kept judged set", file=sys.stderr)
+            return EXIT_UNUSABLE
+        judged = loaded
+    try:
+        store = create_store(args.store, with_secrets(args.store, config))
+    except ConnectorError as exc:
+        print(f"memlens eval: cannot open the store: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    request = RunRequest(
+        judged=judged,
+        store_name=args.store,
+        fingerprint=fingerprint(args.store, config),
+        settings=public_config(args.store, config),
+        k=args.k,
+        name=args.name,
+        keep_text=args.keep_text,
+    )
+    try:
+        info = start_run(store, evals, request, progress=print_progress)
+        run_id = info.run_id
+    except RunStopped as exc:
+        print(f"memlens eval: {exc}", file=sys.stderr)
+        run_id = exc.run_id
+    except ConnectorError as exc:
+        print(f"memlens eval: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    finally:
+        store.close()
+    return report(evals, run_id, args.format, args.floor, args.trec_run)

@@ -1,0 +1,86 @@
+"""`memlens runs`: the saved runs.
+
+    memlens runs list                          one line per run: id, status, set, store, k, name
+    memlens runs export RUN_ID --format trec   TREC run lines (qid Q0 docid rank score tag)
+    memlens runs export RUN_ID --format jsonl  one object per question: ranked hits with scores
+    memlens runs resume RUN_ID                 finish an incomplete run (same store settings;
+                                               secrets from the environment)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+EXIT_UNUSABLE = 2
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser("runs", help="list, export or resume saved runs")
+    actions = parser.add_subparsers(dest="runs_command", required=True)
+    listing = actions.add_parser("list", help="one line per saved run")
+    listing.set_defaults(handler=list_runs)
+    export = actions.add_parser("export", help="write a run as TREC run lines or JSONL")
+    export.add_argument("run_id", metavar="RUN_ID")
+    export.add_argument("--format", choices=("trec", "jsonl"), default="trec")
+    export.set_defaults(handler=export_run)
+    resume = actions.add_parser("resume", help="finish an incomplete run")
+    resume.add_argument("run_id", metavar="RUN_ID")
+    resume.add_argument("--format", choices=("table", "json"), default="table")
+    resume.set_defaults(handler=resume_run)
+    return parser
+
+
+def list_runs(args: argparse.Namespace) -> int:
+    from dashboard.evaluation.storage import open_eval_store
+
+    for info in open_eval_store(dict(os.environ)).runs():
+        print(
+            f"{info.run_id}\t{info.status}\t{info.set_name}@{info.set_hash}\t{info.fingerprint}\tk={info.k}\t"
+            f"{info.started_at}\t{info.name}"
+        )
+    return 0
+
+
+def export_run(args: argparse.Namespace) -> int:
+    from dashboard.evaluation.export import jsonl_lines, trec_lines
+    from dashboard.evaluation.storage import open_eval_store
+
+    evals = open_eval_store(dict(os.environ))
+    info = evals.run(args.run_id)
+    if info is None:
+        print(f"memlens runs export: no run {args.run_id!r}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    lines = trec_lines if args.format == "trec" else jsonl_lines
+    for line in lines(info, evals.outcomes(info.run_id)):
+        print(line)
+    return 0
+
+
+def resume_run(args: argparse.Namespace) -> int:
+    from connectors.base import ConnectorError
+    from connectors.registry import create_store
+    from dashboard.cli.eval import print_progress, report, with_secrets
+    from dashboard.evaluation import runs
+    from dashboard.evaluation.storage import open_eval_store
+
+    evals = open_eval_store(dict(os.environ))
+    info = evals.run(args.run_id)
+    if info is None:
+        print(f"memlens runs resume: no run {args.run_id!r}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    if not info.complete:
+        try:
+            store = create_store(info.store, with_secrets(info.store, info.settings))
+        except ConnectorError as exc:
+            print(f"memlens runs resume: cannot open the store: {exc}", file=sys.stderr)
+            return EXIT_UNUSABLE
+        try:
+            runs.resume_run(store, evals, info.run_id, progress=print_progress)
+        except runs.RunStopped as exc:
+            print(f"memlens runs resume: {exc}", file=sys.stderr)
+        finally:
+            store.close()
+    return report(evals, info.run_id, args.format, None, None)

@@ -1,0 +1,276 @@
+"""Judged sets and runs in the label database (SQLite, or PostgreSQL for a team).
+
+Tables (created with the label tables, in SQL both databases accept):
+
+    judged_sets       one row per (name, version): a set re-imported with other
+                      judgments is a new version, and the old one stays for the runs
+                      judged against it
+    judged_questions  the questions of each version, keyed by the content hash
+    eval_runs         one row per run: the set and its hash, the store's name,
+                      fingerprint and public settings (never a secret), k, times,
+                      how many questions it has answered out of how many
+    run_results       one row per (run, question): the ranked hits (id, score, raw
+                      score, breakdown, weights), latency, error; the query text only
+                      when the reviewer opted in
+
+A run is complete only when ``finished_at`` is set and every question has a row:
+a process killed mid-run leaves it incomplete, with its progress, and it can be
+resumed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
+from dashboard.labels.model import utc_now
+from dashboard.labels.store import LabelStore
+
+
+@dataclass(frozen=True)
+class RunHit:
+    memory_id: str
+    rank: int
+    score: float | None
+    raw_score: float | None = None
+    breakdown: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+
+    def as_list(self) -> list[Any]:
+        return [self.memory_id, self.rank, self.score, self.raw_score, self.breakdown, self.weights]
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    message_id: str
+    position: int
+    user_id: str | None
+    hits: list[RunHit]
+    latency_ms: float | None = None
+    error: str | None = None
+    query_text: str | None = None  # only when the reviewer opted in
+
+    def ranking(self) -> list[str]:
+        return [h.memory_id for h in sorted(self.hits, key=lambda h: h.rank)]
+
+
+@dataclass
+class RunInfo:
+    run_id: str
+    name: str
+    set_name: str
+    set_hash: str
+    store: str
+    fingerprint: str
+    settings: dict[str, Any]
+    k: int
+    started_at: str
+    finished_at: str | None
+    total: int
+    done: int = 0
+    keep_text: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.finished_at is not None and self.done >= self.total
+
+    @property
+    def status(self) -> str:
+        return "complete" if self.complete else f"incomplete ({self.done} of {self.total})"
+
+
+_RUN_COLUMNS = (
+    "run_id, name, set_name, set_hash, store, fingerprint, settings, k, started_at, finished_at, total, keep_text, notes"
+)
+
+
+def new_run_id() -> str:
+    # Time-ordered, so `runs list` reads oldest to newest; the random tail keeps two
+    # runs started in one second apart.
+    return utc_now().replace("-", "").replace(":", "")[:15] + "-" + secrets.token_hex(3)
+
+
+class EvalStore:
+    """Judged sets and runs, in the label store's database."""
+
+    def __init__(self, labels: LabelStore):
+        self.labels = labels
+
+    # ------------------------------------------------------------ judged sets
+
+    def save_set(self, judged: JudgedSet) -> str:
+        """Keep `judged` under its name; a version already kept is not written again."""
+        digest = judged.content_hash
+        with self.labels._transaction(lock_key=f"judged set {judged.name}"):
+            if not self.labels._run("SELECT 1 FROM judged_questions WHERE content_hash = ? LIMIT 1", (digest,)):
+                self.labels._run_many(
+                    "INSERT INTO judged_questions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (digest, i, q.message_id, q.user_id, q.query, json.dumps(q.grades), json.dumps(list(q.tags)))
+                        for i, q in enumerate(judged.questions)
+                    ],
+                )
+            if not self.labels._run(
+                "SELECT 1 FROM judged_sets WHERE name = ? AND content_hash = ?", (judged.name, digest)
+            ):
+                self.labels._run(
+                    "INSERT INTO judged_sets VALUES (?, ?, ?, ?, ?)",
+                    (judged.name, digest, judged.source, len(judged.questions), utc_now()),
+                )
+        return digest
+
+    def sets(self) -> list[dict[str, Any]]:
+        """Every kept version, newest first within a name."""
+        with self.labels._reading():
+            rows = self.labels._run(
+                "SELECT name, content_hash, source, questions, created_at FROM judged_sets ORDER BY name, created_at DESC"
+            )
+        return [dict(zip(("name", "content_hash", "source", "questions", "created_at"), r, strict=True)) for r in rows]
+
+    def set_names(self) -> list[str]:
+        return list(dict.fromkeys(s["name"] for s in self.sets()))
+
+    def load_set(self, name: str, content_hash: str | None = None) -> JudgedSet | None:
+        """The named set at `content_hash`, or its newest version."""
+        with self.labels._reading():
+            if content_hash is None:
+                row = self.labels._run(
+                    "SELECT content_hash, source FROM judged_sets WHERE name = ? ORDER BY created_at DESC LIMIT 1",
+                    (name,),
+                )
+            else:
+                row = self.labels._run(
+                    "SELECT content_hash, source FROM judged_sets WHERE name = ? AND content_hash = ?",
+                    (name, content_hash),
+                )
+            if not row:
+                return None
+            digest, source = row[0]
+            rows = self.labels._run(
+                "SELECT message_id, user_id, query_text, grades, tags FROM judged_questions "
+                "WHERE content_hash = ? ORDER BY position",
+                (digest,),
+            )
+        questions = [
+            JudgedQuestion(m, u, q, {k: int(v) for k, v in json.loads(g).items()}, tuple(json.loads(t)))
+            for m, u, q, g, t in rows
+        ]
+        return JudgedSet(name, questions, source=source or "")
+
+    # ------------------------------------------------------------ runs
+
+    def start_run(self, info: RunInfo) -> None:
+        with self.labels._transaction(lock_key=f"run {info.run_id}"):
+            self.labels._run(
+                f"INSERT INTO eval_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    info.run_id,
+                    info.name,
+                    info.set_name,
+                    info.set_hash,
+                    info.store,
+                    info.fingerprint,
+                    json.dumps(info.settings, sort_keys=True, default=str),
+                    info.k,
+                    info.started_at,
+                    None,
+                    info.total,
+                    int(info.keep_text),
+                    json.dumps(info.notes),
+                ),
+            )
+
+    def save_outcomes(self, run_id: str, outcomes: list[QueryOutcome]) -> None:
+        """One transaction per batch: a killed process loses at most the batch it was on."""
+        if not outcomes:
+            return
+        with self.labels._transaction(lock_key=f"run {run_id}"):
+            self.labels._run_many(
+                "INSERT INTO run_results VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, message_id) DO UPDATE SET "
+                "hits=excluded.hits, latency_ms=excluded.latency_ms, error=excluded.error, "
+                "query_text=excluded.query_text",
+                [
+                    (
+                        run_id,
+                        o.position,
+                        o.message_id,
+                        o.user_id,
+                        json.dumps([h.as_list() for h in o.hits]),
+                        o.latency_ms,
+                        o.error,
+                        o.query_text,
+                    )
+                    for o in outcomes
+                ],
+            )
+
+    def finish_run(self, run_id: str, notes: list[str] | None = None) -> None:
+        with self.labels._transaction(lock_key=f"run {run_id}"):
+            self.labels._run("UPDATE eval_runs SET finished_at = ? WHERE run_id = ?", (utc_now(), run_id))
+            if notes is not None:
+                self.labels._run("UPDATE eval_runs SET notes = ? WHERE run_id = ?", (json.dumps(notes), run_id))
+
+    def runs(self) -> list[RunInfo]:
+        with self.labels._reading():
+            rows = self.labels._run(f"SELECT {_RUN_COLUMNS} FROM eval_runs ORDER BY started_at, run_id")
+            done = dict(self.labels._run("SELECT run_id, COUNT(*) FROM run_results GROUP BY run_id"))
+        return [_run_info(row, done.get(row[0], 0)) for row in rows]
+
+    def run(self, run_id: str) -> RunInfo | None:
+        with self.labels._reading():
+            rows = self.labels._run(f"SELECT {_RUN_COLUMNS} FROM eval_runs WHERE run_id = ?", (run_id,))
+            done = self.labels._run("SELECT COUNT(*) FROM run_results WHERE run_id = ?", (run_id,))
+        return _run_info(rows[0], done[0][0]) if rows else None
+
+    def outcomes(self, run_id: str) -> list[QueryOutcome]:
+        with self.labels._reading():
+            rows = self.labels._run(
+                "SELECT message_id, position, user_id, hits, latency_ms, error, query_text FROM run_results "
+                "WHERE run_id = ? ORDER BY position",
+                (run_id,),
+            )
+        return [
+            QueryOutcome(
+                message_id=m,
+                position=p,
+                user_id=u,
+                hits=[RunHit(h[0], int(h[1]), h[2], h[3], h[4], h[5]) for h in json.loads(hits)],
+                latency_ms=latency,
+                error=error,
+                query_text=text,
+            )
+            for m, p, u, hits, latency, error, text in rows
+        ]
+
+
+def _run_info(row: tuple, done: int) -> RunInfo:
+    (run_id, name, set_name, set_hash, store, fp, settings, k, started, finished, total, keep_text, notes) = row
+    return RunInfo(
+        run_id=run_id,
+        name=name,
+        set_name=set_name,
+        set_hash=set_hash,
+        store=store,
+        fingerprint=fp,
+        settings=json.loads(settings),
+        k=int(k),
+        started_at=started,
+        finished_at=finished,
+        total=int(total),
+        done=int(done),
+        keep_text=bool(keep_text),
+        notes=json.loads(notes or "[]"),
+    )
+
+
+def open_eval_store(environ: dict[str, str]) -> EvalStore:
+    """The eval store in the label database the app uses: $MEMLENS_LABELS_URL, else
+    labels.sqlite in the data directory."""
+    from connectors.paths import data_dir
+    from dashboard.labels import label_store_target, open_label_store
+
+    return EvalStore(open_label_store(label_store_target(environ, data_dir())))

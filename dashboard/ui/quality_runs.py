@@ -1,0 +1,363 @@
+"""The Quality page on runs: pick a judged set, run it against the chosen store,
+see its metrics, compare two runs, and try other weights on a run's candidates.
+
+A run is started by a button and saved batch by batch; a rerun of the page (any
+other click, or Cancel) stops it between batches and it stays incomplete, to be
+resumed. Everything else on the page reads saved runs: moving a control never
+queries the store."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from connectors.base import ConnectorError
+from connectors.registry import public_config
+from dashboard.display import inert_markdown
+from dashboard.evaluation import judged_sets, whatif
+from dashboard.evaluation.compare import CompareError, Comparison, compare_runs, inspect_link
+from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
+from dashboard.evaluation.metrics import RunFigures, format_value, run_figures
+from dashboard.evaluation.runs import RunRequest, RunStopped, resume_run, start_run, store_limit
+from dashboard.evaluation.storage import EvalStore, RunInfo
+from dashboard.floor import default_floor
+from dashboard.labels.model import LabelStoreError
+from dashboard.ui import cache
+from dashboard.ui.sidebar import StoreChoice
+
+DEMO_SET = "demo (bundled)"
+MAX_K = 100
+
+
+def eval_store() -> EvalStore | None:
+    try:
+        return EvalStore(cache.label_store())
+    except LabelStoreError as exc:
+        st.error(f"The label database cannot be reached, so runs cannot be kept: {exc}")
+        return None
+
+
+# ------------------------------------------------------------------ judged sets
+
+
+def _keep(evals: EvalStore, judged: JudgedSet) -> None:
+    evals.save_set(judged)
+    st.session_state["eval_set"] = judged.name
+    st.session_state["eval_set_message"] = (
+        f"Kept judged set **{judged.name}**: {len(judged.questions)} questions"
+        + (f"; {len(judged.issues)} {'turn(s)' if judged.source == 'labels' else 'line(s)'} left out" if judged.issues else "")
+    )
+
+
+def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
+    st.subheader("Judged set")
+    with st.expander("Upload a judged set (JSONL) or promote labelled turns"):
+        upload = st.file_uploader("Judged set (JSONL)", type=["jsonl", "json", "txt"], key="eval_upload")
+        name = st.text_input("Name to keep it under", key="eval_upload_name")
+        keep = st.button("Keep this judged set", key="eval_keep_upload", disabled=upload is None)
+        if keep and upload is not None:
+            try:
+                uploaded = judged_sets.from_text(
+                    upload.getvalue().decode("utf-8", errors="replace"),
+                    name=name.strip() or upload.name.rsplit(".", 1)[0],
+                    source=upload.name,
+                )
+                _keep(evals, uploaded)
+                if uploaded.issues:
+                    st.session_state["eval_set_issues"] = uploaded.issue_report()
+            except JudgedSetError as exc:
+                st.error(str(exc))
+        promote_name = st.text_input("Name for the promoted set", value="from labels", key="eval_promote_name")
+        if st.button("Promote labelled turns to a judged set", key="eval_promote"):
+            _promote(evals, promote_name.strip() or "from labels")
+    if message := st.session_state.pop("eval_set_message", None):
+        st.success(message)
+    if issues := st.session_state.pop("eval_set_issues", None):
+        st.warning("Lines skipped:\n\n" + "\n".join(f"- {line}" for line in issues.splitlines()[:50]))
+    names = [DEMO_SET, *[n for n in evals.set_names() if n != "demo"]]
+    if st.session_state.get("eval_set") not in names:
+        st.session_state["eval_set"] = DEMO_SET
+    chosen = st.selectbox("Judged set", names, key="eval_set")
+    judged: JudgedSet | None = judged_sets.demo_set() if chosen == DEMO_SET else evals.load_set(chosen)
+    if judged:
+        answerable = sum(q.answerable for q in judged.questions)
+        st.caption(
+            f"{len(judged.questions)} questions ({answerable} answerable), version {judged.content_hash}"
+        )
+    return judged
+
+
+def _promote(evals: EvalStore, name: str) -> None:
+    labels = evals.labels.labels()
+    texts: dict[str, tuple[str | None, str | None]] = {}
+    for session in evals.labels.sessions():
+        for item in evals.labels.session_items(session.name):
+            if item.query_text:
+                texts.setdefault(item.message_id, (item.query_text, item.user_id))
+    for label in labels:
+        if label.query_text and label.message_id not in texts:
+            texts[label.message_id] = (label.query_text, None)
+    questions, issues = judged_sets.from_labels(labels, texts)
+    if not questions:
+        st.error(
+            "No labelled turn could be promoted: a turn needs its query text, kept when the reviewer opted in."
+            + (f" ({len(issues)} turn(s) without it)" if issues else "")
+        )
+        return
+    _keep(evals, JudgedSet(name, questions, source="labels", issues=issues))
+
+
+# ------------------------------------------------------------------ running
+
+
+def run_controls(evals: EvalStore, choice: StoreChoice, judged: JudgedSet) -> None:
+    st.subheader("Run it")
+    limit = min(store_limit(choice.store) or MAX_K, MAX_K) if choice.store else MAX_K
+    state = st.session_state
+    state.setdefault("eval_k", min(10, limit))
+    cols = st.columns([1, 2, 2])
+    k = cols[0].number_input("k", min_value=1, max_value=limit, step=1, key="eval_k",
+                             help="Memories asked for per question. Fetch deeper than the cutoff for what-if weights.")
+    name = cols[1].text_input("Run name", key="eval_run_name", placeholder=f"{judged.name} on {choice.fingerprint}")
+    keep_text = cols[2].checkbox("Keep query text with the run", key="eval_keep_text",
+                                 help="Off: the run holds ids and scores only.")
+    start = st.button("Start run", key="eval_start", type="primary", disabled=choice.store is None)
+    if start and choice.store is not None:
+        request = RunRequest(judged, choice.name, choice.fingerprint, public_config(choice.name, choice.config),
+                             int(k), name.strip(), bool(keep_text))
+        _execute(lambda progress: start_run(choice.store, evals, request, progress=progress))
+    incomplete = [r for r in evals.runs() if not r.complete and r.fingerprint == choice.fingerprint]
+    if incomplete and choice.store is not None:
+        labels = {r.run_id: f"{r.name} ({r.status})" for r in incomplete}
+        picked = str(st.selectbox("Incomplete runs on this store", list(labels), format_func=lambda r: labels[r],
+                                  key="eval_resume_run"))
+        if st.button("Resume", key="eval_resume"):
+            _execute(lambda progress: resume_run(choice.store, evals, picked, progress=progress))
+
+
+def _execute(work: Any) -> None:
+    bar = st.progress(0.0, text="Starting the run")
+    # Any click reruns the page, which stops this script between two batches: the
+    # answers so far are saved and the run stays incomplete, to be resumed.
+    st.button("Cancel run", key="eval_cancel")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total if total else 1.0, text=f"{done} of {total} questions")
+
+    try:
+        info = work(progress)
+        st.session_state["eval_run"] = info.run_id
+        st.success(f"Run **{info.name}** complete: {info.total} questions.")
+    except RunStopped as exc:
+        st.warning(f"The run stopped and is kept as incomplete: {exc}")
+    except ConnectorError as exc:
+        st.error(f"The store failed: {exc}")
+
+
+# ------------------------------------------------------------------ figures
+
+
+def runs_frame(runs: list[RunInfo]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"run": r.run_id, "name": r.name, "status": r.status, "judged set": f"{r.set_name} ({r.set_hash[:8]})",
+             "store": r.fingerprint, "k": r.k, "started": r.started_at[:19]}
+            for r in reversed(runs)
+        ]
+    )
+
+
+def _run_label(runs: list[RunInfo]) -> dict[str, str]:
+    return {r.run_id: f"{r.name} · {r.run_id} · {r.status}" for r in reversed(runs)}
+
+
+def figures_of(evals: EvalStore, info: RunInfo, n: int, floor: float | None) -> tuple[JudgedSet | None, RunFigures | None]:
+    judged = evals.load_set(info.set_name, info.set_hash)
+    if judged is None:
+        return None, None
+    return judged, run_figures(judged.questions, evals.outcomes(info.run_id), n, floor)
+
+
+def show_runs(evals: EvalStore) -> list[RunInfo]:
+    st.subheader("Runs")
+    runs = evals.runs()
+    if not runs:
+        st.info("No run yet: start one above.")
+        return runs
+    st.dataframe(runs_frame(runs), hide_index=True, width="stretch", key="eval_runs_table")
+    labels = _run_label(runs)
+    if st.session_state.get("eval_run") not in labels:
+        st.session_state["eval_run"] = next(iter(labels))
+    run_id = st.selectbox("Run", list(labels), format_func=lambda r: labels[r], key="eval_run")
+    info = next(r for r in runs if r.run_id == run_id)
+    cols = st.columns(2)
+    st.session_state.setdefault("eval_cutoff", info.k)
+    n = int(cols[0].number_input("Cutoff n (metrics @n)", min_value=1, max_value=MAX_K, step=1, key="eval_cutoff"))
+    floor = float(cols[1].slider("Floor", 0.0, 1.0, value=default_floor(), step=0.01, key="eval_floor"))
+    n = min(n, info.k)
+    judged, figures = figures_of(evals, info, n, floor)
+    if figures is None:
+        st.error(f"The judged set this run was judged against ({info.set_name}, {info.set_hash}) is gone.")
+        return runs
+    if not info.complete:
+        st.warning(f"This run is {info.status}: the figures cover the questions it answered only.")
+    if figures.errors:
+        st.warning(f"{figures.errors} question(s) failed in this run and count as returning nothing.")
+    for note in info.notes:
+        st.caption(f"Store note: {note}")
+    metrics_cols = st.columns(4)
+    for col, name in zip(metrics_cols, (f"recall@{n}", "mrr", f"ndcg@{n}", "floor_precision"), strict=True):
+        col.metric(name, format_value(figures.overall.get(name)))
+    overall, by_tag, by_user, per_query = st.tabs(["Overall", "Per tag", "Per user", "Per question"])
+    overall.dataframe(pd.DataFrame([{"metric": k, "value": v} for k, v in figures.overall.items()]),
+                      hide_index=True, key="eval_overall")
+    by_tag.dataframe(pd.DataFrame.from_dict(figures.by_tag, orient="index"), key="eval_by_tag")
+    by_user.dataframe(pd.DataFrame.from_dict(figures.by_user, orient="index"), key="eval_by_user")
+    per_query.dataframe(
+        pd.DataFrame([{"message_id": r.message_id, "user": r.user_id, **r.values, "error": r.error} for r in figures.per_query]),
+        hide_index=True, key="eval_per_query",
+    )
+    return runs
+
+
+def show_compare(evals: EvalStore, runs: list[RunInfo]) -> None:
+    st.subheader("Compare two runs")
+    if len(runs) < 2:
+        st.caption("Two runs of one judged set are needed.")
+        return
+    labels = _run_label(runs)
+    ids = list(labels)
+    state = st.session_state
+    if state.get("eval_run_a") not in ids:
+        state["eval_run_a"] = ids[1]
+    if state.get("eval_run_b") not in ids:
+        state["eval_run_b"] = ids[0]
+    cols = st.columns(3)
+    a = str(cols[0].selectbox("Run A (baseline)", ids, format_func=lambda r: labels[r], key="eval_run_a"))
+    b = str(cols[1].selectbox("Run B (candidate)", ids, format_func=lambda r: labels[r], key="eval_run_b"))
+    info_a, info_b = (next(r for r in runs if r.run_id == x) for x in (a, b))
+    n = min(info_a.k, info_b.k)
+    metrics = [f"recall@{n}", f"precision@{n}", "mrr", f"ndcg@{n}", f"hit_rate@{n}", "floor_precision"]
+    if state.get("eval_compare_metric") not in metrics:
+        state["eval_compare_metric"] = metrics[0]
+    metric = cols[2].selectbox("Metric", metrics, key="eval_compare_metric")
+    floor = float(state.get("eval_floor", default_floor()))
+    judged = evals.load_set(info_a.set_name, info_a.set_hash)
+    try:
+        if judged is None:
+            raise CompareError(f"run A's judged set ({info_a.set_name}, {info_a.set_hash}) is gone")
+        comparison = compare_runs(info_a, evals.outcomes(a), info_b, evals.outcomes(b), judged, metric, floor=floor)
+    except CompareError as exc:
+        st.error(f"These runs cannot be compared: {exc}")
+        return
+    show_comparison(comparison, judged, floor)
+
+
+def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
+    cols = st.columns(4)
+    cols[0].metric(f"{c.metric}, A", f"{c.mean_a:.4f}")
+    cols[1].metric(f"{c.metric}, B", f"{c.mean_b:.4f}", delta=f"{c.mean_delta:+.4f}")
+    cols[2].metric("B wins / ties / losses", f"{c.wins} / {c.ties} / {c.losses}")
+    cols[3].metric("p-value", f"{c.p_value:.4f}")
+    verdict = "significant" if c.significant else "not significant"
+    st.caption(f"Paired randomisation test over {len(c.deltas)} questions: the difference is {verdict} at p < 0.05.")
+    worst = c.worst(20)
+    if not worst:
+        st.success("B lost on no question.")
+        return
+    questions = judged.by_id()
+    st.markdown("**Questions B lost most on** (open one on Inspect against the store it ran on)")
+    k = c.run_b.k
+    rows: list[dict[str, Any]] = []
+    for d in worst:
+        question = questions[d.message_id]
+        rows.append({"message_id": d.message_id, "user": d.user_id, "A": d.a, "B": d.b, "delta": d.delta,
+                     "inspect": inspect_link(question.query, question.user_id, k, floor)})
+    st.dataframe(
+        pd.DataFrame(rows), hide_index=True, width="stretch", key="eval_compare_worst",
+        column_config={"inspect": st.column_config.LinkColumn("Inspect", display_text="open on Inspect")},
+    )
+    # The same links as plain anchors too: a grid cell is drawn on a canvas, which
+    # keyboard and screen-reader users cannot follow.
+    st.markdown(
+        "Open on Inspect: "
+        + ", ".join(f"[{inert_markdown(str(row['message_id']))}]({row['inspect']})" for row in rows[:5])
+    )
+    settings = json.dumps(c.run_b.settings, sort_keys=True)
+    st.caption(f"Run B ran on {c.run_b.fingerprint} with settings {settings}: pick the same store and settings in the sidebar.")
+
+
+# ------------------------------------------------------------------ what-if
+
+
+def _apply_weights(text: str) -> None:
+    # A callback runs before the sidebar draws, so its widget may still be set.
+    st.session_state["cfg_embedded_weights"] = text
+
+
+def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
+    st.subheader("What-if weights")
+    run_id = st.session_state.get("eval_run")
+    info = next((r for r in runs if r.run_id == run_id), None)
+    if info is None:
+        st.caption("Pick a run above.")
+        return
+    st.caption(
+        "Re-scores the candidates this run fetched with other component weights, without asking the store "
+        "again. Only fetched candidates can move: fetch deeper (a larger k) than the cutoff you judge at."
+    )
+    cols = st.columns(3)
+    metric = cols[0].selectbox("Metric", whatif.METRICS, key="whatif_metric")
+    st.session_state.setdefault("whatif_n", min(3, info.k))
+    n = int(cols[1].number_input("at cutoff n", min_value=1, max_value=MAX_K, step=1, key="whatif_n"))
+    thresholds = cols[2].checkbox("Also search a threshold", key="whatif_threshold")
+    if not st.button("Search weights", key="whatif_search"):
+        result = st.session_state.get("whatif_result")
+    else:
+        judged = evals.load_set(info.set_name, info.set_hash)
+        try:
+            if judged is None:
+                raise whatif.WhatIfError("the run's judged set is gone")
+            result = whatif.search(
+                judged.questions, evals.outcomes(info.run_id), metric=metric, n=min(n, info.k), k=info.k,
+                thresholds=[round(0.05 * i, 2) for i in range(13)] if thresholds else (0.0,),
+            )
+            st.session_state["whatif_result"] = (info.run_id, result)
+            result = st.session_state["whatif_result"]
+        except whatif.WhatIfError as exc:
+            st.error(str(exc))
+            return
+    if not result or result[0] != info.run_id:
+        return
+    shown = result[1]
+    st.markdown(f"**{shown.summary()}**")
+    held = shown.share_held
+    if held is not None:
+        st.info(f"{held:.0%} of the gain found on the search split held on the held-out questions.")
+    rows = [{"setting": "store's own", **shown.own_weights, "threshold": None,
+             "search split": shown.own_train, "held out": shown.own_held_out}]
+    rows += [{"setting": f"#{i}", **s.weights, "threshold": s.threshold, "search split": s.train,
+              "held out": s.held_out} for i, s in enumerate(shown.top, start=1)]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="whatif_table")
+    if info.store == "embedded":
+        text = whatif.weights_text(shown.best.weights)
+        st.button(f"Use {text} as the embedded store's weights", key="whatif_apply", on_click=_apply_weights, args=(text,))
+        st.caption(f"On the command line: `memlens eval ... --weights {text}`")
+
+
+def show(choice: StoreChoice) -> None:
+    evals = eval_store()
+    if evals is None:
+        return
+    judged = judged_set_picker(evals)
+    if judged is not None:
+        if choice.error:
+            st.error(f"Cannot open the store: {choice.error}")
+        else:
+            run_controls(evals, choice, judged)
+    runs = show_runs(evals)
+    show_compare(evals, runs)
+    show_whatif(evals, runs)

@@ -1,0 +1,41 @@
+"""Factories the LangGraph connector tests name as `module:function`, as a user would."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from connectors.demo_loader import demo_rows
+from connectors.langgraph_store import minilm_embed
+
+
+@cache
+def demo_store():
+    """An InMemoryStore with the real MiniLM index, holding the demo memories under
+    ("memories", user_id), each value {"text": ..., "kind": ...}."""
+    from langgraph.store.base import IndexConfig
+    from langgraph.store.memory import InMemoryStore
+
+    index: IndexConfig = {"dims": 384, "embed": minilm_embed, "fields": ["text"]}
+    store = InMemoryStore(index=index)
+    rows, _ = demo_rows()
+    for row in rows:
+        store.put(("memories", row["user_id"]), row["id"], {"text": row["text"], "note": {"body": row["text"]}})
+    return store
+
+
+def wrong_dims_store():
+    from langgraph.store.base import IndexConfig
+    from langgraph.store.memory import InMemoryStore
+
+    index: IndexConfig = {"dims": 768, "embed": minilm_embed}
+    return InMemoryStore(index=index)
+
+
+def no_index_store():
+    from langgraph.store.memory import InMemoryStore
+
+    return InMemoryStore()
+
+
+def not_a_store():
+    return {"memories": []}

@@ -1,0 +1,97 @@
+"""Runs against an HTTP store (the loopback MemorySync look-alike): a 429's
+retry_after pauses every worker and the run still completes; a store that fails
+mid-run leaves the run incomplete with its progress, and resuming finishes it."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors.memorysync import open_store
+from dashboard.evaluation.judged_sets import demo_set
+from dashboard.evaluation.runs import CONCURRENCY, RunRequest, RunStopped, resume_run, start_run
+from dashboard.evaluation.storage import EvalStore
+from dashboard.labels import open_label_store
+
+API_KEY = "msk-live-TESTKEY-7f3a9c21e4b8d6"
+QUERY = "/memory/query"
+
+
+@pytest.fixture
+def evals(tmp_path):
+    labels = open_label_store(tmp_path / "labels.sqlite")
+    yield EvalStore(labels)
+    labels.close()
+
+
+def request_for(server) -> RunRequest:
+    return RunRequest(demo_set(), "memorysync", "memorysync:test", {"base_url": server.url}, k=5)
+
+
+def test_a_429_pauses_every_worker_for_retry_after(memorysync_server, evals):
+    store = open_store(base_url=memorysync_server.url, api_key=API_KEY, max_retries=0)
+    memorysync_server.inject(
+        429, {"error": {"code": "rate_limited", "message": "slow down", "details": {"retry_after": 0.6}}}, route=QUERY
+    )
+    info = start_run(store, evals, request_for(memorysync_server))
+    store.close()
+    assert info.complete and not any(o.error for o in evals.outcomes(info.run_id))
+    arrivals = [r.at for r in memorysync_server.requests_to(QUERY)]
+    assert len(arrivals) == 38 + 1  # every question once, plus the one that was asked to wait
+    limited = min(arrivals)  # the first request is the one answered 429
+    # Inside the pause arrive only requests the other workers had sent before the 429
+    # came back (at most one each, or two if one was just finishing): without the
+    # shared pause they would go on sending the rest of the set.
+    inside = [a for a in arrivals if limited < a < limited + 0.5]
+    assert len(inside) <= 2 * (CONCURRENCY - 1)
+    assert any("slow down 1 time(s) (429)" in note for note in info.notes)
+    # The hits keep the store's breakdown, ready for what-if weights.
+    assert evals.outcomes(info.run_id)[2].hits[0].breakdown
+
+
+def test_a_store_failing_mid_run_leaves_it_incomplete_and_resume_finishes_it(memorysync_server, evals):
+    store = open_store(base_url=memorysync_server.url, api_key=API_KEY, max_retries=0)
+    memorysync_server.inject(503, {"error": {"code": "unavailable", "message": "down"}}, route=QUERY, times=20)
+    with pytest.raises(RunStopped, match="the store failed 8 times in a row") as stopped:
+        start_run(store, evals, request_for(memorysync_server))
+    run_id = stopped.value.run_id
+    partial = evals.run(run_id)
+    assert not partial.complete and 0 < partial.done < 38
+    assert partial.status == f"incomplete ({partial.done} of 38)"
+    assert not any(o.error for o in evals.outcomes(run_id))  # failures are not kept as answers
+    finished = resume_run(store, evals, run_id)
+    store.close()
+    assert finished.complete and finished.done == 38
+
+
+def test_memlens_eval_on_a_hosted_store_keeps_no_secret_and_no_text(memorysync_server, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    config = tmp_path / "memorysync.json"
+    config.write_text(json.dumps({"base_url": memorysync_server.url, "max_retries": 0}))
+    env = {**os.environ, "MEMLENS_DATA_DIR": str(tmp_path), "MEMORYSYNC_API_KEY": API_KEY, "PYTHONPATH": str(root)}
+    env.pop("MEMLENS_LABELS_URL", None)
+
+    def memlens(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dashboard.cli.main", *args], env=env, cwd=root,
+                              capture_output=True, text=True, timeout=600)
+
+    evaluated = memlens("eval", str(root / "demo_data" / "queries.jsonl"), "--store", "memorysync",
+                        "--config", str(config), "--k", "5", "--format", "json")
+    assert evaluated.returncode == 0, evaluated.stderr
+    run = json.loads(evaluated.stdout)
+    assert run["complete"] is True and run["metrics"]["recall@5"] > 0.5
+    exported = memlens("runs", "export", run["run_id"], "--format", "jsonl").stdout
+    listing = memlens("runs", "list").stdout
+    rows = [json.loads(line) for line in exported.splitlines()]
+    assert len(rows) == 38 and rows[2]["hits"][0]["breakdown"]
+    assert all("query" not in row for row in rows)  # no text unless --keep-text
+    # The label database (and its write-ahead log) holds the store's public settings only.
+    database = b"".join(p.read_bytes() for p in tmp_path.glob("labels.sqlite*"))
+    for place in (exported, listing, evaluated.stdout, evaluated.stderr, database.decode("latin-1")):
+        assert API_KEY not in place
+    assert "Where does the user live?" not in exported

@@ -1,0 +1,104 @@
+"""The Quality page on runs, in AppTest: upload a judged set (a bad line named, the
+rest kept), run it on the demo store, see its figures, run it again with a weighting
+that over-rewards recency, compare the two (the losses link to Inspect), and search
+the weights back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
+UPLOAD = DEMO_QUERIES.read_bytes() + b'{"message_id": "broken", "query": 5}\n'
+
+
+def quality_page(app):
+    at = app()
+    at.run()
+    at.switch_page("views/quality.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def metric(at, label):
+    return next(m for m in at.metric if m.label == label)
+
+
+def test_upload_run_compare_and_search_weights(app, data_dir):
+    at = quality_page(app)
+    at.file_uploader(key="eval_upload").set_value(("team.jsonl", UPLOAD, "application/jsonl")).run()
+    at.text_input(key="eval_upload_name").set_value("team").run()
+    at.button(key="eval_keep_upload").click().run()
+    assert not at.exception, at.exception
+    assert any("Kept judged set **team**: 38 questions; 1 line(s) left out" in s.value for s in at.success)
+    assert any("team.jsonl: line 39, field 'query'" in w.value for w in at.warning)
+    assert at.selectbox(key="eval_set").value == "team"
+
+    at.number_input(key="eval_k").set_value(5).run()
+    at.text_input(key="eval_run_name").set_value("default weights").run()
+    at.button(key="eval_start").click().run()
+    assert not at.exception, at.exception
+    assert any("Run **default weights** complete: 38 questions" in s.value for s in at.success)
+    assert float(metric(at, "recall@5").value) > 0.9  # the demo store finds the demo answers
+
+    # The same set on the store re-weighted to favour fresh memories.
+    at.session_state["cfg_embedded_weights"] = "semantic=0.05,recency=0.95,importance=0,usage=0"
+    at.run()
+    at.text_input(key="eval_run_name").set_value("recency heavy").run()
+    at.button(key="eval_start").click().run()
+    assert not at.exception, at.exception
+    runs = next(d.value for d in at.dataframe if "status" in d.value.columns)
+    assert list(runs["status"]) == ["complete", "complete"]
+
+    at.selectbox(key="eval_compare_metric").set_value("mrr").run()
+    assert at.selectbox(key="eval_run_b").value == at.session_state["eval_run"]  # the newest run is B
+    losses = int(metric(at, "B wins / ties / losses").value.split(" / ")[2])
+    assert losses > 0 and float(metric(at, "p-value").value) < 0.05
+    worst = next(d.value for d in at.dataframe if "inspect" in d.value.columns)
+    link = urlsplit(worst["inspect"].iloc[0])
+    params = parse_qs(link.query)
+    assert link.path == "/inspect" and set(params) == {"query", "user", "k", "floor"}
+    assert params["k"] == ["5"]
+
+    # What-if on the recency-heavy run: semantic weight comes back, on held-out questions too.
+    at.selectbox(key="whatif_metric").set_value("mrr").run()
+    at.button(key="whatif_search").click().run()
+    assert not at.exception, at.exception
+    assert any("of the gain found on the search split held on the held-out questions" in i.value for i in at.info)
+    table = next(d.value for d in at.dataframe if "held out" in d.value.columns)
+    assert table["semantic"].iloc[1] > table["semantic"].iloc[0]  # best vs the store's own
+    at.button(key="whatif_apply").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["cfg_embedded_weights"].startswith("importance=")
+
+    # The Calibrate page takes the run's judged hits as its labels.
+    run_id = at.session_state["eval_run"]
+    at.switch_page("views/calibrate.py").run()
+    at.radio(key="calibrate_source").set_value("A saved run").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="calibrate_run").value == run_id
+    # 38 questions, five scored hits each, every hit judged by the set.
+    assert metric(at, "Labelled hits").value == "190" and metric(at, "Turns").value == "38"
+
+
+def test_labelled_turns_are_promoted_to_a_judged_set(app, data_dir):
+    from dashboard.labels.store import LabelStore
+
+    labels = LabelStore(data_dir / "labels.sqlite")
+    # Two turns whose query text the reviewer chose to keep, one without it.
+    for message_id, memory_id, value, text in (
+        ("turn-1", "sam-01", "relevant", "Where does the user live?"),
+        ("turn-1", "sam-02", "not_relevant", "Where does the user live?"),
+        ("turn-2", "sam-02", "relevant", "Which UI theme does the user prefer?"),
+        ("turn-3", "sam-03", "relevant", None),
+    ):
+        labels.upsert(message_id=message_id, memory_id=memory_id, label=value, reviewer="ana",
+                      store="embedded:x", rank=1, score=0.5, query_text=text)
+    labels.close()
+    at = quality_page(app)
+    at.text_input(key="eval_promote_name").set_value("week 48").run()
+    at.button(key="eval_promote").click().run()
+    assert not at.exception, at.exception
+    assert any("Kept judged set **week 48**: 2 questions; 1 turn(s) left out" in s.value for s in at.success)
+    assert at.selectbox(key="eval_set").value == "week 48"
+    assert any("2 questions (2 answerable)" in c.value for c in at.caption)
