@@ -315,6 +315,10 @@ def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer:
     try:
         existing = {row.memory_id: row.label for row in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
     except LabelStoreError as exc:
+        # A click that failed is reported even though its row cannot be drawn now.
+        for hit in result.hits[:MAX_LABEL_ROWS]:
+            if error := st.session_state.pop(f"label_error_{hit.memory_id}", None):
+                st.error(error)
         st.error(f"Labelling is unavailable: {exc}")
         return
     labels = _row_labels(msg, reviewer)
