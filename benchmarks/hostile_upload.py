@@ -21,7 +21,6 @@ import argparse
 import json
 import logging
 import os
-import sys
 import tempfile
 import time
 
@@ -102,4 +101,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -37,7 +37,7 @@ def test_sign_in_label_as_the_signed_in_identity_and_sign_out(tmp_path, browser)
             assert app.url.endswith(f":{port}")
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             page = context.new_page()
-            page.base_url = app.url  # type: ignore[attr-defined]
+            page.base_url = app.url
             page.goto(app.url)
             wait_idle(page)
             page.get_by_text("Sign in to continue").wait_for()
