@@ -46,10 +46,12 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
 )
+from connectors.redaction import REDACTED, redact, shorten
+
+__all__ = ["REDACTED", "HttpBoundary", "HttpReply", "redact"]
 
 log = logging.getLogger(__name__)
 
-REDACTED = "***"
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
 MAX_MESSAGE_CHARS = 300
 
@@ -64,22 +66,6 @@ class HttpReply:
     latency_ms: float  # of the attempt that succeeded
     attempts: int
     headers: httpx.Headers
-
-
-def redact(value: Any, secrets: Iterable[str]) -> Any:
-    """`value` with every secret string replaced by ***, walking dicts and lists."""
-    secrets = [s for s in secrets if s]
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, dict):
-        return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, secrets) for v in value]
-    return value
 
 
 def parse_retry_after(body: Any, headers: httpx.Headers, now: Callable[[], datetime] | None = None) -> float | None:
@@ -161,17 +147,18 @@ def error_code(body: Any) -> str | None:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 1] + "…"
+    return shorten(text, MAX_MESSAGE_CHARS)
 
 
-def _request_id(body: Any, headers: httpx.Headers) -> str | None:
+def _request_id(body: Any, headers: httpx.Headers, secrets: Iterable[str]) -> str | None:
+    """The store's request id, redacted before it is cut: a store may echo the key
+    in it, and a cut key would no longer match."""
+    raw = None
     if isinstance(body, dict) and body.get("request_id"):
-        return str(body["request_id"])[:100]
-    for name in REQUEST_ID_HEADERS:
-        if headers.get(name):
-            return headers[name][:100]
-    return None
+        raw = str(body["request_id"])
+    else:
+        raw = next((headers[name] for name in REQUEST_ID_HEADERS if headers.get(name)), None)
+    return shorten(redact(raw, secrets), 100) if raw else None
 
 
 class HttpBoundary:
@@ -250,7 +237,7 @@ class HttpBoundary:
                 ) from exc
             latency_ms = (time.perf_counter() - started) * 1000
             body, decoded = self._decode(response)
-            request_id = _request_id(body if decoded else None, response.headers)
+            request_id = _request_id(body if decoded else None, response.headers, self._secrets)
             log.info(
                 "%s %s -> %s (attempt %d, %.0f ms, request id %s)",
                 self.store_title, route, response.status_code, attempt, latency_ms, request_id,
@@ -293,7 +280,8 @@ class HttpBoundary:
         return None
 
     def _error(self, route: str, status: int, body: Any, response: httpx.Response, request_id: str | None, attempts: int) -> ConnectorError:
-        message = self.redact(error_message(body, response.text if body is None else ""))
+        # Redacted before error_message cuts it: a key straddling the cut would survive.
+        message = error_message(self.redact(body), self.redact(response.text) if body is None else "")
         where = f"{self.store_title} {route}"
         tried = f" after {attempts} attempts" if attempts > 1 else ""
         common: dict[str, Any] = {"request_id": request_id, "status": status}

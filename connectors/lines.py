@@ -17,6 +17,40 @@ from dataclasses import dataclass
 from typing import Any
 
 LINE = "(line)"  # the `field` of an issue about the whole line rather than one field
+# Bounds against hostile files: an issue quotes at most MAX_ECHO_CHARS of the input,
+# and a line nested deeper than MAX_DEPTH is refused before anything recurses into it.
+MAX_ECHO_CHARS = 200
+MAX_DEPTH = 64
+# The largest rank a file may give: every whole number up to 2**53 is exact as a
+# float (logs are read through float columns), and it fits a 64-bit integer.
+MAX_RANK = 2**53
+
+
+def echo(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters: what a message may quote of the input."""
+    if isinstance(value, str) and len(value) > limit:
+        value = value[: limit + 1]  # repr of a 1 MB string would build 1 MB first
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """Text cut to ``limit`` characters, for quoting a list the input gave (a header)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """True when `value` nests containers more than `limit` deep (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values() if isinstance(child, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item if isinstance(child, (dict, list)))
+    return False
 
 
 @dataclass(frozen=True)
@@ -28,6 +62,14 @@ class LineIssue:
     field: str  # the field's name, or "(line)" when the line itself is unreadable
     message: str
     skipped: bool = True  # False: only this field was ignored, the rest of the row is used
+
+    def __post_init__(self) -> None:
+        # However a message was built, it never carries more than a bounded piece of
+        # the input (a 12 MB header, a 1 MB value) to a page or a report.
+        if len(self.message) > 2 * MAX_ECHO_CHARS:
+            object.__setattr__(self, "message", self.message[: 2 * MAX_ECHO_CHARS - 1] + "…")
+        if len(self.field) > MAX_ECHO_CHARS:
+            object.__setattr__(self, "field", self.field[: MAX_ECHO_CHARS - 1] + "…")
 
     def at(self) -> str:
         """The issue without the file name: for lists that already say which file."""
@@ -43,6 +85,13 @@ def parse_line(line: str, number: int, file: str) -> dict[str, Any] | LineIssue:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         return LineIssue(file, number, LINE, f"not valid JSON: {exc.msg} at column {exc.colno}")
+    except RecursionError:
+        return LineIssue(file, number, LINE, f"nested more than {MAX_DEPTH} levels deep")
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        return LineIssue(file, number, LINE, f"a number too long to read ({exc.args[0].split(':')[0]})")
+    # Counting brackets is C-speed; only a line that might nest deeply is walked.
+    if line.count("[") + line.count("{") > MAX_DEPTH and _depth_over(obj, MAX_DEPTH):
+        return LineIssue(file, number, LINE, f"nested more than {MAX_DEPTH} levels deep")
     if not isinstance(obj, dict):
         return LineIssue(file, number, LINE, f"expected a JSON object, got {type(obj).__name__}")
     return obj

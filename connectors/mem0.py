@@ -67,6 +67,7 @@ from connectors.base import (
 )
 from connectors.mem0_history import events_of_kinds, memory_history
 from connectors.paths import data_dir
+from connectors.registry import destination
 
 # The Platform's v3 search hides hits under 0.1 unless told otherwise (API docs).
 PLATFORM_DEFAULT_THRESHOLD = 0.1
@@ -634,10 +635,15 @@ def open_platform(
     app_threshold: float | str | None = None,
     client: httpx.Client | None = None,
 ) -> Mem0PlatformStore:
-    """Registry factory; the key comes from the settings or MEM0_API_KEY."""
+    """Registry factory; the key comes from the settings, or MEM0_API_KEY when the
+    URL is the one configured with it (the key is never sent to another host)."""
+    base_url = base_url or os.environ.get("MEMLENS_MEM0_URL") or PLATFORM_URL
+    configured_url = os.environ.get("MEMLENS_MEM0_URL") or PLATFORM_URL
+    if not api_key and destination(base_url) == destination(configured_url):
+        api_key = os.environ.get("MEM0_API_KEY")
     return Mem0PlatformStore(
-        api_key or os.environ.get("MEM0_API_KEY"),
-        base_url=base_url or os.environ.get("MEMLENS_MEM0_URL") or PLATFORM_URL,
+        api_key,
+        base_url=base_url,
         timeout=timeout,
         rerank=rerank,
         app_threshold=_optional_threshold(app_threshold),

@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from connectors.base import MemoryStore, StoreUnavailable
 
@@ -22,7 +23,10 @@ class ConfigField:
 
     kind: "text" | "secret" | "int" | "float" | "path" | "choice" | "bool".
     A "secret" is read from ``env`` (or st.secrets under the same name) and is
-    never part of the fingerprint, a URL, a log line or an export.
+    never part of the fingerprint, a URL, a log line or an export. ``bound_to``
+    names the field (a URL, or the file that holds one) the configured secret
+    belongs with: the secret goes only to that field's configured host, never to
+    one a visitor types in (see ``configured_secret_allowed``).
     """
 
     name: str
@@ -32,6 +36,7 @@ class ConfigField:
     default: Any = None
     help: str = ""
     choices: tuple[str, ...] = ()
+    bound_to: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ STORES: list[StoreSpec] = [
         "scoring_breakdown is shown. Every query bumps usage counts in production.",
         fields=(
             ConfigField("base_url", "Base URL", "text", env="MEMORYSYNC_BASE_URL", default=""),
-            ConfigField("api_key", "API key", "secret", env="MEMORYSYNC_API_KEY"),
+            ConfigField("api_key", "API key", "secret", env="MEMORYSYNC_API_KEY", bound_to="base_url"),
             ConfigField(
                 "end_user_id",
                 "Default end user id",
@@ -102,7 +107,10 @@ STORES: list[StoreSpec] = [
         "(URL, body template, dotted paths to the results); see the README.",
         fields=(
             ConfigField("config_path", "Service TOML file", "path", env="MEMLENS_HTTP_JSON_CONFIG", default=""),
-            ConfigField("api_key", "API key (if the file has [auth])", "secret", env="MEMLENS_HTTP_JSON_API_KEY"),
+            ConfigField(
+                "api_key", "API key (if the file has [auth])", "secret", env="MEMLENS_HTTP_JSON_API_KEY",
+                bound_to="config_path",
+            ),
         ),
     ),
 
@@ -137,7 +145,7 @@ STORES: list[StoreSpec] = [
         factory="connectors.mem0:open_platform",
         description="The Mem0 Platform v3 search API; each hit's score_breakdown is shown.",
         fields=(
-            ConfigField("api_key", "API key", "secret", env="MEM0_API_KEY"),
+            ConfigField("api_key", "API key", "secret", env="MEM0_API_KEY", bound_to="base_url"),
             ConfigField("base_url", "Base URL", "text", env="MEMLENS_MEM0_URL", default="https://api.mem0.ai"),
             ConfigField("timeout", "Timeout (seconds)", "float", default=10.0),
             ConfigField("rerank", "Rerank", "bool", default=False),
@@ -161,7 +169,7 @@ STORES: list[StoreSpec] = [
         fields=(
             ConfigField("path", "Local folder (or leave empty and give a URL)", "path", env="MEMLENS_QDRANT_PATH", default=""),
             ConfigField("url", "Server URL", "text", env="MEMLENS_QDRANT_URL", default=""),
-            ConfigField("api_key", "API key (server only)", "secret", env="QDRANT_API_KEY"),
+            ConfigField("api_key", "API key (server only)", "secret", env="QDRANT_API_KEY", bound_to="url"),
             ConfigField("collection", "Collection", "text", env="MEMLENS_QDRANT_COLLECTION", default="memories"),
             ConfigField("vector_name", "Named vector (if the collection has several)", "text", default=""),
             ConfigField("id_field", "Payload key of the memory id (empty: point id)", "text", env="MEMLENS_QDRANT_ID_FIELD", default=""),
@@ -291,3 +299,41 @@ def fingerprint(name: str, config: dict[str, Any]) -> str:
     """`name:hash` of the non-secret config: labels say which store they judged."""
     blob = json.dumps(public_config(name, config), sort_keys=True, default=str)
     return f"{name}:{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+
+
+# ------------------------------------------------------------------ secrets bound to a host
+
+
+def destination(value: Any) -> str:
+    """Where a setting points: ``scheme://host:port`` for a URL (path ignored, so a
+    key configured for a host works on any of its routes), else the stripped text."""
+    text = str(value or "").strip()
+    try:
+        parts = urlsplit(text)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # an unparsable port: compare the text as it is
+        return text
+    if parts.scheme and host:
+        port = port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+        return f"{parts.scheme.lower()}://{host.lower()}:{port}"
+    return text
+
+
+def configured_destination(spec: StoreSpec, secret: ConfigField, environ: Mapping[str, str]) -> str | None:
+    """The destination a configured secret belongs with: its ``bound_to`` field's
+    value from the environment, else that field's default; None for an unbound secret."""
+    bound = next((f for f in spec.fields if f.name == secret.bound_to), None)
+    if bound is None:
+        return None
+    return destination((environ.get(bound.env) if bound.env else None) or bound.default)
+
+
+def configured_secret_allowed(
+    spec: StoreSpec, secret: ConfigField, current_value: Any, environ: Mapping[str, str]
+) -> bool:
+    """May the secret configured in the environment or st.secrets be sent with the
+    ``bound_to`` field set to ``current_value``? Only when it points where the
+    operator configured it; a secret with no ``bound_to`` field goes anywhere."""
+    if secret.bound_to is None:
+        return True
+    return destination(current_value) == configured_destination(spec, secret, environ)

@@ -24,7 +24,7 @@ def forward_to_inspect() -> None:
     st.switch_page(INSPECT, query_params=st.query_params.to_dict())
 
 
-st.navigation(
+page = st.navigation(
     [
         INSPECT,
         st.Page(forward_to_inspect, title="Inspect", url_path="inspect", visibility="hidden"),
@@ -34,4 +34,11 @@ st.navigation(
         st.Page(PAGES / "browse.py", title="Browse", icon=":material/folder_open:", url_path="browse"),
         st.Page(PAGES / "compare.py", title="Compare", icon=":material/balance:", url_path="compare"),
     ]
-).run()
+)
+# Every page, deep links included, is behind the password or sign-in when one is
+# configured; a page added later cannot forget it.
+from dashboard.ui.access import account_menu, require_access  # noqa: E402
+
+require_access()
+account_menu()
+page.run()

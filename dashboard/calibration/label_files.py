@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from connectors.lines import LINE, LineIssue, json_objects
+from connectors.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
 from dashboard.calibration.scores import LabelledScores, labelled_scores
 from dashboard.labels.export import FORMULA_PREFIXES
 from dashboard.labels.model import LABEL_VALUES
@@ -158,7 +158,7 @@ def parse_label_text(text: str, source: str = "upload", fmt: str | None = None) 
         return _parse_jsonl(text, source)
     if fmt == "csv":
         return _parse_csv(text, source)
-    raise LabelFileError(f"{source}: unknown format {fmt!r}; use jsonl or csv")
+    raise LabelFileError(f"{source}: unknown format {echo(fmt)}; use jsonl or csv")
 
 
 def _guess_format(text: str, source: str) -> str:
@@ -190,10 +190,13 @@ def _parse_jsonl(text: str, source: str) -> LabelFile:
 def _parse_csv(text: str, source: str) -> LabelFile:
     result = LabelFile(source=source, format="csv")
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = reader.fieldnames or []
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:  # e.g. one header cell longer than csv's field limit
+        raise LabelFileError(f"{source}: the CSV header (line 1) cannot be read ({exc})") from None
     missing = [name for name in ("score", "label") if name not in header]
     if missing:
-        found = ", ".join(repr(h) for h in header) or "nothing"
+        found = clip(", ".join(repr(h) for h in header) or "nothing")
         raise LabelFileError(
             f"{source}: the CSV header (line 1) must name the columns 'score' and 'label' "
             f"(missing {', '.join(repr(m) for m in missing)}; found {found})"
@@ -241,7 +244,7 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
         problems.append(LineIssue(result.source, number, "label", "missing"))
     elif label not in LABEL_VALUES:
         problems.append(
-            LineIssue(result.source, number, "label", f"unknown label {label!r}; expected {' or '.join(repr(v) for v in LABEL_VALUES)}")
+            LineIssue(result.source, number, "label", f"unknown label {echo(label)}; expected {' or '.join(repr(v) for v in LABEL_VALUES)}")
         )
     ids: dict[str, str | None] = {}
     for name in ID_FIELDS:
@@ -253,7 +256,7 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
         elif isinstance(value, int) and not isinstance(value, bool):
             ids[name] = str(value)
         else:
-            problems.append(LineIssue(result.source, number, name, f"must be text, got {type(value).__name__} {value!r}"))
+            problems.append(LineIssue(result.source, number, name, f"must be text, got {type(value).__name__} {echo(value)}"))
     if problems:
         result.issues.extend(problems)
         return
@@ -266,7 +269,7 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
                     result.source,
                     number,
                     "message_id, memory_id",
-                    f"duplicate of line {seen[pair]} (same message_id {pair[0]!r} and memory_id {pair[1]!r})",
+                    f"duplicate of line {seen[pair]} (same message_id {echo(pair[0])} and memory_id {echo(pair[1])})",
                 )
             )
             return
@@ -298,7 +301,7 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
             continue
         if not isinstance(value, str) or not _is_timestamp(value):
             result.issues.append(
-                LineIssue(result.source, number, name, f"not an ISO 8601 timestamp: {value!r}", skipped=False)
+                LineIssue(result.source, number, name, f"not an ISO 8601 timestamp: {echo(value)}", skipped=False)
             )
         else:
             setattr(row, name, value)
@@ -313,13 +316,13 @@ def _score(value: Any, from_csv: bool) -> float | str:
         try:
             number = float(value)
         except ValueError:
-            return f"not a number: {value!r}"
+            return f"not a number: {echo(value)}"
     elif isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"must be a number, got {type(value).__name__} {value!r}"
+        return f"must be a number, got {type(value).__name__} {echo(value)}"
     else:
         number = float(value)
     if not math.isfinite(number):
-        return f"not a finite number: {value!r}"
+        return f"not a finite number: {echo(value)}"
     return number
 
 
@@ -334,8 +337,8 @@ def _optional_rank(result: LabelFile, number: int, value: Any, from_csv: bool) -
             rank = None
     elif isinstance(value, int) and not isinstance(value, bool):
         rank = value
-    if rank is None or rank < 1:
-        result.issues.append(LineIssue(result.source, number, "rank", f"must be a whole number from 1, got {value!r}", skipped=False))
+    if rank is None or not 1 <= rank <= MAX_RANK:
+        result.issues.append(LineIssue(result.source, number, "rank", f"must be a whole number from 1 to {MAX_RANK:,}, got {echo(value)}", skipped=False))
         return None
     return rank
 

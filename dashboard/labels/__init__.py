@@ -10,15 +10,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from dashboard.labels.postgres import PostgresLabelStore, is_postgres_url
-from dashboard.labels.store import LABELS_URL_ENV, LabelStore
+from dashboard.labels.store import DEFAULT_TIMEOUT_S, LABELS_URL_ENV, LabelStore
 
 
-def open_label_store(target: str | Path) -> LabelStore:
-    """A PostgreSQL URL opens the shared store; anything else is a SQLite file path."""
+def open_label_store(target: str | Path, *, timeout: float = DEFAULT_TIMEOUT_S) -> LabelStore:
+    """A PostgreSQL URL opens the shared store; anything else is a SQLite file path.
+
+    ``timeout``: seconds a read or write waits for a lock or an answer before it
+    fails with a LabelStoreError (a page must answer a click, not hang)."""
     text = str(target)
     if is_postgres_url(text):
-        return PostgresLabelStore(text)
-    return LabelStore(text)
+        return PostgresLabelStore(text, timeout=timeout)
+    return LabelStore(text, timeout=timeout)
 
 
 def label_store_target(environ: dict[str, str], data_directory: Path) -> str:

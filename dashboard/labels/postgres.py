@@ -2,99 +2,185 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from connectors.redaction import exception_text, redact_text, shorten
 from dashboard.labels.model import LabelStoreError
-from dashboard.labels.store import POSTGRES_SCHEMA, POSTGRES_SCHEMES, LabelStore
+from dashboard.labels.store import DEFAULT_TIMEOUT_S, POSTGRES_SCHEMA, POSTGRES_SCHEMES, LabelStore
 
 
 class PostgresLabelStore(LabelStore):
     """The label store on PostgreSQL: every app server behind one address shares it.
 
-    One connection per store object, used under a lock (Streamlit serves sessions
-    from threads). Each upsert takes a transaction-scoped advisory lock on its
-    (message, memory, reviewer) key, so the old value it records in the history is
-    the one it replaced even when two servers write the same key at once. The URL
-    may hold a password: it is never shown, logged or put in an error message."""
+    Connections come from the small pool ``LabelStore`` keeps (one per use, put
+    back afterwards), so no lock is held across network I/O. Each upsert takes a
+    transaction-scoped advisory lock on its (message, memory, reviewer) key, so the
+    old value it records in the history is the one it replaced even when two servers
+    write the same key at once.
+
+    Nothing waits long: connecting, each statement (``statement_timeout`` on the
+    server) and the socket itself are bounded by ``timeout`` seconds. A server that
+    stops answering altogether (frozen, or behind a network partition) cannot
+    enforce its own statement timeout, so a watchdog shuts the socket down when a
+    use overruns; the blocked call then fails and the page says so.
+
+    The URL may hold a password: it is never shown, logged or put in a message."""
 
     dialect = "postgresql"
     _history_order = "id"
-    _conn: Any = None  # a psycopg connection once _connection() has made one
 
-    def __init__(self, url: str, *, connect_timeout: float = 10):
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S):
         try:
             import psycopg
         except ImportError:
             raise LabelStoreError(
                 "A PostgreSQL label store needs psycopg: pip install 'memlens[postgres]'"
             ) from None
-
         self._psycopg = psycopg
         self.url = url
-        self.path = None  # type: ignore[assignment]
-        self.target = _redact(url)
-        self._lock = threading.RLock()
-        self._connect_timeout = connect_timeout
+        super().__init__(None, timeout=timeout, target=redact_text(url))
+
+    # ------------------------------------------------------------ backend hooks
+
+    def _create_schema(self) -> None:
         with self._transaction(lock_key="memlens schema"):
             for statement in POSTGRES_SCHEMA.split(";"):
                 if statement.strip():
-                    self._conn.execute(statement)
+                    self._run(statement)
 
-    def _connection(self):
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            try:
-                self._conn = self._psycopg.connect(self.url, autocommit=True, connect_timeout=self._connect_timeout)
-            except self._psycopg.Error as exc:
-                raise LabelStoreError(f"Cannot reach the label database at {self.target}: {type(exc).__name__}") from None
-        return self._conn
+    def _connect(self) -> Any:
+        timeout_ms = int(self.timeout * 1000)
+        return self._psycopg.connect(
+            self.url,
+            autocommit=True,
+            connect_timeout=max(1, round(self.timeout)),
+            options=f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
+            # A dead peer is noticed by the kernel too, not only by the watchdog.
+            keepalives=1,
+            keepalives_idle=max(1, round(self.timeout)),
+            keepalives_interval=1,
+            keepalives_count=2,
+            tcp_user_timeout=timeout_ms,
+        )
+
+    def _usable(self, conn: Any) -> bool:
+        return not (conn.closed or conn.broken)
+
+    def _translate(self, exc: BaseException) -> LabelStoreError | None:
+        if not isinstance(exc, self._psycopg.Error):
+            return None
+        if isinstance(exc, self._psycopg.errors.QueryCanceled):
+            what = "timed out"
+        elif isinstance(exc, self._psycopg.OperationalError):
+            what = "cannot be reached"
+        else:
+            what = "refused the request"
+        # Redacted first, then cut: a password straddling the cut would survive it.
+        detail = shorten(exception_text(exc, [self.url]), 300)
+        return LabelStoreError(f"The label database at {self.target} {what}: {detail}")
+
+    @contextmanager
+    def _using(self) -> Iterator[Any]:
+        if getattr(self._local, "conn", None) is not None:
+            with super()._using() as conn:
+                yield conn
+            return
+        watchdog = _Watchdog(self.timeout)
+        try:
+            with super()._using() as conn:
+                watchdog.watch(conn)
+                self._local.watchdog = watchdog
+                try:
+                    yield conn
+                finally:
+                    self._local.watchdog = None
+                    watchdog.stop()
+        except (LabelStoreError, OSError) as exc:
+            if watchdog.fired:
+                raise LabelStoreError(
+                    f"The label database at {self.target} did not answer within {self.timeout:g} s; "
+                    "nothing was saved. Try again."
+                ) from None
+            if isinstance(exc, LabelStoreError):
+                raise
+            # a socket closed under psycopg can surface as a plain OSError
+            raise LabelStoreError(
+                f"The label database at {self.target} cannot be reached: {redact_text(str(exc), [self.url])}"
+            ) from None
+
+    def _rearm(self, rows: int = 1) -> None:
+        """A fresh allowance for the next statement: a big session insert is many
+        rows, not a frozen server."""
+        watchdog = getattr(self._local, "watchdog", None)
+        if watchdog is not None:
+            watchdog.arm(self.timeout * max(1.0, rows / 1000))
 
     def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
-        cursor = self._conn.execute(sql.replace("?", "%s"), tuple(args))
-        return cursor.fetchall() if cursor.description else []
+        self._rearm()
+        cursor = self._local.conn.execute(sql.replace("?", "%s"), tuple(args))
+        rows = cursor.fetchall() if cursor.description else []
+        self._rearm()  # the commit that follows gets its own allowance
+        return rows
 
     def _run_many(self, sql: str, rows: list[Sequence[Any]]) -> None:
         if rows:
-            with self._conn.cursor() as cursor:
+            self._rearm(len(rows))
+            with self._local.conn.cursor() as cursor:
                 cursor.executemany(sql.replace("?", "%s"), rows)
+            self._rearm()
 
     @contextmanager
     def _transaction(self, lock_key: str | None = None) -> Iterator[None]:
-        with self._lock:
-            conn = self._connection()
-            try:
-                with conn.transaction():
-                    if lock_key is not None:
-                        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_key,))
-                    yield
-            except self._psycopg.OperationalError as exc:
-                raise LabelStoreError(f"The label database at {self.target} failed: {type(exc).__name__}") from None
-
-    @contextmanager
-    def _reading(self) -> Iterator[None]:
-        with self._lock:
-            self._connection()
-            try:
+        with self._using() as conn:
+            with conn.transaction():
+                if lock_key is not None:
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_key,))
                 yield
-            except self._psycopg.OperationalError as exc:
-                raise LabelStoreError(f"The label database at {self.target} failed: {type(exc).__name__}") from None
-
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
 
 
-def _redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    from urllib.parse import urlsplit, urlunsplit
+class _Watchdog:
+    """Shuts a connection's socket down when the current statement overruns its
+    allowance, so a call blocked on a server that answers nothing returns."""
 
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.fired = False
+        self._conn: Any = None
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    def watch(self, conn: Any) -> None:
+        self._conn = conn
+        self.arm(self.seconds)
+
+    def arm(self, seconds: float) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(seconds, self._sever)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    def _sever(self) -> None:
+        self.fired = True
+        try:
+            sock = socket.socket(fileno=socket.dup(self._conn.pgconn.socket))
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            finally:
+                sock.close()
+        except Exception:  # already closed: the blocked call has returned anyway
+            pass
 
 
 def is_postgres_url(target: str) -> bool:

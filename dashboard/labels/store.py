@@ -28,12 +28,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from connectors.paths import DATA_DIR_ENV
+from connectors.redaction import redact_text
 from dashboard.evaluation.schema import EVAL_TABLES
-from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, utc_now
+from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
 from dashboard.labels.sessions import SESSION_TABLES, SessionMethods
 
 LABELS_URL_ENV = "MEMLENS_LABELS_URL"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+# How long a label read or write waits for a lock or an answer before the page
+# says so: a reviewer waiting longer assumes the click was lost.
+DEFAULT_TIMEOUT_S = 3.0
 
 _LABEL_TABLES = """
 CREATE TABLE IF NOT EXISTS labels (
@@ -77,46 +82,126 @@ class LabelStore(SessionMethods):
     """Labels and sessions in one SQLite file (WAL, so readers never block the writer).
 
     ``PostgresLabelStore`` is the same class on a PostgreSQL connection; every
-    method below is written once, in SQL both databases accept."""
+    method below is written once, in SQL both databases accept.
+
+    Each use checks a connection out of a small pool and puts it back, so no lock is
+    held while the database is waited on: a reviewer whose write waits for another
+    process's lock delays nobody else. Waits are short (``timeout`` seconds, a few),
+    and every database error leaves as a ``LabelStoreError`` naming the store."""
 
     dialect = "sqlite"
     _history_order = "rowid"
+    _pool_size = 4
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.target = str(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=60, isolation_level=None)
-        self._db.execute("PRAGMA busy_timeout=60000")
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")  # an acknowledged label survives a crash
-        self._db.executescript(SCHEMA)
+    def __init__(self, path: str | Path | None, *, timeout: float = DEFAULT_TIMEOUT_S, target: str | None = None):
+        self.path: Path | None = Path(path) if path is not None else None
+        self.target = target if target is not None else str(self.path)
+        self.timeout = float(timeout)
+        self._pool: list[Any] = []
+        self._pool_lock = threading.Lock()  # guards the list only, never held across I/O
+        self._local = threading.local()  # the connection this thread has checked out
+        self._create_schema()
 
     # ------------------------------------------------------------ backend hooks
 
+    def _create_schema(self) -> None:
+        assert self.path is not None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LabelStoreError(
+                f"Cannot create the folder for the label file {self.target}: {exc.strerror or exc}. "
+                f"Set {DATA_DIR_ENV} (or {LABELS_URL_ENV}) to a folder this server can write."
+            ) from None
+        with self._using() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+
+    def _connect(self) -> Any:
+        assert self.path is not None  # the SQLite store always has its file
+        db = sqlite3.connect(self.path, check_same_thread=False, timeout=self.timeout, isolation_level=None)
+        db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+        db.execute("PRAGMA synchronous=FULL")  # an acknowledged label survives a crash
+        return db
+
+    def _usable(self, conn: Any) -> bool:
+        return True
+
+    def _discard(self, conn: Any) -> None:
+        try:
+            conn.close()
+        except Exception:  # already broken: nothing more to release
+            pass
+
+    def _translate(self, exc: BaseException) -> LabelStoreError | None:
+        """The LabelStoreError for a database error, or None for anything else."""
+        if not isinstance(exc, sqlite3.Error):
+            return None
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return LabelStoreError(
+                f"The label file {self.target} is locked by another process (waited {self.timeout:g} s); "
+                "nothing was saved. Try again in a moment."
+            )
+        if "readonly" in text or "unable to open" in text or "read-only" in text:
+            return LabelStoreError(
+                f"The label file {self.target} cannot be written ({text}). "
+                f"Set {DATA_DIR_ENV} (or {LABELS_URL_ENV}) to a folder this server can write."
+            )
+        return LabelStoreError(f"The label file {self.target} failed: {redact_text(text)}")
+
+    @contextmanager
+    def _using(self) -> Iterator[Any]:
+        """A connection for this thread: the one already checked out, else one from the pool."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        with self._pool_lock:
+            conn = self._pool.pop() if self._pool else None
+        try:
+            if conn is None:
+                conn = self._connect()
+            self._local.conn = conn
+            yield conn
+        except BaseException as exc:
+            self._local.conn = None
+            if conn is not None:
+                self._discard(conn)  # its state is unknown after a failure
+            translated = self._translate(exc)
+            if translated is not None:
+                raise translated from None
+            raise
+        self._local.conn = None
+        if self._usable(conn):
+            with self._pool_lock:
+                if len(self._pool) < self._pool_size:
+                    self._pool.append(conn)
+                    return
+        self._discard(conn)
+
     def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
-        return self._db.execute(sql, tuple(args)).fetchall()
+        return self._local.conn.execute(sql, tuple(args)).fetchall()
 
     def _run_many(self, sql: str, rows: list[Sequence[Any]]) -> None:
-        self._db.executemany(sql, rows)
+        self._local.conn.executemany(sql, rows)
 
     @contextmanager
     def _transaction(self, lock_key: str | None = None) -> Iterator[None]:
         """One write transaction. SQLite's IMMEDIATE takes the file's write lock at
         once, so the old value read inside is the one the write replaces."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._using() as db:
+            db.execute("BEGIN IMMEDIATE")
             try:
                 yield
             except BaseException:
-                self._db.execute("ROLLBACK")
+                db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
+            db.execute("COMMIT")
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
-        with self._lock:
+        with self._using():
             yield
 
     # ------------------------------------------------------------ labels
@@ -229,7 +314,10 @@ class LabelStore(SessionMethods):
             return [r[0] for r in self._run("SELECT DISTINCT reviewer FROM labels ORDER BY reviewer")]
 
     def close(self) -> None:
-        self._db.close()
+        with self._pool_lock:
+            pool, self._pool = self._pool, []
+        for conn in pool:
+            self._discard(conn)
 
 
 def label_dicts(labels: list[Label]) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from connectors.lines import LINE, LineIssue, parse_line
+from connectors.lines import LINE, MAX_RANK, LineIssue, clip, parse_line
 
 REQUIRED_COLUMNS = ("message_id", "memory_id", "rank", "score")
 OPTIONAL_COLUMNS = ("user_id", "query", "timestamp", "store")
@@ -257,7 +257,7 @@ def _diagnose_json_line(raw: bytes, number: int, name: str) -> tuple[dict | None
         if column == "rank":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
                 problems.append(issue(column, f"{_short(value)} is not a whole number"))
-            elif not -(2**63) <= value < 2**63:
+            elif not -MAX_RANK <= value <= MAX_RANK:
                 problems.append(issue(column, f"{_short(value)} is out of range"))
             else:
                 row[column] = int(value)
@@ -345,5 +345,5 @@ def _require_columns(columns: list[str], name: str) -> None:
         raise LogFormatError(
             f"{name}: missing column(s) {', '.join(missing)}; a log needs "
             f"{', '.join(REQUIRED_COLUMNS)} and may have {', '.join(OPTIONAL_COLUMNS)}"
-            f" (found: {', '.join(columns) or 'none'})"
+            f" (found: {clip(', '.join(columns)) or 'none'})"
         )

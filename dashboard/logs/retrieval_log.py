@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from connectors.lines import LineIssue
+from connectors.lines import MAX_RANK, LineIssue
 from dashboard.logs.log_files import (
     COLUMNS,
     ID_COLUMNS,
@@ -166,6 +166,9 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
         below_one = ~np.isnan(rank_values) & ~fractional & (rank_values < 1)
     flag(fractional, "rank", "not a whole number")
     flag(below_one, "rank", "must be 1 or more (ranks are 1-based)")
+    with np.errstate(invalid="ignore"):
+        too_big = ~np.isnan(rank_values) & ~fractional & (rank_values > MAX_RANK)
+    flag(too_big, "rank", f"out of range (at most {MAX_RANK:,})")
 
     score = pd.to_numeric(frame["score"], errors="coerce")
     raw_score = frame["score"]

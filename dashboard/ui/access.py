@@ -82,6 +82,15 @@ def require_access() -> None:
     st.stop()
 
 
+def account_menu() -> None:
+    """Who is signed in, and a Sign out button (``st.logout``); app.py draws it
+    once per run, after the gate."""
+    identity = logged_in_identity()
+    if identity:
+        st.sidebar.caption(f"Signed in as **{identity}**")
+        st.sidebar.button("Sign out", key="access_logout", on_click=st.logout)
+
+
 def _set_reviewer() -> None:
     name = (st.session_state.get("label_reviewer_input") or "").strip()
     if name:

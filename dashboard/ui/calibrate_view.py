@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.calibration.advice import FloorAdvice
-from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels
+from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
 from dashboard.calibration.report import floor_choice
 from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
 from dashboard.floor import default_floor
@@ -132,7 +132,8 @@ def _uploaded_labels() -> LabelSource | None:
         return None
     try:
         # Parsed once per file content, not on every rerun (cache.py keys it by hash).
-        labels = cache.parsed_label_file(upload.getvalue(), upload.name)
+        with st.spinner(f"Reading {upload.name}…", show_time=True):  # a big file takes seconds
+            labels = cache.parsed_label_file(upload.getvalue(), upload.name)
     except LabelFileError as exc:
         st.error(str(exc))
         return None
@@ -183,7 +184,14 @@ def show_issues(labels: LabelFile) -> None:
             width="stretch",
         )
         if len(labels.issues) > MAX_ISSUES_SHOWN:
-            st.caption(f"Showing the first {MAX_ISSUES_SHOWN} of {len(labels.issues):,} problems.")
+            st.caption(f"Showing the first {MAX_ISSUES_SHOWN} of {len(labels.issues):,} problems; download them all:")
+        st.download_button(
+            "Download every problem",
+            "\n".join(f"{labels.source}: {issue_text(issue)}" for issue in labels.issues) + "\n",
+            file_name="label-file-problems.txt",
+            key="calibrate_issues_download",
+            on_click="ignore",
+        )
 
 
 def scores_or_error(labels: LabelFile) -> LabelledScores | None:

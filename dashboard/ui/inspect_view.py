@@ -19,6 +19,7 @@ from dashboard.labels import export
 from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
+from dashboard.ui.access import logged_in_identity
 from dashboard.ui.charts import move_floor, score_breakdown_figure
 from dashboard.ui.sidebar import StoreChoice
 
@@ -103,14 +104,11 @@ def sync_url(user: str | None, k: int, floor: float) -> None:
 
 
 def reviewer_box() -> str:
+    # Signed in: labels carry the identity the provider vouched for, not a typed name.
+    if identity := logged_in_identity():
+        return identity
     if "reviewer" not in st.session_state:
-        name = None
-        try:
-            if st.user.is_logged_in:
-                name = st.user.get("email") or st.user.get("name")
-        except Exception:  # authentication not configured
-            name = None
-        st.session_state["reviewer"] = name or os.environ.get("MEMLENS_REVIEWER") or "reviewer"
+        st.session_state["reviewer"] = os.environ.get("MEMLENS_REVIEWER") or "reviewer"
     return st.sidebar.text_input("Reviewer", key="reviewer").strip() or "reviewer"
 
 
@@ -304,6 +302,9 @@ def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, 
         # A callback cannot draw where the page wants it: keep the message for the
         # row's rerun, which draws it in that row.
         st.session_state[f"label_error_{hit.memory_id}"] = f"The label for {hit.memory_id} was not saved: {exc}"
+        st.session_state.setdefault("label_unsaved", {})[(msg, hit.memory_id)] = value
+        return
+    st.session_state.get("label_unsaved", {}).pop((msg, hit.memory_id), None)
 
 
 def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer: str, store_text: bool) -> None:
@@ -314,6 +315,10 @@ def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer:
     try:
         existing = {row.memory_id: row.label for row in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
     except LabelStoreError as exc:
+        # A click that failed is reported even though its row cannot be drawn now.
+        for hit in result.hits[:MAX_LABEL_ROWS]:
+            if error := st.session_state.pop(f"label_error_{hit.memory_id}", None):
+                st.error(error)
         st.error(f"Labelling is unavailable: {exc}")
         return
     labels = _row_labels(msg, reviewer)
@@ -337,7 +342,11 @@ def _label_row(hit: Hit, msg: str, choice: StoreChoice, reviewer: str, store_tex
     if clipped:
         cols[0].caption(f"Text cut to {len(text) - 1:,} of {len(hit.text):,} characters.")
     current = _row_labels(msg, reviewer).get(hit.memory_id)
-    cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current or "", "— unlabelled"))
+    unsaved = st.session_state.get("label_unsaved", {}).get((msg, hit.memory_id))
+    if unsaved:  # the click failed: say so on the row, and the button is there to retry
+        cols[1].markdown(f"⚠️ **not saved** ({unsaved.replace('_', ' ')}): click again")
+    else:
+        cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current or "", "— unlabelled"))
     for col, value, title in ((cols[2], "relevant", "Relevant"), (cols[3], "not_relevant", "Not relevant")):
         col.button(
             title,
@@ -353,7 +362,7 @@ def show_session_labels(include_text: bool) -> None:
     """The reviewer's labels. A label click reruns only its row, so this table is
     read again on the next full run or when Refresh is pressed; the downloads read
     the label store when clicked, so they always carry every label."""
-    reviewer = st.session_state.get("reviewer") or "reviewer"
+    reviewer = logged_in_identity() or st.session_state.get("reviewer") or "reviewer"
     heading, refresh = st.columns([5, 1], vertical_alignment="bottom")
     heading.subheader("Your labels")
     refresh.button("Refresh", key="refresh_session_labels", help="Read the labels again (a label click redraws only its row).")

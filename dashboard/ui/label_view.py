@@ -26,7 +26,7 @@ from dashboard.ui.sidebar import StoreChoice
 
 SAMPLE_LOG_CHOICE = "The bundled sample log"
 UPLOAD_CHOICE = "Upload a log file"
-MAX_ISSUES_SHOWN = 1_000
+MAX_ISSUES_SHOWN = 200  # the rest are in the download
 UNDO_DEPTH = 100
 # Keys that are letters or digits, so they work on any layout; Streamlit reserves R and C.
 SHORTCUTS = {"relevant": "1", "not_relevant": "2", "skip": "3", "undo": "u"}
@@ -77,7 +77,12 @@ def log_loader() -> LogImport | None:
             "Keep the query text that trace spans carry (off: ids and scores only)",
             key="log_include_query",
         )
-    st.button("Read the log", key="log_read", on_click=_read_log)
+    if st.button("Read the log", key="log_read"):
+        upload = st.session_state.get("log_upload")
+        size = f" ({len(upload.getvalue()):,} bytes)" if upload is not None else ""
+        # A big log takes seconds: say what is happening instead of a still page.
+        with st.spinner(f"Reading the log{size}…", show_time=True):
+            _read_log()
     if error := st.session_state.get("label_log_error"):
         st.error(error)
     log: LogImport | None = st.session_state.get("label_log")

@@ -165,7 +165,15 @@ def demo_hits(choice: StoreChoice, queries: list[metrics.JudgedQuery], k: int, d
     """The store's hits for every demo query, read once per (store, k, file)."""
     state = st.session_state
     key = (choice.fingerprint, k, digest)
-    if state.get("quality_demo_key") != key:
+    # A remote store may be production, where every query counts (usage, quotas):
+    # nothing is sent on page open, only when the reviewer asks.
+    fresh = state.get("quality_demo_key") != key
+    if fresh and choice.name != "embedded" and not st.button(
+        f"Run the {len(queries)} demo queries against this store", key="quality_run_demo", type="primary"
+    ):
+        st.caption("Nothing has been sent to the store yet.")
+        return None
+    if fresh:
         state["quality_demo_hits"], state["quality_demo_error"] = None, None
         hits: dict[str, list[Hit]] = {}
         progress = st.progress(0.0, text="Running the demo queries…")

@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
-from connectors.registry import REGISTRY, ConfigField, fingerprint, public_config
+from connectors.registry import REGISTRY, ConfigField, configured_secret_allowed, fingerprint, public_config
 from dashboard.ui import cache
 
 DEFAULT_STORE = "embedded"
@@ -46,16 +46,43 @@ def secret_value(env_name: str | None) -> str | None:
     return os.environ.get(env_name) or None
 
 
+def _default(field: ConfigField) -> Any:
+    return os.environ.get(field.env) if field.env and os.environ.get(field.env) else field.default
+
+
+def _configured_secret(store_name: str, field: ConfigField, key_prefix: str) -> str | None:
+    """The configured secret, if it may go where the settings now point: a
+    visitor who changes the URL does not get the operator's key sent there."""
+    configured = secret_value(field.env)
+    if not configured:
+        return None
+    spec = REGISTRY[store_name]
+    bound = next((f for f in spec.fields if f.name == field.bound_to), None)
+    if bound is None:
+        st.caption(f"{field.label}: configured (from {field.env})")
+        return configured
+    # The bound field may be drawn after this one: its widget state holds what the
+    # visitor typed (Streamlit stores it before the rerun), else the default.
+    current = st.session_state.get(f"{key_prefix}cfg_{store_name}_{bound.name}", _default(bound))
+    if configured_secret_allowed(spec, field, current, os.environ):
+        st.caption(f"{field.label}: configured (from {field.env}), sent only to this {bound.label}")
+        return configured
+    st.caption(
+        f"The configured {field.label} is sent only to the {bound.label} it was configured with; "
+        "enter a key to use another."
+    )
+    return None
+
+
 def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> Any:
     # key_prefix lets one page draw two sets of settings (Compare's columns A and B).
     key = f"{key_prefix}cfg_{store_name}_{field.name}"
     if field.kind == "secret":
-        configured = secret_value(field.env)
+        configured = _configured_secret(store_name, field, key_prefix)
         if configured:
-            st.caption(f"{field.label}: configured (from {field.env})")
             return configured
         return st.text_input(field.label, type="password", key=key, help=field.help or None) or None
-    default = os.environ.get(field.env) if field.env and os.environ.get(field.env) else field.default
+    default = _default(field)
     if field.kind == "int":
         return int(st.number_input(field.label, value=int(default or 0), step=1, key=key, help=field.help or None))
     if field.kind == "float":

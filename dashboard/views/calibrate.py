@@ -6,8 +6,10 @@ import streamlit as st
 
 from dashboard.ui import calibrate_view as view
 from dashboard.ui import floor_advice as advice_ui
+from dashboard.ui.access import require_access
 
 st.title("Calibrate the floor")
+require_access()  # labels and uploads name memories and reviewers
 st.caption(
     "Every floor against your labels: the irrelevant memories it would keep, the relevant ones it "
     "would drop, and the turns it would leave with no memory."

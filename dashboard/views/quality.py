@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.labels.model import LabelStoreError
 from dashboard.ui import inspect_view, quality_runs, quality_view
+from dashboard.ui.access import require_access
 from dashboard.ui.sidebar import store_picker
 
 st.title("Retrieval quality")
@@ -15,6 +17,7 @@ st.caption(
     "weights on what it fetched. Figures read saved runs: moving a control never queries the store."
 )
 
+require_access()  # the page shows memory text and queries the store
 choice = store_picker()
 inspect_view.warm_model(choice.name)
 quality_runs.show(choice)
@@ -29,5 +32,8 @@ if choice.error:
     st.error(f"Cannot open the store: {choice.error}")
 else:
     quality_view.show_demo_quality(choice, settings, k, cutoff)
-quality_view.show_labelled_quality(choice, settings, cutoff)
+try:
+    quality_view.show_labelled_quality(choice, settings, cutoff)
+except LabelStoreError as exc:  # the label database went away: say so, keep the page up
+    st.error(f"The label store cannot be read: {exc}")
 quality_view.show_read_log()

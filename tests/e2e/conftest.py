@@ -72,9 +72,16 @@ def server(tmp_path_factory) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
-def running_streamlit(data_dir: Path, log_path: Path):
-    """A `streamlit run` process serving the app from `data_dir`, as `make run` starts it."""
-    port = _free_port()
+def running_streamlit(
+    data_dir: Path,
+    log_path: Path,
+    extra_env: dict[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
+    port: int | None = None,
+):
+    """A `streamlit run` process serving the app from `data_dir`, as `make run` starts
+    it; `extra_env` adds deployment settings (a password, a label database URL)."""
+    port = port or _free_port()  # given when a setting (an OIDC redirect URI) must name it
     env = dict(os.environ)
     for inherited in ("MEMORY_SCORE_FLOOR", "MEMLENS_EMBEDDED_DB", "MEMLENS_REVIEWER"):
         env.pop(inherited, None)
@@ -85,6 +92,7 @@ def running_streamlit(data_dir: Path, log_path: Path):
         MEM0_TELEMETRY="False",
         ANONYMIZED_TELEMETRY="False",
     )
+    env.update(extra_env or {})
     command = [
         sys.executable, "-m", "streamlit", "run", "dashboard/app.py",
         "--server.headless", "true",
@@ -94,6 +102,7 @@ def running_streamlit(data_dir: Path, log_path: Path):
         # Other work edits the source while the suite runs; a watcher would put a
         # "source changed" banner into the screenshots.
         "--server.fileWatcherType", "none",
+        *extra_args,
     ]  # fmt: skip
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -339,3 +339,22 @@ def test_a_signed_in_user_labels_under_their_own_identity(label_page, data_dir):
         assert [row.reviewer for row in store.session_labels("signed")] == ["ana@example.com"]
     finally:
         store.close()
+
+
+def test_thousands_of_bad_lines_show_a_count_the_first_few_and_a_download_of_all(label_page):
+    good = '{{"message_id": "m{n}", "memory_id": "sam-01", "rank": 1, "score": 0.4}}'
+    hostile = '{{"message_id": "m{n}", "memory_id": "sam-01", "rank": 1, "score": ' + "[" * 5_000 + "]" * 5_000 + "}}"
+    lines = [(hostile if n % 7 == 0 else good).format(n=n) for n in range(1, 7_001)]
+    at = label_page(label_reviewer="ana")
+    at.run()
+    at.radio(key="log_source").set_value("Upload a log file").run()
+    at.file_uploader(key="log_upload").set_value(("week.jsonl", "\n".join(lines).encode(), "application/jsonl")).run()
+    at.button(key="log_read").click().run()
+    assert not at.exception
+    assert "1,000 bad row(s) were skipped" in " ".join(at.warning.values)
+    shown = at.dataframe[0].value
+    assert len(shown) == 200 and shown["line"].tolist()[:2] == [7, 14]
+    assert "nested more than 64 levels deep" in shown["problem"].iloc[0]
+    assert any("first 200 of 1,000 problems" in c for c in at.caption.values)
+    download = at.get("download_button")[0]
+    assert download.proto.label == "Download every problem"

@@ -1,0 +1,122 @@
+"""Label stores that fail fast and say so: a frozen PostgreSQL server (SIGSTOP, as
+behind a network partition), a SQLite file another process holds in BEGIN
+EXCLUSIVE, and label URLs whose password must never reach a message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from postgres_server import PostgresServer
+
+from dashboard.labels import open_label_store
+from dashboard.labels.model import LabelStoreError
+
+TIMEOUT_S = 2.0
+# A hang guard, not a speed assertion: the old store blocked for minutes.
+HANG_GUARD_S = 60
+
+
+def upsert(store, value="relevant", memory_id="m1", reviewer="ana"):
+    return store.upsert(message_id="msg-1", memory_id=memory_id, label=value, reviewer=reviewer, store="embedded:x")
+
+
+def outcome_in_thread(call) -> dict:
+    """Run `call` on a thread (as Streamlit runs a page); what it returned or raised."""
+    result: dict = {}
+
+    def run() -> None:
+        try:
+            result["value"] = call()
+        except Exception as exc:
+            result["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(HANG_GUARD_S)
+    result["returned"] = not worker.is_alive()
+    return result
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://memlens@127.0.0.1:1/labels?password=hunter2secret",
+        "postgresql://memlens:hunter2secret@127.0.0.1:1,127.0.0.1:2/labels",
+    ],
+    ids=["password-parameter", "multi-host"],
+)
+def test_a_label_url_with_a_password_is_redacted_when_it_cannot_be_reached(url):
+    with pytest.raises(LabelStoreError) as caught:
+        open_label_store(url, timeout=TIMEOUT_S)
+    shown = str(caught.value)
+    assert "hunter2secret" not in shown and "127.0.0.1" in shown and "***" in shown
+
+
+@pytest.fixture
+def postgres():
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+def test_a_frozen_postgres_fails_the_click_with_a_message_and_keeps_nothing_locked(postgres):
+    store = open_label_store(postgres.new_database(), timeout=TIMEOUT_S)
+    upsert(store, memory_id="before")
+    postgres.freeze()
+    try:
+        clicks = [outcome_in_thread(lambda m=m: upsert(store, memory_id=m)) for m in ("frozen-1", "frozen-2")]
+        # Two reviewers in turn: the second is not queued behind the first.
+        for click in clicks:
+            assert click["returned"], "the label click is still waiting on a frozen server"
+            assert isinstance(click.get("error"), LabelStoreError)
+            assert "did not answer" in str(click["error"]) or "cannot be reached" in str(click["error"])
+        read = outcome_in_thread(store.labels)
+        assert read["returned"] and isinstance(read.get("error"), LabelStoreError)
+    finally:
+        postgres.thaw()
+    # The server is back: the same click is retried and saved, nothing earlier lost.
+    upsert(store, memory_id="frozen-1")
+    assert {label.memory_id for label in store.labels()} == {"before", "frozen-1"}
+    store.close()
+
+
+HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+db.execute("INSERT INTO labels VALUES ('held', 'm0', 'holder', 1, 0.5, 'relevant', 'embedded:x', 't', 't', NULL, NULL)")
+print("holding", flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+print("released", flush=True)
+"""
+
+
+def test_a_sqlite_file_held_by_another_process_fails_fast_and_loses_nothing(tmp_path: Path):
+    path = tmp_path / "labels.sqlite"
+    store = open_label_store(path, timeout=TIMEOUT_S)
+    upsert(store, memory_id="before")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        click = outcome_in_thread(lambda: upsert(store, memory_id="while-held"))
+        assert click["returned"]
+        error = click.get("error")
+        assert isinstance(error, LabelStoreError), error
+        assert "locked by another process" in str(error) and str(path) in str(error)
+        # Reading goes on while the writer waits elsewhere (WAL).
+        assert [label.memory_id for label in store.labels()] == ["before"]
+    finally:
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "released"
+        holder.wait(30)
+    upsert(store, memory_id="while-held")  # the retry after the release
+    assert {label.memory_id for label in store.labels()} == {"before", "while-held", "m0"}
+    store.close()
