@@ -27,6 +27,7 @@ from dashboard.labels.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
+from dashboard.ui.inspect_view import INSPECT_FLOOR
 
 SOURCE_STORE = "Label store"
 SOURCE_UPLOAD = "Upload a file"
@@ -51,8 +52,11 @@ def current_floor() -> float:
     """The floor the Inspect slider is set to (its default before Inspect is opened).
 
     Streamlit forgets a widget's value when a page without that widget runs;
-    writing the value back keeps it for the reviewer's return to Inspect."""
-    floor = float(st.session_state.get("floor", default_floor()))
+    writing the value back keeps it for the reviewer's return to Inspect. The plain
+    copy Inspect keeps comes first: after fragment-only reruns (label clicks) the
+    slider's own value is gone by the time the next page runs."""
+    state = st.session_state
+    floor = float(state.get(INSPECT_FLOOR, state.get("floor", default_floor())))
     st.session_state["floor"] = floor
     return floor
 

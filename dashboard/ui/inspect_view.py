@@ -50,7 +50,7 @@ def restore_from_url() -> None:
     # (e.g. its settings are not filled in yet), and Streamlit forgets a widget's
     # value on a run that does not draw it: the slider came back at 0.00, keeping
     # every hit. Writing the value back on every run keeps the reviewer's floor.
-    state["floor"] = state.get("floor", default_floor())
+    state["floor"] = state.get("floor", state.get(INSPECT_FLOOR, default_floor()))
     if state.get("_url_restored"):
         return
     state["_url_restored"] = True
@@ -88,6 +88,16 @@ def restore_from_url() -> None:
                 f"The link's floor {_quoted(raw)} is not a number from 0 to 1; using {state['floor']:.2f}."
             )
     state["_url_warnings"] = notes
+
+
+# A plain (non-widget) copy of the floor slider. Streamlit drops a widget's value
+# when another page runs right after fragment-only reruns (a label click reruns
+# just its row), so the Calibrate page reads the floor from this copy.
+INSPECT_FLOOR = "inspect_floor"
+
+
+def keep_floor(floor: float) -> None:
+    st.session_state[INSPECT_FLOOR] = floor
 
 
 def sync_url(user: str | None, k: int, floor: float) -> None:

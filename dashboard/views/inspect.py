@@ -48,6 +48,7 @@ view.show_embedding_path(choice)
 @st.fragment
 def floor_dependent_parts() -> None:
     floor = st.slider("Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped.")
+    view.keep_floor(floor)
     view.sync_url(user, int(k), floor)
     if result is None:
         return

@@ -73,6 +73,7 @@ def test_target_precision_out_of_reach_and_max_fbeta(app, tmp_path):
     at.radio(key="floor_mode").set_value(FBETA).run()
     at.number_input(key="fbeta_beta").set_value(2.0).run()
     chosen = choose(data, FBETA, 2.0)
+    assert chosen.floor is not None
     assert metric(at, "Recommended floor (max F2)") == format_floor(chosen.floor)
     assert at.code[0].value == f"MEMORY_SCORE_FLOOR={format_floor(chosen.floor)}"
 
@@ -83,6 +84,7 @@ def test_target_recall_mode_moves_the_recommended_and_exported_floor(app, tmp_pa
     assert not at.exception, at.exception
     data = parse_label_bytes(path.read_bytes(), path.name).labelled_scores()
     chosen = choose(data, TARGET_RECALL, 0.9)
+    assert chosen.floor is not None
     assert metric(at, "Recommended floor (target recall 0.90)") == format_floor(chosen.floor)
     kept = scores >= chosen.floor
     assert (kept & relevant).sum() >= 0.9 * relevant.sum()
@@ -94,7 +96,9 @@ def test_target_recall_mode_moves_the_recommended_and_exported_floor(app, tmp_pa
     assert exported["at_floor"]["dropped_relevant"] == int((~kept & relevant).sum())
 
     at.slider(key="target_recall").set_value(0.75).run()
-    assert metric(at, "Recommended floor (target recall 0.75)") == format_floor(choose(data, TARGET_RECALL, 0.75).floor)
+    lower = choose(data, TARGET_RECALL, 0.75).floor
+    assert lower is not None
+    assert metric(at, "Recommended floor (target recall 0.75)") == format_floor(lower)
 
 
 def test_floors_per_tag_with_intervals_and_a_warning_for_the_small_segment(app, tmp_path):
