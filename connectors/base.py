@@ -88,6 +88,16 @@ class QueryResult:
     raw_score_kind: str | None = None  # e.g. "cosine distance", "l2 distance"
 
 
+def context_block(hits: list[Hit]) -> str | None:
+    """A prompt-ready block of every returned memory, in rank order, for stores that
+    send none of their own (None when nothing came back). Like a hosted store's
+    context block it lists every hit: the floor's own block is built from the kept
+    ones (dashboard/floor.py)."""
+    if not hits:
+        return None
+    return "Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)
+
+
 @dataclass
 class FeedbackResult:
     memory_id: str

@@ -41,6 +41,7 @@ from connectors.base import (
     QueryResult,
     ScoreKind,
     StoreUnavailable,
+    context_block,
 )
 from connectors.embedded_import import (  # noqa: F401  (public names of this module since before the split)
     DEFAULT_IMPORTANCE,
@@ -253,9 +254,7 @@ class EmbeddedStore:
                 self._dirty = True
         latency_ms = (time.perf_counter() - started) * 1000
         notes = [issues] if (issues := self.meta("demo_import_issues")) else []
-        context = None
-        if hits:
-            context = "Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)
+        context = context_block(hits)
         raw = {
             "query": text,
             "user_id": user_id,

@@ -33,6 +33,7 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
     as_datetime,
+    context_block,
 )
 from connectors.query_vectors import query_vector
 
@@ -205,7 +206,7 @@ class LanceDBStore:
         return QueryResult(
             query=text,
             hits=hits,
-            context=("Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)) if hits else None,
+            context=context_block(hits),
             latency_ms=latency_ms,
             raw=raw_body,
             notes=notes,

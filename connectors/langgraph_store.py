@@ -31,6 +31,7 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
     as_datetime,
+    context_block,
 )
 
 USER = "{user_id}"
@@ -196,7 +197,7 @@ class LangGraphStore:
         return QueryResult(
             query=text,
             hits=hits,
-            context=("Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)) if hits else None,
+            context=context_block(hits),
             latency_ms=latency_ms,
             raw=raw,
             score_kind=ScoreKind.SIMILARITY,

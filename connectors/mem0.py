@@ -64,6 +64,7 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
     as_datetime,
+    context_block,
 )
 from connectors.mem0_history import events_of_kinds, memory_history
 from connectors.paths import data_dir
@@ -228,12 +229,6 @@ def hits_from_search(items: list[dict[str, Any]], rule: ScoreRule | None = None,
             )
         )
     return hits
-
-
-def context_block(hits: list[Hit]) -> str | None:
-    if not hits:
-        return None
-    return "Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)
 
 
 # ------------------------------------------------------------------ library mode

@@ -42,6 +42,7 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
     as_datetime,
+    context_block,
 )
 from connectors.query_vectors import query_vector
 
@@ -349,7 +350,7 @@ class PgVectorStore:
         return QueryResult(
             query=text,
             hits=hits,
-            context=("Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)) if hits else None,
+            context=context_block(hits),
             latency_ms=latency_ms,
             raw=raw_body,
             notes=notes,

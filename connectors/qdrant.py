@@ -40,6 +40,7 @@ from connectors.base import (
     QueryResult,
     ScoreKind,
     StoreUnavailable,
+    context_block,
 )
 from connectors.query_vectors import query_vector
 from connectors.vector_fields import PayloadFields, call_store, folder_or_url
@@ -233,7 +234,7 @@ class QdrantStore:
         return QueryResult(
             query=text,
             hits=hits,
-            context=("Relevant memories about the user:\n" + "\n".join(f"- {h.text}" for h in hits)) if hits else None,
+            context=context_block(hits),
             latency_ms=latency_ms,
             raw=raw,
             notes=notes,
