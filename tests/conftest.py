@@ -76,6 +76,14 @@ def _memorysync_server_module():
 
 
 @pytest.fixture(scope="session")
+def memorysync_module():
+    """tests/connectors/memorysync_server.py, for a test that starts a server of its own.
+    (A fixture, not `from conftest import ...`: which conftest that name finds
+    depends on which test directories were collected first.)"""
+    return _memorysync_server_module()
+
+
+@pytest.fixture(scope="session")
 def memorysync_session_server(demo_store, demo_dir, tmp_path_factory):
     """One MemorySync look-alike on 127.0.0.1 for the run, over a copy of the demo store."""
     server = _memorysync_server_module().serve_copy_of(demo_dir / "demo.sqlite", tmp_path_factory.mktemp("memorysync"))

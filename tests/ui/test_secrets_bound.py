@@ -5,7 +5,6 @@ record every request, so the test sees what reached the other host."""
 from __future__ import annotations
 
 import pytest
-from conftest import _memorysync_server_module
 
 from connectors.base import AuthFailed
 from connectors.mem0 import open_platform
@@ -15,9 +14,9 @@ THEME = "Which UI theme does the user prefer?"
 
 
 @pytest.fixture
-def other_host(demo_dir, tmp_path):
+def other_host(demo_dir, tmp_path, memorysync_module):
     """A second server, standing in for a host the visitor controls."""
-    server = _memorysync_server_module().serve_copy_of(demo_dir / "demo.sqlite", tmp_path, api_key="visitor-own-key")
+    server = memorysync_module.serve_copy_of(demo_dir / "demo.sqlite", tmp_path, api_key="visitor-own-key")
     yield server
     server.stop()
 
