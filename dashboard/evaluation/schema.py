@@ -9,6 +9,7 @@ CREATE TABLE IF NOT EXISTS judged_sets (
     source TEXT,
     questions INTEGER NOT NULL,
     created_at TEXT NOT NULL,
+    version INTEGER NOT NULL,
     PRIMARY KEY (name, content_hash)
 );
 CREATE TABLE IF NOT EXISTS judged_questions (

@@ -117,9 +117,13 @@ class EvalStore:
             if not self.labels._run(
                 "SELECT 1 FROM judged_sets WHERE name = ? AND content_hash = ?", (judged.name, digest)
             ):
+                # Versions are numbered per name, so "newest" never depends on two
+                # saves landing in different milliseconds.
+                latest = self.labels._run("SELECT MAX(version) FROM judged_sets WHERE name = ?", (judged.name,))
+                version = (latest[0][0] or 0) + 1
                 self.labels._run(
-                    "INSERT INTO judged_sets VALUES (?, ?, ?, ?, ?)",
-                    (judged.name, digest, judged.source, len(judged.questions), utc_now()),
+                    "INSERT INTO judged_sets VALUES (?, ?, ?, ?, ?, ?)",
+                    (judged.name, digest, judged.source, len(judged.questions), utc_now(), version),
                 )
         return digest
 
@@ -127,7 +131,7 @@ class EvalStore:
         """Every kept version, newest first within a name."""
         with self.labels._reading():
             rows = self.labels._run(
-                "SELECT name, content_hash, source, questions, created_at FROM judged_sets ORDER BY name, created_at DESC"
+                "SELECT name, content_hash, source, questions, created_at FROM judged_sets ORDER BY name, version DESC"
             )
         return [dict(zip(("name", "content_hash", "source", "questions", "created_at"), r, strict=True)) for r in rows]
 
@@ -139,7 +143,7 @@ class EvalStore:
         with self.labels._reading():
             if content_hash is None:
                 row = self.labels._run(
-                    "SELECT content_hash, source FROM judged_sets WHERE name = ? ORDER BY created_at DESC LIMIT 1",
+                    "SELECT content_hash, source FROM judged_sets WHERE name = ? ORDER BY version DESC LIMIT 1",
                     (name,),
                 )
             else:

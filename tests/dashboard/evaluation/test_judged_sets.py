@@ -110,6 +110,16 @@ def evals(request, tmp_path):
     labels.close()
 
 
+def test_the_newest_version_wins_even_when_saved_in_the_same_millisecond(evals, monkeypatch):
+    # Two imports within one clock tick (a script, a fast machine) used to tie on
+    # created_at, and "newest" was whichever row the database returned first.
+    monkeypatch.setattr("dashboard.evaluation.storage.utc_now", lambda: "2026-11-30T12:00:00.000+00:00")
+    versions = [JudgedSet("tick", [JudgedQuestion("q1", "u", "one", {"m1": grade})]) for grade in (1, 2, 3)]
+    hashes = [evals.save_set(v) for v in versions]
+    assert evals.load_set("tick").content_hash == hashes[-1]
+    assert [s["content_hash"] for s in evals.sets() if s["name"] == "tick"] == hashes[::-1]
+
+
 def test_versions_and_runs_round_trip_on_both_backends(evals):
     first = JudgedSet("team", [JudgedQuestion("q1", "u", "one", {"m1": 1}, ("a",)), JudgedQuestion("q2", None, "two", {})])
     second = JudgedSet("team", [JudgedQuestion("q1", "u", "one", {"m1": 2})])
