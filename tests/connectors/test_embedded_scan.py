@@ -129,3 +129,25 @@ def test_the_ranking_follows_the_clock_as_time_passes(interleaved, clock):
     for h in hits:
         hours = max(0.0, (clock - created[h.memory_id]).total_seconds() / 3600)
         assert h.breakdown["recency"] == pytest.approx(math.exp(-hours * math.log(2) / store.half_life_hours), abs=1e-9)
+
+
+@pytest.mark.parametrize("user", [*USERS, None])
+@pytest.mark.parametrize("clock", [NOW + timedelta(days=3), NOW - timedelta(hours=40)], ids=["after", "before newest"])
+def test_a_scan_cut_into_parts_on_threads_gives_the_same_ranking(interleaved, monkeypatch, user, clock):
+    """A large slice is scored in parts, one per core; each part must read the
+    per-memory columns at its own offset within the user's slice. Parts of 2 rows
+    here, so even these small slices are cut into three."""
+    from connectors import embedded_scan
+
+    monkeypatch.setattr(embedded_scan, "MIN_PART_ROWS", 2)
+    monkeypatch.setattr(embedded_scan, "SCAN_THREADS", 3)
+    store, rows = interleaved
+    store._now = lambda: clock
+    try:
+        hits = store.query("Where does the user live?", user_id=user, k=7).hits
+    finally:
+        store._now = lambda: NOW
+    expected = brute_force(store, rows, "Where does the user live?", user, k=7, now=clock)
+    assert len(embedded_scan._parts(9)) == 3
+    assert [h.memory_id for h in hits] == [memory_id for memory_id, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([score for _, score in expected], abs=1e-6)
