@@ -20,7 +20,9 @@ a new machine pays it once). Two data-dir cases per path: a fresh MEMLENS_DATA_D
 
 Floors, in the same run: bare `python -c` processes that import sentence_transformers
 and load the model (torch), and that import onnxruntime + tokenizers, open the
-exported session and encode one query (onnx).
+exported session and encode one query (onnx); and Streamlit's own floor,
+benchmarks/streamlit_floor_app.py (the page's title and one "Returned" metric,
+nothing else) served and timed exactly as the app.
 
 Targets (onnx path): first paint within 0.5 s of the server answering its health
 check; first result within 1.5 s of it on a warm data dir, within 3 s on a fresh one.
@@ -85,12 +87,12 @@ def measure_floor(code: str = FLOOR_CODE) -> dict[str, float]:
     return {"total": total, "import": float(parts["import"]), "load": float(parts["load"])}
 
 
-def streamlit_command(port: int) -> list[str]:
+def streamlit_command(port: int, script: str = "dashboard/app.py") -> list[str]:
     launcher = Path(PYTHON).with_name("streamlit")
     head = [str(launcher)] if launcher.exists() else [PYTHON, "-m", "streamlit"]
     return head + [
         "run",
-        "dashboard/app.py",
+        script,
         "--server.address",
         "127.0.0.1",
         "--server.port",
@@ -118,7 +120,7 @@ def wait_for_health(port: int, started: float, proc: subprocess.Popen) -> float:
     raise TimeoutError("streamlit did not answer /_stcore/health")
 
 
-def measure_app(browser, data_dir: Path, backend: str) -> dict[str, float]:
+def measure_app(browser, data_dir: Path, backend: str, script: str = "dashboard/app.py") -> dict[str, float]:
     """One server start: seconds from Popen to health, first paint, first result."""
     port = free_port()
     env = dict(os.environ, MEMLENS_DATA_DIR=str(data_dir), MEMLENS_EMBEDDING_BACKEND=backend)
@@ -127,7 +129,12 @@ def measure_app(browser, data_dir: Path, backend: str) -> dict[str, float]:
     page = context.new_page()
     started = time.perf_counter()
     proc = subprocess.Popen(
-        streamlit_command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        streamlit_command(port, script),
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         health = wait_for_health(port, started, proc)
@@ -192,6 +199,12 @@ def main() -> None:
                     for case in ("fresh", "warm"):
                         runs.setdefault((backend, case), []).append(measure_app(browser, data_dir, backend))
                         print(f"round {round_number}: {backend} {case} {runs[(backend, case)][-1]}", flush=True)
+                floor_dir = work / f"data-floor-{round_number}"
+                floor_dir.mkdir()
+                runs.setdefault(("streamlit", "floor"), []).append(
+                    measure_app(browser, floor_dir, "onnx", script="benchmarks/streamlit_floor_app.py")
+                )
+                print(f"round {round_number}: streamlit floor {runs[('streamlit', 'floor')][-1]}", flush=True)
             browser.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -211,34 +224,40 @@ def main() -> None:
             ]
         )
     verdicts = []
-    for backend in ("torch", "onnx"):
-        for case in ("fresh", "warm"):
-            r = runs[(backend, case)]
-            health = median(x["health"] for x in r)
-            paint = median(x["paint"] - x["health"] for x in r)
-            result = median(x["result"] - x["health"] for x in r)
-            rows.append(
-                [
-                    f"app, {backend}, {case} data dir" + (" (encodes demo memories)" if case == "fresh" else ""),
-                    f"{health:.2f}",
-                    f"{median(x['paint'] for x in r):.2f}",
-                    f"{paint:.2f}",
-                    f"{median(x['result'] for x in r):.2f}",
-                    f"{result:.2f}",
-                    "paint before result in every run" if all(not x["result_at_paint"] for x in r) else "a result was on screen at paint",
-                ]
+    cases = [("torch", "fresh"), ("torch", "warm"), ("onnx", "fresh"), ("onnx", "warm")]
+    cases += [("streamlit", "floor")]
+    for backend, case in cases:
+        r = runs[(backend, case)]
+        health = median(x["health"] for x in r)
+        paint = median(x["paint"] - x["health"] for x in r)
+        result = median(x["result"] - x["health"] for x in r)
+        name = f"app, {backend}, {case} data dir" + (" (encodes demo memories)" if case == "fresh" else "")
+        if backend == "streamlit":
+            name = "floor (Streamlit): benchmarks/streamlit_floor_app.py, a title and one metric"
+        rows.append(
+            [
+                name,
+                f"{health:.2f}",
+                f"{median(x['paint'] for x in r):.2f}",
+                f"{paint:.2f}",
+                f"{median(x['result'] for x in r):.2f}",
+                f"{result:.2f}",
+                "paint before result in every run" if all(not x["result_at_paint"] for x in r) else "a result was on screen at paint",
+            ]
+        )
+        if backend == "onnx":
+            limit = 1.5 if case == "warm" else 3.0
+            verdicts.append(
+                f"- onnx, {case} data dir: first paint {paint:.2f} s after health (target <= 0.5 s: "
+                f"{'met' if paint <= 0.5 else 'NOT met'}); first result {result:.2f} s after health "
+                f"(target <= {limit} s: {'met' if result <= limit else 'NOT met'}); torch path in the same run: "
+                f"{median(x['result'] - x['health'] for x in runs[('torch', case)]):.2f} s; Streamlit's floor: "
+                f"paint {median(x['paint'] - x['health'] for x in runs[('streamlit', 'floor')]):.2f} s, metric "
+                f"{median(x['result'] - x['health'] for x in runs[('streamlit', 'floor')]):.2f} s after health."
             )
-            if backend == "onnx":
-                limit = 1.5 if case == "warm" else 3.0
-                verdicts.append(
-                    f"- onnx, {case} data dir: first paint {paint:.2f} s after health (target <= 0.5 s: "
-                    f"{'met' if paint <= 0.5 else 'NOT met'}); first result {result:.2f} s after health "
-                    f"(target <= {limit} s: {'met' if result <= limit else 'NOT met'}); torch path in the same run: "
-                    f"{median(x['result'] - x['health'] for x in runs[('torch', case)]):.2f} s."
-                )
     body = (
         f"Median of {args.repeat} rounds; each round runs both floors, then for each path (torch = before, onnx = after) "
-        "the app on a fresh data dir and again on that (now warm) data dir. Seconds from process start, and from the "
+        "the app on a fresh data dir and again on that (now warm) data dir, then Streamlit's floor app. Seconds from process start, and from the "
         f"server's health answer. The one-time ONNX export took {export_s:.1f} s before the rounds.\n\n"
         + table(
             ["run", "server up (s)", "first paint (s)", "paint after health (s)", "first result (s)", "result after health (s)", "note"],

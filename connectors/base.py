@@ -88,6 +88,17 @@ class QueryResult:
     raw_score_kind: str | None = None  # e.g. "cosine distance", "l2 distance"
 
 
+def unit_length_note(how: str, container: str) -> str:
+    """The note on a result from a store whose distance is not cosine (`how`: "This
+    table is ordered by l2 distance"): its normalised score equals the cosine
+    similarity only when the stored embeddings are unit-length, which memlens's own
+    are; `container` (collection, table) names what the reviewer should check."""
+    return (
+        f"{how}: the score is the cosine similarity only for unit-length embeddings "
+        f"(memlens encodes unit-length; check how the {container} was built)."
+    )
+
+
 def context_block(hits: list[Hit]) -> str | None:
     """A prompt-ready block of every returned memory, in rank order, for stores that
     send none of their own (None when nothing came back). Like a hosted store's

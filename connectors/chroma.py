@@ -37,6 +37,7 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
     context_block,
+    unit_length_note,
 )
 from connectors.query_vectors import query_vector
 from connectors.vector_fields import PayloadFields, call_store, folder_or_url
@@ -205,10 +206,7 @@ class ChromaStore:
                     metadata={"chroma_id": chroma_id, **metadata},
                 )
             )
-        notes = [] if self.space == "cosine" else [
-            f"This collection's space is {self.space}: the score is the cosine similarity only for "
-            "unit-length embeddings (memlens encodes unit-length; check how the collection was built)."
-        ]
+        notes = [] if self.space == "cosine" else [unit_length_note(f"This collection's space is {self.space}", "collection")]
         raw_body = {
             "collection": self.collection_name,
             "space": self.space,

@@ -34,6 +34,7 @@ from connectors.base import (
     StoreUnavailable,
     as_datetime,
     context_block,
+    unit_length_note,
 )
 from connectors.query_vectors import query_vector
 
@@ -194,10 +195,7 @@ class LanceDBStore:
                     metadata=memory.metadata,
                 )
             )
-        notes = [] if self.distance_type == "cosine" else [
-            f"This table is searched by {self.raw_score_kind}: the score is the cosine similarity only for "
-            "unit-length embeddings (memlens encodes unit-length; check how the table was built)."
-        ]
+        notes = [] if self.distance_type == "cosine" else [unit_length_note(f"This table is searched by {self.raw_score_kind}", "table")]
         raw_body = {
             "table": self.table_name,
             "distance_type": self.distance_type,

@@ -43,6 +43,7 @@ from connectors.base import (
     StoreUnavailable,
     as_datetime,
     context_block,
+    unit_length_note,
 )
 from connectors.query_vectors import query_vector
 
@@ -338,10 +339,7 @@ class PgVectorStore:
             )
             if len(hits) == k:
                 break
-        notes = [] if self.layout.operator == "<=>" else [
-            f"This table is ordered by {self.raw_score_kind}: the score is the cosine similarity only for "
-            "unit-length embeddings (memlens encodes unit-length; check how the table was built)."
-        ]
+        notes = [] if self.layout.operator == "<=>" else [unit_length_note(f"This table is ordered by {self.raw_score_kind}", "table")]
         raw_body = {
             "table": self.layout.table,
             "operator": self.layout.operator,
