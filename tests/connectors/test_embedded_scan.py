@@ -74,14 +74,26 @@ def brute_force(
     return ranked[:k]
 
 
+def query_at(store: EmbeddedStore, clock: datetime, query: str, user: str | None, k: int) -> list:
+    """The store's hits for `query` with its clock set to `clock`."""
+    store._now = lambda: clock
+    try:
+        return store.query(query, user_id=user, k=k).hits
+    finally:
+        store._now = lambda: NOW
+
+
+def assert_same_ranking(hits: list, expected: list[tuple[str, float]]) -> None:
+    assert [h.memory_id for h in hits] == [memory_id for memory_id, _ in expected]
+    assert [h.score for h in hits] == pytest.approx([score for _, score in expected], abs=1e-6)
+
+
 @pytest.mark.parametrize("user", [*USERS, None])
 def test_each_user_gets_exactly_the_brute_force_ranking(interleaved, user):
     store, rows = interleaved
     query = "Where does the user live?"
     hits = store.query(query, user_id=user, k=6).hits
-    expected = brute_force(store, rows, query, user, k=6)
-    assert [h.memory_id for h in hits] == [memory_id for memory_id, _ in expected]
-    assert [h.score for h in hits] == pytest.approx([score for _, score in expected], abs=1e-6)
+    assert_same_ranking(hits, brute_force(store, rows, query, user, k=6))
     if user is not None:
         assert {h.metadata["user_id"] for h in hits} == {user}
 
@@ -117,14 +129,8 @@ def test_the_ranking_follows_the_clock_as_time_passes(interleaved, clock):
     (or sits before some memories, which then count as brand new) must still give
     the documented ranking and breakdown."""
     store, rows = interleaved
-    store._now = lambda: clock
-    try:
-        hits = store.query("Which UI theme does the user prefer?", user_id=None, k=8).hits
-    finally:
-        store._now = lambda: NOW
-    expected = brute_force(store, rows, "Which UI theme does the user prefer?", None, k=8, now=clock)
-    assert [h.memory_id for h in hits] == [memory_id for memory_id, _ in expected]
-    assert [h.score for h in hits] == pytest.approx([score for _, score in expected], abs=1e-6)
+    hits = query_at(store, clock, "Which UI theme does the user prefer?", None, k=8)
+    assert_same_ranking(hits, brute_force(store, rows, "Which UI theme does the user prefer?", None, k=8, now=clock))
     created = {r["id"]: r["created_at"] for r in rows}
     for h in hits:
         hours = max(0.0, (clock - created[h.memory_id]).total_seconds() / 3600)
@@ -142,12 +148,6 @@ def test_a_scan_cut_into_parts_on_threads_gives_the_same_ranking(interleaved, mo
     monkeypatch.setattr(embedded_scan, "MIN_PART_ROWS", 2)
     monkeypatch.setattr(embedded_scan, "SCAN_THREADS", 3)
     store, rows = interleaved
-    store._now = lambda: clock
-    try:
-        hits = store.query("Where does the user live?", user_id=user, k=7).hits
-    finally:
-        store._now = lambda: NOW
-    expected = brute_force(store, rows, "Where does the user live?", user, k=7, now=clock)
     assert len(embedded_scan._parts(9)) == 3
-    assert [h.memory_id for h in hits] == [memory_id for memory_id, _ in expected]
-    assert [h.score for h in hits] == pytest.approx([score for _, score in expected], abs=1e-6)
+    hits = query_at(store, clock, "Where does the user live?", user, k=7)
+    assert_same_ranking(hits, brute_force(store, rows, "Where does the user live?", user, k=7, now=clock))
