@@ -40,11 +40,11 @@ _pool_lock = threading.Lock()  # guards the scan pool's creation only
 def single_threaded_blas():
     """A context in which numpy's BLAS runs on one thread.
 
-    A query is one matrix-vector product, which is memory-bound: a second thread
-    buys little on an idle machine, and on a busy one (a shared 2-core server, other
-    sessions) OpenBLAS threads spin against each other. benchmarks/embedded_store.py
+    OpenBLAS's own threads spin while they wait, so on a busy machine (a shared
+    2-core server, other sessions) they fight each other: benchmarks/embedded_store.py
     measured 1.2 ms single-threaded against 21 ms with two threads at 10,000
-    memories under load."""
+    memories under load. `scan` uses the cores through its own threads instead,
+    each running a single-threaded product on its part of the slice."""
     global _blas_controller
     if _blas_controller is None:
         from threadpoolctl import ThreadpoolController
