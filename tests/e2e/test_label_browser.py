@@ -24,6 +24,21 @@ def sign_in(page) -> None:
     expect(page.get_by_test_id("stSidebar").get_by_text(f"Labelling as {REVIEWER}")).to_be_visible()
 
 
+def upload_log(page, path) -> None:
+    """Sign in on the Label page and read the file at `path` as a new session's log."""
+    open_app(page, "label")
+    sign_in(page)
+    log_form = page.get_by_test_id("stExpander").filter(has_text="New labelling session from a log")
+    if not log_form.get_by_test_id("stRadio").is_visible():  # folded once a session exists
+        log_form.get_by_text("New labelling session from a log").click()
+    log_form.get_by_test_id("stRadio").get_by_text("Upload a log").click()
+    wait_idle(page)
+    widget(page, "log_upload").locator("input[type=file]").set_input_files(str(path))
+    wait_idle(page)
+    widget(page, "log_read").locator("button").click()
+    wait_idle(page)
+
+
 def press(page, key: str) -> None:
     """A key press with the focus on the page, not in a text box (shortcuts ignore those)."""
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
@@ -95,17 +110,7 @@ def test_a_hostile_log_upload_names_every_bad_line_and_keeps_the_server_up(page,
     path = tmp_path / "hostile-week.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode("utf-8") + b"\n")
 
-    open_app(page, "label")
-    sign_in(page)
-    log_form = page.get_by_test_id("stExpander").filter(has_text="New labelling session from a log")
-    if not log_form.get_by_test_id("stRadio").is_visible():  # folded once a session exists
-        log_form.get_by_text("New labelling session from a log").click()
-    log_form.get_by_test_id("stRadio").get_by_text("Upload a log").click()
-    wait_idle(page)
-    widget(page, "log_upload").locator("input[type=file]").set_input_files(str(path))
-    wait_idle(page)
-    widget(page, "log_read").locator("button").click()
-    wait_idle(page)
+    upload_log(page, path)
     expect(page.get_by_text("5 bad row(s) were skipped; the other rows were imported.")).to_be_visible()
     expect(page.get_by_text("hostile-week.jsonl: imported 2 rows in 2 turns from 7 read")).to_be_visible()
     problems = grid_rows(grid_with_column(page, "problem"))

@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from playwright.sync_api import expect
-from st_browser import grid_rows, grid_with_column, open_app, wait_idle, widget
-from test_label_browser import sign_in
+from st_browser import grid_rows, grid_with_column
+from test_label_browser import upload_log
 
 pytestmark = pytest.mark.e2e
 
@@ -49,17 +49,7 @@ def otlp_file(path) -> str:
 def test_an_otlp_trace_upload_becomes_rows_and_names_the_broken_span(page, tmp_path):
     path = tmp_path / "agent-traces.json"
     broken = otlp_file(path)
-    open_app(page, "label")
-    sign_in(page)
-    log_form = page.get_by_test_id("stExpander").filter(has_text="New labelling session from a log")
-    if not log_form.get_by_test_id("stRadio").is_visible():  # folded once a session exists
-        log_form.get_by_text("New labelling session from a log").click()
-    log_form.get_by_test_id("stRadio").get_by_text("Upload a log").click()
-    wait_idle(page)
-    widget(page, "log_upload").locator("input[type=file]").set_input_files(str(path))
-    wait_idle(page)
-    widget(page, "log_read").locator("button").click()
-    wait_idle(page)
+    upload_log(page, path)
     expect(page.get_by_text("agent-traces.json: imported 5 rows in 2 turns from 6 read; 1 bad row(s) skipped")).to_be_visible()
     problems = grid_rows(grid_with_column(page, "problem"))
     assert [(r["line"], r["field"]) for r in problems] == [("1", "retrieval.documents.1.document.id")]
