@@ -12,7 +12,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -88,6 +88,26 @@ def timed(fn, repeat: int, warmup: int = 1) -> list[float]:
 
 def median(values: Iterable[float]) -> float:
     return statistics.median(list(values))
+
+
+def rows_per_second_table(
+    cases: Sequence[tuple[str, Callable[[], object]]], rows: int, repeat: int, first: str, ratio: str
+) -> str:
+    """Each case timed `repeat` times (median seconds) and tabled with its rows per
+    second and its time against the first case, the baseline (column `ratio`)."""
+    timings = {label: median(timed(fn, repeat=repeat, warmup=0)) / 1000 for label, fn in cases}
+    base = timings[cases[0][0]]
+    return table(
+        [first, "rows", "median s", "rows/s", ratio],
+        [[label, f"{rows:,}", seconds, f"{rows / seconds:,.0f}", f"{seconds / base:.2f}x"] for label, seconds in timings.items()],
+    )
+
+
+def exit_code(problems: Sequence[str]) -> int:
+    """1 when a benchmark's results were wrong (each said on stderr), else 0."""
+    for problem in problems:
+        print(f"WRONG RESULT: {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

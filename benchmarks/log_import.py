@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks._common import median, report, table, timed
+from benchmarks._common import exit_code, report, rows_per_second_table
 from dashboard.logs.retrieval_log import read_log
 
 BAD_LINES = 100
@@ -130,13 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             ("memlens read_log, CSV", lambda: read_log(paths["csv"])),
             ("memlens read_log, Parquet", lambda: read_log(paths["parquet"])),
         ]
-        timings = {label: median(timed(fn, repeat=repeat, warmup=0)) / 1000 for label, fn in cases}
+        body = rows_per_second_table(cases, rows, repeat, "import", "time / json.loads loop")
 
-    base = timings[cases[0][0]]
-    body = table(
-        ["import", "rows", "median s", "rows/s", "time / json.loads loop"],
-        [[label, f"{rows:,}", seconds, f"{rows / seconds:,.0f}", f"{seconds / base:.2f}x"] for label, seconds in timings.items()],
-    )
     body += (
         f"\n\nEvery memlens import above validates every field of every row (types, empty ids, ranks >= 1,"
         f" finite scores, ISO 8601 timestamps), names each bad row by line and field, and merges repeated"
@@ -144,9 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         f" all reported. Median of {repeat} runs each."
     )
     report(f"Log import, {rows:,} rows (benchmarks/log_import.py)", body)
-    for problem in problems:
-        print(f"WRONG RESULT: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    return exit_code(problems)
 
 
 if __name__ == "__main__":

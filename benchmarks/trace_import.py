@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks._common import median, report, table, timed
+from benchmarks._common import exit_code, report, rows_per_second_table
 from dashboard.logs import otlp
 from dashboard.logs.retrieval_log import read_log
 
@@ -98,21 +98,14 @@ def main(argv: list[str] | None = None) -> int:
             (f"memlens read_log, OTLP JSON, {bad:,} documents without id", lambda: read_log(broken)),
             ("memlens export: read-log records to OTLP JSON", lambda: otlp.to_otlp_jsonl(records)),
         ]
-        timings = {label: median(timed(fn, repeat=repeat, warmup=0)) / 1000 for label, fn in cases}
-    base = timings[cases[0][0]]
-    body = table(
-        ["step", "rows", "median s", "rows/s", "time / JSONL import"],
-        [[label, f"{rows:,}", seconds, f"{rows / seconds:,.0f}", f"{seconds / base:.2f}x"] for label, seconds in timings.items()],
-    )
+        body = rows_per_second_table(cases, rows, repeat, "step", "time / JSONL import")
     body += (
         f"\n\n{spans:,} RETRIEVER spans of {DOCUMENTS} documents, {SPANS_PER_LINE} spans per OTLP line. The OTLP"
         " reader walks spans in Python (one dict per document) before the same column-wise validation as every"
         f" log; every bad document was named by line and span id. Median of {repeat} runs each."
     )
     report(f"Trace import, {spans:,} spans (benchmarks/trace_import.py)", body)
-    for problem in problems:
-        print(f"WRONG RESULT: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    return exit_code(problems)
 
 
 if __name__ == "__main__":
