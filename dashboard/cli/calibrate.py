@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import Any
 
@@ -37,50 +36,13 @@ from dashboard.calibration.label_files import LabelFileError, read_label_file
 from dashboard.calibration.report import as_json, table_lines
 from dashboard.calibration.segments import SEGMENT_FIELDS, segment_fields, segment_floors
 from dashboard.calibration.sweep import DEFAULT_SEED, CalibrationError, calibrate
+from dashboard.cli.arguments import parse_floors, positive_number, share
 
 DEFAULT_FLOORS = (0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
 EXIT_UNUSABLE = 2
 
 
-def parse_floors(text: str) -> list[float]:
-    floors = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            value = float(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a number") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{part!r} is not a finite number")
-        floors.append(value)
-    if not floors:
-        raise argparse.ArgumentTypeError("give at least one floor, e.g. 0.2,0.3")
-    return floors
-
-
-def positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number above 0")
-    return value
-
-
 SEGMENT_COLUMN_NAMES = {"user": "user_id (or user) column", "store": "store column", "tag": "tag (or category) column"}
-
-
-def share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and 0 < value <= 1):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a share above 0 and at most 1, e.g. 0.9")
-    return value
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:

@@ -16,18 +16,10 @@ import os
 import sys
 from typing import Any
 
+from dashboard.cli.arguments import non_negative
+
 EXIT_REGRESSED = 1
 EXIT_UNUSABLE = 2
-
-
-def non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
-    return value
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:

@@ -27,18 +27,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dashboard.cli.arguments import positive_int
+
 EXIT_STOPPED = 1
 EXIT_UNUSABLE = 2
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:

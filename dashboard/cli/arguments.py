@@ -1,0 +1,62 @@
+"""Argument types the commands share: each turns a command-line word into a number
+or says, as argparse's error, what was wrong with it (the messages are part of the
+CLI's output)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def non_negative(text: str) -> float:
+    value = _number(text)
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number >= 0")
+    return value
+
+
+def positive_number(text: str) -> float:
+    value = _number(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number above 0")
+    return value
+
+
+def share(text: str) -> float:
+    value = _number(text)
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a share above 0 and at most 1, e.g. 0.9")
+    return value
+
+
+def parse_floors(text: str) -> list[float]:
+    """Comma-separated finite numbers, at least one."""
+    floors = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        value = _number(part)
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{part!r} is not a finite number")
+        floors.append(value)
+    if not floors:
+        raise argparse.ArgumentTypeError("give at least one floor, e.g. 0.2,0.3")
+    return floors
