@@ -12,7 +12,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dashboard.evaluation.storage import EvalStore, RunInfo
 
 EXIT_UNUSABLE = 2
 
@@ -44,15 +47,25 @@ def list_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def export_run(args: argparse.Namespace) -> int:
-    from dashboard.evaluation.export import jsonl_lines, trec_lines
+def saved_run(action: str, run_id: str) -> tuple[EvalStore, RunInfo] | None:
+    """The eval store and the run `run_id`; None, said on stderr, when there is no such run."""
     from dashboard.evaluation.storage import open_eval_store
 
     evals = open_eval_store(dict(os.environ))
-    info = evals.run(args.run_id)
+    info = evals.run(run_id)
     if info is None:
-        print(f"memlens runs export: no run {args.run_id!r}", file=sys.stderr)
+        print(f"memlens runs {action}: no run {run_id!r}", file=sys.stderr)
+        return None
+    return evals, info
+
+
+def export_run(args: argparse.Namespace) -> int:
+    from dashboard.evaluation.export import jsonl_lines, trec_lines
+
+    found = saved_run("export", args.run_id)
+    if found is None:
         return EXIT_UNUSABLE
+    evals, info = found
     lines = trec_lines if args.format == "trec" else jsonl_lines
     for line in lines(info, evals.outcomes(info.run_id)):
         print(line)
@@ -64,13 +77,11 @@ def resume_run(args: argparse.Namespace) -> int:
     from connectors.registry import create_store
     from dashboard.cli.eval import print_progress, report, with_secrets
     from dashboard.evaluation import runs
-    from dashboard.evaluation.storage import open_eval_store
 
-    evals = open_eval_store(dict(os.environ))
-    info = evals.run(args.run_id)
-    if info is None:
-        print(f"memlens runs resume: no run {args.run_id!r}", file=sys.stderr)
+    found = saved_run("resume", args.run_id)
+    if found is None:
         return EXIT_UNUSABLE
+    evals, info = found
     if not info.complete:
         try:
             store = create_store(info.store, with_secrets(info.store, info.settings))
