@@ -142,3 +142,11 @@ def test_import_exits_1_when_nothing_could_be_imported(tmp_path, world):
     result = memlens("import", str(bad), "--db", str(tmp_path / "s.sqlite"), env=world["env"], check=False)
     assert result.returncode == 1
     assert "line 1, field 'text'" in result.stderr and "line 2, field '(line)'" in result.stderr
+
+
+@pytest.mark.parametrize("action", ["export", "resume"])
+def test_a_run_id_that_was_never_saved_is_named_and_exits_2(world, action):
+    result = memlens("runs", action, "no-such-run", env=world["env"], check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"memlens runs {action}: no run 'no-such-run'"
+    assert result.stdout == ""
