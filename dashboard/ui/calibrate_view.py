@@ -191,7 +191,7 @@ def show_issues(labels: LabelFile) -> None:
             st.caption(f"Showing the first {MAX_ISSUES_SHOWN} of {len(labels.issues):,} problems; download them all:")
         st.download_button(
             "Download every problem",
-            "\n".join(f"{labels.source}: {issue_text(issue)}" for issue in labels.issues) + "\n",
+            lambda: "\n".join(f"{labels.source}: {issue_text(issue)}" for issue in labels.issues) + "\n",
             file_name="label-file-problems.txt",
             key="calibrate_issues_download",
             on_click="ignore",

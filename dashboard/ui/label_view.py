@@ -103,7 +103,7 @@ def log_loader() -> LogImport | None:
             st.caption(f"Showing the first {MAX_ISSUES_SHOWN:,} of {len(log.issues):,} problems; download them all:")
         st.download_button(
             "Download every problem",
-            "\n".join(log.issue_lines()) + "\n",
+            lambda: "\n".join(log.issue_lines()) + "\n",
             file_name="log-problems.txt",
             key="log_issues_download",
             on_click="ignore",
@@ -358,14 +358,14 @@ def session_results(store: LabelStore, session: LabelSession) -> None:
     cols = st.columns(3)
     name = session.name.replace("/", "_")
     cols[0].download_button(
-        "Download JSONL", export.to_jsonl(labels), file_name=f"{name}-labels.jsonl",
+        "Download JSONL", lambda: export.to_jsonl(labels), file_name=f"{name}-labels.jsonl",
         mime="application/jsonl", key="session_download_jsonl", on_click="ignore",
     )
     cols[1].download_button(
-        "Download CSV", export.to_csv(labels), file_name=f"{name}-labels.csv",
+        "Download CSV", lambda: export.to_csv(labels), file_name=f"{name}-labels.csv",
         mime="text/csv", key="session_download_csv", on_click="ignore",
     )
     cols[2].download_button(
-        "Download TREC qrels", export.to_qrels(labels), file_name=f"{name}.qrels",
+        "Download TREC qrels", lambda: export.to_qrels(labels), file_name=f"{name}.qrels",
         mime="text/plain", key="session_download_qrels", on_click="ignore",
     )

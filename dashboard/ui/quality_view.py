@@ -344,7 +344,7 @@ def show_read_log() -> None:
     cols = st.columns(2)
     cols[0].download_button(
         "Download read log (JSONL)",
-        readlog.log_bytes(path),
+        lambda: readlog.log_bytes(path),
         file_name="memlens-reads.jsonl",
         mime="application/jsonl",
         key="readlog_download",
@@ -352,7 +352,7 @@ def show_read_log() -> None:
     )
     cols[1].download_button(
         "Download as OpenTelemetry traces (OTLP JSON)",
-        otlp.to_otlp_jsonl(records),
+        lambda: otlp.to_otlp_jsonl(records),
         file_name="memlens-reads-otlp.json",
         mime="application/json",
         key="readlog_download_otlp",

@@ -258,7 +258,7 @@ def show_rerank_panel(result: QueryResult, message_id: str, include_text: bool) 
     candidate_ids = [h.memory_id for h in result.hits]
     st.download_button(
         "Download re-ranking JSON",
-        json.dumps(payload, indent=2, ensure_ascii=False),
+        lambda: json.dumps(payload, indent=2, ensure_ascii=False),
         file_name="memlens-rerank.json",
         mime="application/json",
         key="rerank_download_json",
