@@ -293,6 +293,12 @@ def _row_labels(msg: str, reviewer: str) -> dict[str, str]:
     return st.session_state.setdefault("_row_labels", {}).setdefault((msg, reviewer), {})
 
 
+# Session-state flags: "Your labels" was last drawn with no labels; a label was just
+# saved while it was, so the row's rerun redraws the whole page.
+NO_SESSION_LABELS_DRAWN = "_no_session_labels_drawn"
+REDRAW_PAGE = "_redraw_page_after_label"
+
+
 def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, value: str) -> None:
     query = st.session_state.get("query", "").strip()
     try:
@@ -315,6 +321,10 @@ def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, 
         st.session_state.setdefault("label_unsaved", {})[(msg, hit.memory_id)] = value
         return
     st.session_state.get("label_unsaved", {}).pop((msg, hit.memory_id), None)
+    if st.session_state.get(NO_SESSION_LABELS_DRAWN):
+        # "Your labels" was drawn empty, with no table and no downloads, and a label
+        # click reruns only its row: the first label redraws the page once.
+        st.session_state[REDRAW_PAGE] = True
 
 
 def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer: str, store_text: bool) -> None:
@@ -343,6 +353,8 @@ def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer:
 @st.fragment
 def _label_row(hit: Hit, msg: str, choice: StoreChoice, reviewer: str, store_text: bool) -> None:
     """One result's label row; a click on its buttons reruns this row alone."""
+    if st.session_state.pop(REDRAW_PAGE, False):
+        st.rerun()
     if error := st.session_state.pop(f"label_error_{hit.memory_id}", None):
         st.error(error)
     text, clipped = clip_text(hit.text)
@@ -381,6 +393,7 @@ def show_session_labels(include_text: bool) -> None:
     except LabelStoreError as exc:
         st.error(f"Cannot read the labels: {exc}")
         return
+    st.session_state[NO_SESSION_LABELS_DRAWN] = not labels
     if not labels:
         st.caption("No labels yet.")
         return
