@@ -97,3 +97,16 @@ def memorysync_server(memorysync_session_server):
     memorysync_session_server.reset()
     yield memorysync_session_server
     memorysync_session_server.reset()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One real PostgreSQL server (initdb + pg_ctl on a temporary directory, a
+    loopback port) for the tests that store labels, judged sets and runs in it; each
+    test takes a database of its own with `new_database()`. Tests that freeze the
+    server define a `postgres` of their own."""
+    from postgres_server import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()

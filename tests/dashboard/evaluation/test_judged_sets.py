@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from postgres_server import PostgresServer
 
 from dashboard.evaluation import judged_sets
 from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet, JudgedSetError
@@ -93,13 +92,6 @@ def test_the_hash_follows_the_judgments_not_the_order():
     assert JudgedSet("s", [a, b]).content_hash == JudgedSet("s", [b, a]).content_hash
     regraded = JudgedQuestion("q1", "u", "one", {"m1": 2})
     assert JudgedSet("s", [regraded, b]).content_hash != JudgedSet("s", [a, b]).content_hash
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    server = PostgresServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

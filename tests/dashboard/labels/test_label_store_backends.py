@@ -1,5 +1,6 @@
-"""The label store on both backends: SQLite files and a real PostgreSQL server that
-this module starts (initdb + pg_ctl on a temporary directory, loopback port)."""
+"""The label store on both backends: SQLite files and a real PostgreSQL server (the
+suite's `postgres` fixture, tests/conftest.py: initdb + pg_ctl on a temporary
+directory, loopback port)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from postgres_server import PostgresServer
 
 from dashboard.labels import open_label_store
 from dashboard.labels.model import LabelStoreError
@@ -18,13 +18,6 @@ from dashboard.labels.sessions import LabelSession, SessionExists, SessionItem
 
 WRITER = Path(__file__).resolve().parent / "label_writer.py"
 WORKERS, ROWS = 8, 1_000
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    server = PostgresServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
