@@ -99,6 +99,16 @@ def memorysync_server(memorysync_session_server):
     memorysync_session_server.reset()
 
 
+@pytest.fixture
+def ms_env(monkeypatch, memorysync_server):
+    """The sidebar's MemorySync settings, as a deployment would set them."""
+    monkeypatch.setenv("MEMORYSYNC_BASE_URL", memorysync_server.url)
+    monkeypatch.setenv("MEMORYSYNC_API_KEY", memorysync_server.api_key)
+    monkeypatch.setenv("MEMORYSYNC_END_USER_ID", "sam")
+    monkeypatch.setenv("MEMORYSYNC_MAX_RETRIES", "0")
+    return memorysync_server
+
+
 @pytest.fixture(scope="session")
 def postgres():
     """One real PostgreSQL server (initdb + pg_ctl on a temporary directory, a

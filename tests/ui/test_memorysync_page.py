@@ -19,16 +19,6 @@ THEME = "Which UI theme does the user prefer?"
 PIZZA = "What is the user's favourite pizza topping?"
 
 
-@pytest.fixture
-def ms_env(monkeypatch, memorysync_server):
-    """The sidebar's MemorySync settings, as a deployment would set them."""
-    monkeypatch.setenv("MEMORYSYNC_BASE_URL", memorysync_server.url)
-    monkeypatch.setenv("MEMORYSYNC_API_KEY", memorysync_server.api_key)
-    monkeypatch.setenv("MEMORYSYNC_END_USER_ID", "sam")
-    monkeypatch.setenv("MEMORYSYNC_MAX_RETRIES", "0")
-    return memorysync_server
-
-
 def node_text(node) -> str:
     """One element's message and value."""
     text = str(getattr(node, "proto", ""))

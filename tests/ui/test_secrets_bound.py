@@ -21,25 +21,16 @@ def other_host(demo_dir, tmp_path, memorysync_module):
     server.stop()
 
 
-@pytest.fixture
-def configured(monkeypatch, memorysync_server):
-    monkeypatch.setenv("MEMORYSYNC_BASE_URL", memorysync_server.url)
-    monkeypatch.setenv("MEMORYSYNC_API_KEY", memorysync_server.api_key)
-    monkeypatch.setenv("MEMORYSYNC_END_USER_ID", "sam")
-    monkeypatch.setenv("MEMORYSYNC_MAX_RETRIES", "0")
-    return memorysync_server
-
-
 def keys_received(server) -> set[str]:
     return {r.headers.get("X-API-Key", "") for r in server.requests}
 
 
-def test_changing_the_url_does_not_send_the_configured_key_there(app, configured, other_host):
+def test_changing_the_url_does_not_send_the_configured_key_there(app, ms_env, other_host):
     at = app(store="memorysync", query=THEME)
     at.run()
     assert at.session_state["result"].hits  # the configured host works with its key
     at.text_input(key="cfg_memorysync_base_url").input(other_host.url).run()
-    assert configured.api_key not in keys_received(other_host)
+    assert ms_env.api_key not in keys_received(other_host)
     assert not at.exception
     # The page asks for a key for the new host instead, and says why.
     key_input = at.text_input(key="cfg_memorysync_api_key")
@@ -47,26 +38,26 @@ def test_changing_the_url_does_not_send_the_configured_key_there(app, configured
     assert any("sent only to the Base URL it was configured with" in c.value for c in at.sidebar.caption)
     key_input.input("visitor-own-key").run()
     assert keys_received(other_host) <= {"visitor-own-key"} and other_host.requests_to("/memory/query")
-    assert configured.api_key not in keys_received(other_host)
+    assert ms_env.api_key not in keys_received(other_host)
 
 
-def test_the_same_host_on_another_path_keeps_the_configured_key(configured):
+def test_the_same_host_on_another_path_keeps_the_configured_key(ms_env):
     spec = REGISTRY["memorysync"]
     [secret] = [f for f in spec.fields if f.kind == "secret"]
-    environ = {"MEMORYSYNC_BASE_URL": configured.url}
-    assert configured_secret_allowed(spec, secret, configured.url + "/v2/", environ)
+    environ = {"MEMORYSYNC_BASE_URL": ms_env.url}
+    assert configured_secret_allowed(spec, secret, ms_env.url + "/v2/", environ)
     assert not configured_secret_allowed(spec, secret, "http://127.0.0.1:1/", environ)
-    assert not configured_secret_allowed(spec, secret, configured.url.replace("127.0.0.1", "localhost"), environ)
+    assert not configured_secret_allowed(spec, secret, ms_env.url.replace("127.0.0.1", "localhost"), environ)
 
 
-def test_the_quality_page_sends_nothing_to_a_remote_store_until_asked(app, configured):
+def test_the_quality_page_sends_nothing_to_a_remote_store_until_asked(app, ms_env):
     at = app(store="memorysync")
     at.run()
     at.switch_page("views/quality.py").run()
     assert not at.exception
-    assert configured.requests_to("/memory/query") == []
+    assert ms_env.requests_to("/memory/query") == []
     at.button(key="quality_run_demo").click().run()
-    assert configured.requests_to("/memory/query")
+    assert ms_env.requests_to("/memory/query")
 
 
 def test_mem0_platform_takes_the_environment_key_only_for_its_configured_url(monkeypatch):
