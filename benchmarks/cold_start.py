@@ -199,7 +199,7 @@ def measure_app(browser, data_dir: Path, backend: str, script: str = "dashboard/
             .first.locator('[data-testid="stMetricValue"]')
             .inner_text()
         )
-        context.close()
+        context.close()  # the first session ends before the warm ones (closing again below is a no-op)
         warm = [warm_session(browser, url) for _ in range(WARM_SESSIONS)]
     finally:
         context.close()
