@@ -21,48 +21,37 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import MemoryStore
-from connectors.lines import LineIssue, json_objects
-from dashboard.labels.demo import demo_store_fingerprint
+from dashboard.labels.demo import DEMO_DATA, DEMO_K, DEMO_QUERIES, SCORE_DECIMALS, DemoQuery, demo_store_fingerprint, read_queries
 
-DEMO_DATA = Path(__file__).resolve().parents[2] / "demo_data"
-DEMO_QUERIES = DEMO_DATA / "queries.jsonl"
 SAMPLE_LOG = DEMO_DATA / "sample_log.jsonl"
-DEMO_K = 5
-SCORE_DECIMALS = 6
 FIRST_TIMESTAMP = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
-def read_demo_queries(path: Path = DEMO_QUERIES) -> list[dict[str, Any]]:
-    """The demo queries (message_id, user_id, query, relevant ...), one per line;
-    a ValueError naming the first bad line (the demo file is ours: it must be whole)."""
-    issues: list[LineIssue] = []
-    queries = []
-    for number, obj in json_objects(path.read_text(encoding="utf-8"), path.name, issues):
-        missing = [f for f in ("message_id", "user_id", "query") if not isinstance(obj.get(f), str) or not obj[f]]
-        if missing:
-            issues.append(LineIssue(path.name, number, missing[0], "required, a non-empty string"))
-        queries.append(obj)
-    if issues:
-        raise ValueError(str(issues[0]))
+def read_demo_queries(path: Path = DEMO_QUERIES) -> list[DemoQuery]:
+    """The demo queries; a ValueError naming the first bad line (the demo file is
+    ours: it must be whole)."""
+    queries, problems = read_queries(path)
+    if problems:
+        raise ValueError(str(problems[0]))
     return queries
 
 
-def log_rows(store: MemoryStore, queries: list[dict[str, Any]], *, k: int = DEMO_K) -> list[dict[str, Any]]:
+def log_rows(store: MemoryStore, queries: list[DemoQuery], *, k: int = DEMO_K) -> list[dict[str, Any]]:
     # the same `store` value as live labels of the demo store and the demo labels
     store_name = demo_store_fingerprint()
     rows = []
     for turn, query in enumerate(queries):
         stamp = (FIRST_TIMESTAMP + timedelta(minutes=turn)).isoformat().replace("+00:00", "Z")
-        result = store.query(query["query"], user_id=query["user_id"], k=k)
+        result = store.query(query.query, user_id=query.user_id, k=k)
         for hit in result.hits:
             rows.append(
                 {
-                    "message_id": query["message_id"],
+                    "message_id": query.message_id,
                     "memory_id": hit.memory_id,
                     "rank": hit.rank,
                     "score": round(hit.score, SCORE_DECIMALS) if hit.score is not None else None,
-                    "user_id": query["user_id"],
-                    "query": query["query"],
+                    "user_id": query.user_id,
+                    "query": query.query,
                     "timestamp": stamp,
                     "store": store_name,
                 }
