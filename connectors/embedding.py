@@ -31,7 +31,6 @@ import numpy as np
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
 BACKEND_ENV = "MEMLENS_EMBEDDING_BACKEND"
-BACKENDS = ("onnx", "torch")
 
 log = logging.getLogger(__name__)
 

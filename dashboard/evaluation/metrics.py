@@ -29,8 +29,6 @@ from dashboard.evaluation.judged_sets import JudgedQuestion
 from dashboard.evaluation.storage import QueryOutcome
 from dashboard.ranking import metrics as ir
 
-RANKING_METRICS = ("precision", "recall", "mrr", "ndcg", "hit_rate")
-
 
 def metric_names(n: int, floor: float | None = None) -> list[str]:
     names = [f"precision@{n}", f"recall@{n}", "mrr", f"ndcg@{n}", f"hit_rate@{n}", "abstention"]

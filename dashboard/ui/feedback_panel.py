@@ -26,12 +26,6 @@ FEEDBACK_MODES = {
 }
 
 
-def show_store_tools(result: QueryResult, choice: StoreChoice, user: str | None, kept: list[Hit], dropped: list[Hit]) -> None:
-    """The one entry point the Inspect page calls."""
-    show_rank_lookup(result, choice, user)
-    show_feedback(result, choice, user, kept, dropped)
-
-
 def _context(choice: StoreChoice, user: str | None, result: QueryResult) -> tuple:
     """What a lookup or a feedback plan belongs to: another query makes it stale."""
     return (choice.fingerprint, user, result.query)
