@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from connectors.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
+from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
 from dashboard.calibration.scores import LabelledScores, labelled_scores
 from dashboard.labels.export import FORMULA_PREFIXES
 from dashboard.labels.model import LABEL_VALUES

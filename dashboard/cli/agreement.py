@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 
-from connectors.paths import data_dir
+from connectors.common.paths import data_dir
 from dashboard.labels import label_store_target, open_label_store
 from dashboard.labels.agreement import agreement
 from dashboard.labels.model import LabelStoreError

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from connectors.base import MemoryStore
-from connectors.lines import LineIssue, json_objects
+from connectors.common.lines import LineIssue, json_objects
 from connectors.registry import REGISTRY, fingerprint
 from dashboard.calibration.label_files import LabelFile, read_label_file
 from dashboard.labels.export import to_jsonl
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=DEMO_K)
     args = parser.parse_args(argv)
 
-    from connectors.embedded import open_demo_store
+    from connectors.registry import open_demo_store
 
     queries, problems = read_queries(args.queries)
     for problem in problems:

@@ -28,8 +28,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from connectors.paths import DATA_DIR_ENV
-from connectors.redaction import redact_text
+from connectors.common.paths import DATA_DIR_ENV
+from connectors.common.redaction import redact_text
 from dashboard.evaluation.schema import EVAL_TABLES
 from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
 from dashboard.labels.sessions import SESSION_TABLES, SessionMethods

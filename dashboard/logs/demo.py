@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=DEMO_K)
     args = parser.parse_args(argv)
 
-    from connectors.embedded import open_demo_store
+    from connectors.registry import open_demo_store
 
     queries = read_demo_queries(args.queries)
     # A fresh store, so memory ages (and so recency) are those the demo file states.

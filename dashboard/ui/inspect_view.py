@@ -10,8 +10,8 @@ import os
 import pandas as pd
 import streamlit as st
 
-from connectors import embedding
 from connectors.base import ConnectorError, Hit, QueryResult
+from connectors.embedding import runtime as embedding
 from connectors.registry import REGISTRY
 from dashboard.display import bounded_json, clip_text, code_span, hits_frame, inert_markdown
 from dashboard.floor import PromptBlock, default_floor

@@ -11,7 +11,7 @@ import socket
 import pytest
 from streamlit.testing.v1.element_tree import Block
 
-from connectors.memorysync import NORMALISED_NOTE, USAGE_NOTE
+from connectors.http.memorysync import NORMALISED_NOTE, USAGE_NOTE
 from dashboard.floor import apply_floor
 from dashboard.labels import export
 

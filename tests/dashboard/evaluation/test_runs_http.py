@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.memorysync import open_store
+from connectors.http.memorysync import open_store
 from dashboard.evaluation.judged_sets import demo_set
 from dashboard.evaluation.runs import CONCURRENCY, RunRequest, RunStopped, resume_run, start_run
 from dashboard.evaluation.storage import EvalStore

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from connectors.embedded import EmbeddedStore
+from connectors.embedded.store import EmbeddedStore
 from dashboard.evaluation import whatif
 from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
 from dashboard.evaluation.runs import RunRequest, start_run

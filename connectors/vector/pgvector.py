@@ -45,7 +45,7 @@ from connectors.base import (
     context_block,
     unit_length_note,
 )
-from connectors.query_vectors import query_vector
+from connectors.embedding.query_vectors import query_vector
 
 OPERATORS = {
     "<=>": "cosine distance (1 - cosine similarity)",

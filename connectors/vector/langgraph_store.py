@@ -237,6 +237,6 @@ def open_store(factory: str = "", namespace: str = "memories,{user_id}", text_fi
 def minilm_embed(texts: Sequence[str]) -> list[list[float]]:
     """The packaged all-MiniLM-L6-v2 as a LangGraph ``embed`` function (unit-length
     vectors, 384 dims): ``InMemoryStore(index={"dims": 384, "embed": minilm_embed})``."""
-    from connectors import embedding
+    from connectors.embedding import runtime as embedding
 
     return embedding.encode(list(texts)).tolist()

@@ -36,7 +36,7 @@ from connectors.base import (
     context_block,
     unit_length_note,
 )
-from connectors.query_vectors import query_vector
+from connectors.embedding.query_vectors import query_vector
 
 RAW_KINDS = {
     "l2": "squared l2 distance",
