@@ -18,9 +18,9 @@ import os
 import sys
 
 from connectors.common.paths import data_dir
-from dashboard.labels import label_store_target, open_label_store
+from dashboard.database import label_store_target, open_label_store
+from dashboard.database.model import LabelStoreError
 from dashboard.labels.agreement import agreement
-from dashboard.labels.model import LabelStoreError
 
 
 def add_parser(commands) -> None:

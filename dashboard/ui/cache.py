@@ -18,8 +18,8 @@ from connectors.base import MemoryStore
 from connectors.common.paths import data_dir
 from connectors.registry import create_store
 from dashboard.calibration.label_files import LabelFile, parse_label_bytes
-from dashboard.labels import label_store_target, open_label_store
-from dashboard.labels.store import LABELS_URL_ENV, LabelStore
+from dashboard.database import label_store_target, open_label_store
+from dashboard.database.store import LABELS_URL_ENV, LabelStore
 
 
 def open_store(name: str, config_json: str) -> MemoryStore:

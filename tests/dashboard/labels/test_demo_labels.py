@@ -1,11 +1,11 @@
 """The bundled demo labels: judged by id from demo_data/queries.jsonl, and still what
-the demo store returns (regenerate with `python -m dashboard.labels.demo`)."""
+the demo store returns (regenerate with `python -m dashboard.demo`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard.labels.demo import (
+from dashboard.demo import (
     DEMO_K,
     DEMO_REVIEWER,
     demo_store_fingerprint,

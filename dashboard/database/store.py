@@ -30,9 +30,9 @@ from typing import Any
 
 from connectors.common.paths import DATA_DIR_ENV
 from connectors.common.redaction import redact_text
-from dashboard.evaluation.schema import EVAL_TABLES
-from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
-from dashboard.labels.sessions import SESSION_TABLES, SessionMethods
+from dashboard.database.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
+from dashboard.database.schema import EVAL_TABLES
+from dashboard.database.sessions import SESSION_TABLES, SessionMethods
 
 LABELS_URL_ENV = "MEMLENS_LABELS_URL"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
