@@ -10,10 +10,18 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import ConnectorError, Memory, SupportsHistory
+from connectors.base import ConnectorError, Memory, ScoresPerResultSet, SupportsHistory, SupportsNeighbours
 from connectors.registry import REGISTRY
-from dashboard.browse import Scan, find_text_matches, history_matches, history_rows, scan_memories, stored_verdict
-from dashboard.display import TABLE_TEXT_CHARS, clip_text, hits_frame
+from dashboard.browse import (
+    Scan,
+    find_text_matches,
+    history_matches,
+    history_rows,
+    nearest_by_embedding,
+    scan_memories,
+    stored_verdict,
+)
+from dashboard.display import SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame
 from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice
@@ -113,7 +121,18 @@ def _check(choice: StoreChoice, user: str | None, expected: str) -> dict[str, An
                 nearest = logged_query(
                     choice.connected, expected, user_id=user, k=NEAREST_K, store_fingerprint=choice.fingerprint, source="browse"
                 )
-                outcome.update(scan=scan, matches=find_text_matches(scan.memories, expected), nearest=nearest)
+                neighbours = None
+                if isinstance(choice.store, SupportsNeighbours):
+                    _count_call()
+                    neighbours = choice.store.neighbours(expected, user_id=user, k=NEAREST_K)
+                per_result_set = isinstance(choice.store, ScoresPerResultSet) and choice.store.scores_per_result_set
+                outcome.update(
+                    scan=scan,
+                    matches=find_text_matches(scan.memories, expected),
+                    nearest=nearest,
+                    neighbours=neighbours,
+                    neighbour=nearest_by_embedding(neighbours, nearest, per_result_set=per_result_set),
+                )
             except ConnectorError as exc:
                 outcome["error"] = f"{type(exc).__name__}: {exc}"
         state["browse_check"], state["browse_check_key"] = outcome, key
@@ -139,9 +158,16 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
     scan: Scan = outcome["scan"]
     nearest = outcome["nearest"]
     verdict = stored_verdict(
-        expected, outcome["matches"], nearest.hits, scanned=len(scan.memories), complete=scan.complete, user_id=user
+        expected,
+        outcome["matches"],
+        nearest.hits,
+        scanned=len(scan.memories),
+        complete=scan.complete,
+        user_id=user,
+        neighbour=outcome["neighbour"],
     )
-    {"stored": st.success, "reworded": st.warning, "not_found": st.error}[verdict.status](verdict.message)
+    show = {"stored": st.success, "reworded": st.warning, "related": st.warning, "not_found": st.error}
+    show[verdict.status](verdict.message)
     if verdict.status != "stored" and isinstance(choice.store, SupportsHistory):
         show_rewrites(choice, expected)
     left, right = st.columns(2)
@@ -165,7 +191,26 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
         )
     else:
         left.caption(f"None among {len(scan.memories):,} memories.")
-    right.markdown("**Nearest by embedding** (the store's own search for this text)")
+    if outcome["neighbours"]:
+        right.markdown("**Nearest by embedding** (cosine similarity of the store's own embeddings)")
+        right.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "memory id": n.memory_id,
+                        "text": clip_text(n.text, TABLE_TEXT_CHARS)[0],
+                        "cosine": round(n.similarity, SHOWN_DECIMALS),
+                    }
+                    for n in outcome["neighbours"]
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            key="browse_neighbours_table",
+        )
+        right.markdown("**The store's own search for this text** (its full score)")
+    else:
+        right.markdown("**Nearest by embedding** (the store's own search for this text)")
     for note in nearest.notes:
         right.caption(note)
     if nearest.raw_score_kind:
