@@ -16,6 +16,7 @@ TABLE_TEXT_CHARS = 300  # memory text in a table cell: enough to recognise it
 # different answers to "does it pass a 0.585 floor?", a fourth decimal is noise.
 SHOWN_DECIMALS = 3
 SCORE_FORMAT = f"%.{SHOWN_DECIMALS}f"  # the printf form Streamlit's number columns take
+MISSING_CELL = "-"  # what a table shows where a value is missing (Streamlit's own default is "None")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
 

@@ -21,13 +21,19 @@ from dashboard.browse import (
     scan_memories,
     stored_verdict,
 )
-from dashboard.display import SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame
+from dashboard.display import MISSING_CELL, SCORE_FORMAT, SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame
 from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice
 
 PAGE_SIZES = (25, 50, 100, 200)
 NEAREST_K = 5
+
+
+def _score_columns(*names: str) -> dict[str, Any]:
+    """Number columns shown with the project's score decimals, wide enough for them
+    (auto-sized in a half-width table, 0.587 was cut to "0.5")."""
+    return {name: st.column_config.NumberColumn(name, format=SCORE_FORMAT, width="small") for name in names}
 
 
 def warm_model(store_name: str) -> None:
@@ -101,6 +107,7 @@ def show_listing(choice: StoreChoice, user: str | None) -> None:
         hide_index=True,
         width="stretch",
         column_config={"text": st.column_config.TextColumn("text", width="large")},
+        placeholder=MISSING_CELL,
         key="browse_table",
     )
 
@@ -170,30 +177,32 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
     show[verdict.status](verdict.message)
     if verdict.status != "stored" and isinstance(choice.store, SupportsHistory):
         show_rewrites(choice, expected)
-    left, right = st.columns(2)
-    left.markdown("**Text matches**")
+    # One above the other, full width: side by side, each half was too narrow for its scores.
+    st.markdown("**Text matches**")
     if outcome["matches"]:
-        left.dataframe(
+        st.dataframe(
             pd.DataFrame(
                 [
                     {
                         "match": m.title,
                         "memory id": m.memory.memory_id,
                         "text": clip_text(m.memory.text, TABLE_TEXT_CHARS)[0],
-                        "similarity": round(m.similarity, 3),
+                        "similarity": round(m.similarity, SHOWN_DECIMALS),
                     }
                     for m in outcome["matches"]
                 ]
             ),
             hide_index=True,
             width="stretch",
+            column_config=_score_columns("similarity"),
+            placeholder=MISSING_CELL,
             key="browse_matches_table",
         )
     else:
-        left.caption(f"None among {len(scan.memories):,} memories.")
+        st.caption(f"None among {len(scan.memories):,} memories.")
     if outcome["neighbours"]:
-        right.markdown("**Nearest by embedding** (cosine similarity of the store's own embeddings)")
-        right.dataframe(
+        st.markdown("**Nearest by embedding** (cosine similarity of the store's own embeddings)")
+        st.dataframe(
             pd.DataFrame(
                 [
                     {
@@ -206,19 +215,28 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
             ),
             hide_index=True,
             width="stretch",
+            column_config=_score_columns("cosine"),
+            placeholder=MISSING_CELL,
             key="browse_neighbours_table",
         )
-        right.markdown("**The store's own search for this text** (its full score)")
+        st.markdown("**The store's own search for this text** (its full score)")
     else:
-        right.markdown("**Nearest by embedding** (the store's own search for this text)")
+        st.markdown("**Nearest by embedding** (the store's own search for this text)")
     for note in nearest.notes:
-        right.caption(note)
+        st.caption(note)
     if nearest.raw_score_kind:
-        right.caption(f"The store returns {nearest.raw_score_kind}; scores are normalised so higher is better.")
+        st.caption(f"The store returns {nearest.raw_score_kind}; scores are normalised so higher is better.")
     if nearest.hits:
-        right.dataframe(hits_frame(nearest.hits), hide_index=True, width="stretch", key="browse_nearest_table")
+        st.dataframe(
+            hits_frame(nearest.hits),
+            hide_index=True,
+            width="stretch",
+            column_config=_score_columns("score", "raw score"),
+            placeholder=MISSING_CELL,
+            key="browse_nearest_table",
+        )
     else:
-        right.caption("The store returned nothing for this text.")
+        st.caption("The store returned nothing for this text.")
 
 
 # ------------------------------------------------------------------ write history
@@ -272,4 +290,6 @@ def show_history(choice: StoreChoice) -> None:
     if not events:
         st.info(f"Mem0 recorded no write for {memory_id}.")
         return
-    st.dataframe(pd.DataFrame(history_rows(events)), hide_index=True, width="stretch", key="browse_history_table")
+    st.dataframe(
+        pd.DataFrame(history_rows(events)), hide_index=True, width="stretch", placeholder=MISSING_CELL, key="browse_history_table"
+    )

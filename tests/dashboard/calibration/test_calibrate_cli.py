@@ -150,3 +150,9 @@ def test_the_label_pages_export_of_a_two_reviewer_session_is_not_called_duplicat
     report = json.loads(done.stdout)
     # Three pairs, each once; m1/a carries ben's label, written after ana's.
     assert report["labels"]["rows"] == 3 and report["labels"]["relevant"] == 1, report["labels"]
+
+
+@pytest.mark.parametrize("floors, named", [("0.2,2", "'2' is outside [0, 1]"), ("-1,0.3", "'-1' is outside [0, 1]")])
+def test_floors_outside_zero_to_one_are_refused_naming_the_value(floors, named):
+    done = memlens("calibrate", str(DEMO_LABELS), f"--floors={floors}")  # "=": argparse reads "-1" as an option
+    assert done.returncode == 2 and named in done.stderr and done.stdout == ""
