@@ -14,7 +14,8 @@ catch a single type and show its message:
     └── BadResponse                 5xx after retries, body not JSON, fields missing
 
 Optional capabilities are Protocols too (``SupportsFeedback``, ``SupportsUsers``,
-``HasDefaultUser``, ``HasMaxK``, ``QueriesBumpUsage``): a store that has one simply
+``HasDefaultUser``, ``HasMaxK``, ``QueriesBumpUsage``, ``SupportsNeighbours``,
+``ScoresPerResultSet``): a store that has one simply
 defines the method or attribute, and pages ask ``isinstance(store, SupportsUsers)``.
 
 Every error may carry the store's ``request_id`` so a bug report can quote it.
@@ -176,6 +177,33 @@ class QueriesBumpUsage(Protocol):
 
     @property
     def queries_bump_usage(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A stored memory near a text by embedding alone (no recency, importance, ...)."""
+
+    memory_id: str
+    text: str
+    similarity: float  # cosine similarity of the text's and the memory's embeddings
+
+
+@runtime_checkable
+class SupportsNeighbours(Protocol):
+    """The store can rank a user's memories by cosine similarity to a text, from its
+    own stored embeddings: Browse asks it whether a memory is stored in other words."""
+
+    def neighbours(self, text: str, *, user_id: str | None, k: int) -> list[Neighbour]: ...
+
+
+@runtime_checkable
+class ScoresPerResultSet(Protocol):
+    """True when the store normalises its score components within one result set
+    (min-max, say), so a component's value says how a memory places against the
+    others returned with it, not how similar it is to the query."""
+
+    @property
+    def scores_per_result_set(self) -> bool: ...
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,25 @@ facts). This module answers the storage half from the user's own memories:
   page by page, up to a cap (and says when the cap cut it short);
 - ``find_text_matches`` finds the expected text among them: exact (case and
   spacing aside), contained in a memory, containing a memory, or similar wording;
-- ``stored_verdict`` turns the text matches and the store's nearest memories by
-  embedding (its own ``query`` with the expected text) into one sentence.
+- ``nearest_by_embedding`` picks the neighbour signal: the store's own nearest
+  memory by embedding (``SupportsNeighbours``: cosine over its stored embeddings),
+  or, for a store that does not expose embeddings, the semantic part of the hits
+  its own ``query`` returns for the expected text;
+- ``stored_verdict`` turns the text matches and that neighbour into one sentence.
+
+How close a neighbour must be (cosine similarity, all-MiniLM-L6-v2, measured on the
+demo memories with hand-made rewordings; figures in docs/browse-verdict.md):
+
+- ``SAME_FACT_AT`` 0.60: "stored in other words". 17 of 21 hand-made rewordings of
+  a demo memory reach it (median 0.72; "He has a collie called Pixel" vs sam-14
+  "Has a pet dog named Pixel, a border collie" is 0.844); no two distinct memories
+  of one demo user do (the closest pair is 0.577).
+- ``RELATED_AT`` 0.40: under it, and with no text match, "probably never stored".
+  Facts about other topics stay at or under 0.26 (a margin of 0.14); 20 of the 21
+  rewordings are above it. Between the two the nearest memory is on the same topic
+  but may state a different fact (a cat called Pixel vs a dog named Pixel is 0.703,
+  piano vs five-a-side football 0.401): the verdict names it and asks the reviewer
+  to read it, and claims neither.
 """
 
 from __future__ import annotations
@@ -20,12 +37,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from connectors.base import HistoryEvent, Hit, Memory
+from connectors.base import HistoryEvent, Hit, Memory, Neighbour, QueryResult, ScoreKind
 
 SCAN_PAGE_SIZE = 200
 MAX_SCANNED = 5_000
 SIMILAR_AT = 0.6  # difflib ratio (or word overlap) from which wording counts as "similar"
 MAX_MATCHES = 20
+SAME_FACT_AT = 0.60  # cosine from which the nearest memory is taken for the fact in other words
+RELATED_AT = 0.40  # cosine under which the nearest memory is about something else
+# Breakdown entries that hold the semantic part of a store's score, in the stores'
+# own words (embedded and Mem0 Platform: semantic; Mem0 library: semantic_score).
+SEMANTIC_PARTS = ("semantic", "semantic_score")
 MATCH_ORDER = {"exact": 0, "contains": 1, "contained": 2, "similar": 3}
 MATCH_TITLES = {
     "exact": "the same text",
@@ -114,9 +136,55 @@ def find_text_matches(
     return matches[:limit]
 
 
+@dataclass(frozen=True)
+class Nearest:
+    """The store's nearest memory to the expected text, by embedding."""
+
+    memory_id: str
+    text: str
+    similarity: float  # cosine similarity (or the store's semantic part of its score)
+    source: str  # how it was found, as the verdict says it
+
+
+FROM_EMBEDDINGS = "cosine similarity of the store's embeddings"
+FROM_SEMANTIC_PART = "semantic part of the store's score"
+FROM_SCORE = "the store's similarity score"
+
+
+def nearest_by_embedding(
+    neighbours: list[Neighbour] | None, result: QueryResult | None, *, per_result_set: bool = False
+) -> Nearest | None:
+    """The neighbour signal, None when the store gives none that says how similar.
+
+    `neighbours` (a store with SupportsNeighbours) wins: its first entry is the
+    nearest by cosine. Otherwise the store's own query for the expected text: the
+    hit with the highest semantic part (SEMANTIC_PARTS in its breakdown), or, when
+    the hits carry none, the highest score if that score is a similarity (vector
+    stores: the cosine). A store that normalises its components per result set
+    (`per_result_set`) gives a value that says nothing about similarity: None."""
+    if neighbours:
+        top = neighbours[0]
+        return Nearest(top.memory_id, top.text, top.similarity, FROM_EMBEDDINGS)
+    if result is None or not result.hits or per_result_set:
+        return None
+    parts = [(h, value) for h in result.hits if (value := _semantic_part(h)) is not None]
+    if parts:
+        source = FROM_SEMANTIC_PART
+    elif result.score_kind in (ScoreKind.SIMILARITY, ScoreKind.DISTANCE):
+        parts, source = [(h, h.score) for h in result.hits if h.score is not None], FROM_SCORE
+    if not parts:
+        return None
+    hit, value = max(parts, key=lambda pair: (pair[1], -pair[0].rank))
+    return Nearest(hit.memory_id, hit.text, float(value), source)
+
+
+def _semantic_part(hit: Hit) -> float | None:
+    return next((hit.breakdown[name] for name in SEMANTIC_PARTS if name in hit.breakdown), None)
+
+
 @dataclass
 class StoredVerdict:
-    status: str  # stored | reworded | not_found
+    status: str  # stored | reworded | related | not_found
     message: str
 
 
@@ -128,8 +196,15 @@ def stored_verdict(
     scanned: int,
     complete: bool,
     user_id: str | None,
+    neighbour: Nearest | None = None,
+    same_fact_at: float = SAME_FACT_AT,
+    related_at: float = RELATED_AT,
 ) -> StoredVerdict:
-    """One sentence a reviewer can act on: ranking problem or storage problem."""
+    """One sentence a reviewer can act on: ranking problem or storage problem.
+
+    `nearest` are the store's own hits for the expected text (where a stored copy
+    ranks); `neighbour` the nearest memory by embedding (``nearest_by_embedding``).
+    "Never stored" is said only when neither the text nor the neighbour comes close."""
     whose = f"the {scanned:,} memories of {user_id}" if user_id else f"{scanned:,} memories"
     if not complete:
         whose = f"the first {scanned:,} memories (the listing was cut there)" + (f" of {user_id}" if user_id else "")
@@ -156,11 +231,40 @@ def stored_verdict(
             f"\u201c{best.memory.text[:120]}\u201d). The store may have rewritten or merged it "
             "(Mem0 infer=True does); query with words closer to what was stored.",
         )
-    closest = ""
-    if nearest:
+    if neighbour is not None:
+        named = f"{neighbour.memory_id} (\u201c{neighbour.text[:120]}\u201d, {neighbour.source} {neighbour.similarity:.3f})"
+        if neighbour.similarity >= same_fact_at:
+            return StoredVerdict(
+                "reworded",
+                f"Stored in other words, probably: the nearest memory by embedding is {named}, at or above "
+                f"{same_fact_at:.2f}, where rewordings of one fact lie. Read it: if it says the same, the "
+                "miss is a ranking problem (its score for that query, or the floor); query with words "
+                "closer to what was stored.",
+            )
+        if neighbour.similarity >= related_at:
+            return StoredVerdict(
+                "related",
+                f"No text match among {whose}. The nearest memory by embedding is {named}: on the same "
+                f"topic (at or above {related_at:.2f}) but under {same_fact_at:.2f}, where rewordings of one "
+                "fact lie. Read it: if it states the expected fact, it is stored in other words; if not, "
+                "the fact was probably never stored.",
+            )
+    elif nearest:
+        # Hits whose scores say nothing about similarity: no ground for "never stored".
         top = nearest[0]
-        score = f" (score {top.score:.3f})" if top.score is not None else ""
-        closest = f" The nearest by embedding is {top.memory_id}{score}: \u201c{top.text[:120]}\u201d."
+        return StoredVerdict(
+            "related",
+            f"No text match among {whose}, and this store's scores do not say how similar its nearest "
+            f"memory is. Its top hit for the text is {top.memory_id}: \u201c{top.text[:120]}\u201d. Read it: "
+            "if it states the expected fact, it is stored in other words; if not, the fact was probably "
+            "never stored.",
+        )
+    closest = ""
+    if neighbour is not None:
+        closest = (
+            f" The nearest by embedding, {neighbour.memory_id} (\u201c{neighbour.text[:120]}\u201d), is at "
+            f"{neighbour.similarity:.3f} ({neighbour.source}), under {related_at:.2f}: about something else."
+        )
     return StoredVerdict(
         "not_found",
         f"No text match among {whose}: it was probably never stored (an extraction step such as "

@@ -12,6 +12,11 @@ from connectors.base import Hit
 
 DEFAULT_TEXT_LIMIT = 2_000
 TABLE_TEXT_CHARS = 300  # memory text in a table cell: enough to recognise it
+# How many decimals a page shows of a score or score component: 0.587 and 0.58 are
+# different answers to "does it pass a 0.585 floor?", a fourth decimal is noise.
+SHOWN_DECIMALS = 3
+SCORE_FORMAT = f"%.{SHOWN_DECIMALS}f"  # the printf form Streamlit's number columns take
+MISSING_CELL = "-"  # what a table shows where a value is missing (Streamlit's own default is "None")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
 

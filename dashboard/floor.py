@@ -27,6 +27,30 @@ def default_floor(environ: dict[str, str] | None = None) -> float:
     return value if 0.0 <= value <= 1.0 else DEFAULT_FLOOR
 
 
+def floor_list(text: str) -> tuple[list[float], list[str]]:
+    """The floors in comma- (or semicolon-) separated `text`, and one message per part
+    that is not one, naming it: not a finite number, or outside [0, 1] (the range
+    every floor memlens applies lies in, as MEMORY_SCORE_FLOOR's does)."""
+    floors: list[float] = []
+    problems: list[str] = []
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            value = float(part)
+        except ValueError:
+            problems.append(f"{part!r} is not a number")
+            continue
+        if not math.isfinite(value):
+            problems.append(f"{part!r} is not a finite number")
+        elif not 0.0 <= value <= 1.0:
+            problems.append(f"{part!r} is outside [0, 1]: a floor is a score from 0 to 1")
+        else:
+            floors.append(value)
+    return floors, problems
+
+
 def has_score(hit: Hit) -> bool:
     return hit.score is not None and not math.isnan(hit.score)
 

@@ -36,6 +36,7 @@ from connectors.base import (
     Hit,
     InvalidRequest,
     Memory,
+    Neighbour,
     NotFound,
     QueryResult,
     ScoreKind,
@@ -356,6 +357,23 @@ class EmbeddedStore:
                 )
             )
         return hits
+
+    def neighbours(self, text: str, *, user_id: str | None, k: int = 5) -> builtins.list[Neighbour]:
+        """SupportsNeighbours: the user's k memories nearest to `text` by cosine
+        similarity of the stored embeddings alone (ties by id); read-only."""
+        if not text or not text.strip():
+            raise InvalidRequest("The text is empty: type the memory you expected.")
+        if k < 1:
+            raise InvalidRequest(f"k must be at least 1, got {k}")
+        query_vector = embedding.encode([text], model=self.model)[0]
+        with self._lock:
+            self._ensure_loaded()
+            rows = slice(None) if user_id is None else self._by_user.get(user_id, slice(0, 0))
+            similarity = self._vectors[rows] @ query_vector  # unit-length rows: the cosine
+            ids = self._ids[rows]
+            best = top_k(similarity, ids, k) if len(ids) else []
+            texts = self._texts([ids[i] for i in best])
+        return [Neighbour(ids[i], texts[ids[i]][0], float(similarity[i])) for i in best]
 
     def _texts(self, ids: list[str]) -> dict[str, tuple[str, dict, str]]:
         if not ids:

@@ -191,6 +191,7 @@ class MemorySyncStore:
 
     name = "memorysync"
     score_kind = ScoreKind.SIMILARITY
+    scores_per_result_set = True  # ScoresPerResultSet: NORMALISED_NOTE
     max_k = MAX_K  # HasMaxK: the rank lookup asks with this k
     queries_bump_usage = True  # QueriesBumpUsage: the page says so next to anything that queries
 

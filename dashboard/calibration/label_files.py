@@ -13,7 +13,10 @@ reported with its line number and field; the usable rows are still used:
   ``not_relevant``), an id that is not text: the row is skipped;
 * a bad optional field (``rank``, ``reviewer``, ``store``, timestamps): that field is
   ignored, the row kept;
-* a second row for the same (``message_id``, ``memory_id``): skipped, the first kept.
+* several rows for one (``message_id``, ``memory_id``) pair: one label per pair, by
+  the rule of ``one_label_per_pair`` (the same for label files and the label store):
+  a second row of the same reviewer is a duplicate, reported with its line and
+  skipped; across reviewers the most recently updated label is used.
 
 Only a file that cannot be read at all (not UTF-8, a CSV header without ``score``
 and ``label``) raises ``LabelFileError``. Extra columns (the opt-in texts included)
@@ -27,14 +30,14 @@ import io
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
 from dashboard.calibration.scores import LabelledScores, labelled_scores
-from dashboard.database.model import LABEL_VALUES
 from dashboard.labels.export import FORMULA_PREFIXES
+from dashboard.database.model import LABEL_VALUES
 
 ID_FIELDS = ("message_id", "memory_id")
 TEXT_FIELDS = ("reviewer", "store")
@@ -181,10 +184,9 @@ def _parse_jsonl(text: str, source: str) -> LabelFile:
             f"{source}: this is one JSON array; write one JSON object per line (JSONL), "
             "as memlens exports do"
         )
-    seen: dict[tuple[str, str], int] = {}
     for number, obj in json_objects(text, source, result.issues):
-        _add_row(result, number, obj, seen, from_csv=False)
-    return result
+        _add_row(result, number, obj, from_csv=False)
+    return one_label_per_pair(result)
 
 
 def _parse_csv(text: str, source: str) -> LabelFile:
@@ -201,7 +203,6 @@ def _parse_csv(text: str, source: str) -> LabelFile:
             f"{source}: the CSV header (line 1) must name the columns 'score' and 'label' "
             f"(missing {', '.join(repr(m) for m in missing)}; found {found})"
         )
-    seen: dict[tuple[str, str], int] = {}
     try:
         for record in reader:
             number = reader.line_num
@@ -212,10 +213,10 @@ def _parse_csv(text: str, source: str) -> LabelFile:
                 continue
             if all(value in (None, "") for value in record.values()):
                 continue
-            _add_row(result, number, record, seen, from_csv=True)
+            _add_row(result, number, record, from_csv=True)
     except csv.Error as exc:
         result.issues.append(LineIssue(result.source, reader.line_num, LINE, f"unreadable CSV ({exc}); the rest of the file was not read"))
-    return result
+    return one_label_per_pair(result)
 
 
 # ----------------------------------------------------------------- one row
@@ -232,7 +233,7 @@ def _cell(value: Any) -> Any:
     return value if value != "" else None
 
 
-def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *, from_csv: bool) -> None:
+def _add_row(result: LabelFile, number: int, obj: dict[str, Any], *, from_csv: bool) -> None:
     values = {key: _cell(value) if from_csv else value for key, value in obj.items() if key is not None}
     problems: list[LineIssue] = []
 
@@ -260,20 +261,6 @@ def _add_row(result: LabelFile, number: int, obj: dict[str, Any], seen: dict, *,
     if problems:
         result.issues.extend(problems)
         return
-
-    pair = (ids["message_id"], ids["memory_id"])
-    if all(pair):
-        if pair in seen:
-            result.issues.append(
-                LineIssue(
-                    result.source,
-                    number,
-                    "message_id, memory_id",
-                    f"duplicate of line {seen[pair]} (same message_id {echo(pair[0])} and memory_id {echo(pair[1])})",
-                )
-            )
-            return
-        seen[pair] = number
 
     # No problems: the score is a number and the label one of LABEL_VALUES.
     row = LabelRow(line=number, score=float(score), label=str(label), message_id=ids["message_id"], memory_id=ids["memory_id"])
@@ -355,43 +342,105 @@ def _is_timestamp(value: str) -> bool:
 
 
 def from_labels(labels: Iterable[Any], source: str = "label store") -> LabelFile:
-    """Label-store rows (``dashboard.database.model.Label``) as a LabelFile.
-
-    The store keeps one label per (message, memory, reviewer); with several
-    reviewers on one pair, the most recently updated label is used, so a pair counts
-    once in the sweep. Rows without a score cannot be placed against a floor and are
-    reported.
+    """Label-store rows (``dashboard.database.model.Label``) as a LabelFile, one label
+    per pair by ``one_label_per_pair`` (the rule label files follow too). Rows
+    without a score cannot be placed against a floor and are reported.
     """
     result = LabelFile(source=source, format="label store", row_name="row")
-    latest: dict[tuple[str, str], tuple[str, LabelRow]] = {}
-    shared_pairs = set()
     for position, label in enumerate(labels, start=1):
         score = label.score
         if score is None or not math.isfinite(float(score)):
             result.issues.append(LineIssue(result.source, position, "score", "missing (the store sent no score)"))
             continue
-        row = LabelRow(
-            line=position,
-            score=float(score),
-            label=label.label,
-            message_id=label.message_id,
-            memory_id=label.memory_id,
-            rank=label.rank,
-            reviewer=label.reviewer,
-            store=label.store,
-            created_at=label.created_at,
-            updated_at=label.updated_at,
+        result.rows.append(
+            LabelRow(
+                line=position,
+                score=float(score),
+                label=label.label,
+                message_id=label.message_id,
+                memory_id=label.memory_id,
+                rank=label.rank,
+                reviewer=label.reviewer,
+                store=label.store,
+                created_at=label.created_at,
+                updated_at=label.updated_at,
+            )
         )
-        pair = (label.message_id, label.memory_id)
-        if pair in latest:
-            shared_pairs.add(pair)
-            if label.updated_at <= latest[pair][0]:
-                continue
-        latest[pair] = (label.updated_at, row)
-    result.rows = sorted((row for _, row in latest.values()), key=lambda row: row.line)
-    if shared_pairs:
+    return one_label_per_pair(result)
+
+
+# ----------------------------------------------------------------- one label per pair
+
+
+def _written_at(row: LabelRow) -> datetime | None:
+    """When the row's label was last written (updated_at, else created_at), in UTC;
+    a timestamp without an offset is taken as UTC, as memlens writes them."""
+    stamp = row.updated_at or row.created_at
+    if not stamp:
+        return None
+    written = datetime.fromisoformat(stamp)
+    return written if written.tzinfo else written.replace(tzinfo=UTC)
+
+
+def one_label_per_pair(result: LabelFile) -> LabelFile:
+    """The one rule for several labels of one (message_id, memory_id) pair, used by
+    every reader of labels (label files, the label store, ``memlens calibrate``),
+    so a pair counts once in a sweep however the labels arrive:
+
+    1. One reviewer has one label per pair: the label store keeps it that way
+       (last-write-wins upserts), so a second row of the same reviewer (or, in a
+       file without reviewers, any second row) is a duplicate. It is reported with
+       its line, "duplicate of line N", and skipped; the first row stays.
+    2. Across reviewers the most recently written label wins (``updated_at``, else
+       ``created_at``; a row with neither counts as older than any with one); on
+       equal times the earlier row stays. A note says how many pairs had several
+       reviewers. This is not a duplicate: an export of a two-reviewer session is
+       read without a complaint.
+
+    Rows without both ids are kept as they are (nothing says which pair they are).
+    Returns `result` with its rows, issues (in line order) and notes updated."""
+    first_of: dict[tuple[str, str, str | None], int] = {}  # (pair, reviewer) -> line of its first row
+    chosen: dict[tuple[str, str], LabelRow] = {}
+    reviewers_of: dict[tuple[str, str], set[str | None]] = {}
+    kept: list[LabelRow] = []
+    for row in result.rows:
+        if not (row.message_id and row.memory_id):
+            kept.append(row)
+            continue
+        pair = (row.message_id, row.memory_id)
+        own = (*pair, row.reviewer)
+        if own in first_of:
+            who = f", reviewer {echo(row.reviewer)}" if row.reviewer else ""
+            result.issues.append(
+                LineIssue(
+                    result.source,
+                    row.line,
+                    "message_id, memory_id",
+                    f"duplicate of line {first_of[own]} (same message_id {echo(pair[0])} and "
+                    f"memory_id {echo(pair[1])}{who})",
+                )
+            )
+            continue
+        first_of[own] = row.line
+        reviewers_of.setdefault(pair, set()).add(row.reviewer)
+        best = chosen.get(pair)
+        if best is None or _newer(row, best):
+            chosen[pair] = row
+    kept.extend(chosen.values())
+    result.rows = sorted(kept, key=lambda row: row.line)
+    result.issues.sort(key=lambda issue: issue.line)  # stable: a line's own issues keep their order
+    shared = sum(1 for reviewers in reviewers_of.values() if len(reviewers) > 1)
+    if shared:
         result.notes.append(
-            f"{len(shared_pairs)} memory/message pair(s) were labelled by more than one reviewer; "
+            f"{shared} memory/message pair(s) were labelled by more than one reviewer; "
             "the most recent label of each is used."
         )
     return result
+
+
+def _newer(row: LabelRow, than: LabelRow) -> bool:
+    """True when `row` was written strictly later than `than` (see one_label_per_pair)."""
+    mine, theirs = _written_at(row), _written_at(than)
+    if mine is None:
+        return False
+    return theirs is None or mine > theirs

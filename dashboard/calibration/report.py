@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dashboard.calibration.label_files import LabelFile, issue_text
-from dashboard.calibration.sweep import Calibration, evaluate, format_floor
+from dashboard.calibration.sweep import Calibration, evaluate, format_floor, shown_interval
 
 
 def _share(value: float | None) -> str:
@@ -41,9 +41,10 @@ def table_lines(result: Calibration, labels: LabelFile) -> list[str]:
         lines.append("no separating band: some irrelevant memory scores at or above some relevant one")
     interval = ""
     if rec.interval:
+        low, high = shown_interval(rec.floor, rec.interval)
         interval = (
-            f"; {rec.confidence:.0%} interval {format_floor(round(rec.interval[0], 3))}-"
-            f"{format_floor(round(rec.interval[1], 3))} over {rec.resamples_used} resamples of {rec.resampled}"
+            f"; {rec.confidence:.0%} interval {format_floor(low)}-"
+            f"{format_floor(high)} over {rec.resamples_used} resamples of {rec.resampled}"
         )
     lines.append(
         f"recommended floor {format_floor(rec.floor)} at cost ratio {rec.cost_ratio:g}: keeps {rec.kept_irrelevant} "

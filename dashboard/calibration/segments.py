@@ -20,7 +20,7 @@ from dashboard.calibration.bootstrap import default_resamples
 from dashboard.calibration.choice import COST_RATIO, choose
 from dashboard.calibration.label_files import LabelFile
 from dashboard.calibration.scores import CalibrationError, LabelledScores
-from dashboard.calibration.sweep import format_floor, recommend
+from dashboard.calibration.sweep import format_floor, recommend, shown_interval
 
 SEGMENT_FIELDS = ("user", "store", "tag")
 ALL_SEGMENTS = "(all segments)"
@@ -52,7 +52,8 @@ class SegmentFloor:
             return f"{name}: no floor over {self.rows} labels"
         interval = ""
         if self.interval:
-            interval = f" (95% interval {format_floor(round(self.interval[0], 3))}-{format_floor(round(self.interval[1], 3))})"
+            low, high = shown_interval(self.floor, self.interval)
+            interval = f" (95% interval {format_floor(low)}-{format_floor(high)})"
         return f"{name}: floor {format_floor(self.floor)}{interval} over {self.rows} labels, {self.relevant} relevant"
 
     def title(self, by: str) -> str:

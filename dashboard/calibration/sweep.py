@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 import numpy as np
@@ -307,6 +308,29 @@ def format_floor(floor: float) -> str:
         if round(floor, decimals) == floor:
             return f"{floor:.{decimals}f}"
     return repr(float(floor))
+
+
+INTERVAL_DECIMALS = 3  # an interval beside a floor is printed to this many decimals
+
+
+def shown_interval(floor: float, interval: tuple[float, float]) -> tuple[float, float]:
+    """The interval to print beside `floor`, as (low, high) of INTERVAL_DECIMALS
+    decimals, always holding `floor` as shown.
+
+    The interval is the exact floor over bootstrap resamples, while the floor shown is
+    a short number that keeps what the exact floor keeps (0.23 for an exact 0.2349):
+    printed as is, "0.23" sat beside "0.235-0.235". So the interval is widened to the
+    floor shown and rounded outward (low down, high up), never to the nearest. A
+    floor or end that is not finite (no floor keeps anything) is returned as it is."""
+    if not all(math.isfinite(value) for value in (floor, *interval)):
+        return interval
+    low, high = min(interval[0], floor), max(interval[1], floor)
+    step = Decimal(1).scaleb(-INTERVAL_DECIMALS)
+    # repr is the shortest decimal that reads back as the float: rounding it is exact.
+    return (
+        float(Decimal(repr(float(low))).quantize(step, rounding=ROUND_FLOOR)),
+        float(Decimal(repr(float(high))).quantize(step, rounding=ROUND_CEILING)),
+    )
 
 
 def _pasteable(exact: float, low: float, high: float) -> float:

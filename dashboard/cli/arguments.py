@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from dashboard.floor import floor_list
+
 
 def _number(text: str) -> float:
     try:
@@ -47,16 +49,10 @@ def share(text: str) -> float:
 
 
 def parse_floors(text: str) -> list[float]:
-    """Comma-separated finite numbers, at least one."""
-    floors = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        value = _number(part)
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{part!r} is not a finite number")
-        floors.append(value)
+    """Comma-separated floors in [0, 1], at least one (the page's rule: floor_list)."""
+    floors, problems = floor_list(text)
+    if problems:
+        raise argparse.ArgumentTypeError("; ".join(problems))
     if not floors:
         raise argparse.ArgumentTypeError("give at least one floor, e.g. 0.2,0.3")
     return floors

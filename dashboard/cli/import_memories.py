@@ -5,7 +5,9 @@
 One memory per line (id, user_id, text, created_at or age_days, optional
 importance, usage_count, metadata). Progress of the encoding goes to stderr, and
 every bad line is named there (file, line, field); the good lines are imported, an
-unchanged text is not encoded again. Exit status 1 when nothing could be imported.
+unchanged text is not encoded again. Exit status 1 when nothing could be imported,
+2 when some lines were rejected (the good lines are imported all the same, as
+`memlens logs check` exits 2 for bad rows), 0 when every line was imported.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from typing import Any
 
 EXIT_NOTHING = 1
+EXIT_REJECTED = 2  # some lines rejected, the others imported
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -51,4 +54,13 @@ def run(args: argparse.Namespace) -> int:
         f"imported {report.imported} memories into {args.db} ({report.reencoded} encoded)"
         + (f"; {len(report.issues)} line(s) rejected" if report.issues else "")
     )
-    return 0 if report.imported else EXIT_NOTHING
+    if not report.imported:
+        return EXIT_NOTHING
+    if report.issues:
+        print(
+            f"memlens import: {len(report.issues)} line(s) rejected (listed above); the other lines were "
+            f"imported; exit status {EXIT_REJECTED}",
+            file=sys.stderr,
+        )
+        return EXIT_REJECTED
+    return 0

@@ -51,6 +51,7 @@ class PostgresLabelStore(LabelStore):
             for statement in POSTGRES_SCHEMA.split(";"):
                 if statement.strip():
                     self._run(statement)
+            self._add_missing_columns()
 
     def _connect(self) -> Any:
         timeout_ms = int(self.timeout * 1000)

@@ -4,6 +4,12 @@ and the rows a reviewer skipped.
 A session's tables live in the label database beside the labels
 (``session_items``, ``session_assignments``, ``session_skips``). A skip is not a
 label: it never reaches an export or the agreement figures.
+
+A session remembers the fingerprint of the store it was drawn on
+(``label_sessions.drawn_store``): its rows' memory ids belong to that store, and the
+Label page offers no labels while another store is configured. Databases created
+before that column existed get it when they are opened (``ADDED_COLUMNS``); their
+sessions have no recorded store.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ CREATE TABLE IF NOT EXISTS label_sessions (
     source TEXT,
     store TEXT,
     keep_text INTEGER NOT NULL DEFAULT 0,
-    params TEXT NOT NULL DEFAULT '{{}}'
+    params TEXT NOT NULL DEFAULT '{{}}',
+    drawn_store TEXT
 );
 CREATE TABLE IF NOT EXISTS session_items (
     session TEXT NOT NULL,
@@ -58,7 +65,10 @@ CREATE TABLE IF NOT EXISTS session_skips (
 );
 """
 
-# The SQLite schema as the foundation wrote it (label_history ordered by rowid).
+# Columns added after their table first shipped, as (table, column, SQL type): a
+# label database an older memlens created gets them when it is opened, NULL in the
+# rows it already holds.
+ADDED_COLUMNS = (("label_sessions", "drawn_store", "TEXT"),)
 
 
 class SessionExists(ValueError):
@@ -77,9 +87,15 @@ class LabelSession:
     reviewers: list[str] = field(default_factory=list)  # empty: everyone labels every turn
     source: str | None = None  # the log it was drawn from
     store: str | None = None  # the store fingerprint the log names, if one
+    drawn_store: str | None = None  # the fingerprint of the store configured when it was drawn (None: not recorded)
     keep_text: bool = False  # the message text from the log is kept with the items
     params: dict[str, Any] = field(default_factory=dict)  # e.g. score bands
     created_at: str = ""
+
+    def drawn_on_another_store(self, fingerprint: str) -> bool:
+        """True when the session records the store it was drawn on and it is not
+        `fingerprint`: its memory ids would be looked up in the wrong store."""
+        return self.drawn_store is not None and self.drawn_store != fingerprint
 
 
 @dataclass
@@ -108,7 +124,17 @@ class SessionMethods:
     _run_many: Callable[..., None]
     _transaction: Callable[..., AbstractContextManager[None]]
     _reading: Callable[[], AbstractContextManager[None]]
+    dialect: str
 
+    def _add_missing_columns(self) -> None:
+        """ADDED_COLUMNS a database created by an older memlens lacks (run inside the
+        schema transaction, so two processes opening one old file add them once)."""
+        for table, column, kind in ADDED_COLUMNS:
+            if self.dialect == "sqlite":
+                if column not in {row[1] for row in self._run(f"PRAGMA table_info({table})")}:
+                    self._run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            else:
+                self._run(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
 
     def create_session(
         self,
@@ -126,7 +152,7 @@ class SessionMethods:
                 raise SessionExists(f"a session named {session.name!r} already exists")
             self._run(
                 "INSERT INTO label_sessions (name, created_at, method, seed, size, overlap, reviewers, source,"
-                " store, keep_text, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " store, keep_text, params, drawn_store) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     session.name,
                     session.created_at,
@@ -139,6 +165,7 @@ class SessionMethods:
                     session.store,
                     int(session.keep_text),
                     json.dumps(session.params),
+                    session.drawn_store,
                 ),
             )
             self._run_many(
@@ -157,8 +184,8 @@ class SessionMethods:
     def sessions(self) -> list[LabelSession]:
         with self._reading():
             rows = self._run(
-                "SELECT name, method, size, seed, overlap, reviewers, source, store, keep_text, params, created_at "
-                "FROM label_sessions ORDER BY created_at DESC, name"
+                "SELECT name, method, size, seed, overlap, reviewers, source, store, keep_text, params, created_at,"
+                " drawn_store FROM label_sessions ORDER BY created_at DESC, name"
             )
         return [
             LabelSession(
@@ -173,6 +200,7 @@ class SessionMethods:
                 keep_text=bool(r[8]),
                 params=json.loads(r[9]),
                 created_at=r[10],
+                drawn_store=r[11],
             )
             for r in rows
         ]

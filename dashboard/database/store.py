@@ -116,6 +116,8 @@ class LabelStore(SessionMethods):
         with self._using() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            with self._transaction():
+                self._add_missing_columns()
 
     def _connect(self) -> Any:
         assert self.path is not None  # the SQLite store always has its file

@@ -139,8 +139,10 @@ def build_session(
     source: str | None = None,
     keep_text: bool = False,
     band_width: float = DEFAULT_BAND_WIDTH,
+    drawn_store: str | None = None,
 ) -> tuple[LabelSession, list[SessionItem], dict[str, list[str]]]:
-    """The session, its rows and its assignments, ready for ``LabelStore.create_session``."""
+    """The session, its rows and its assignments, ready for ``LabelStore.create_session``.
+    `drawn_store` is the fingerprint of the store the reviewers will look the rows up in."""
     sample = draw_sample(rows, method, size, seed=seed, band_width=band_width)
     stores = sample["store"].dropna().unique().tolist() if "store" in sample else []
     items = [
@@ -172,6 +174,7 @@ def build_session(
         store=stores[0] if len(stores) == 1 else None,
         keep_text=keep_text,
         params=params,
+        drawn_store=drawn_store,
     )
     return session, items, assign_turns(turn_ids, reviewers, session.overlap, seed=seed)
 

@@ -10,16 +10,30 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import ConnectorError, Memory, SupportsHistory
+from connectors.base import ConnectorError, Memory, ScoresPerResultSet, SupportsHistory, SupportsNeighbours
 from connectors.registry import REGISTRY
-from dashboard.browse import Scan, find_text_matches, history_matches, history_rows, scan_memories, stored_verdict
-from dashboard.display import TABLE_TEXT_CHARS, clip_text, hits_frame
+from dashboard.browse import (
+    Scan,
+    find_text_matches,
+    history_matches,
+    history_rows,
+    nearest_by_embedding,
+    scan_memories,
+    stored_verdict,
+)
+from dashboard.display import MISSING_CELL, SCORE_FORMAT, SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame
 from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice
 
 PAGE_SIZES = (25, 50, 100, 200)
 NEAREST_K = 5
+
+
+def _score_columns(*names: str) -> dict[str, Any]:
+    """Number columns shown with the project's score decimals, wide enough for them
+    (auto-sized in a half-width table, 0.587 was cut to "0.5")."""
+    return {name: st.column_config.NumberColumn(name, format=SCORE_FORMAT, width="small") for name in names}
 
 
 def warm_model(store_name: str) -> None:
@@ -93,6 +107,7 @@ def show_listing(choice: StoreChoice, user: str | None) -> None:
         hide_index=True,
         width="stretch",
         column_config={"text": st.column_config.TextColumn("text", width="large")},
+        placeholder=MISSING_CELL,
         key="browse_table",
     )
 
@@ -113,7 +128,18 @@ def _check(choice: StoreChoice, user: str | None, expected: str) -> dict[str, An
                 nearest = logged_query(
                     choice.connected, expected, user_id=user, k=NEAREST_K, store_fingerprint=choice.fingerprint, source="browse"
                 )
-                outcome.update(scan=scan, matches=find_text_matches(scan.memories, expected), nearest=nearest)
+                neighbours = None
+                if isinstance(choice.store, SupportsNeighbours):
+                    _count_call()
+                    neighbours = choice.store.neighbours(expected, user_id=user, k=NEAREST_K)
+                per_result_set = isinstance(choice.store, ScoresPerResultSet) and choice.store.scores_per_result_set
+                outcome.update(
+                    scan=scan,
+                    matches=find_text_matches(scan.memories, expected),
+                    nearest=nearest,
+                    neighbours=neighbours,
+                    neighbour=nearest_by_embedding(neighbours, nearest, per_result_set=per_result_set),
+                )
             except ConnectorError as exc:
                 outcome["error"] = f"{type(exc).__name__}: {exc}"
         state["browse_check"], state["browse_check_key"] = outcome, key
@@ -139,41 +165,78 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
     scan: Scan = outcome["scan"]
     nearest = outcome["nearest"]
     verdict = stored_verdict(
-        expected, outcome["matches"], nearest.hits, scanned=len(scan.memories), complete=scan.complete, user_id=user
+        expected,
+        outcome["matches"],
+        nearest.hits,
+        scanned=len(scan.memories),
+        complete=scan.complete,
+        user_id=user,
+        neighbour=outcome["neighbour"],
     )
-    {"stored": st.success, "reworded": st.warning, "not_found": st.error}[verdict.status](verdict.message)
+    show = {"stored": st.success, "reworded": st.warning, "related": st.warning, "not_found": st.error}
+    show[verdict.status](verdict.message)
     if verdict.status != "stored" and isinstance(choice.store, SupportsHistory):
         show_rewrites(choice, expected)
-    left, right = st.columns(2)
-    left.markdown("**Text matches**")
+    # One above the other, full width: side by side, each half was too narrow for its scores.
+    st.markdown("**Text matches**")
     if outcome["matches"]:
-        left.dataframe(
+        st.dataframe(
             pd.DataFrame(
                 [
                     {
                         "match": m.title,
                         "memory id": m.memory.memory_id,
                         "text": clip_text(m.memory.text, TABLE_TEXT_CHARS)[0],
-                        "similarity": round(m.similarity, 3),
+                        "similarity": round(m.similarity, SHOWN_DECIMALS),
                     }
                     for m in outcome["matches"]
                 ]
             ),
             hide_index=True,
             width="stretch",
+            column_config=_score_columns("similarity"),
+            placeholder=MISSING_CELL,
             key="browse_matches_table",
         )
     else:
-        left.caption(f"None among {len(scan.memories):,} memories.")
-    right.markdown("**Nearest by embedding** (the store's own search for this text)")
-    for note in nearest.notes:
-        right.caption(note)
-    if nearest.raw_score_kind:
-        right.caption(f"The store returns {nearest.raw_score_kind}; scores are normalised so higher is better.")
-    if nearest.hits:
-        right.dataframe(hits_frame(nearest.hits), hide_index=True, width="stretch", key="browse_nearest_table")
+        st.caption(f"None among {len(scan.memories):,} memories.")
+    if outcome["neighbours"]:
+        st.markdown("**Nearest by embedding** (cosine similarity of the store's own embeddings)")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "memory id": n.memory_id,
+                        "text": clip_text(n.text, TABLE_TEXT_CHARS)[0],
+                        "cosine": round(n.similarity, SHOWN_DECIMALS),
+                    }
+                    for n in outcome["neighbours"]
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            column_config=_score_columns("cosine"),
+            placeholder=MISSING_CELL,
+            key="browse_neighbours_table",
+        )
+        st.markdown("**The store's own search for this text** (its full score)")
     else:
-        right.caption("The store returned nothing for this text.")
+        st.markdown("**Nearest by embedding** (the store's own search for this text)")
+    for note in nearest.notes:
+        st.caption(note)
+    if nearest.raw_score_kind:
+        st.caption(f"The store returns {nearest.raw_score_kind}; scores are normalised so higher is better.")
+    if nearest.hits:
+        st.dataframe(
+            hits_frame(nearest.hits),
+            hide_index=True,
+            width="stretch",
+            column_config=_score_columns("score", "raw score"),
+            placeholder=MISSING_CELL,
+            key="browse_nearest_table",
+        )
+    else:
+        st.caption("The store returned nothing for this text.")
 
 
 # ------------------------------------------------------------------ write history
@@ -227,4 +290,6 @@ def show_history(choice: StoreChoice) -> None:
     if not events:
         st.info(f"Mem0 recorded no write for {memory_id}.")
         return
-    st.dataframe(pd.DataFrame(history_rows(events)), hide_index=True, width="stretch", key="browse_history_table")
+    st.dataframe(
+        pd.DataFrame(history_rows(events)), hide_index=True, width="stretch", placeholder=MISSING_CELL, key="browse_history_table"
+    )

@@ -20,10 +20,18 @@ import streamlit as st
 from dashboard.calibration.advice import FloorAdvice
 from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
 from dashboard.calibration.report import floor_choice
-from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
-from dashboard.database.model import LabelStoreError
+from dashboard.calibration.sweep import (
+    Calibration,
+    CalibrationError,
+    LabelledScores,
+    calibrate,
+    evaluate,
+    format_floor,
+    shown_interval,
+)
+from dashboard.floor import default_floor, floor_list
 from dashboard.demo import DEMO_LABELS, load_demo_labels
-from dashboard.floor import default_floor
+from dashboard.database.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
@@ -216,19 +224,6 @@ def scores_or_error(labels: LabelFile) -> LabelledScores | None:
 # ------------------------------------------------------------------ controls
 
 
-def parse_floor_list(text: str) -> tuple[list[float], list[str]]:
-    floors, bad = [], []
-    for part in text.replace(";", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            floors.append(float(part))
-        except ValueError:
-            bad.append(part)
-    return floors, bad
-
-
 def controls() -> tuple[float, list[float]]:
     cols = st.columns(2)
     cost_ratio = cols[0].number_input(
@@ -242,9 +237,9 @@ def controls() -> tuple[float, list[float]]:
         "A stray preference is a nuisance (1); a wrong allergy in a meal plan is not (10 or more).",
     )
     text = cols[1].text_input("Floors to list", value=DEFAULT_FLOORS_TEXT, key="calibrate_floors")
-    floors, bad = parse_floor_list(text)
-    if bad:
-        st.warning(f"Not a number, left out of the floor list: {', '.join(repr(b) for b in bad)}")
+    floors, problems = floor_list(text)
+    if problems:
+        st.warning(f"Left out of the floor list: {'; '.join(problems)}.")
     return float(cost_ratio), floors
 
 
@@ -304,8 +299,9 @@ def show_summary(result: Calibration, current: float, advice: FloorAdvice | None
 
     now = evaluate(data, [current])
     halves = st.columns(2)
+    low, high = shown_interval(rec.floor, rec.interval) if rec.interval else (0.0, 0.0)
     interval = (
-        f"{rec.confidence:.0%} interval {rec.interval[0]:.3f}–{rec.interval[1]:.3f} "
+        f"{rec.confidence:.0%} interval {format_floor(low)}–{format_floor(high)} "
         f"({rec.resamples_used} resamples of {rec.resampled})"
         if rec.interval
         else "no interval (too few turns holding both labels)"

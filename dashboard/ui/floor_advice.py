@@ -21,7 +21,7 @@ from dashboard.calibration.advice import FloorAdvice, advise
 from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
 from dashboard.calibration.label_files import LabelFile
 from dashboard.calibration.segments import SegmentFloor, segment_fields, segment_floors
-from dashboard.calibration.sweep import Calibration, format_floor
+from dashboard.calibration.sweep import Calibration, format_floor, shown_interval
 
 MODE_LABELS = {
     COST_RATIO: "Cost ratio",
@@ -119,8 +119,9 @@ def recommendation_caption(advice: FloorAdvice) -> str | None:
     if not chosen.reached:
         line = chosen.line()
         return f"{line[0].upper()}{line[1:]}; the floor shown is the cost-ratio one. {cost}"
+    low, high = shown_interval(advice.floor, chosen.interval) if chosen.interval else (0.0, 0.0)
     interval = (
-        f"{chosen.confidence:.0%} interval {chosen.interval[0]:.3f}–{chosen.interval[1]:.3f} "
+        f"{chosen.confidence:.0%} interval {format_floor(low)}–{format_floor(high)} "
         f"({chosen.resamples_used} resamples of {chosen.resampled})"
         if chosen.interval
         else "no interval"
@@ -154,6 +155,7 @@ def show_turns(advice: FloorAdvice) -> None:
 
 
 def _segment_frame(segments: list[SegmentFloor]) -> pd.DataFrame:
+    shown = [shown_interval(s.floor, s.interval) if s.interval and s.floor is not None else None for s in segments]
     return pd.DataFrame(
         {
             "segment": [s.segment for s in segments],
@@ -161,8 +163,8 @@ def _segment_frame(segments: list[SegmentFloor]) -> pd.DataFrame:
             "relevant": [s.relevant for s in segments],
             "turns": [s.turns for s in segments],
             "floor": [s.floor for s in segments],
-            "interval_low": [s.interval[0] if s.interval else None for s in segments],
-            "interval_high": [s.interval[1] if s.interval else None for s in segments],
+            "interval_low": [interval[0] if interval else None for interval in shown],
+            "interval_high": [interval[1] if interval else None for interval in shown],
             "note": [s.note or "" for s in segments],
         }
     )

@@ -10,13 +10,13 @@ import os
 import pandas as pd
 import streamlit as st
 
-from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.embedding import runtime as embedding
+from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.registry import REGISTRY
-from dashboard.database.model import LabelStoreError, message_id
-from dashboard.display import bounded_json, clip_text, code_span, hits_frame, inert_markdown
+from dashboard.display import MISSING_CELL, SCORE_FORMAT, bounded_json, clip_text, code_span, hits_frame, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import export
+from dashboard.database.model import LabelStoreError, message_id
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
 from dashboard.ui.access import logged_in_identity
@@ -233,12 +233,20 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
         column_order=leading + [c for c in frame.columns if c not in leading],
         column_config={
             # Components like recency come out as 1e-12 for old memories: three
-            # decimals say "about zero" instead of a wall of digits.
-            **{c: st.column_config.NumberColumn(c, format="%.3f") for c in frame.columns if c not in NOT_NUMERIC},
-            "rank": st.column_config.NumberColumn("rank", format="%d"),
-            "score": st.column_config.ProgressColumn("score", min_value=0.0, max_value=1.0, format="%.3f"),
-            "text": st.column_config.TextColumn("text", width="large"),
+            # decimals say "about zero" instead of a wall of digits. Every number
+            # column is "small" and the text "medium", so the breakdown (importance,
+            # usage) fits a laptop-wide window instead of sitting off screen.
+            **{
+                c: st.column_config.NumberColumn(c, format=SCORE_FORMAT, width="small")
+                for c in frame.columns
+                if c not in NOT_NUMERIC
+            },
+            "rank": st.column_config.NumberColumn("rank", format="%d", width="small"),
+            "status": st.column_config.TextColumn("status", width="small"),
+            "score": st.column_config.ProgressColumn("score", min_value=0.0, max_value=1.0, format=SCORE_FORMAT, width="small"),
+            "text": st.column_config.TextColumn("text", width="medium"),
         },
+        placeholder=MISSING_CELL,
     )
 
 

@@ -117,7 +117,7 @@ def log_loader() -> LogImport | None:
 # ------------------------------------------------------------------ a new session
 
 
-def _create_session(store: LabelStore) -> None:
+def _create_session(store: LabelStore, drawn_store: str) -> None:
     state = st.session_state
     log: LogImport | None = state.get("label_log")
     state.pop("session_form_error", None)
@@ -138,6 +138,7 @@ def _create_session(store: LabelStore) -> None:
             overlap=float(state.get("session_overlap", 0.0)),
             source=log.source,
             keep_text=bool(state.get("session_keep_text", False)),
+            drawn_store=drawn_store,
         )
     except (SessionExists, ValueError, LabelStoreError) as exc:
         state["session_form_error"] = str(exc)
@@ -146,7 +147,9 @@ def _create_session(store: LabelStore) -> None:
     state["session_created"] = f"Session {session.name!r} created: {session.size} rows in {session.params.get('turns')} turns."
 
 
-def new_session_form(store: LabelStore, log: LogImport | None) -> None:
+def new_session_form(store: LabelStore, log: LogImport | None, drawn_store: str) -> None:
+    """`drawn_store`: the fingerprint of the store configured now, which the session
+    remembers (its rows are looked up in that store)."""
     if log is None:
         return
     state = st.session_state
@@ -170,7 +173,8 @@ def new_session_form(store: LabelStore, log: LogImport | None) -> None:
             help="Off: the session holds ids and scores only, and reviewers see "
             f"“{NO_MESSAGE_TEXT}”. Memory text is never kept.",
         )
-        st.form_submit_button("Create session", on_click=_create_session, args=(store,))
+        st.caption(f"The session is tied to the store configured in the sidebar, {code_span(drawn_store)}.")
+        st.form_submit_button("Create session", on_click=_create_session, args=(store, drawn_store))
     if error := state.get("session_form_error"):
         st.error(error)
 
@@ -190,6 +194,7 @@ def session_picker(store: LabelStore) -> LabelSession | None:
     st.caption(
         f"{session.size} rows, {session.method} sample, seed {session.seed}, from {session.source or 'a log'}; "
         f"reviewers: {who}" + (f"; overlap {session.overlap:.0%}" if session.reviewers else "")
+        + (f"; drawn on store {code_span(session.drawn_store)}" if session.drawn_store else "")
     )
     return session
 
@@ -254,6 +259,20 @@ def _status_text(status: str | None) -> str:
 
 
 def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, choice: StoreChoice) -> None:
+    if session.drawn_on_another_store(choice.fingerprint):
+        # Every id would be looked up in the wrong store and read as "missing": an
+        # invitation to label real memories not relevant. No lookup, no buttons.
+        st.error(
+            f"This session was drawn on the store {code_span(session.drawn_store or '')}, but the sidebar has "
+            f"{code_span(choice.fingerprint)} configured. Its memory ids belong to the first store, so no "
+            "labels are offered here: pick that store, with the same settings, in the sidebar."
+        )
+        return
+    if session.drawn_store is None:
+        st.caption(
+            "This session was drawn before memlens recorded the store it was drawn on: check that the "
+            "sidebar's store is the one its log came from."
+        )
     queue = labelling.load_queue(store, session.name, reviewer)
     if session.reviewers and not queue.assigned:
         st.caption(f"{reviewer} is not among this session's reviewers, so every turn is shown.")

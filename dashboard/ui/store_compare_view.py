@@ -11,10 +11,10 @@ import streamlit as st
 
 from connectors.base import ConnectorError, QueryResult
 from connectors.registry import REGISTRY
-from dashboard.display import clip_text, inert_markdown
+from dashboard.store_compare import ABSENT, KEPT, MATCH_BY, StoreComparison
+from dashboard.display import MISSING_CELL, SCORE_FORMAT, clip_text, inert_markdown
 from dashboard.floor import default_floor
 from dashboard.logs.read_log import logged_query
-from dashboard.store_compare import ABSENT, KEPT, MATCH_BY, StoreComparison
 from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice, choose_store
 
@@ -132,15 +132,29 @@ def show_comparison(comparison: StoreComparison, floors: dict[str, float]) -> No
     cols[3].metric("Kept by B only", len(comparison.kept_only_b))
     for note in comparison.notes:
         st.warning(note)
+    frame = comparison_frame(comparison)
+    # The verdict next to the memory, and numbers narrow: at the end, behind eight
+    # columns, the verdict sat off screen.
+    leading = ["memory", "verdict"]
     st.dataframe(
-        comparison_frame(comparison),
+        frame,
         hide_index=True,
         width="stretch",
         key="compare_table",
+        column_order=leading + [c for c in frame.columns if c not in leading],
         column_config={
-            "A score": st.column_config.NumberColumn("A score", format="%.3f"),
-            "B score": st.column_config.NumberColumn("B score", format="%.3f"),
+            "memory": st.column_config.TextColumn("memory", width="medium"),
+            **{
+                name: st.column_config.NumberColumn(name, format=SCORE_FORMAT, width="small")
+                for name in ("A score", "B score")
+            },
+            **{
+                name: st.column_config.NumberColumn(name, format="%d", width="small")
+                for name in ("A rank", "B rank", "rank change (B - A)")
+            },
+            **{name: st.column_config.TextColumn(name, width="small") for name in ("A", "B")},
         },
+        placeholder=MISSING_CELL,
     )
     left, right = st.columns(2)
     for side, column in (("a", left), ("b", right)):

@@ -22,7 +22,7 @@ try:
     labels = cache.label_store()
     session = view.session_picker(labels)
     with st.expander("New labelling session from a log", expanded=session is None):
-        view.new_session_form(labels, view.log_loader())
+        view.new_session_form(labels, view.log_loader(), choice.fingerprint)
     if session is not None:
         view.labelling_panel(labels, session, reviewer, choice)
         view.session_results(labels, session)

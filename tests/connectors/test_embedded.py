@@ -262,3 +262,16 @@ def test_a_memory_removed_from_the_demo_file_leaves_the_demo_store(tmp_path, mon
     store = open_demo_store(tmp_path / "data")
     assert [m.memory_id for m in store.list(user_id="sam", limit=10)] == ["s0", "s1"]
     store.close()
+
+
+def test_the_readme_tour_gives_the_pizza_hits_weighted_semantic_part_not_its_cosine(demo_store):
+    from pathlib import Path
+
+    [top, *_] = demo_store.query(PIZZA, user_id="sam", k=5).hits
+    assert top.memory_id == "sam-02" and round(top.score, 2) == 0.29
+    cosine = top.breakdown["semantic"]
+    weighted = {part: top.weights[part] * value for part, value in top.breakdown.items()}
+    assert round(cosine, 2) == 0.14 and round(weighted["semantic"], 2) == 0.08
+    assert (round(weighted["importance"], 2), round(weighted["usage"], 2)) == (0.13, 0.07)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "the semantic part is small (0.08 of 0.29: a\n   cosine of 0.14 times its weight 0.6)" in readme

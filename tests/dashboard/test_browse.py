@@ -3,8 +3,20 @@ and the verdict that tells a ranking problem from a storage problem."""
 
 from __future__ import annotations
 
-from connectors.base import Hit, Memory
-from dashboard.browse import find_text_matches, normalise_text, scan_memories, stored_verdict
+from connectors.base import Hit, Memory, Neighbour, QueryResult, ScoreKind
+from dashboard.browse import (
+    FROM_EMBEDDINGS,
+    FROM_SCORE,
+    FROM_SEMANTIC_PART,
+    RELATED_AT,
+    SAME_FACT_AT,
+    Nearest,
+    find_text_matches,
+    nearest_by_embedding,
+    normalise_text,
+    scan_memories,
+    stored_verdict,
+)
 
 MEMORIES = [
     Memory("m1", "Prefers light UI theme", "sam"),
@@ -68,9 +80,56 @@ def test_verdict_reworded_names_the_closest_text():
 
 
 def test_verdict_not_found_says_never_stored_and_names_the_nearest():
-    verdict = stored_verdict("Is allergic to peanuts", [], [hit("m4", "Has a dog", 0.21)], scanned=5, complete=True, user_id="sam")
+    far = Nearest("m4", "Has a dog", 0.21, FROM_EMBEDDINGS)
+    verdict = stored_verdict(
+        "Is allergic to peanuts", [], [hit("m4", "Has a dog", 0.21)], scanned=5, complete=True, user_id="sam", neighbour=far
+    )
     assert verdict.status == "not_found"
     assert "the 5 memories of sam" in verdict.message and "never stored" in verdict.message
-    assert "m4 (score 0.210)" in verdict.message
+    assert "m4 (\u201cHas a dog\u201d), is at 0.210" in verdict.message
     partial = stored_verdict("x", [], [], scanned=5000, complete=False, user_id="sam")
     assert "first 5,000 memories" in partial.message
+
+
+# ------------------------------------------------------------------ the neighbour signal
+
+
+def test_the_nearest_by_embedding_is_the_stores_own_neighbour_when_it_has_embeddings():
+    result = QueryResult("q", [hit("m2", "other", 0.9)])
+    nearest = nearest_by_embedding([Neighbour("m1", "Has a dog", 0.84), Neighbour("m3", "x", 0.2)], result)
+    assert nearest == Nearest("m1", "Has a dog", 0.84, FROM_EMBEDDINGS)
+
+
+def test_without_embeddings_the_semantic_part_of_the_stores_hits_is_the_signal():
+    hits = [hit("m1", "a", 0.7), hit("m2", "b", 0.6)]
+    hits[0].breakdown, hits[1].breakdown = {"semantic": 0.3, "recency": 1.0}, {"semantic": 0.55}
+    nearest = nearest_by_embedding(None, QueryResult("q", hits))
+    assert (nearest.memory_id, nearest.similarity, nearest.source) == ("m2", 0.55, FROM_SEMANTIC_PART)
+    mem0 = [hit("m9", "c", 0.8)]
+    mem0[0].breakdown = {"semantic_score": 0.66, "bm25_score": 0.2}
+    assert nearest_by_embedding(None, QueryResult("q", mem0)).similarity == 0.66
+    # A vector store's score is the cosine; a rank-only score says nothing.
+    assert nearest_by_embedding(None, QueryResult("q", [hit("m1", "a", 0.61)])).source == FROM_SCORE
+    assert nearest_by_embedding(None, QueryResult("q", [hit("m1", "a", 3.0)], score_kind=ScoreKind.RANK)) is None
+    # Components min-max normalised per result set place a memory, they do not measure it.
+    assert nearest_by_embedding(None, QueryResult("q", hits), per_result_set=True) is None
+
+
+def test_a_close_neighbour_is_stored_in_other_words_and_names_memory_and_similarity():
+    close = Nearest("sam-14", "Has a pet dog named Pixel, a border collie", 0.844, FROM_EMBEDDINGS)
+    verdict = stored_verdict("He has a collie called Pixel", [], [], scanned=22, complete=True, user_id="sam", neighbour=close)
+    assert verdict.status == "reworded"
+    assert "Stored in other words" in verdict.message and "sam-14" in verdict.message and "0.844" in verdict.message
+    assert "never stored" not in verdict.message
+
+
+def test_a_related_neighbour_is_named_and_neither_claim_is_made():
+    related = Nearest("sam-20", "Plays five-a-side football", 0.45, FROM_EMBEDDINGS)
+    verdict = stored_verdict("Plays the piano", [], [], scanned=22, complete=True, user_id="sam", neighbour=related)
+    assert verdict.status == "related" and "sam-20" in verdict.message and "0.450" in verdict.message
+    assert RELATED_AT <= 0.45 < SAME_FACT_AT
+
+
+def test_without_a_similarity_signal_never_stored_is_not_claimed():
+    verdict = stored_verdict("Has a collie", [], [hit("m4", "Has a dog", 1.0)], scanned=5, complete=True, user_id="sam")
+    assert verdict.status == "related" and "m4" in verdict.message and "do not say how similar" in verdict.message

@@ -233,3 +233,30 @@ def test_editing_the_floor_list_keeps_the_recommendation_and_its_interval(app):
     # The listed floors are there in the counts.
     requested = at.session_state["_calibration_memo"][1].requested
     assert list(np.round(requested.floor, 2)) == [0.1, 0.5, 0.65]
+
+
+def test_an_uploaded_export_of_a_two_reviewer_session_counts_each_pair_once(app, data_dir):
+    from dashboard.labels import export
+
+    store = LabelStore(data_dir / "export-source.sqlite")
+    for reviewer, label in (("ana", "relevant"), ("ben", "not_relevant")):
+        store.upsert(message_id="m1", memory_id="a", label=label, reviewer=reviewer, store="embedded:1", rank=1, score=0.6)
+        store.upsert(message_id="m1", memory_id="b", label="not_relevant", reviewer=reviewer, store="embedded:1", rank=2, score=0.2)
+    store.upsert(message_id="m2", memory_id="c", label="relevant", reviewer="ana", store="embedded:1", rank=1, score=0.5)
+    content = export.to_jsonl(store.labels()).encode()
+    store.close()
+    at = open_calibrate(app, calibrate_source="Upload a file")
+    at.file_uploader(key="calibrate_upload").set_value(("session.jsonl", content, "application/jsonl")).run()
+    assert not at.exception
+    assert not any("problem(s)" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert metric(at, "Labelled hits") == "3"
+
+
+def test_floors_outside_zero_to_one_are_left_out_with_a_message_naming_them(app):
+    at = open_calibrate(app)
+    at.text_input(key="calibrate_floors").input("0.2, 2, -1, abc").run()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "Left out of the floor list" in w.value)
+    assert "'2' is outside [0, 1]" in warning and "'-1' is outside [0, 1]" in warning and "'abc' is not a number" in warning
+    requested = at.session_state["_calibration_memo"][1].requested
+    assert list(np.round(requested.floor, 2)) == [0.2]

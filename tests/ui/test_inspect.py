@@ -277,3 +277,18 @@ def test_the_page_says_queries_are_embedded_without_torch(app):
     captions = [c.value for c in at.caption]
     assert any("ONNX Runtime" in c and "no torch" in c for c in captions), captions
 
+
+
+def test_the_hit_table_fits_its_breakdown_columns_and_shows_missing_cells_as_a_dash(app):
+    from dashboard.display import MISSING_CELL, SCORE_FORMAT
+
+    at = ask(app(), PIZZA)
+    hits = at.dataframe[0]
+    config = json.loads(hits.proto.columns)
+    # Every number column narrow and the text medium: importance and usage are on
+    # screen beside the text instead of cut off at the right edge.
+    for column in ("semantic", "recency", "importance", "usage", "score", "rank"):
+        assert config[column]["width"] == "small", column
+    assert config["text"]["width"] == "medium"
+    assert config["importance"]["type_config"]["format"] == SCORE_FORMAT
+    assert hits.proto.placeholder == MISSING_CELL

@@ -359,3 +359,34 @@ def test_thousands_of_bad_lines_show_a_count_the_first_few_and_a_download_of_all
     assert any("first 200 of 1,000 problems" in c for c in at.caption.values)
     download = at.get("download_button")[0]
     assert download.proto.label == "Download every problem"
+
+
+def test_a_session_opened_against_another_store_names_both_and_offers_no_labels(label_page, data_dir, tmp_path):
+    at = label_page(label_reviewer="ana")
+    at.run()
+    at.button(key="log_read").click().run()
+    at.text_input(key="session_name").input("drawn on demo")
+    at.selectbox(key="sample_method").select("turns")
+    at.number_input(key="sample_size").set_value(2)
+    at.button(key="FormSubmitter:session_form-Create session").click().run()
+    assert not at.exception
+    store = labels_db(data_dir)
+    try:
+        session = store.session("drawn on demo")
+    finally:
+        store.close()
+    assert session is not None and session.drawn_store and session.drawn_store.startswith("embedded:")
+    assert at.button(key="label_relevant")  # on its own store the session is labelled as usual
+
+    # The same session with another store configured: an empty embedded file, where
+    # every id would read "missing" and invite "not relevant" on real memories.
+    other = label_page(label_reviewer="ana", label_session="drawn on demo", cfg_embedded_db_path=str(tmp_path / "other.sqlite"))
+    other.run()
+    assert not other.exception, other.exception
+    [error] = [e.value for e in other.error]
+    assert session.drawn_store in error and "no labels are offered" in error
+    other_fingerprint = next(part for part in error.split("`") if part.startswith("embedded:") and part != session.drawn_store)
+    assert other_fingerprint != session.drawn_store
+    assert not any(b.key in ACTION_BUTTONS.values() for b in other.button)
+    assert not any("Missing: the store no longer has this memory" in w.value for w in other.warning)
+    assert "label_lookups" not in other.session_state  # nothing was looked up in the wrong store

@@ -182,3 +182,19 @@ def test_pages_with_memory_text_ask_for_the_password_when_one_is_set(app, stores
     assert not at.exception
     assert any("Enter the memlens password" in i.value for i in at.info)
     assert not at.dataframe  # no memory text before the password
+
+
+def test_compare_shows_the_verdict_beside_the_memory_and_missing_cells_as_a_dash(app, stores_env):
+    import json
+
+    from dashboard.display import MISSING_CELL
+
+    at = open_compare(app, compare_a_store="chroma", compare_b_store="qdrant", user="sam")
+    at.text_input(key="compare_query").input(THEME)
+    at.button(key=COMPARE).click().run()
+    assert not at.exception
+    table = at.dataframe[0]
+    assert list(table.proto.column_order[:2]) == ["memory", "verdict"]  # not cut off at the far right
+    config = json.loads(table.proto.columns)
+    assert all(config[name]["width"] == "small" for name in ("A rank", "A score", "B rank", "B score"))
+    assert table.proto.placeholder == MISSING_CELL  # a side that did not return a memory: "-", not "None"

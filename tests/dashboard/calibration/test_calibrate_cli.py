@@ -130,3 +130,29 @@ def test_missing_file_and_bad_arguments_exit_non_zero(tmp_path):
     assert done.returncode == 2 and "'abc' is not a number" in done.stderr
     done = memlens("calibrate", str(DEMO_LABELS), "--cost-ratio", "0")
     assert done.returncode == 2 and "must be a number above 0" in done.stderr
+
+
+def test_the_label_pages_export_of_a_two_reviewer_session_is_not_called_duplicates(tmp_path):
+    from dashboard.labels import export
+    from dashboard.labels.store import LabelStore
+
+    store = LabelStore(tmp_path / "labels.sqlite")
+    for reviewer, label in (("ana", "relevant"), ("ben", "not_relevant")):
+        store.upsert(message_id="m1", memory_id="a", label=label, reviewer=reviewer, store="embedded:1", rank=1, score=0.6)
+        store.upsert(message_id="m1", memory_id="b", label="not_relevant", reviewer=reviewer, store="embedded:1", rank=2, score=0.2)
+    store.upsert(message_id="m2", memory_id="c", label="relevant", reviewer="ana", store="embedded:1", rank=1, score=0.5)
+    path = tmp_path / "session.jsonl"
+    path.write_text(export.to_jsonl(store.labels()))
+    store.close()
+    done = memlens("calibrate", str(path), "--format", "json")
+    assert "duplicate" not in done.stderr, done.stderr
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    # Three pairs, each once; m1/a carries ben's label, written after ana's.
+    assert report["labels"]["rows"] == 3 and report["labels"]["relevant"] == 1, report["labels"]
+
+
+@pytest.mark.parametrize("floors, named", [("0.2,2", "'2' is outside [0, 1]"), ("-1,0.3", "'-1' is outside [0, 1]")])
+def test_floors_outside_zero_to_one_are_refused_naming_the_value(floors, named):
+    done = memlens("calibrate", str(DEMO_LABELS), f"--floors={floors}")  # "=": argparse reads "-1" as an option
+    assert done.returncode == 2 and named in done.stderr and done.stdout == ""

@@ -333,3 +333,42 @@ def test_format_floor(floor, text):
 @pytest.mark.parametrize("rows, resamples", [(190, 1000), (20_000, 1000), (100_000, 200), (1_000_000, 100)])
 def test_fewer_resamples_on_large_label_sets(rows, resamples):
     assert cal.default_resamples(rows) == resamples
+
+
+# ----------------------------------------------------------------- the interval as shown
+
+
+def shown_contains(floor: float, interval: tuple[float, float]) -> bool:
+    """What a reader sees: the printed low, floor and high, read back as numbers."""
+    low, high = cal.shown_interval(floor, interval)
+    return float(cal.format_floor(low)) <= float(cal.format_floor(floor)) <= float(cal.format_floor(high))
+
+
+def test_the_issues_case_a_floor_of_0_23_is_inside_its_shown_interval():
+    low, high = cal.shown_interval(0.23, (0.2349, 0.2349))  # was printed "0.235-0.235" beside "0.23"
+    assert (cal.format_floor(low), cal.format_floor(high)) == ("0.23", "0.235")
+    assert cal.shown_interval(0.41, (0.3712, 0.4488)) == (0.371, 0.449)  # rounded outward, never inward
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.floats(-2, 2, allow_nan=False),
+    st.floats(-2, 2, allow_nan=False),
+    st.floats(-2, 2, allow_nan=False),
+)
+def test_the_shown_interval_always_holds_the_shown_floor_and_the_exact_interval(floor, a, b):
+    interval = (min(a, b), max(a, b))
+    low, high = cal.shown_interval(floor, interval)
+    assert low <= min(interval[0], floor) and high >= max(interval[1], floor)
+    assert round(low, cal.INTERVAL_DECIMALS) == low and round(high, cal.INTERVAL_DECIMALS) == high
+    assert shown_contains(floor, interval)
+
+
+@settings(max_examples=60, deadline=None)
+@given(labelled_rows(max_size=80))
+def test_every_recommended_floor_lies_inside_its_interval_as_shown(rows):
+    scores, relevant, turns, _ = rows
+    data = labelled_scores(scores, np.where(relevant, "relevant", "not_relevant"), turns)
+    rec = cal.calibrate(data, [], 1.0, resamples=50).recommendation
+    if rec.interval is not None and all(math.isfinite(v) for v in (rec.floor, *rec.interval)):
+        assert shown_contains(rec.floor, rec.interval)

@@ -188,3 +188,53 @@ def test_line_numbers_hold_with_crlf_and_raw_unicode_line_separators_in_ids():
     labels = parse_label_text(text, source="x.jsonl")
     assert [(i.line, i.field) for i in labels.issues] == [(2, "label")]
     assert [(r.line, r.memory_id) for r in labels.rows] == [(1, "a\u2028b"), (3, "d")]
+
+
+def two_reviewer_session(store: LabelStore) -> None:
+    """ana labels three pairs (the fixture); ben then labels one of them the other way
+    and relabels it: the latest write of the latest reviewer is the pair's label."""
+    store.upsert(message_id="m1", memory_id="sam-01", label="relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
+    store.upsert(message_id="m1", memory_id="sam-01", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
+    store.upsert(message_id="m2", memory_id="sam-02", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.12)
+
+
+@pytest.mark.parametrize("fmt, write", [("jsonl", export.to_jsonl), ("csv", export.to_csv)])
+def test_an_export_of_a_two_reviewer_session_reads_like_the_label_store(store, tmp_path, fmt, write):
+    two_reviewer_session(store)
+    path = tmp_path / f"labels.{fmt}"
+    path.write_text(write(store.labels()))
+    from_file, from_store = read_label_file(path), from_labels(store.labels())
+    # Overlap pairs are not duplicates: nothing is reported, and each pair counts once.
+    assert from_file.issues == [] and from_file.skipped == 0
+    chosen = {(r.message_id, r.memory_id): (r.label, r.reviewer) for r in from_file.rows}
+    assert chosen == {(r.message_id, r.memory_id): (r.label, r.reviewer) for r in from_store.rows}
+    assert chosen[("m1", "sam-01")] == ("not_relevant", "ben")  # ben's later relabel, not ana's first label
+    assert len(from_file.rows) == 3
+    assert from_file.notes == from_store.notes and "2 memory/message pair(s)" in from_file.notes[0]
+    assert sorted(r.score for r in from_file.rows) == sorted(r.score for r in from_store.rows)
+
+
+def test_the_latest_label_wins_across_reviewers_whatever_the_line_order():
+    lines = [
+        {"message_id": "m1", "memory_id": "a", "score": 0.5, "label": "relevant", "reviewer": "ben", "updated_at": "2026-03-02T10:00:00+00:00"},
+        {"message_id": "m1", "memory_id": "a", "score": 0.5, "label": "not_relevant", "reviewer": "ana", "updated_at": "2026-03-01T10:00:00+00:00"},
+        # Offsets are compared as times: 12:00+03:00 is 09:00 UTC, earlier than ben's.
+        {"message_id": "m1", "memory_id": "a", "score": 0.5, "label": "not_relevant", "reviewer": "cy", "updated_at": "2026-03-02T12:00:00+03:00"},
+    ]
+    labels = parse_label_text("".join(json.dumps(line) + "\n" for line in lines), source="x.jsonl")
+    assert labels.issues == []
+    [row] = labels.rows
+    assert (row.reviewer, row.label, row.line) == ("ben", "relevant", 1)
+
+
+def test_a_true_duplicate_of_one_reviewer_is_still_reported_with_its_line():
+    lines = [
+        {"message_id": "m1", "memory_id": "a", "score": 0.5, "label": "relevant", "reviewer": "ana"},
+        {"message_id": "m1", "memory_id": "a", "score": 0.5, "label": "not_relevant", "reviewer": "ben"},
+        {"message_id": "m1", "memory_id": "a", "score": 0.5, "label": "not_relevant", "reviewer": "ana"},
+    ]
+    labels = parse_label_text("".join(json.dumps(line) + "\n" for line in lines), source="x.jsonl")
+    [issue] = labels.issues
+    assert issue.line == 3 and issue.skipped
+    assert issue.message.startswith("duplicate of line 1") and "reviewer 'ana'" in issue.message
+    assert len(labels.rows) == 1 and "more than one reviewer" in labels.notes[0]

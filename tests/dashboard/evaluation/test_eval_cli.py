@@ -144,6 +144,30 @@ def test_import_exits_1_when_nothing_could_be_imported(tmp_path, world):
     assert "line 1, field 'text'" in result.stderr and "line 2, field '(line)'" in result.stderr
 
 
+def test_import_exits_2_when_lines_were_rejected_and_imports_the_good_ones(tmp_path):
+    lines = tmp_path / "some-bad.jsonl"
+    lines.write_text(
+        '{"id": "m1", "user_id": "u", "text": "Lives in Lisbon", "age_days": 1}\n'
+        '{"id": "m2", "user_id": "u", "text": ""}\n'
+        "not json\n"
+        '{"id": "m3", "user_id": "u", "text": "Prefers light UI theme", "age_days": 2}\n'
+        '{"id": "m4", "user_id": "u"}\n'
+    )
+    env = {**os.environ, "MEMLENS_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(ROOT)}
+    db = tmp_path / "s.sqlite"
+    result = memlens("import", str(lines), "--db", str(db), env=env, check=False)
+    assert result.returncode == 2, result.stderr
+    assert "imported 2 memories" in result.stdout and "3 line(s) rejected" in result.stdout
+    assert "the other lines were imported; exit status 2" in result.stderr
+    from connectors.embedded import EmbeddedStore
+
+    store = EmbeddedStore(db)
+    try:
+        assert sorted(m.memory_id for m in store.list(user_id="u")) == ["m1", "m3"]
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize("action", ["export", "resume"])
 def test_a_run_id_that_was_never_saved_is_named_and_exits_2(world, action):
     result = memlens("runs", action, "no-such-run", env=world["env"], check=False)

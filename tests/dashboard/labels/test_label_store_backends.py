@@ -161,3 +161,47 @@ def test_an_unreachable_database_is_a_clear_error_without_the_password():
     with pytest.raises(LabelStoreError) as caught:
         open_label_store("postgresql://memlens:s3cret-pw@127.0.0.1:1/labels")
     assert "s3cret-pw" not in str(caught.value) and "127.0.0.1" in str(caught.value)
+
+
+def test_a_session_remembers_the_store_it_was_drawn_on(store):
+    session = LabelSession(name="tied", method="turns", size=4, drawn_store="embedded:aaaa1111")
+    store.create_session(session, items())
+    saved = store.session("tied")
+    assert saved is not None and saved.drawn_store == "embedded:aaaa1111"
+    assert saved.drawn_on_another_store("embedded:bbbb2222") and not saved.drawn_on_another_store("embedded:aaaa1111")
+
+
+def test_a_label_database_from_before_drawn_store_is_migrated_when_opened(target):
+    from dashboard.labels.sessions import SESSION_TABLES
+
+    # label_sessions as an older memlens created it: no drawn_store column.
+    old_schema = SESSION_TABLES.replace(",\n    drawn_store TEXT", "")
+    assert "drawn_store" not in old_schema
+    row = "INSERT INTO label_sessions (name, created_at, method, size) VALUES ('old week', '2026-01-01T00:00:00+00:00', 'turns', 2)"
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            for statement in old_schema.format(real="DOUBLE PRECISION").split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(row)
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(target)
+        conn.executescript(old_schema.format(real="REAL"))
+        conn.execute(row)
+        conn.commit()
+        conn.close()
+    for _ in range(2):  # opening twice adds the column once
+        store = open_label_store(target)
+        try:
+            old = store.session("old week")
+            assert old is not None and old.drawn_store is None and not old.drawn_on_another_store("embedded:x")
+            if store.session("new week") is None:
+                store.create_session(LabelSession(name="new week", method="turns", size=0, drawn_store="embedded:x"), [])
+            new = store.session("new week")
+            assert new is not None and new.drawn_store == "embedded:x"
+        finally:
+            store.close()

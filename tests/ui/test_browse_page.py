@@ -1,0 +1,52 @@
+"""The Browse page on the embedded demo store: the verdict uses the store's own
+embedding neighbours as well as text (docs/browse-verdict.md)."""
+
+from __future__ import annotations
+
+import json
+
+from dashboard.display import MISSING_CELL, SCORE_FORMAT
+
+CHECK = "FormSubmitter:browse_check_form-Check"
+
+
+def check(app, expected: str):
+    at = app(user="sam")
+    at.switch_page("views/browse.py").run()
+    assert not at.exception, at.exception
+    at.text_input(key="browse_expected").input(expected)
+    at.button(key=CHECK).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_reworded_memory_is_stored_in_other_words_naming_the_nearest_and_its_cosine(app):
+    at = check(app, "He has a collie called Pixel")
+    assert not at.error, [e.value for e in at.error]  # was: "probably never stored"
+    verdict = next(w.value for w in at.warning if "Stored in other words" in w.value)
+    assert "sam-14" in verdict and "0.844" in verdict
+    neighbours = next(df.value for df in at.dataframe if "cosine" in df.value.columns)
+    assert neighbours.iloc[0]["memory id"] == "sam-14" and len(neighbours) == 5
+
+
+def test_an_off_topic_memory_is_still_never_stored(app):
+    at = check(app, "Is allergic to shellfish")
+    assert at.error and "probably never stored" in at.error[0].value
+    assert "under 0.40" in at.error[0].value
+
+
+def column_config(table) -> dict:
+    return json.loads(table.proto.columns)
+
+
+def test_scores_are_shown_with_the_projects_decimals_and_missing_cells_as_a_dash(app):
+    at = check(app, "He has a collie called Pixel")
+    assert at.dataframe
+    for table in at.dataframe:
+        assert table.proto.placeholder == MISSING_CELL  # not Streamlit's "None"
+    nearest = next(t for t in at.dataframe if "rank" in t.value.columns)
+    neighbours = next(t for t in at.dataframe if "cosine" in t.value.columns)
+    for table, column in ((nearest, "score"), (neighbours, "cosine")):
+        config = column_config(table)[column]
+        assert config["type_config"]["format"] == SCORE_FORMAT == "%.3f"  # 0.587, never "0.5"
+        assert config["width"] == "small"
