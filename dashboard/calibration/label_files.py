@@ -36,8 +36,8 @@ from typing import Any
 
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
 from dashboard.calibration.scores import LabelledScores, labelled_scores
-from dashboard.labels.export import FORMULA_PREFIXES
 from dashboard.database.model import LABEL_VALUES
+from dashboard.labels.export import FORMULA_PREFIXES
 
 ID_FIELDS = ("message_id", "memory_id")
 TEXT_FIELDS = ("reviewer", "store")

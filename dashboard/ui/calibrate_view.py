@@ -29,9 +29,9 @@ from dashboard.calibration.sweep import (
     format_floor,
     shown_interval,
 )
-from dashboard.floor import default_floor, floor_list
-from dashboard.demo import DEMO_LABELS, load_demo_labels
 from dashboard.database.model import LabelStoreError
+from dashboard.demo import DEMO_LABELS, load_demo_labels
+from dashboard.floor import default_floor, floor_list
 from dashboard.ui import cache
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui

@@ -133,8 +133,8 @@ def test_missing_file_and_bad_arguments_exit_non_zero(tmp_path):
 
 
 def test_the_label_pages_export_of_a_two_reviewer_session_is_not_called_duplicates(tmp_path):
+    from dashboard.database.store import LabelStore
     from dashboard.labels import export
-    from dashboard.labels.store import LabelStore
 
     store = LabelStore(tmp_path / "labels.sqlite")
     for reviewer, label in (("ana", "relevant"), ("ben", "not_relevant")):

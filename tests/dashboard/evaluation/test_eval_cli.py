@@ -159,7 +159,7 @@ def test_import_exits_2_when_lines_were_rejected_and_imports_the_good_ones(tmp_p
     assert result.returncode == 2, result.stderr
     assert "imported 2 memories" in result.stdout and "3 line(s) rejected" in result.stdout
     assert "the other lines were imported; exit status 2" in result.stderr
-    from connectors.embedded import EmbeddedStore
+    from connectors.embedded.store import EmbeddedStore
 
     store = EmbeddedStore(db)
     try:

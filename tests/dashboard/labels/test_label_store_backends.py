@@ -172,7 +172,7 @@ def test_a_session_remembers_the_store_it_was_drawn_on(store):
 
 
 def test_a_label_database_from_before_drawn_store_is_migrated_when_opened(target):
-    from dashboard.labels.sessions import SESSION_TABLES
+    from dashboard.database.sessions import SESSION_TABLES
 
     # label_sessions as an older memlens created it: no drawn_store column.
     old_schema = SESSION_TABLES.replace(",\n    drawn_store TEXT", "")
