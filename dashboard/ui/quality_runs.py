@@ -317,35 +317,35 @@ def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
     if not st.button("Search weights", key="whatif_search"):
         result = st.session_state.get("whatif_result")
     else:
-        judged = evals.load_set(info.set_name, info.set_hash)
         try:
-            if judged is None:
-                raise whatif.WhatIfError("the run's judged set is gone")
-            result = whatif.search(
-                judged.questions, evals.outcomes(info.run_id), metric=metric, n=min(n, info.k), k=info.k,
-                thresholds=[round(0.05 * i, 2) for i in range(13)] if thresholds else (0.0,),
-            )
-            st.session_state["whatif_result"] = (info.run_id, result)
-            result = st.session_state["whatif_result"]
+            found = whatif.search_run(evals, info, metric=metric, n=n, threshold=bool(thresholds))
         except whatif.WhatIfError as exc:
             st.error(str(exc))
             return
+        st.session_state["whatif_result"] = result = (info.run_id, found)
     if not result or result[0] != info.run_id:
         return
     shown = result[1]
-    st.markdown(f"**{shown.summary()}**")
-    held = shown.share_held
-    if held is not None:
-        st.info(f"{held:.0%} of the gain found on the search split held on the held-out questions.")
+    recommended = shown.recommended
+    if recommended is None:
+        st.warning(shown.summary())
+    else:
+        st.markdown(f"**{shown.summary()}**")
+        held = shown.share_held
+        if held is not None:
+            st.info(f"{held:.0%} of the gain found on the search split held on the held-out questions.")
+    for note in shown.notes():
+        st.caption(note[0].upper() + note[1:])
     rows = [{"setting": "store's own", **shown.own_weights, "threshold": None,
-             "search split": shown.own_train, "held out": shown.own_held_out}]
+             "search split": shown.own_train, "held out": shown.own_held_out, "tied questions": shown.own_tied}]
     rows += [{"setting": f"#{i}", **s.weights, "threshold": s.threshold, "search split": s.train,
-              "held out": s.held_out} for i, s in enumerate(shown.top, start=1)]
+              "held out": s.held_out, "tied questions": s.tied} for i, s in enumerate(shown.top, start=1)]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="whatif_table")
-    if info.store == "embedded":
-        text = whatif.weights_text(shown.best.weights)
+    text = whatif.weights_to_apply(shown, info.store)
+    if text is not None and recommended is not None:
         st.button(f"Use {text} as the embedded store's weights", key="whatif_apply", on_click=_apply_weights, args=(text,))
-        st.caption(f"On the command line: `memlens eval ... --weights {text}`")
+        floor = f" --floor {recommended.threshold:g}" if recommended.threshold > 0 else ""
+        st.caption(f"On the command line: `memlens eval ... --weights {text}{floor}`")
 
 
 def show(choice: StoreChoice) -> None:

@@ -1,0 +1,49 @@
+"""Saved runs for the what-if tests: a run whose store already ranks every answer
+first (nothing can beat its weights) and whose usage component is 0 for every
+memory (so all weight on usage ties every candidate), kept in a real label database."""
+
+from __future__ import annotations
+
+import random
+
+from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
+from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo
+from dashboard.labels.model import utc_now
+
+OWN_WEIGHTS = {"semantic": 0.6, "recency": 0.15, "importance": 0.15, "usage": 0.1}
+QUESTIONS = 20
+HITS = 5
+
+
+def perfect_run(evals: EvalStore, run_id: str = "perfect-run", store: str = "embedded") -> RunInfo:
+    """Every question's one relevant memory is the store's rank 1, by a clear
+    semantic margin; importance is 0.5 and usage 0 throughout."""
+    rng = random.Random(5)
+    questions, outcomes = [], []
+    for q in range(QUESTIONS):
+        message_id = f"q{q:02d}"
+        hits = []
+        for h in range(HITS):
+            breakdown = {
+                "semantic": 0.9 if h == 0 else round(rng.uniform(0.2, 0.5), 3),
+                "recency": round(rng.uniform(0.0, 1.0), 3),
+                "importance": 0.5,
+                "usage": 0.0,
+            }
+            score = sum(OWN_WEIGHTS[c] * v for c, v in breakdown.items())
+            hits.append((f"{message_id}-m{h}", score, breakdown))
+        hits.sort(key=lambda hit: -hit[1])
+        questions.append(JudgedQuestion(message_id, "u1", f"question {q}", {f"{message_id}-m0": 1}, ("one",)))
+        outcomes.append(
+            QueryOutcome(
+                message_id, q, "u1",
+                [RunHit(m, rank, s, s, b, dict(OWN_WEIGHTS)) for rank, (m, s, b) in enumerate(hits, start=1)],
+            )
+        )
+    judged = JudgedSet("perfect", questions)
+    digest = evals.save_set(judged)
+    info = RunInfo(run_id, "perfect ranking", "perfect", digest, store, f"{store}:test", {}, HITS, utc_now(), None, QUESTIONS)
+    evals.start_run(info)
+    evals.save_outcomes(run_id, outcomes)
+    evals.finish_run(run_id)
+    return info
