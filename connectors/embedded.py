@@ -121,6 +121,17 @@ def parse_weights(weights: dict[str, float] | str | None) -> dict[str, float]:
     return {k: parsed.get(k, 0.0) / total for k in DEFAULT_WEIGHTS}
 
 
+def canonical_weights(text: str) -> str | None:
+    """Weights as the fingerprint writes them: normalised, every component, in the
+    order of DEFAULT_WEIGHTS ("semantic=1" and "semantic=1,recency=0,..." are one
+    setting); None when the text is not weights."""
+    try:
+        weights = parse_weights(text)
+    except InvalidRequest:
+        return None
+    return ",".join(f"{name}={round(value, 6):g}" for name, value in weights.items())
+
+
 class EmbeddedStore:
     """A memory store in one SQLite file; see the module docstring for ranking."""
 
