@@ -3,7 +3,8 @@
 TREC: ``qid Q0 docid rank score tag``, one line per returned memory, in the
 store's order. JSONL: one object per question with the ranked hits (id, rank,
 score, raw score, breakdown, weights), latency and error; ``query`` only when
-the run kept the query text (the reviewer opted in).
+the run kept the query text (the reviewer opted in); ``as_of`` when the run ranked
+at a set time (``memlens eval --as-of``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def jsonl_lines(info: RunInfo, outcomes: Sequence[QueryOutcome]) -> Iterator[str
         }
         if outcome.query_text is not None:
             row["query"] = outcome.query_text
+        if info.as_of:
+            row["as_of"] = info.as_of  # the clock the store ranked at
         yield json.dumps(row, ensure_ascii=False)
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import ConnectorError
-from connectors.registry import public_config
+from connectors.base import ConnectorError, MemoryStore
+from connectors.registry import REGISTRY, public_config
 from dashboard.display import inert_markdown
 from dashboard.evaluation import judged_sets, whatif
 from dashboard.evaluation.compare import CompareError, Comparison, compare_runs, inspect_link
@@ -124,18 +124,52 @@ def run_controls(evals: EvalStore, choice: StoreChoice, judged: JudgedSet) -> No
     name = cols[1].text_input("Run name", key="eval_run_name", placeholder=f"{judged.name} on {choice.fingerprint}")
     keep_text = cols[2].checkbox("Keep query text with the run", key="eval_keep_text",
                                  help="Off: the run holds ids and scores only.")
-    start = st.button("Start run", key="eval_start", type="primary", disabled=choice.store is None)
-    if start and choice.store is not None:
-        request = RunRequest(judged, choice.name, choice.fingerprint, public_config(choice.name, choice.config),
+    as_of, as_of_error = _as_of_control(choice)
+    start = st.button("Start run", key="eval_start", type="primary", disabled=choice.store is None or bool(as_of_error))
+    if start and choice.store is not None and not as_of_error:
+        config = {**choice.config, "as_of": as_of} if as_of else choice.config
+        request = RunRequest(judged, choice.name, choice.fingerprint, public_config(choice.name, config),
                              int(k), name.strip(), bool(keep_text))
-        _execute(lambda progress: start_run(choice.store, evals, request, progress=progress))
+        _execute(lambda progress: start_run(_store_at(choice, as_of), evals, request, progress=progress))
     incomplete = [r for r in evals.runs() if not r.complete and r.fingerprint == choice.fingerprint]
     if incomplete and choice.store is not None:
         labels = {r.run_id: f"{r.name} ({r.status})" for r in incomplete}
         picked = str(st.selectbox("Incomplete runs on this store", list(labels), format_func=lambda r: labels[r],
                                   key="eval_resume_run"))
         if st.button("Resume", key="eval_resume"):
-            _execute(lambda progress: resume_run(choice.store, evals, picked, progress=progress))
+            # The run's own clock, as `memlens runs resume` uses it.
+            resumed = next(r for r in incomplete if r.run_id == picked)
+            _execute(lambda progress: resume_run(_store_at(choice, resumed.as_of), evals, picked, progress=progress))
+
+
+def _as_of_control(choice: StoreChoice) -> tuple[str | None, str | None]:
+    """The "Rank as of" field: (the time as UTC ISO 8601 or None for now, an error)."""
+    spec = REGISTRY.get(choice.name)
+    clock = spec is not None and spec.clock
+    text = st.text_input(
+        "Rank as of (ISO 8601; empty: now)", key="eval_as_of", placeholder="2023-05-08T13:00:00Z", disabled=not clock,
+        help="The clock the embedded store computes recency at: set it to the time of an old log or benchmark, "
+        "so recent memories count as recent. Kept with the run." if clock
+        else f"The {choice.name} store computes recency itself; only the embedded store takes a clock.",
+    ).strip()
+    if not text or not clock:
+        return None, None
+    from connectors.embedded import parse_as_of
+
+    try:
+        when = parse_as_of(text).isoformat()
+    except ConnectorError as exc:
+        st.error(f"Rank as of: {str(exc).removeprefix('as_of: ')}")
+        return None, str(exc)
+    st.caption(f"The run ranks as of {when}.")
+    return when, None
+
+
+def _store_at(choice: StoreChoice, as_of: str | None) -> MemoryStore:
+    """The chosen store, or the same store ranking at `as_of` (opened once, in cache.py)."""
+    if not as_of:
+        return choice.connected
+    return cache.open_store(choice.name, json.dumps({**choice.config, "as_of": as_of}, sort_keys=True, default=str))
 
 
 def _execute(work: Any) -> None:
@@ -164,7 +198,7 @@ def runs_frame(runs: list[RunInfo]) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {"run": r.run_id, "name": r.name, "status": r.status, "judged set": f"{r.set_name} ({r.set_hash[:8]})",
-             "store": r.fingerprint, "k": r.k, "started": r.started_at[:19]}
+             "store": r.fingerprint, "k": r.k, "as of": r.as_of or "", "started": r.started_at[:19]}
             for r in reversed(runs)
         ]
     )
