@@ -105,10 +105,11 @@ def test_resume_ranks_at_the_runs_clock(old_store, cli_env, capsys):
     path, created = old_store
     evals = open_eval_store({"MEMLENS_DATA_DIR": str(cli_env / "data")})
     judged = JudgedSet("old", [JudgedQuestion(f"q{i}", "u", f"city number {i % 20}", {f"m{i % 20}": 1}) for i in range(QUESTIONS)])
-    settings = {"db_path": str(path), "as_of": "2023-05-08T00:00:00+00:00"}
+    as_of = "2023-05-08T00:00:00+00:00"
+    settings: dict[str, object] = {"db_path": str(path), "as_of": as_of}
     asked = iter([False, True])  # stop before the second batch
     with pytest.raises(RunStopped) as stopped:
-        start_run(open_store(**settings), evals, RunRequest(judged, "embedded", "embedded:x", settings, 3),
+        start_run(open_store(str(path), as_of=as_of), evals, RunRequest(judged, "embedded", "embedded:x", settings, 3),
                   cancelled=lambda: next(asked))
     run_id = stopped.value.run_id
     assert evals.run(run_id).done == 64
