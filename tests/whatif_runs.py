@@ -1,4 +1,4 @@
-"""Saved runs for the what-if tests: a run whose store already ranks every answer
+"""Saved runs for the what-if and calibration tests: a run whose store already ranks every answer
 first (nothing can beat its weights) and whose usage component is 0 for every
 memory (so all weight on usage ties every candidate), kept in a real label database."""
 
@@ -43,6 +43,33 @@ def perfect_run(evals: EvalStore, run_id: str = "perfect-run", store: str = "emb
     judged = JudgedSet("perfect", questions)
     digest = evals.save_set(judged)
     info = RunInfo(run_id, "perfect ranking", "perfect", digest, store, f"{store}:test", {}, HITS, utc_now(), None, QUESTIONS)
+    evals.start_run(info)
+    evals.save_outcomes(run_id, outcomes)
+    evals.finish_run(run_id)
+    return info
+
+
+def rare_relevant_run(evals: EvalStore, run_id: str = "rare-run") -> RunInfo:
+    """Every question is answerable (the judged set names its relevant memory), but
+    only half the runs' questions fetched it: 10 relevant hits among 200 (5%). Two
+    users and two tags, as a benchmark's categories."""
+    rng = random.Random(9)
+    questions, outcomes = [], []
+    for q in range(20):
+        message_id = f"r{q:02d}"
+        fetched = q % 2 == 0
+        hits = []
+        for h in range(10):
+            relevant = fetched and h == 0
+            score = round(rng.uniform(0.55, 0.8) if relevant else rng.uniform(0.1, 0.6), 4)
+            hits.append((f"{message_id}-m{h}", score))
+        hits.sort(key=lambda hit: -hit[1])
+        relevant_id = f"{message_id}-m0" if fetched else f"{message_id}-elsewhere"
+        user, tag = f"user{q % 2}", ("single-hop", "temporal")[q // 10]
+        questions.append(JudgedQuestion(message_id, user, f"question {q}", {relevant_id: 1}, (tag,)))
+        outcomes.append(QueryOutcome(message_id, q, user, [RunHit(m, rank, s) for rank, (m, s) in enumerate(hits, start=1)]))
+    digest = evals.save_set(JudgedSet("benchmark", questions))
+    info = RunInfo(run_id, "benchmark run", "benchmark", digest, "embedded", "embedded:test", {}, 10, utc_now(), None, 20)
     evals.start_run(info)
     evals.save_outcomes(run_id, outcomes)
     evals.finish_run(run_id)

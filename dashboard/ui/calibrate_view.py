@@ -146,7 +146,7 @@ def _uploaded_labels() -> LabelSource | None:
 
 def _run_labels() -> LabelSource | None:
     """A saved run's hits, judged by its judged set (see the Quality page)."""
-    from dashboard.evaluation.export import judged_hits
+    from dashboard.evaluation.export import judged_label_file
     from dashboard.evaluation.storage import EvalStore
 
     evals = EvalStore(cache.label_store())
@@ -160,7 +160,7 @@ def _run_labels() -> LabelSource | None:
     if info is None or judged is None:
         st.error("This run's judged set is gone.")
         return None
-    labels = from_labels(judged_hits(info, evals.outcomes(run_id), judged), source=f"run {run_id}")
+    labels = judged_label_file(info, evals.outcomes(run_id), judged)
     return LabelSource(labels, "run", {"run": run_id})
 
 
