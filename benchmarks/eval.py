@@ -120,9 +120,10 @@ class PageServer:
         self.playwright = sync_playwright().start()
         self.browser = self.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 
-    def run(self) -> float:
+    def run(self) -> tuple[float, float]:
         """A new browser session opens Quality, picks the set, clicks Start run:
-        seconds from the click to the completion message."""
+        seconds from the click to the completion message, and to the end of that
+        script run (the figures, the comparison and the rest of the page drawn)."""
         context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
         context.set_default_timeout(TIMEOUT_S * 1000)
         page = context.new_page()
@@ -137,7 +138,9 @@ class PageServer:
             started = time.perf_counter()
             button.click()
             page.get_by_text("complete: 2000 questions", exact=False).first.wait_for()
-            return time.perf_counter() - started
+            complete = time.perf_counter() - started
+            page.wait_for_selector(IDLE)
+            return complete, time.perf_counter() - started
         finally:
             context.close()
 
@@ -172,6 +175,7 @@ def main() -> None:
     args = parser.parse_args()
     cli_s: list[float] = []
     page_s: list[float] = []
+    page_idle_s: list[float] = []
     server: PageServer | None = None
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -207,9 +211,11 @@ def main() -> None:
             if args.cli:
                 cli_s.append(cli_run(directory, judged_file, directory / "store.sqlite", round_number))
             if server is not None:
-                page_s.append(server.run())
+                complete, idle = server.run()
+                page_s.append(complete)
+                page_idle_s.append(idle)
             print(f"round {round_number + 1}: eval {eval_ms[-1] / 1000:.1f} s, baseline {base_ms[-1] / 1000:.1f} s"
-                  + (f", cli {cli_s[-1]:.1f} s" if cli_s else "") + (f", page {page_s[-1]:.1f} s" if page_s else "")
+                  + (f", cli {cli_s[-1]:.1f} s" if cli_s else "") + (f", page {page_s[-1]:.1f} s (drawn {page_idle_s[-1]:.1f} s)" if page_s else "")
                   + f", load {os.getloadavg()[0]:.1f}", flush=True)
         if server is not None:
             server.close()
@@ -225,6 +231,9 @@ def main() -> None:
             page_ms = median(page_s) * 1000
             rows.append(["Quality page in streamlit + Chromium (click to 'complete')", page_ms, page_ms / len(questions),
                          page_ms / median(base_ms)])
+            idle_ms = median(page_idle_s) * 1000
+            rows.append(["Quality page, click to the page drawn (figures, comparison)", idle_ms, idle_ms / len(questions),
+                         idle_ms / median(base_ms)])
         if args.one_by_one:
             started = time.perf_counter()
             for question, user in zip(questions[: args.one_by_one], users[: args.one_by_one], strict=True):
