@@ -156,11 +156,11 @@ def _run_labels() -> LabelSource | None:
         return None
     run_id: str = st.selectbox("Run", list(runs), format_func=lambda r: runs[r], key="calibrate_run")
     info = evals.run(run_id)
-    judged = evals.load_set(info.set_name, info.set_hash) if info else None
+    judged = cache.judged_set(evals, info.set_name, info.set_hash) if info else None
     if info is None or judged is None:
         st.error("This run's judged set is gone.")
         return None
-    labels = judged_label_file(info, evals.outcomes(run_id), judged)
+    labels = judged_label_file(info, cache.run_outcomes(evals, info), judged)
     return LabelSource(labels, "run", {"run": run_id})
 
 

@@ -209,10 +209,10 @@ def _run_label(runs: list[RunInfo]) -> dict[str, str]:
 
 
 def figures_of(evals: EvalStore, info: RunInfo, n: int, floor: float | None) -> tuple[JudgedSet | None, RunFigures | None]:
-    judged = evals.load_set(info.set_name, info.set_hash)
+    judged = cache.judged_set(evals, info.set_name, info.set_hash)
     if judged is None:
         return None, None
-    return judged, run_figures(judged.questions, evals.outcomes(info.run_id), n, floor)
+    return judged, run_figures(judged.questions, cache.run_outcomes(evals, info), n, floor)
 
 
 def show_runs(evals: EvalStore) -> list[RunInfo]:
@@ -279,11 +279,12 @@ def show_compare(evals: EvalStore, runs: list[RunInfo]) -> None:
         state["eval_compare_metric"] = metrics[0]
     metric = cols[2].selectbox("Metric", metrics, key="eval_compare_metric")
     floor = float(state.get("eval_floor", default_floor()))
-    judged = evals.load_set(info_a.set_name, info_a.set_hash)
+    judged = cache.judged_set(evals, info_a.set_name, info_a.set_hash)
     try:
         if judged is None:
             raise CompareError(f"run A's judged set ({info_a.set_name}, {info_a.set_hash}) is gone")
-        comparison = compare_runs(info_a, evals.outcomes(a), info_b, evals.outcomes(b), judged, metric, floor=floor)
+        comparison = compare_runs(info_a, cache.run_outcomes(evals, info_a), info_b, cache.run_outcomes(evals, info_b),
+                                  judged, metric, floor=floor)
     except CompareError as exc:
         st.error(f"These runs cannot be compared: {exc}")
         return
