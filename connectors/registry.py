@@ -38,6 +38,9 @@ class ConfigField:
     help: str = ""
     choices: tuple[str, ...] = ()
     bound_to: str | None = None
+    # "module:callable" turning a value into its canonical text for the fingerprint
+    # (imported only when a fingerprint is taken); it returns None for a value it cannot read.
+    canonical: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class StoreSpec:
     fields: tuple[ConfigField, ...] = ()
     description: str = ""
     local_model: bool = False  # embeds queries with the packaged model: warm it up early
+    clock: bool = False  # takes ``as_of``, the time its recency is computed at (an evaluation's clock)
 
     def load_factory(self) -> Callable[..., MemoryStore]:
         return load_target(self.factory)
@@ -66,6 +70,7 @@ STORES: list[StoreSpec] = [
         title="Embedded (SQLite + MiniLM)",
         factory="connectors.embedded.store:open_store",
         local_model=True,
+        clock=True,
         description="A local SQLite file of memories with all-MiniLM-L6-v2 embeddings. "
         "Leave the file empty for the bundled demo data.",
         fields=(
@@ -76,6 +81,7 @@ STORES: list[StoreSpec] = [
                 "text",
                 default="semantic=0.6,recency=0.15,importance=0.15,usage=0.1",
                 help="component=weight pairs; normalised to sum to 1",
+                canonical="connectors.embedded.store:canonical_weights",
             ),
             ConfigField("half_life_hours", "Recency half-life (hours)", "float", default=72.0),
         ),
@@ -302,9 +308,50 @@ def public_config(name: str, config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in sorted(config.items()) if k not in secret}
 
 
+# Settings of a run rather than of the store: the time an embedded store ranks at
+# (``as_of``) changes scores, not which store it is, so it is not in the fingerprint.
+RUN_SETTINGS = ("as_of",)
+
+
+def _canonical_value(field: ConfigField, value: Any) -> Any:
+    if value is None:
+        return None
+    try:
+        if field.kind == "path":
+            text = str(value).strip()
+            return str(Path(text).expanduser().resolve()) if text else ""
+        if field.kind == "float":
+            return float(value)
+        if field.kind == "int":
+            return int(value)
+        if field.kind == "bool":
+            return bool(value)
+    except (TypeError, ValueError):
+        return value
+    if field.canonical and isinstance(value, str):
+        module_name, _, attr = field.canonical.partition(":")
+        canonical = getattr(importlib.import_module(module_name), attr)(value)
+        return value.strip() if canonical is None else canonical
+    return value.strip() if isinstance(value, str) else value
+
+
+def canonical_config(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The store's public settings in one form, whoever gathered them: every field of
+    the store's spec (a missing one at its default), a path absolute, a number a
+    number, a value with a ``canonical`` form in it (the embedded weights); settings
+    the spec does not name are kept as given. No secret, no run setting."""
+    spec = REGISTRY.get(name)
+    public = {k: v for k, v in public_config(name, config).items() if k not in RUN_SETTINGS}
+    for field in spec.fields if spec else ():
+        if field.kind != "secret":
+            public[field.name] = _canonical_value(field, public.get(field.name, field.default))
+    return dict(sorted(public.items()))
+
+
 def fingerprint(name: str, config: dict[str, Any]) -> str:
-    """`name:hash` of the non-secret config: labels say which store they judged."""
-    blob = json.dumps(public_config(name, config), sort_keys=True, default=str)
+    """`name:hash` of the store's canonical public settings: labels and runs say which
+    store they judged, and the page and the CLI give the same settings the same one."""
+    blob = json.dumps(canonical_config(name, config), sort_keys=True, default=str)
     return f"{name}:{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
 
 

@@ -122,6 +122,32 @@ def parse_weights(weights: dict[str, float] | str | None) -> dict[str, float]:
     return {k: parsed.get(k, 0.0) / total for k in DEFAULT_WEIGHTS}
 
 
+def parse_as_of(value: str | datetime) -> datetime:
+    """The time a store ranks at (``as_of``): ISO 8601, a date (midnight UTC) or a date
+    and time; without an offset it is UTC. Raises InvalidRequest saying what was given."""
+    if isinstance(value, datetime):
+        return _utc(value)
+    text = str(value).strip()
+    try:
+        return _utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        raise InvalidRequest(
+            f"as_of: {text!r} is not an ISO 8601 time; give a date or a date and time, "
+            "e.g. 2023-05-08 or 2023-05-08T13:00:00Z"
+        ) from None
+
+
+def canonical_weights(text: str) -> str | None:
+    """Weights as the fingerprint writes them: normalised, every component, in the
+    order of DEFAULT_WEIGHTS ("semantic=1" and "semantic=1,recency=0,..." are one
+    setting); None when the text is not weights."""
+    try:
+        weights = parse_weights(text)
+    except InvalidRequest:
+        return None
+    return ",".join(f"{name}={round(value, 6):g}" for name, value in weights.items())
+
+
 class EmbeddedStore:
     """A memory store in one SQLite file; see the module docstring for ranking."""
 
@@ -569,9 +595,16 @@ def open_store(
     model: str | None = None,
     count_usage: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    as_of: str | None = None,
 ) -> EmbeddedStore:
-    """The registry's factory: a given SQLite file, or the demo store when none."""
+    """The registry's factory: a given SQLite file, or the demo store when none.
+
+    ``as_of`` (ISO 8601) is the clock recency is computed at, for evaluating old data
+    (a benchmark, last month's log); empty or None is now."""
     options: dict[str, Any] = dict(weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
+    if as_of:
+        fixed = parse_as_of(as_of)
+        options["now"] = lambda: fixed
     if db_path:
         if not Path(db_path).exists():
             raise StoreUnavailable(f"No embedded store file at {db_path}")

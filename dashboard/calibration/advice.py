@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dashboard.calibration.choice import COST_RATIO, FloorChoice, check_target, choose, mode_name
-from dashboard.calibration.diagnosis import Diagnosis, FloorOutcome, TurnSplit, diagnose, turn_split
+from dashboard.calibration.diagnosis import Diagnosis, FloorOutcome, TurnSplit, diagnose, missed_text, turn_split
 from dashboard.calibration.scores import CalibrationError
 from dashboard.calibration.sweep import Calibration, format_floor
 
@@ -96,6 +96,7 @@ class FloorAdvice:
                 "relevant_share": self.diagnosis.relevant_share,
                 "answerable_turns": self.diagnosis.answerable_turns,
                 "unanswerable_turns": self.diagnosis.unanswerable_turns,
+                "missed_turns": self.diagnosis.missed_turns,
             },
         }
         if chosen is not None and chosen.reached:
@@ -193,6 +194,8 @@ def turn_line(advice: FloorAdvice) -> str | None:
         parts.append(f"no memory in {at.answerable_share[0]:.0%} of {at.answerable} answerable turns (a loss)")
     if at.unanswerable:
         parts.append(f"{at.unanswerable_share[0]:.0%} of {at.unanswerable} turns with no relevant memory (right)")
+    if at.missed:
+        parts.append(missed_text(at.missed))
     return f"at floor {format_floor(advice.floor)}: " + ", ".join(parts)
 
 

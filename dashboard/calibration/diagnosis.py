@@ -13,7 +13,11 @@ come from labels").
   labelled hit can be answered from memory, so a floor leaving it with no memory is
   a loss; a turn whose hits were all labelled not relevant has nothing to give, so
   no memory there is the right outcome. This holds when every hit a turn returned
-  was labelled (as in a judged set or a labelling session).
+  was labelled (as in a judged set or a labelling session). When a judged set says
+  which questions can be answered (labels from a saved run), a turn the set calls
+  answerable whose hits hold no relevant memory is neither: it is a retrieval miss
+  (the memory exists but was not fetched), which no floor can fix, and it is counted
+  apart.
 * Plain-sentence warnings: when no floor can give both recall and precision (the
   ranking itself is the problem), and when a chosen floor drops more than half of the
   relevant memories or leaves more than half of the answerable turns with no memory.
@@ -78,6 +82,7 @@ class TurnSplit:
     no_memory_unanswerable: np.ndarray
     best_answerable: np.ndarray  # each answerable turn's best score, sorted
     best_unanswerable: np.ndarray
+    missed: int = 0  # answerable turns (by the judged set) whose hits hold no relevant memory
 
     @property
     def answerable_share(self) -> np.ndarray:
@@ -102,6 +107,7 @@ class TurnSplit:
             no_memory_unanswerable=_under(self.best_unanswerable, floors),
             best_answerable=self.best_answerable,
             best_unanswerable=self.best_unanswerable,
+            missed=self.missed,
         )
 
 
@@ -131,17 +137,30 @@ def turn_split(data: LabelledScores, floors: np.ndarray) -> TurnSplit | None:
     np.maximum.at(best, data.turn, data.scores)
     answerable = np.zeros(data.turns, dtype=bool)
     answerable[data.turn[data.relevant]] = True
+    # The judged set's word, when there is one: a turn it calls answerable without a
+    # relevant labelled hit is a retrieval miss, not a turn with nothing to give.
+    unanswerable = ~data.answerable if data.answerable is not None else ~answerable
+    missed = ~answerable & ~unanswerable
     empty = np.array([], dtype=np.float64)
     whole = TurnSplit(
         floor=empty,
         answerable=int(answerable.sum()),
-        unanswerable=int((~answerable).sum()),
+        unanswerable=int(unanswerable.sum()),
         no_memory_answerable=empty,
         no_memory_unanswerable=empty,
         best_answerable=np.sort(best[answerable]),
-        best_unanswerable=np.sort(best[~answerable]),
+        best_unanswerable=np.sort(best[unanswerable]),
+        missed=int(missed.sum()),
     )
     return whole.at(floors)
+
+
+def missed_text(missed: int) -> str:
+    """The sentence for retrieval misses, shared by the CLI line and the page."""
+    return (
+        f"{missed:,} answerable turn(s) whose hits hold no relevant memory (retrieval misses: "
+        "the judged set has a relevant memory the store did not return; no floor helps)"
+    )
 
 
 # ----------------------------------------------------------------- the diagnosis
@@ -169,6 +188,7 @@ class Diagnosis:
     answerable_turns: int | None = None
     unanswerable_turns: int | None = None
     warnings: list[str] = field(default_factory=list)
+    missed_turns: int | None = None  # retrieval misses (answerable by the judged set, nothing relevant fetched)
 
     def line(self) -> str:
         """The CLI's summary of separability."""
@@ -250,4 +270,5 @@ def diagnose(
         answerable_turns=split.answerable if split else None,
         unanswerable_turns=split.unanswerable if split else None,
         warnings=warnings,
+        missed_turns=split.missed if split else None,
     )

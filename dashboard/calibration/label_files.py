@@ -26,6 +26,7 @@ are not read, so nothing but ids and scores reaches the calibration.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 from collections.abc import Iterable
@@ -33,6 +34,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
 from dashboard.calibration.scores import LabelledScores, labelled_scores
@@ -83,6 +86,9 @@ class LabelFile:
     issues: list[LineIssue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     row_name: str = "line"
+    # message_id -> answerable, from a judged set (a saved run's labels); None for
+    # label files and the label store, where only the labels say.
+    answerable: dict[str, bool] | None = None
 
     @property
     def skipped(self) -> int:
@@ -96,13 +102,20 @@ class LabelFile:
         """The rows as calibration input (raises CalibrationError when unusable).
         Message ids are used only when every row has one: a turn count over some of
         the rows would be wrong."""
-        return labelled_scores(
+        data = labelled_scores(
             [row.score for row in self.rows],
             [row.label for row in self.rows],
             [row.message_id for row in self.rows] if self.has_message_ids else None,
             row_numbers=[row.line for row in self.rows],
             row_name=self.row_name,
         )
+        if self.answerable is None or data.turn is None:
+            return data
+        per_turn = np.zeros(data.turns, dtype=bool)
+        per_turn[data.turn] = [bool(self.answerable.get(row.message_id or "", False)) for row in self.rows]
+        # A relevant labelled hit makes a turn answerable whatever the set says.
+        per_turn[data.turn[data.relevant]] = True
+        return dataclasses.replace(data, answerable=per_turn)
 
     def date_range(self) -> tuple[str, str] | None:
         """(first created_at, last updated_at) over the rows that carry them."""

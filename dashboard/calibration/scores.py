@@ -41,6 +41,10 @@ class LabelledScores:
     relevant: np.ndarray  # bool
     turn: np.ndarray | None = None  # int64 codes, or None without message ids
     turns: int = 0
+    # Per turn code: can the turn be answered from memory, as a judged set says (a
+    # relevant memory exists, fetched or not)? None: only the labels know, so a turn
+    # counts as answerable when one of its labelled hits is relevant.
+    answerable: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.scores)

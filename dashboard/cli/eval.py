@@ -4,6 +4,7 @@
     memlens eval judged.jsonl --db store.sqlite --k 10 --weights semantic=1,recency=0 --name cosine
     memlens eval qrels.txt --topics topics.tsv --store http_json --config service.toml --k 10
     memlens eval judged.jsonl --db store.sqlite --k 10 --format json --trec-run run.txt
+    memlens eval judged.jsonl --db store.sqlite --k 10 --as-of 2023-05-08T13:00:00Z
 
 JUDGED is a judged-set file (JSONL; TREC qrels with --topics) or the name of a
 judged set already kept in the label database. The run is saved there
@@ -12,7 +13,9 @@ judged set already kept in the label database. The run is saved there
 table (default): one `metric value` line per metric, four decimals
 (`recall@10 0.3708`). json: one object with run_id, complete and metrics (keyed
 the same way). --trec-run also writes the run as `qid Q0 docid rank score tag`
-lines for trec_eval or ranx. Progress goes to stderr.
+lines for trec_eval or ranx. --as-of sets the clock the embedded store's recency
+is computed at (ISO 8601; kept with the run, reused by `memlens runs resume`; see
+docs/evaluation.md). Progress goes to stderr.
 
 Exit status: 0 when the run completed, 1 when it stopped early (the run is kept,
 incomplete; `memlens runs resume RUN_ID` finishes it), 2 on unusable input.
@@ -41,6 +44,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
     parser.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
     parser.add_argument("--weights", help="embedded store weights, e.g. semantic=1,recency=0")
+    parser.add_argument("--as-of", metavar="TIME", default=None,
+                        help="rank as of this time (ISO 8601, e.g. 2023-05-08T13:00:00Z): the clock of the embedded "
+                        "store's recency; default now")
     parser.add_argument("--k", type=positive_int, required=True, help="memories asked for per question")
     parser.add_argument("--name", default="", help="the run's name")
     parser.add_argument("--set-name", default=None, help="name to keep the judged set under (default: the file's stem)")
@@ -67,9 +73,27 @@ def store_config(args: argparse.Namespace) -> dict[str, Any]:
         config["db_path"] = str(Path(args.db).resolve())
     if args.weights:
         config["weights"] = args.weights
+    if args.as_of:
+        config["as_of"] = as_of_setting(args.store, args.as_of)
     if args.store == "embedded" and not config.get("db_path"):
         raise ValueError("--db FILE is required for the embedded store (build one with `memlens import`)")
     return config
+
+
+def as_of_setting(store: str, text: str) -> str:
+    """--as-of as the store setting a run keeps (UTC ISO 8601); ValueError naming the
+    flag when the time is unreadable or the store keeps its own clock."""
+    from connectors.base import InvalidRequest
+    from connectors.embedded.store import parse_as_of
+    from connectors.registry import REGISTRY
+
+    spec = REGISTRY.get(store)
+    if spec is not None and not spec.clock:
+        raise ValueError(f"--as-of: the {store} store computes recency itself; only the embedded store takes a clock")
+    try:
+        return parse_as_of(text).isoformat()
+    except InvalidRequest as exc:
+        raise ValueError(str(exc).replace("as_of:", "--as-of", 1)) from None
 
 
 def with_secrets(name: str, config: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@
     memlens eval JUDGED --k K ...    run a judged set against a store, save the run, print its metrics
     memlens compare RUN_A RUN_B      two runs question by question; --fail-if-worse is a CI gate
     memlens runs list|export|resume  the saved runs
+    memlens whatif RUN --metric M    other component weights searched on a saved run's candidates
     memlens logs check FILE          what a retrieval log (JSONL, CSV, Parquet, OTLP traces) holds
     memlens logs export --otlp FILE  the read log as OpenTelemetry spans (OTLP JSON)
 """
@@ -49,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cli.add_parser(commands)
     compare_cli.add_parser(commands)
     runs_cli.add_parser(commands)
+    from dashboard.cli import whatif as whatif_cli  # memlens whatif RUN_ID --metric M
+
+    whatif_cli.add_parser(commands)
     from dashboard.cli import logs as logs_cli  # memlens logs check FILE / logs export --otlp FILE
 
     logs_cli.add_parser(commands)

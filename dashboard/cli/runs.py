@@ -1,6 +1,7 @@
 """`memlens runs`: the saved runs.
 
     memlens runs list                          one line per run: id, status, set, store, k, name
+                                               (then as_of=TIME for a run ranked at a set time)
     memlens runs export RUN_ID --format trec   TREC run lines (qid Q0 docid rank score tag)
     memlens runs export RUN_ID --format jsonl  one object per question: ranked hits with scores
     memlens runs resume RUN_ID                 finish an incomplete run (same store settings;
@@ -40,9 +41,10 @@ def list_runs(args: argparse.Namespace) -> int:
     from dashboard.evaluation.storage import open_eval_store
 
     for info in open_eval_store(dict(os.environ)).runs():
+        as_of = f"\tas_of={info.as_of}" if info.as_of else ""
         print(
             f"{info.run_id}\t{info.status}\t{info.set_name}@{info.set_hash}\t{info.fingerprint}\tk={info.k}\t"
-            f"{info.started_at}\t{info.name}"
+            f"{info.started_at}\t{info.name}{as_of}"
         )
     return 0
 

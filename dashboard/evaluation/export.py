@@ -3,7 +3,8 @@
 TREC: ``qid Q0 docid rank score tag``, one line per returned memory, in the
 store's order. JSONL: one object per question with the ranked hits (id, rank,
 score, raw score, breakdown, weights), latency and error; ``query`` only when
-the run kept the query text (the reviewer opted in).
+the run kept the query text (the reviewer opted in); ``as_of`` when the run ranked
+at a set time (``memlens eval --as-of``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 
+from dashboard.calibration.label_files import LabelFile, from_labels
 from dashboard.database.model import Label
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.storage import QueryOutcome, RunInfo
@@ -54,6 +56,8 @@ def jsonl_lines(info: RunInfo, outcomes: Sequence[QueryOutcome]) -> Iterator[str
         }
         if outcome.query_text is not None:
             row["query"] = outcome.query_text
+        if info.as_of:
+            row["as_of"] = info.as_of  # the clock the store ranked at
         yield json.dumps(row, ensure_ascii=False)
 
 
@@ -76,3 +80,19 @@ def judged_hits(info: RunInfo, outcomes: Sequence[QueryOutcome], judged: JudgedS
                       info.fingerprint, info.started_at, info.started_at)
             )
     return rows
+
+
+def judged_label_file(info: RunInfo, outcomes: Sequence[QueryOutcome], judged: JudgedSet) -> LabelFile:
+    """A run's judged hits as calibration input (``judged_hits`` as label rows), with
+    what the judged set knows and labels alone do not: each row's user and tag (its
+    question's tags, joined by "+"), for floors per segment; and which questions can
+    be answered at all, so a question whose hits hold no relevant memory is counted as
+    a retrieval miss, not as a turn with nothing to give."""
+    questions = judged.by_id()
+    labels = from_labels(judged_hits(info, outcomes, judged), source=f"run {info.run_id}")
+    for row in labels.rows:
+        question = questions[row.message_id or ""]
+        row.user = question.user_id
+        row.tag = "+".join(question.tags) or None
+    labels.answerable = {q.message_id: q.answerable for q in judged.questions}
+    return labels

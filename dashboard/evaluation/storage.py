@@ -79,6 +79,12 @@ class RunInfo:
         return self.finished_at is not None and self.done >= self.total
 
     @property
+    def as_of(self) -> str | None:
+        """The clock the store ranked at (``--as-of``, kept in the settings); None: the run's own time."""
+        value = self.settings.get("as_of")
+        return str(value) if value else None
+
+    @property
     def status(self) -> str:
         return "complete" if self.complete else f"incomplete ({self.done} of {self.total})"
 

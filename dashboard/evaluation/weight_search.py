@@ -7,6 +7,21 @@ querying the store again. The search tries every weighting on a grid over the
 simplex (weights summing to 1; and, if asked, score thresholds under which a
 candidate is dropped) and keeps the one with the best value of a chosen metric.
 
+Honesty rules, the same on the page and in ``memlens whatif``:
+
+- a weighting under which the weighted scores distinguish no candidate (every
+  question's candidates score the same, e.g. all weight on ``usage`` when no memory
+  was ever used) is not a ranking at all: its order would be the tie rule's. Such
+  weightings are left out of the search, and counted;
+- ties are broken by one stated rule. Candidates with equal weighted scores keep the
+  store's own order (its rank); each setting reports in how many questions the tie
+  rule decided the top n. Settings with equal search-split values are ranked by
+  the distance (sum of absolute differences) of their weights from the store's own,
+  nearest first, then by lower threshold, then by grid order; the result says how
+  many settings shared the best value;
+- only a setting that beats the store's own weights on the search split is a
+  recommendation. When none does, the result says so and offers no weights.
+
 Two limits, stated wherever the result is shown:
 
 - only the candidates the run fetched can move. A memory the store ranked below k
@@ -25,15 +40,28 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from dashboard.evaluation.judged_sets import JudgedQuestion
-from dashboard.evaluation.storage import QueryOutcome
+from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
 
 METRICS = ("recall", "precision", "mrr", "ndcg", "hit_rate")
 HELD_OUT_SHARE = 0.3
 SEED = 0
+DEFAULT_STEP = 0.1
+# The thresholds "Also search a threshold" (and `memlens whatif --threshold`) tries.
+THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(13))
+# Two weighted scores closer than this are a tie: equal components give equal sums,
+# but summed in another order they may differ in the last bit.
+TIE = 1e-12
+# A gain under this is no gain (float noise in a mean of per-question values).
+MIN_GAIN = 1e-9
+TIE_RULE = (
+    "equal weighted scores keep the store's own order; settings with equal search-split values go nearest "
+    "the store's own weights first, then lower threshold, then grid order"
+)
 
 
 class WhatIfError(ValueError):
@@ -52,6 +80,7 @@ class Candidates:
     relevant: np.ndarray  # [Q] how many memories are judged relevant
     ideal: np.ndarray  # [Q, n] the ideal grades, best first (for nDCG)
     own_weights: dict[str, float]
+    scores: np.ndarray  # [Q, K] the scores the store sent (0 where it sent none)
 
 
 def candidates(questions: Sequence[JudgedQuestion], outcomes: Sequence[QueryOutcome]) -> Candidates:
@@ -65,12 +94,14 @@ def candidates(questions: Sequence[JudgedQuestion], outcomes: Sequence[QueryOutc
     values = np.zeros((len(chosen), width, len(components)))
     present = np.zeros((len(chosen), width), dtype=bool)
     grade = np.zeros((len(chosen), width))
+    scores = np.zeros((len(chosen), width))
     longest = max((sum(1 for g in q.grades.values() if g > 0) for q in chosen), default=0)
     ideal = np.zeros((len(chosen), max(1, longest)))
     own: dict[str, float] = {}
     for i, q in enumerate(chosen):
         for j, hit in enumerate(sorted(by_id[q.message_id].hits, key=lambda h: h.rank)):
             present[i, j] = True
+            scores[i, j] = hit.score if hit.score is not None else 0.0
             grade[i, j] = max(0, q.grades.get(hit.memory_id, 0))
             for c, name in enumerate(components):
                 values[i, j, c] = hit.breakdown.get(name, 0.0)
@@ -79,7 +110,7 @@ def candidates(questions: Sequence[JudgedQuestion], outcomes: Sequence[QueryOutc
         grades = sorted((g for g in q.grades.values() if g > 0), reverse=True)
         ideal[i, : len(grades)] = grades
     relevant = (ideal > 0).sum(axis=1)
-    return Candidates([q.message_id for q in chosen], components, values, present, grade, relevant, ideal, own)
+    return Candidates([q.message_id for q in chosen], components, values, present, grade, relevant, ideal, own, scores)
 
 
 def metric_per_question(
@@ -107,18 +138,43 @@ def metric_per_question(
     raise WhatIfError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
 
 
+def weighted(cands: Candidates, weights: np.ndarray) -> np.ndarray:
+    """[Q, K] weighted scores, -inf where there is no hit."""
+    return np.where(cands.present, cands.values @ weights, -np.inf)
+
+
 def evaluate(cands: Candidates, weights: np.ndarray | None, threshold: float, metric: str, n: int) -> np.ndarray:
     """Per-question metric for `weights` (None: the store's own order)."""
     if weights is None:
         order = np.tile(np.arange(cands.present.shape[1]), (len(cands.present), 1))
         kept = cands.present
     else:
-        score = np.where(cands.present, cands.values @ weights, -np.inf)
-        # Stable: equal scores keep the store's order.
+        score = weighted(cands, weights)
+        # Stable: equal scores keep the store's order (the tie rule, see the module docstring).
         order = np.argsort(-score, axis=1, kind="stable")
         kept = np.take_along_axis(score, order, axis=1) >= threshold
         kept &= np.take_along_axis(cands.present, order, axis=1)
     return metric_per_question(cands, order, kept, metric, n)
+
+
+def distinguishes(score: np.ndarray, present: np.ndarray) -> bool:
+    """Do these [Q, K] scores tell any two candidates of one question apart? False
+    when, in every question, all its candidates score the same."""
+    spread = np.where(present, score, -np.inf).max(axis=1) - np.where(present, score, np.inf).min(axis=1)
+    several = present.sum(axis=1) >= 2
+    return bool((spread[several] > TIE).any())
+
+
+def tied_questions(score: np.ndarray, present: np.ndarray, n: int) -> int:
+    """How many questions' top n the tie rule decided: after sorting, two candidates
+    with equal scores next to each other at a position up to n (inside the top n, or
+    one inside and one just outside it)."""
+    ordered = -np.sort(-np.where(present, score, -np.inf), axis=1)
+    width = min(n + 1, ordered.shape[1])
+    head = ordered[:, :width]
+    both = np.isfinite(head[:, :-1]) & np.isfinite(head[:, 1:])
+    equal = both & (np.abs(head[:, :-1] - head[:, 1:]) <= TIE)
+    return int(equal.any(axis=1).sum())
 
 
 def weight_grid(components: int, step: float) -> np.ndarray:
@@ -138,6 +194,7 @@ class Setting:
     threshold: float
     train: float
     held_out: float
+    tied: int = 0  # questions whose top n the tie rule decided
 
 
 @dataclass
@@ -153,6 +210,15 @@ class WhatIfResult:
     top: list[Setting] = field(default_factory=list)
     train_questions: int = 0
     held_out_questions: int = 0
+    own_tied: int = 0  # questions whose top n had equal store scores
+    best_ties: int = 1  # settings sharing the best search-split value (the tie rule picked one)
+    degenerate: int = 0  # weightings left out: their scores distinguish no candidate
+    tried: int = 0  # settings tried
+
+    @property
+    def recommended(self) -> Setting | None:
+        """The best setting when it beats the store's own weights on the search split; else None."""
+        return self.best if self.train_gain > MIN_GAIN else None
 
     @property
     def train_gain(self) -> float:
@@ -168,6 +234,11 @@ class WhatIfResult:
         return self.held_out_gain / self.train_gain if self.train_gain > 1e-12 else None
 
     def summary(self) -> str:
+        if self.recommended is None:
+            return (
+                f"{self.metric}@{self.n}: no weighting beats the store's own ({self.own_train:.4f}) on the search "
+                f"split ({self.train_questions} questions; best tried {self.best.train:.4f}): nothing to apply"
+            )
         held = self.share_held
         share = f" ({held:.0%} of the gain held)" if held is not None else ""
         return (
@@ -176,6 +247,45 @@ class WhatIfResult:
             f"({self.held_out_questions} questions) {self.own_held_out:.4f} -> {self.best.held_out:.4f}, "
             f"gain {self.held_out_gain:+.4f}{share}"
         )
+
+    def notes(self) -> list[str]:
+        """The tie and degeneracy counts, in sentences (the page's captions, the CLI's `note:` lines)."""
+        notes = [f"ties: {TIE_RULE}."]
+        if self.degenerate:
+            notes.append(
+                f"{self.degenerate} weighting(s) left out: under them every question's candidates score the same "
+                "(e.g. all weight on a component that is constant in this run), so their order would be the tie rule's."
+            )
+        if self.best_ties > 1:
+            notes.append(f"{self.best_ties} settings share the best search-split value; the tie rule picked the one shown.")
+        notes.append(
+            f"the tie rule decided the top {self.n} of {self.best.tied} question(s) under the best setting "
+            f"({self.own_tied} under the store's own scores)."
+        )
+        if self.recommended is not None and self.held_out_gain <= MIN_GAIN:
+            notes.append("the gain did not hold on the held-out questions: the best weights are fitted to the search split.")
+        return notes
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON report of `memlens whatif --format json`."""
+
+        def setting(s: Setting) -> dict[str, Any]:
+            return {"weights": s.weights, "threshold": s.threshold, "search_split": s.train,
+                    "held_out": s.held_out, "tied_questions": s.tied}
+
+        recommended = self.recommended
+        return {
+            "metric": self.metric, "n": self.n, "k": self.k, "components": self.components,
+            "own": {"weights": self.own_weights, "search_split": self.own_train, "held_out": self.own_held_out,
+                    "tied_questions": self.own_tied},
+            "best": setting(self.best),
+            "recommended": setting(recommended) if recommended is not None else None,
+            "train_gain": self.train_gain, "held_out_gain": self.held_out_gain,
+            "search_questions": self.train_questions, "held_out_questions": self.held_out_questions,
+            "settings_tried": self.tried, "degenerate_weightings": self.degenerate,
+            "settings_sharing_best": self.best_ties, "tie_rule": TIE_RULE,
+            "top": [setting(s) for s in self.top],
+        }
 
 
 def weights_text(weights: dict[str, float]) -> str:
@@ -189,7 +299,7 @@ def search(
     metric: str,
     n: int,
     k: int,
-    step: float = 0.1,
+    step: float = DEFAULT_STEP,
     thresholds: Sequence[float] = (0.0,),
     held_out_share: float = HELD_OUT_SHARE,
     seed: int = SEED,
@@ -202,6 +312,8 @@ def search(
     cands = candidates(questions, outcomes)
     if len(cands.message_ids) < 4:
         raise WhatIfError("the search needs at least 4 answerable questions to split")
+    if not 0 < step <= 1 or abs(1 / step - round(1 / step)) > 1e-9:
+        raise WhatIfError(f"the grid step {step:g} must divide 1 into whole steps (0.1, 0.2, 0.25, 0.5, 1)")
     if len(cands.components) > 6:
         step = max(step, 0.25)  # keeps the grid to a few thousand weightings
     rng = np.random.default_rng(seed)
@@ -211,8 +323,16 @@ def search(
     held[shuffled[:cut]] = True
     train[shuffled[cut:]] = True
     own = evaluate(cands, None, -math.inf, metric, n)
+    own_vector = np.array([cands.own_weights.get(c, 0.0) for c in cands.components])
     settings: list[Setting] = []
+    distance: list[float] = []
+    degenerate = 0
     for weights in weight_grid(len(cands.components), step):
+        score = weighted(cands, weights)
+        if not distinguishes(score, cands.present):
+            degenerate += 1
+            continue
+        tied = tied_questions(score, cands.present, n)
         for threshold in thresholds:
             per_question = evaluate(cands, weights, threshold, metric, n)
             settings.append(
@@ -221,10 +341,23 @@ def search(
                     threshold=float(threshold),
                     train=float(per_question[train].mean()),
                     held_out=float(per_question[held].mean()),
+                    tied=tied,
                 )
             )
-    # Best on the search split only; ties go to the earlier grid point (stable sort).
-    ranked = sorted(settings, key=lambda s: -s.train)
+            distance.append(float(np.abs(weights - own_vector).sum()))
+    if not settings:
+        raise WhatIfError(
+            "under every weighting on the grid the candidates' scores tie in every question: "
+            "the run's components do not tell its candidates apart"
+        )
+    # Best on the search split only; ties by the stated rule (TIE_RULE), grid order last.
+    position = sorted(
+        range(len(settings)),
+        key=lambda i: (-round(settings[i].train, 12), round(distance[i], 9), settings[i].threshold, i),
+    )
+    ranked = [settings[i] for i in position]
+    best_value = round(ranked[0].train, 12)
+    own_scores = np.where(cands.present, cands.scores, -np.inf)
     return WhatIfResult(
         metric=metric,
         n=n,
@@ -237,4 +370,31 @@ def search(
         top=ranked[:keep_top],
         train_questions=int(train.sum()),
         held_out_questions=int(held.sum()),
+        own_tied=tied_questions(own_scores, cands.present, n),
+        best_ties=sum(1 for s in settings if round(s.train, 12) == best_value),
+        degenerate=degenerate,
+        tried=len(settings),
     )
+
+
+def search_run(
+    evals: EvalStore, info: RunInfo, *, metric: str, n: int, step: float = DEFAULT_STEP, threshold: bool = False
+) -> WhatIfResult:
+    """The search on a saved run, as the Quality page and `memlens whatif` run it:
+    the cutoff clipped to the run's k, the thresholds of THRESHOLDS when asked."""
+    judged = evals.load_set(info.set_name, info.set_hash)
+    if judged is None:
+        raise WhatIfError(f"the run's judged set ({info.set_name}, {info.set_hash}) is gone")
+    return search(
+        judged.questions, evals.outcomes(info.run_id), metric=metric, n=min(n, info.k), k=info.k, step=step,
+        thresholds=THRESHOLDS if threshold else (0.0,),
+    )
+
+
+def weights_to_apply(result: WhatIfResult, store: str) -> str | None:
+    """The weights text to offer (a button, a --weights hint): only for a
+    recommendation on the embedded store, whose weights memlens can set."""
+    recommended = result.recommended
+    if recommended is None or store != "embedded":
+        return None
+    return weights_text(recommended.weights)

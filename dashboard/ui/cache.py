@@ -1,4 +1,5 @@
-"""The only module that calls st.cache_*: opened stores, the label store, the model.
+"""The only module that calls st.cache_*: opened stores, the label store, the model,
+saved runs' answers and judged sets.
 
 Pages never open a store or a database themselves; they ask here, so a rerun (a
 floor move, a label click) reuses what is already open.
@@ -20,6 +21,8 @@ from connectors.registry import create_store
 from dashboard.calibration.label_files import LabelFile, parse_label_bytes
 from dashboard.database import label_store_target, open_label_store
 from dashboard.database.store import LABELS_URL_ENV, LabelStore
+from dashboard.evaluation.judged_sets import JudgedSet
+from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
 
 
 def open_store(name: str, config_json: str) -> MemoryStore:
@@ -34,18 +37,56 @@ def _open_store(name: str, config_json: str, data_dir_key: str) -> MemoryStore:
     return create_store(name, json.loads(config_json))
 
 
-def label_store() -> LabelStore:
-    """The label store, opened once: MEMLENS_LABELS_URL (st.secrets or the
-    environment; a PostgreSQL URL or a SQLite path), else labels.sqlite in the data
-    directory (MEMLENS_DATA_DIR). A database that cannot be reached raises
-    LabelStoreError, which is not cached, so the next rerun tries again."""
+def _label_target() -> str:
     environ = dict(os.environ)
     try:
         if LABELS_URL_ENV in st.secrets:
             environ[LABELS_URL_ENV] = str(st.secrets[LABELS_URL_ENV])
     except Exception:  # no secrets.toml: the common case
         pass
-    return _label_store(label_store_target(environ, data_dir()))
+    return label_store_target(environ, data_dir())
+
+
+def label_store() -> LabelStore:
+    """The label store, opened once: MEMLENS_LABELS_URL (st.secrets or the
+    environment; a PostgreSQL URL or a SQLite path), else labels.sqlite in the data
+    directory (MEMLENS_DATA_DIR). A database that cannot be reached raises
+    LabelStoreError, which is not cached, so the next rerun tries again."""
+    return _label_store(_label_target())
+
+
+def run_outcomes(evals: EvalStore, info: RunInfo) -> list[QueryOutcome]:
+    """A run's answers, read and decoded once per run version: the Quality page reads
+    a run's 2,000 answers (20,000 hits) for its figures, again for the comparison and
+    for Calibrate, on every rerun. A run is keyed with its progress, so a resumed
+    run is read again; the list is shared, read-only."""
+    return _run_outcomes(_label_target(), info.run_id, info.done, info.finished_at, evals)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _run_outcomes(target: str, run_id: str, done: int, finished_at: str | None, _evals: EvalStore) -> list[QueryOutcome]:
+    return _evals.outcomes(run_id)
+
+
+def judged_set(evals: EvalStore, name: str, content_hash: str) -> JudgedSet | None:
+    """A kept judged set at one version (a version never changes), read once."""
+    try:
+        return _judged_set(_label_target(), name, content_hash, evals)
+    except _NotKept:
+        return None
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _judged_set(target: str, name: str, content_hash: str, _evals: EvalStore) -> JudgedSet | None:
+    found = _evals.load_set(name, content_hash)
+    if found is None:
+        # A set that is gone may be kept again under this name and version: ask again next time.
+        raise _NotKept
+    return found
+
+
+class _NotKept(Exception):
+    pass
 
 
 @st.cache_resource(show_spinner=False)

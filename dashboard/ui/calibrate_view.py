@@ -154,7 +154,7 @@ def _uploaded_labels() -> LabelSource | None:
 
 def _run_labels() -> LabelSource | None:
     """A saved run's hits, judged by its judged set (see the Quality page)."""
-    from dashboard.evaluation.export import judged_hits
+    from dashboard.evaluation.export import judged_label_file
     from dashboard.evaluation.storage import EvalStore
 
     evals = EvalStore(cache.label_store())
@@ -164,11 +164,11 @@ def _run_labels() -> LabelSource | None:
         return None
     run_id: str = st.selectbox("Run", list(runs), format_func=lambda r: runs[r], key="calibrate_run")
     info = evals.run(run_id)
-    judged = evals.load_set(info.set_name, info.set_hash) if info else None
+    judged = cache.judged_set(evals, info.set_name, info.set_hash) if info else None
     if info is None or judged is None:
         st.error("This run's judged set is gone.")
         return None
-    labels = from_labels(judged_hits(info, evals.outcomes(run_id), judged), source=f"run {run_id}")
+    labels = judged_label_file(info, cache.run_outcomes(evals, info), judged)
     return LabelSource(labels, "run", {"run": run_id})
 
 

@@ -74,19 +74,21 @@ def _step(fig: go.Figure, x: np.ndarray, y: np.ndarray, name: str, colour: str, 
 def score_histogram_figure(
     data: LabelledScores, current: float, recommended: float, band: Band | None, bins: int = 40
 ) -> go.Figure:
-    """Scores of relevant and irrelevant hits, overlaid on shared bins."""
+    """Scores of relevant and irrelevant hits, overlaid on shared bins, each label's
+    bars a share of that label's hits: with rare relevant hits (5% of the labels)
+    counts would flatten their histogram under the other's; as shares both shapes
+    show, and the legend keeps the counts."""
     low, high = float(data.scores.min()), float(data.scores.max())
     size = (high - low) / bins if high > low else 0.01
     xbins = dict(start=low, end=high + size, size=size)
     fig = go.Figure()
-    fig.add_histogram(
-        x=data.scores[data.relevant], name="relevant", xbins=xbins, marker_color=RELEVANT_COLOUR, opacity=0.65
-    )
-    fig.add_histogram(
-        x=data.scores[~data.relevant], name="not relevant", xbins=xbins, marker_color=IRRELEVANT_COLOUR, opacity=0.65
-    )
+    for mask, name, colour in ((data.relevant, "relevant", RELEVANT_COLOUR), (~data.relevant, "not relevant", IRRELEVANT_COLOUR)):
+        fig.add_histogram(
+            x=data.scores[mask], name=f"{name} ({int(mask.sum()):,} hits)", xbins=xbins, histnorm="percent",
+            marker_color=colour, opacity=0.65, hovertemplate=f"{name}: %{{y:.1f}}% of its hits<extra></extra>",
+        )
     fig.update_layout(barmode="overlay")
-    _layout(fig, "Scores by label", "labelled hits")
+    _layout(fig, "Scores by label (each label's hits as 100%)", "share of the label's hits (%)")
     fig.update_layout(xaxis=dict(title="score"))
     return _mark_floors(fig, current, recommended, band)
 

@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard.calibration.advice import FloorAdvice, advise
 from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
+from dashboard.calibration.diagnosis import missed_text
 from dashboard.calibration.label_files import LabelFile
 from dashboard.calibration.segments import SegmentFloor, segment_fields, segment_floors
 from dashboard.calibration.sweep import Calibration, format_floor, shown_interval
@@ -148,6 +149,8 @@ def show_turns(advice: FloorAdvice) -> None:
             f"**{split.unanswerable_share[0]:.0%}** of the {split.unanswerable:,} turns with no relevant memory "
             "(the right outcome)"
         )
+    if split.missed:
+        parts.append(missed_text(split.missed))
     st.caption(f"At floor {format_floor(advice.floor)}: " + "; ".join(parts) + ".")
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from connectors.base import ConnectorError
-from connectors.registry import public_config
+from connectors.base import ConnectorError, MemoryStore
+from connectors.registry import REGISTRY, public_config
 from dashboard.database.model import LabelStoreError
 from dashboard.display import inert_markdown
 from dashboard.evaluation import judged_sets
@@ -125,18 +125,52 @@ def run_controls(evals: EvalStore, choice: StoreChoice, judged: JudgedSet) -> No
     name = cols[1].text_input("Run name", key="eval_run_name", placeholder=f"{judged.name} on {choice.fingerprint}")
     keep_text = cols[2].checkbox("Keep query text with the run", key="eval_keep_text",
                                  help="Off: the run holds ids and scores only.")
-    start = st.button("Start run", key="eval_start", type="primary", disabled=choice.store is None)
-    if start and choice.store is not None:
-        request = RunRequest(judged, choice.name, choice.fingerprint, public_config(choice.name, choice.config),
+    as_of, as_of_error = _as_of_control(choice)
+    start = st.button("Start run", key="eval_start", type="primary", disabled=choice.store is None or bool(as_of_error))
+    if start and choice.store is not None and not as_of_error:
+        config = {**choice.config, "as_of": as_of} if as_of else choice.config
+        request = RunRequest(judged, choice.name, choice.fingerprint, public_config(choice.name, config),
                              int(k), name.strip(), bool(keep_text))
-        _execute(lambda progress: start_run(choice.store, evals, request, progress=progress))
+        _execute(lambda progress: start_run(_store_at(choice, as_of), evals, request, progress=progress))
     incomplete = [r for r in evals.runs() if not r.complete and r.fingerprint == choice.fingerprint]
     if incomplete and choice.store is not None:
         labels = {r.run_id: f"{r.name} ({r.status})" for r in incomplete}
         picked = str(st.selectbox("Incomplete runs on this store", list(labels), format_func=lambda r: labels[r],
                                   key="eval_resume_run"))
         if st.button("Resume", key="eval_resume"):
-            _execute(lambda progress: resume_run(choice.store, evals, picked, progress=progress))
+            # The run's own clock, as `memlens runs resume` uses it.
+            resumed = next(r for r in incomplete if r.run_id == picked)
+            _execute(lambda progress: resume_run(_store_at(choice, resumed.as_of), evals, picked, progress=progress))
+
+
+def _as_of_control(choice: StoreChoice) -> tuple[str | None, str | None]:
+    """The "Rank as of" field: (the time as UTC ISO 8601 or None for now, an error)."""
+    spec = REGISTRY.get(choice.name)
+    clock = spec is not None and spec.clock
+    text = st.text_input(
+        "Rank as of (ISO 8601; empty: now)", key="eval_as_of", placeholder="2023-05-08T13:00:00Z", disabled=not clock,
+        help="The clock the embedded store computes recency at: set it to the time of an old log or benchmark, "
+        "so recent memories count as recent. Kept with the run." if clock
+        else f"The {choice.name} store computes recency itself; only the embedded store takes a clock.",
+    ).strip()
+    if not text or not clock:
+        return None, None
+    from connectors.embedded.store import parse_as_of
+
+    try:
+        when = parse_as_of(text).isoformat()
+    except ConnectorError as exc:
+        st.error(f"Rank as of: {str(exc).removeprefix('as_of: ')}")
+        return None, str(exc)
+    st.caption(f"The run ranks as of {when}.")
+    return when, None
+
+
+def _store_at(choice: StoreChoice, as_of: str | None) -> MemoryStore:
+    """The chosen store, or the same store ranking at `as_of` (opened once, in cache.py)."""
+    if not as_of:
+        return choice.connected
+    return cache.open_store(choice.name, json.dumps({**choice.config, "as_of": as_of}, sort_keys=True, default=str))
 
 
 def _execute(work: Any) -> None:
@@ -165,7 +199,7 @@ def runs_frame(runs: list[RunInfo]) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {"run": r.run_id, "name": r.name, "status": r.status, "judged set": f"{r.set_name} ({r.set_hash[:8]})",
-             "store": r.fingerprint, "k": r.k, "started": r.started_at[:19]}
+             "store": r.fingerprint, "k": r.k, "as of": r.as_of or "", "started": r.started_at[:19]}
             for r in reversed(runs)
         ]
     )
@@ -176,10 +210,10 @@ def _run_label(runs: list[RunInfo]) -> dict[str, str]:
 
 
 def figures_of(evals: EvalStore, info: RunInfo, n: int, floor: float | None) -> tuple[JudgedSet | None, RunFigures | None]:
-    judged = evals.load_set(info.set_name, info.set_hash)
+    judged = cache.judged_set(evals, info.set_name, info.set_hash)
     if judged is None:
         return None, None
-    return judged, run_figures(judged.questions, evals.outcomes(info.run_id), n, floor)
+    return judged, run_figures(judged.questions, cache.run_outcomes(evals, info), n, floor)
 
 
 def show_runs(evals: EvalStore) -> list[RunInfo]:
@@ -246,11 +280,12 @@ def show_compare(evals: EvalStore, runs: list[RunInfo]) -> None:
         state["eval_compare_metric"] = metrics[0]
     metric = cols[2].selectbox("Metric", metrics, key="eval_compare_metric")
     floor = float(state.get("eval_floor", default_floor()))
-    judged = evals.load_set(info_a.set_name, info_a.set_hash)
+    judged = cache.judged_set(evals, info_a.set_name, info_a.set_hash)
     try:
         if judged is None:
             raise CompareError(f"run A's judged set ({info_a.set_name}, {info_a.set_hash}) is gone")
-        comparison = compare_runs(info_a, evals.outcomes(a), info_b, evals.outcomes(b), judged, metric, floor=floor)
+        comparison = compare_runs(info_a, cache.run_outcomes(evals, info_a), info_b, cache.run_outcomes(evals, info_b),
+                                  judged, metric, floor=floor)
     except CompareError as exc:
         st.error(f"These runs cannot be compared: {exc}")
         return
@@ -318,35 +353,35 @@ def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
     if not st.button("Search weights", key="whatif_search"):
         result = st.session_state.get("whatif_result")
     else:
-        judged = evals.load_set(info.set_name, info.set_hash)
         try:
-            if judged is None:
-                raise whatif.WhatIfError("the run's judged set is gone")
-            result = whatif.search(
-                judged.questions, evals.outcomes(info.run_id), metric=metric, n=min(n, info.k), k=info.k,
-                thresholds=[round(0.05 * i, 2) for i in range(13)] if thresholds else (0.0,),
-            )
-            st.session_state["whatif_result"] = (info.run_id, result)
-            result = st.session_state["whatif_result"]
+            found = whatif.search_run(evals, info, metric=metric, n=n, threshold=bool(thresholds))
         except whatif.WhatIfError as exc:
             st.error(str(exc))
             return
+        st.session_state["whatif_result"] = result = (info.run_id, found)
     if not result or result[0] != info.run_id:
         return
     shown = result[1]
-    st.markdown(f"**{shown.summary()}**")
-    held = shown.share_held
-    if held is not None:
-        st.info(f"{held:.0%} of the gain found on the search split held on the held-out questions.")
+    recommended = shown.recommended
+    if recommended is None:
+        st.warning(shown.summary())
+    else:
+        st.markdown(f"**{shown.summary()}**")
+        held = shown.share_held
+        if held is not None:
+            st.info(f"{held:.0%} of the gain found on the search split held on the held-out questions.")
+    for note in shown.notes():
+        st.caption(note[0].upper() + note[1:])
     rows = [{"setting": "store's own", **shown.own_weights, "threshold": None,
-             "search split": shown.own_train, "held out": shown.own_held_out}]
+             "search split": shown.own_train, "held out": shown.own_held_out, "tied questions": shown.own_tied}]
     rows += [{"setting": f"#{i}", **s.weights, "threshold": s.threshold, "search split": s.train,
-              "held out": s.held_out} for i, s in enumerate(shown.top, start=1)]
+              "held out": s.held_out, "tied questions": s.tied} for i, s in enumerate(shown.top, start=1)]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="whatif_table")
-    if info.store == "embedded":
-        text = whatif.weights_text(shown.best.weights)
+    text = whatif.weights_to_apply(shown, info.store)
+    if text is not None and recommended is not None:
         st.button(f"Use {text} as the embedded store's weights", key="whatif_apply", on_click=_apply_weights, args=(text,))
-        st.caption(f"On the command line: `memlens eval ... --weights {text}`")
+        floor = f" --floor {recommended.threshold:g}" if recommended.threshold > 0 else ""
+        st.caption(f"On the command line: `memlens eval ... --weights {text}{floor}`")
 
 
 def show(choice: StoreChoice) -> None:

@@ -88,3 +88,67 @@ def test_a_run_without_breakdowns_is_refused_with_a_reason():
     outcomes = [QueryOutcome(q.message_id, i, None, [RunHit("m1", 1, 0.4)]) for i, q in enumerate(questions)]
     with pytest.raises(whatif.WhatIfError, match="no hit in this run has a score breakdown"):
         whatif.search(questions, outcomes, metric="recall", n=1, k=1)
+
+
+# ------------------------------------------------------------------ honesty (issue 20, item 1)
+
+
+@pytest.fixture
+def perfect(tmp_path):
+    from whatif_runs import perfect_run
+
+    labels = open_label_store(tmp_path / "labels.sqlite")
+    evals = EvalStore(labels)
+    info = perfect_run(evals)
+    yield evals, info
+    labels.close()
+
+
+@pytest.mark.parametrize("threshold", [False, True])
+def test_nothing_beats_the_stores_own_weights_so_nothing_is_recommended(perfect, threshold):
+    evals, info = perfect
+    result = whatif.search_run(evals, info, metric="recall", n=1, threshold=threshold)
+    assert result.own_train == 1.0 and result.best.train == 1.0
+    assert result.recommended is None and result.train_gain == 0
+    assert "no weighting beats the store's own (1.0000)" in result.summary()
+    assert "nothing to apply" in result.summary()
+    assert whatif.weights_to_apply(result, "embedded") is None
+    # Usage is 0 and importance 0.5 for every memory: the 11 weightings with no weight
+    # on semantic or recency (usage=1 among them) tie every candidate. They are left
+    # out, never shown as the best.
+    assert result.degenerate == 11
+    for setting in result.top:
+        assert setting.weights["semantic"] + setting.weights["recency"] > 0
+
+
+def test_ties_between_settings_go_to_the_one_nearest_the_stores_weights_and_are_counted(perfect):
+    evals, info = perfect
+    result = whatif.search_run(evals, info, metric="recall", n=1)
+    own = np.array([result.own_weights[c] for c in result.components])
+
+    def distance(setting):
+        return np.abs(np.array([setting.weights[c] for c in result.components]) - own).sum()
+
+    sharing = [s for s in result.top if s.train == result.best.train]
+    assert result.best_ties > 1 and len(sharing) > 1
+    assert all(distance(result.best) <= distance(s) + 1e-9 for s in sharing)
+    assert any(f"{result.best_ties} settings share the best search-split value" in n for n in result.notes())
+
+
+
+
+def test_the_tie_rule_keeps_the_store_order_and_counts_the_questions_it_decided():
+    present = np.ones((3, 3), dtype=bool)
+    score = np.array([[0.9, 0.5, 0.1], [0.7, 0.7, 0.1], [0.9, 0.2, 0.2]])
+    assert whatif.tied_questions(score, present, 1) == 1  # question 2: which of two is first
+    assert whatif.tied_questions(score, present, 2) == 2  # question 3: which of two is second
+    assert not whatif.distinguishes(np.zeros((3, 3)), present)
+    assert whatif.distinguishes(score, present)
+
+
+def test_a_weighting_that_wins_is_still_recommended(recency_heavy_run):
+    judged, info, outcomes = recency_heavy_run
+    result = whatif.search(judged.questions, outcomes, metric="mrr", n=3, k=info.k, step=0.1)
+    assert result.recommended is result.best
+    assert whatif.weights_to_apply(result, "embedded") == whatif.weights_text(result.best.weights)
+    assert whatif.weights_to_apply(result, "memorysync") is None  # memlens cannot set another store's weights

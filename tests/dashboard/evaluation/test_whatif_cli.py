@@ -1,0 +1,58 @@
+"""`memlens whatif`: the page's search on the command line, with the same honesty:
+no recommendation when nothing beats the store's own weights, the tie rule stated,
+and the same numbers as dashboard.evaluation.weight_search.search_run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from whatif_runs import perfect_run
+
+from dashboard.cli.main import main
+from dashboard.database import open_label_store
+from dashboard.evaluation import weight_search as whatif
+from dashboard.evaluation.storage import EvalStore
+
+
+@pytest.fixture
+def saved(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLENS_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("MEMLENS_LABELS_URL", raising=False)
+    labels = open_label_store(tmp_path / "labels.sqlite")
+    evals = EvalStore(labels)
+    info = perfect_run(evals)
+    yield evals, info
+    labels.close()
+
+
+def test_no_recommendation_and_no_weights_hint_when_nothing_beats_the_store(saved, capsys):
+    _, info = saved
+    assert main(["whatif", info.run_id, "--metric", "recall", "--n", "1", "--threshold"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("recall@1: no weighting beats the store's own (1.0000)")
+    assert "recommended: none (nothing beats the store's own weights on the search split)" in out
+    assert "--weights" not in out
+    assert "note: ties: equal weighted scores keep the store's own order" in out
+    assert "note: 11 weighting(s) left out" in out
+
+
+def test_the_json_report_has_the_numbers_the_page_shows(saved, capsys):
+    evals, info = saved
+    assert main(["whatif", info.run_id, "--metric", "mrr", "--n", "3", "--grid", "0.25", "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    expected = whatif.search_run(evals, info, metric="mrr", n=3, step=0.25)
+    assert body["own"]["search_split"] == expected.own_train
+    assert body["best"]["search_split"] == expected.best.train and body["best"]["weights"] == expected.best.weights
+    assert body["recommended"] is None and body["weights_flag"] is None
+    assert body["settings_sharing_best"] == expected.best_ties > 1
+
+
+def test_unusable_input_is_named(saved, capsys):
+    assert main(["whatif", "no-such-run", "--metric", "recall"]) == 2
+    assert "memlens whatif: no run 'no-such-run'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["whatif", "perfect-run", "--metric", "recall", "--grid", "0"])
+    _, info = saved
+    assert main(["whatif", info.run_id, "--metric", "recall", "--grid", "0.3"]) == 2
+    assert "the grid step 0.3 must divide 1" in capsys.readouterr().err
