@@ -284,6 +284,22 @@ def as_number(value: Any) -> float | None:
     return None
 
 
+def parse_as_of(value: str | datetime) -> datetime:
+    """The time a store ranks at (``as_of``): ISO 8601, a date (midnight UTC) or a date
+    and time; without an offset it is UTC. Raises InvalidRequest saying what was given."""
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    text = str(value).strip()
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidRequest(
+            f"as_of: {text!r} is not an ISO 8601 time; give a date or a date and time, "
+            "e.g. 2023-05-08 or 2023-05-08T13:00:00Z"
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
 def as_datetime(value: Any) -> datetime | None:
     """An ISO 8601 string (``Z`` allowed) or epoch seconds as an aware datetime."""
     if isinstance(value, str) and value.strip():

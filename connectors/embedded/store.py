@@ -42,6 +42,7 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
     context_block,
+    parse_as_of,
 )
 from connectors.common.paths import data_dir
 from connectors.embedded.importing import (  # noqa: F401  (public names of this module since before the split)
@@ -120,21 +121,6 @@ def parse_weights(weights: dict[str, float] | str | None) -> dict[str, float]:
     if total <= 0:
         raise InvalidRequest("weights: at least one weight must be above 0")
     return {k: parsed.get(k, 0.0) / total for k in DEFAULT_WEIGHTS}
-
-
-def parse_as_of(value: str | datetime) -> datetime:
-    """The time a store ranks at (``as_of``): ISO 8601, a date (midnight UTC) or a date
-    and time; without an offset it is UTC. Raises InvalidRequest saying what was given."""
-    if isinstance(value, datetime):
-        return _utc(value)
-    text = str(value).strip()
-    try:
-        return _utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
-    except ValueError:
-        raise InvalidRequest(
-            f"as_of: {text!r} is not an ISO 8601 time; give a date or a date and time, "
-            "e.g. 2023-05-08 or 2023-05-08T13:00:00Z"
-        ) from None
 
 
 def canonical_weights(text: str) -> str | None:

@@ -83,8 +83,7 @@ def store_config(args: argparse.Namespace) -> dict[str, Any]:
 def as_of_setting(store: str, text: str) -> str:
     """--as-of as the store setting a run keeps (UTC ISO 8601); ValueError naming the
     flag when the time is unreadable or the store keeps its own clock."""
-    from connectors.base import InvalidRequest
-    from connectors.embedded.store import parse_as_of
+    from connectors.base import InvalidRequest, parse_as_of
     from connectors.registry import REGISTRY
 
     spec = REGISTRY.get(store)

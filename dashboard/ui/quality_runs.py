@@ -155,7 +155,7 @@ def _as_of_control(choice: StoreChoice) -> tuple[str | None, str | None]:
     ).strip()
     if not text or not clock:
         return None, None
-    from connectors.embedded.store import parse_as_of
+    from connectors.base import parse_as_of
 
     try:
         when = parse_as_of(text).isoformat()

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from connectors.base import InvalidRequest
-from connectors.embedded.store import EmbeddedStore, open_store, parse_as_of
+from connectors.base import InvalidRequest, parse_as_of
+from connectors.embedded.store import EmbeddedStore, open_store
 from dashboard.cli.main import main
 from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
 from dashboard.evaluation.runs import RunRequest, RunStopped, start_run
