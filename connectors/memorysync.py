@@ -52,7 +52,6 @@ MAX_K = 50  # the store rejects k above this
 ENV_BASE_URL = "MEMORYSYNC_BASE_URL"
 ENV_API_KEY = "MEMORYSYNC_API_KEY"
 ENV_END_USER_ID = "MEMORYSYNC_END_USER_ID"
-ENV_PROJECT_ID = "MEMORYSYNC_PROJECT_ID"
 
 NORMALISED_NOTE = (
     "MemorySync normalises each score component min-max within one result set: a score "

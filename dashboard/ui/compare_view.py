@@ -18,7 +18,6 @@ from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice, choose_store
 
-SIDES = ("a", "b")
 TABLE_TEXT_CHARS = 200
 
 
