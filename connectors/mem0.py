@@ -64,7 +64,7 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
     as_datetime,
-    context_block,
+    check_query,
 )
 from connectors.mem0_history import events_of_kinds, memory_history
 from connectors.paths import data_dir
@@ -387,12 +387,9 @@ class Mem0LibraryStore:
     # -------------------------------------------------------------- protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        check_query(text, k)
         if not user_id:
             raise InvalidRequest("Mem0 searches one entity at a time: choose an end user id.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
         started = time.perf_counter()
         try:
             body = self.memory.search(text, **call_arguments(type(self.memory).search, user_id, k, search=True))
@@ -404,15 +401,9 @@ class Mem0LibraryStore:
         items = _results_list(body, "Mem0 search")
         hits = hits_from_search(items, self.rule, breakdown_key="score_details")
         notes = [n for n in (self.rule.note, self.threshold_note(hits)) if n]
-        return QueryResult(
-            query=text,
-            hits=hits,
-            context=context_block(hits),
-            latency_ms=latency_ms,
-            raw=body,
-            notes=notes,
-            score_kind=self.score_kind,
-            raw_score_kind=self.rule.raw_kind,
+        return QueryResult.listing(
+            text, hits, latency_ms=latency_ms, raw=body, notes=notes,
+            score_kind=self.score_kind, raw_score_kind=self.rule.raw_kind,
         )
 
     def effective_threshold(self) -> tuple[float | None, str]:
@@ -563,12 +554,9 @@ class Mem0PlatformStore:
     # -------------------------------------------------------------- protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        check_query(text, k)
         if not user_id:
             raise InvalidRequest("Mem0 Platform searches need an entity id: choose an end user id.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
         payload = {
             "query": text,
             "filters": {"user_id": user_id},
@@ -586,9 +574,7 @@ class Mem0PlatformStore:
             f"Mem0 Platform itself would apply threshold {threshold:.2f} ({source}); memlens queried with 0 "
             f"so the floor decides. Mem0 would have hidden {hidden} of these {len(hits)} hits."
         ]
-        return QueryResult(
-            query=text, hits=hits, context=context_block(hits), latency_ms=reply.latency_ms, raw=body, notes=notes
-        )
+        return QueryResult.listing(text, hits, latency_ms=reply.latency_ms, raw=body, notes=notes)
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
         from urllib.parse import quote

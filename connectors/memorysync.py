@@ -44,6 +44,7 @@ from connectors.base import (
     StoreUnavailable,
     as_datetime,
     as_number,
+    check_query,
 )
 from connectors.http_base import HttpBoundary, flatten_numbers
 
@@ -270,8 +271,7 @@ class MemorySyncStore:
         filters: dict[str, Any] | None = None,
         weights: dict[str, float] | None = None,
     ) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        check_query(text)  # k is clamped to MemorySync's 1-MAX_K below
         asked = int(k)
         k = min(max(asked, 1), MAX_K)
         body: dict[str, Any] = {"query": text, "k": k}
