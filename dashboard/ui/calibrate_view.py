@@ -27,6 +27,7 @@ from dashboard.labels.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
+from dashboard.ui.errors import show_error
 from dashboard.ui.inspect_view import INSPECT_FLOOR
 
 SOURCE_STORE = "Label store"
@@ -75,7 +76,7 @@ def label_source() -> LabelSource | None:
     try:
         return _stored_labels()
     except LabelStoreError as exc:  # the label database went away: say so, keep the page up
-        st.error(f"The label store cannot be read: {exc}. Upload a label file to calibrate meanwhile.")
+        show_error(f"The label store cannot be read: {exc}. Upload a label file to calibrate meanwhile.")
         return None
 
 
@@ -139,7 +140,7 @@ def _uploaded_labels() -> LabelSource | None:
         with st.spinner(f"Reading {upload.name}…", show_time=True):  # a big file takes seconds
             labels = cache.parsed_label_file(upload.getvalue(), upload.name)
     except LabelFileError as exc:
-        st.error(str(exc))
+        show_error(str(exc))
         return None
     return LabelSource(labels, "upload", {"file": upload.name})
 
@@ -158,7 +159,7 @@ def _run_labels() -> LabelSource | None:
     info = evals.run(run_id)
     judged = evals.load_set(info.set_name, info.set_hash) if info else None
     if info is None or judged is None:
-        st.error("This run's judged set is gone.")
+        show_error("This run's judged set is gone.")
         return None
     labels = from_labels(judged_hits(info, evals.outcomes(run_id), judged), source=f"run {run_id}")
     return LabelSource(labels, "run", {"run": run_id})
@@ -209,7 +210,7 @@ def scores_or_error(labels: LabelFile) -> LabelledScores | None:
         st.session_state["_scores_memo"] = (labels, scores)
         return scores
     except CalibrationError as exc:
-        st.error(f"Cannot calibrate on {labels.source}: {exc}")
+        show_error(f"Cannot calibrate on {labels.source}: {exc}")
         return None
 
 

@@ -16,6 +16,7 @@ from dashboard.display import clip_text, inert_markdown
 from dashboard.floor import default_floor
 from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
+from dashboard.ui.errors import store_error_text
 from dashboard.ui.sidebar import StoreChoice, choose_store
 
 TABLE_TEXT_CHARS = 200
@@ -55,7 +56,7 @@ def current_results(
         with st.spinner("Querying both stores…"):
             for side, choice in choices.items():
                 if choice.error:
-                    results[side] = f"Cannot open the store: {choice.error}"
+                    results[side] = store_error_text(choice.error)
                     continue
                 try:
                     state["compare_store_calls"] = state.get("compare_store_calls", 0) + 1
