@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from connectors.line_fields import (
@@ -39,6 +39,10 @@ class ImportReport:
                 f"  {issue}" for issue in self.issues
             )
         return text
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 TEXT_FIELDS = tuple(
