@@ -25,7 +25,7 @@ install-app: venv
 	$(PIP) install --quiet -e .
 	# The model's ONNX export (once per model, in ~/.cache/memlens/models): the
 	# app's first query then loads in under a second instead of importing torch.
-	$(PY) -m connectors.onnx_export
+	$(PY) -m connectors.embedding.onnx_export
 
 install-test: venv
 	$(PIP) install --quiet -e ".[all,test]"

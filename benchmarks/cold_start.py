@@ -76,7 +76,7 @@ ONNX_FLOOR_CODE = """
 import time
 started = time.perf_counter()
 import onnxruntime, tokenizers
-from connectors import embedding
+from connectors.embedding import runtime as embedding
 imported = time.perf_counter()
 embedding.encode(["What is the user's favourite pizza topping?"])
 print(f"import={imported - started:.3f} load={time.perf_counter() - imported:.3f}")
@@ -87,7 +87,7 @@ import time
 started = time.perf_counter()
 from sentence_transformers import SentenceTransformer
 imported = time.perf_counter()
-from connectors.embedding import packaged_model_path
+from connectors.embedding.model_path import packaged_model_path
 SentenceTransformer(packaged_model_path(), device="cpu")
 print(f"import={imported - started:.3f} load={time.perf_counter() - imported:.3f}")
 """
@@ -230,7 +230,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="memlens-bench-cold-"))
     os.environ["MEMLENS_MODEL_CACHE"] = str(work / "models")
     started = time.perf_counter()
-    subprocess.run([PYTHON, "-m", "connectors.onnx_export"], cwd=ROOT, check=True, capture_output=True, timeout=TIMEOUT_S)
+    subprocess.run([PYTHON, "-m", "connectors.embedding.onnx_export"], cwd=ROOT, check=True, capture_output=True, timeout=TIMEOUT_S)
     export_s = time.perf_counter() - started
     print(f"one-time ONNX export: {export_s:.1f} s", flush=True)
     floors: dict[str, list[dict[str, float]]] = {"torch": [], "onnx": []}

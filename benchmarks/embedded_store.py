@@ -64,7 +64,7 @@ def repeats_for(rows: int) -> int:
 def write_store(path: Path, size: int, users: int, seed: int) -> None:
     """`size` memories with random unit vectors written straight into SQLite, rows
     inserted round-robin over `users` users (u0, u1, ...)."""
-    from connectors.embedded import SCHEMA
+    from connectors.embedded.store import SCHEMA
 
     rng = np.random.default_rng(seed)
     db = sqlite3.connect(path)
@@ -107,7 +107,7 @@ def previous_scan(store, query_vector: np.ndarray, rows: slice, k: int) -> list[
     the recency exp and every component computed per memory on every query."""
     import math
 
-    from connectors.embedded_scan import single_threaded_blas, top_k
+    from connectors.embedded.scan import single_threaded_blas, top_k
 
     vectors = store._vectors[rows]
     with single_threaded_blas():
@@ -130,8 +130,8 @@ def scan_child(size: int, users: int, user: str, workdir: Path) -> dict:
     """Runs in its own process: load, time the store, FAISS and one read."""
     import faiss
 
-    from connectors import embedding
-    from connectors.embedded import EmbeddedStore
+    from connectors.embedded.store import EmbeddedStore
+    from connectors.embedding import runtime as embedding
 
     path = workdir / f"scan-{size}-{users}.sqlite"
     started = time.perf_counter()
@@ -241,7 +241,7 @@ def run_child(args: list[str]) -> dict:
 def varied_texts(count: int) -> list[dict]:
     """Demo memories, varied so no two texts are the same: the store would skip
     re-encoding an unchanged text, and real imports are mostly new texts."""
-    from connectors.embedded import DEMO_MEMORIES
+    from connectors.embedded.store import DEMO_MEMORIES
 
     demo = [json.loads(line) for line in DEMO_MEMORIES.read_text(encoding="utf-8").splitlines() if line.strip()]
     prefixes = ["", "As of last week, ", "The user said: ", "Noted in chat: ", "Reminder: ", "From onboarding: "]
@@ -275,7 +275,7 @@ def encode_in_file_order(texts, *, model=None, batch_size=64, progress=None):
     in file order, so every slice pads to its longest text."""
     import numpy as np
 
-    from connectors import embedding
+    from connectors.embedding import runtime as embedding
 
     st_model = embedding.load_model(model)
     out = [np.empty((0, embedding.DIMENSIONS), dtype=np.float32)]
@@ -290,8 +290,8 @@ def import_child(count: int, workdir: Path) -> dict:
     """Three contenders on the same texts, in one process: SentenceTransformer.encode
     (batch_size=64; the baseline), the import as it was (torch, slices in file order)
     and the import as it is (ONNX, longest first across the whole import)."""
-    from connectors import embedding
-    from connectors.embedded import EmbeddedStore
+    from connectors.embedded.store import EmbeddedStore
+    from connectors.embedding import runtime as embedding
 
     rows = varied_texts(count)
     source = workdir / "import.jsonl"

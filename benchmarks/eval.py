@@ -29,12 +29,12 @@ import numpy as np
 
 from benchmarks import _eval_data
 from benchmarks._common import median, report, table
-from connectors import embedding
-from connectors.embedded import EmbeddedStore
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedding import runtime as embedding
+from dashboard.database import open_label_store
 from dashboard.evaluation.judged_sets import read_file
 from dashboard.evaluation.runs import RunRequest, start_run
 from dashboard.evaluation.storage import EvalStore
-from dashboard.labels import open_label_store
 
 K = 10
 TARGET = 1.5

@@ -51,8 +51,8 @@ def alternate(a, b, repeat: int) -> tuple[list[float], list[float]]:
 
 
 def main() -> None:
-    from connectors.embedded import open_demo_store
-    from connectors.memorysync import MemorySyncStore, parse_query_body
+    from connectors.embedded.store import open_demo_store
+    from connectors.http.memorysync import MemorySyncStore, parse_query_body
 
     server_module = load_server_module()
     with tempfile.TemporaryDirectory() as tmp:

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from connectors import embedding
-from connectors.embedded import DEMO_MEMORIES, ImportReport, _parse_jsonl
+from connectors.embedded.store import DEMO_MEMORIES, ImportReport, _parse_jsonl
+from connectors.embedding import runtime as embedding
 
 _vector_cache: dict[tuple[str, str], np.ndarray] = {}
 
@@ -128,16 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows, report = demo_rows()
     if args.target == "qdrant":
-        from connectors.qdrant import local_client
+        from connectors.vector.qdrant import local_client
 
         Path(args.location).mkdir(parents=True, exist_ok=True)
         count = load_qdrant(local_client(args.location), args.collection, rows, distance=args.distance)
     elif args.target == "chroma":
-        from connectors.chroma import persistent_client
+        from connectors.vector.chroma import persistent_client
 
         count = load_chroma(persistent_client(args.location), args.collection, rows, space=args.space)
     else:
-        from connectors.mem0 import Mem0LibraryStore
+        from connectors.mem0.library import Mem0LibraryStore
 
         count = len(load_mem0(Mem0LibraryStore.from_config(args.location).memory, rows))
     print(f"loaded {count} demo memories into {args.target} at {args.location}")

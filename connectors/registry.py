@@ -11,6 +11,7 @@ import importlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,15 +50,21 @@ class StoreSpec:
     local_model: bool = False  # embeds queries with the packaged model: warm it up early
 
     def load_factory(self) -> Callable[..., MemoryStore]:
-        module_name, _, attr = self.factory.partition(":")
-        return getattr(importlib.import_module(module_name), attr)
+        return load_target(self.factory)
+
+
+def load_target(target: str) -> Callable[..., Any]:
+    """The callable a "module:callable" string names, imported now. Only targets
+    written in this module (or set by the operator) reach here, never typed text."""
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
 
 
 STORES: list[StoreSpec] = [
     StoreSpec(
         name="embedded",
         title="Embedded (SQLite + MiniLM)",
-        factory="connectors.embedded:open_store",
+        factory="connectors.embedded.store:open_store",
         local_model=True,
         description="A local SQLite file of memories with all-MiniLM-L6-v2 embeddings. "
         "Leave the file empty for the bundled demo data.",
@@ -77,7 +84,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="memorysync",
         title="MemorySync (hosted, REST)",
-        factory="connectors.memorysync:open_store",
+        factory="connectors.http.memorysync:open_store",
         description="A hosted MemorySync project, read from its raw responses so each score's "
         "scoring_breakdown is shown. Every query bumps usage counts in production.",
         fields=(
@@ -102,7 +109,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="http_json",
         title="HTTP JSON service (TOML-described)",
-        factory="connectors.http_json:open_store",
+        factory="connectors.http.json_service:open_store",
         description="An in-house memory service described by a small TOML file "
         "(URL, body template, dotted paths to the results); see docs/stores.md.",
         fields=(
@@ -117,7 +124,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="mem0",
         title="Mem0 (open-source library)",
-        factory="connectors.mem0:open_library",
+        factory="connectors.mem0.library:open_library",
         description="A mem0ai Memory opened from your Mem0 config file, searched with threshold 0 "
         "and explain=True; the page says which threshold Mem0 itself would apply.",
         fields=(
@@ -142,7 +149,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="mem0_platform",
         title="Mem0 Platform (hosted, REST)",
-        factory="connectors.mem0:open_platform",
+        factory="connectors.mem0.platform:open_platform",
         description="The Mem0 Platform v3 search API; each hit's score_breakdown is shown.",
         fields=(
             ConfigField("api_key", "API key", "secret", env="MEM0_API_KEY", bound_to="base_url"),
@@ -162,7 +169,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="qdrant",
         title="Qdrant collection",
-        factory="connectors.qdrant:open_store",
+        factory="connectors.vector.qdrant:open_store",
         local_model=True,
         description="A Qdrant collection (local folder or server URL) queried with the model it was "
         "built with; distances are turned into higher-is-better scores, the raw value kept.",
@@ -183,7 +190,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="chroma",
         title="Chroma collection",
-        factory="connectors.chroma:open_store",
+        factory="connectors.vector.chroma:open_store",
         local_model=True,
         description="A Chroma collection (persistent folder or server URL) queried with the model it "
         "was built with; l2 / cosine / ip distances become higher-is-better scores, the raw value kept.",
@@ -202,7 +209,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="pgvector",
         title="PostgreSQL + pgvector table",
-        factory="connectors.pgvector:open_store",
+        factory="connectors.vector.pgvector:open_store",
         local_model=True,
         description="A PostgreSQL table (or view) with a pgvector column, read-only, described by "
         "its columns or a preset (Mem0's pgvector backend, LangGraph's PostgresStore); distances "
@@ -240,7 +247,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="langgraph",
         title="LangGraph store",
-        factory="connectors.langgraph_store:open_store",
+        factory="connectors.vector.langgraph_store:open_store",
         description="A LangGraph BaseStore (InMemoryStore, PostgresStore, ...) built by your own "
         "module:function, searched under one namespace per end user with the store's own embedding.",
         fields=(
@@ -257,7 +264,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="lancedb",
         title="LanceDB table",
-        factory="connectors.lancedb_store:open_store",
+        factory="connectors.vector.lancedb_store:open_store",
         local_model=True,
         description="A table in a local LanceDB folder queried with the model it was built with; "
         "l2 / cosine / dot distances become higher-is-better scores, the raw value kept.",
@@ -299,6 +306,22 @@ def fingerprint(name: str, config: dict[str, Any]) -> str:
     """`name:hash` of the non-secret config: labels say which store they judged."""
     blob = json.dumps(public_config(name, config), sort_keys=True, default=str)
     return f"{name}:{hashlib.sha256(blob.encode()).hexdigest()[:8]}"
+
+
+# ------------------------------------------------------------------ the embedded store's files
+# The demo generators and `memlens import` need the embedded store itself, not a
+# store chosen by name; they open it here so that no domain module imports a store.
+
+
+def open_demo_store(directory: str | Path | None = None, **options: Any) -> Any:
+    """The bundled demo memories in `<directory or data dir>/demo.sqlite` (an
+    EmbeddedStore), imported on first open and again only when the file changes."""
+    return load_target("connectors.embedded.store:open_demo_store")(directory, **options)
+
+
+def open_embedded_file(path: str | Path, **options: Any) -> Any:
+    """An EmbeddedStore on `path`, created when missing: the target of an import."""
+    return load_target("connectors.embedded.store:EmbeddedStore")(path, **options)
 
 
 # ------------------------------------------------------------------ secrets bound to a host

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from connectors import embedding
+from connectors.embedding import runtime as embedding
 
 PIZZA_BEFORE = "Likes cheese pizza"
 PIZZA_AFTER = "Loves cheese pizza with olives"
@@ -24,7 +24,7 @@ def write_history(root: Path) -> tuple[Path, dict[str, str]]:
     os.environ.setdefault("MEM0_DIR", str(root / "mem0-dir"))
     from mem0 import Memory
 
-    from connectors.mem0 import offline_config
+    from connectors.mem0.library import offline_config
 
     config = {
         "vector_store": {

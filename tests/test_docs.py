@@ -144,10 +144,10 @@ def test_the_scan_finds_the_variables_of_each_kind_of_read():
     registry field; and a project name that only stands in a string (a secret's name)."""
     found = variables()
     assert found["MEMORY_SCORE_FLOOR"].where.startswith("dashboard/floor.py")  # (environ or os.environ).get("...")
-    assert found["XDG_CACHE_HOME"].where.startswith("connectors/onnx_export.py")  # os.environ.get("...")
-    assert found["MEMLENS_MODEL_CACHE"].where.startswith("connectors/onnx_export.py")  # a module constant
+    assert found["XDG_CACHE_HOME"].where.startswith("connectors/embedding/onnx_export.py")  # os.environ.get("...")
+    assert found["MEMLENS_MODEL_CACHE"].where.startswith("connectors/embedding/")  # a module constant
     assert found["MEMORYSYNC_PROJECT_ID"].docs_file == "docs/stores.md"  # the registry's field
-    assert found["OPENAI_API_KEY"].where.startswith("connectors/mem0.py")
+    assert found["OPENAI_API_KEY"].where.startswith("connectors/mem0/")
 
 
 def test_every_subcommand_and_flag_is_in_docs():

@@ -79,3 +79,142 @@ def test_the_rule_itself_catches_a_violation(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import streamlit as st\nfrom dashboard.ui import cache\nfrom dashboard.views import inspect\n")
     assert {"streamlit", "dashboard.ui", "dashboard.ui.cache", "dashboard.views"} <= domain_violations(bad)
+
+
+# connectors/: the contract (base, registry) and app-wide helpers (common) at the
+# bottom, the model runtime (embedding) above them, one sub-package per kind of
+# store on top. A store package may use the HTTP boundary (http.base), never
+# another store package; only the demo loader, a tool that fills several stores,
+# reaches across them.
+STORE_PACKAGES = ("embedded", "http", "vector", "mem0")
+SHARED_CONNECTOR_MODULES = ("connectors.base", "connectors.registry", "connectors.common", "connectors.embedding.runtime", "connectors.http.base")
+
+
+def connector_layer(module: str) -> str:
+    """`connectors.vector.qdrant` -> "vector"; `connectors.base` -> "base"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def connector_violations(path: Path) -> set[str]:
+    own = path.relative_to(ROOT / "connectors").parts
+    layer = own[0] if len(own) > 1 else Path(own[0]).stem
+    found = set()
+    for module in imported_modules(path):
+        if not module.startswith("connectors.") or module == "connectors":
+            continue
+        target = connector_layer(module)
+        if layer in ("base", "common") and target not in ("base", "common"):
+            found.add(module)
+        elif layer == "embedding" and target not in ("base", "common", "embedding"):
+            found.add(module)
+        elif layer in STORE_PACKAGES and target in STORE_PACKAGES and target != layer and not module.startswith("connectors.http.base"):
+            found.add(module)
+        elif layer == "registry" and target not in ("base", "common"):
+            found.add(module)
+    return found
+
+
+def connector_modules() -> list[Path]:
+    return [p for p in modules("connectors/**/*.py") if p.name != "demo_loader.py"]
+
+
+def test_connectors_are_sub_packages_by_kind():
+    flat = {p.stem for p in modules("connectors/*.py")} - {"__init__", "base", "registry", "demo_loader"}
+    assert flat == set(), f"store or helper modules at the top of connectors/: {sorted(flat)}"
+    assert {p.name for p in (ROOT / "connectors").iterdir() if p.is_dir() and p.name != "__pycache__"} == {
+        "common", "embedding", *STORE_PACKAGES
+    }
+
+
+@pytest.mark.parametrize("path", connector_modules(), ids=lambda p: str(p.relative_to(ROOT / "connectors")))
+def test_connector_layers_import_one_way(path):
+    assert connector_violations(path) == set(), f"{path.relative_to(ROOT)} imports across connector layers"
+
+
+def test_the_connector_rule_catches_a_store_importing_another(tmp_path):
+    bad = ROOT / "connectors" / "vector" / "_probe_bad.py"
+    try:
+        bad.write_text("from connectors.mem0.library import Mem0LibraryStore\nfrom connectors.http.base import HttpBoundary\n")
+        assert connector_violations(bad) == {"connectors.mem0.library", "connectors.mem0.library.Mem0LibraryStore"}
+        bad.unlink()
+        bad = ROOT / "connectors" / "common" / "_probe_bad.py"
+        bad.write_text("from connectors.embedded.store import EmbeddedStore\n")
+        assert "connectors.embedded.store" in connector_violations(bad)
+    finally:
+        bad.unlink(missing_ok=True)
+
+
+DOMAIN_CONNECTOR_IMPORTS = ("connectors.base", "connectors.registry", "connectors.common")
+
+
+def store_module_imports(path: Path) -> set[str]:
+    """The connector modules a domain module imports beyond the contract, the
+    registry and the app-wide helpers: a store module, or the model runtime."""
+    return {
+        m
+        for m in imported_modules(path)
+        if m.startswith("connectors.") and not m.startswith(DOMAIN_CONNECTOR_IMPORTS)
+    }
+
+
+@pytest.mark.parametrize("path", domain_modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_domain_modules_import_no_store_module(path):
+    assert store_module_imports(path) == set(), f"{path.relative_to(ROOT)} imports a store module; open stores through connectors.registry"
+
+
+def test_the_store_rule_catches_a_domain_module_opening_a_store(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from connectors.embedded.store import open_demo_store\nfrom connectors.registry import create_store\n")
+    assert store_module_imports(bad) == {"connectors.embedded.store", "connectors.embedded.store.open_demo_store"}
+
+
+def dashboard_unit(module: str) -> str | None:
+    """The package (or top-level module) of dashboard/ a dotted name belongs to:
+    `dashboard.labels.export` -> "labels", `dashboard.floor` -> "floor"."""
+    parts = module.split(".")
+    if parts[0] != "dashboard" or len(parts) < 2:
+        return None
+    return parts[1] if (ROOT / "dashboard" / parts[1]).is_dir() or (ROOT / "dashboard" / f"{parts[1]}.py").exists() else None
+
+
+def package_graph(paths: list[Path]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        parts = path.relative_to(ROOT / "dashboard").parts
+        source = parts[0] if len(parts) > 1 else path.stem
+        for module in imported_modules(path):
+            target = dashboard_unit(module)
+            if target and target != source:
+                graph.setdefault(source, set()).add(target)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a path [a, b, ..., a], or None."""
+    state: dict[str, str] = {}
+
+    def visit(node: str, trail: list[str]) -> list[str] | None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return [*trail[trail.index(nxt):], nxt] if nxt in trail else [*trail, nxt]
+            if nxt not in state and (found := visit(nxt, [*trail, nxt])):
+                return found
+        state[node] = "done"
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start, [start])):
+            return found
+    return None
+
+
+def test_dashboard_packages_import_each_other_without_a_cycle():
+    cycle = find_cycle(package_graph(modules("dashboard/**/*.py")))
+    assert cycle is None, "packages of dashboard/ import each other in a cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_rule_catches_a_cycle():
+    assert find_cycle({"labels": {"database"}, "database": {"labels"}}) in (["labels", "database", "labels"], ["database", "labels", "database"])
+    assert find_cycle({"labels": {"database"}, "evaluation": {"database", "labels"}}) is None

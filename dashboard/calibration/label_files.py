@@ -31,10 +31,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from connectors.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
+from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
 from dashboard.calibration.scores import LabelledScores, labelled_scores
+from dashboard.database.model import LABEL_VALUES
 from dashboard.labels.export import FORMULA_PREFIXES
-from dashboard.labels.model import LABEL_VALUES
 
 ID_FIELDS = ("message_id", "memory_id")
 TEXT_FIELDS = ("reviewer", "store")
@@ -355,7 +355,7 @@ def _is_timestamp(value: str) -> bool:
 
 
 def from_labels(labels: Iterable[Any], source: str = "label store") -> LabelFile:
-    """Label-store rows (``dashboard.labels.model.Label``) as a LabelFile.
+    """Label-store rows (``dashboard.database.model.Label``) as a LabelFile.
 
     The store keeps one label per (message, memory, reviewer); with several
     reviewers on one pair, the most recently updated label is used, so a pair counts

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.labels.model import NOT_RELEVANT, RELEVANT
+from dashboard.database.model import NOT_RELEVANT, RELEVANT
 
 _SHOWN_PROBLEM_ROWS = 5
 

@@ -17,10 +17,10 @@ import argparse
 import os
 import sys
 
-from connectors.paths import data_dir
-from dashboard.labels import label_store_target, open_label_store
+from connectors.common.paths import data_dir
+from dashboard.database import label_store_target, open_label_store
+from dashboard.database.model import LabelStoreError
 from dashboard.labels.agreement import agreement
-from dashboard.labels.model import LabelStoreError
 
 
 def add_parser(commands) -> None:

@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dashboard.evaluation.compare import CompareError, compare_runs, summary_lines
+    from dashboard.evaluation.run_compare import CompareError, compare_runs, summary_lines
     from dashboard.evaluation.storage import open_eval_store
 
     evals = open_eval_store(dict(os.environ))

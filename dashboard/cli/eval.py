@@ -90,7 +90,7 @@ def print_progress(done: int, total: int) -> None:
 
 def report(evals: Any, run_id: str, fmt: str, floor: float | None, trec_run: str | None) -> int:
     from dashboard.evaluation.export import trec_lines
-    from dashboard.evaluation.metrics import run_figures, table_lines
+    from dashboard.evaluation.run_figures import run_figures, table_lines
 
     info = evals.run(run_id)
     judged = evals.load_set(info.set_name, info.set_hash)

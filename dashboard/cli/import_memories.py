@@ -31,13 +31,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from connectors.base import ConnectorError
-    from connectors.embedded import EmbeddedStore
+    from connectors.registry import open_embedded_file
 
     def progress(done: int, total: int) -> None:
         print(f"\rencoding {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
     try:
-        store = EmbeddedStore(args.db)
+        store = open_embedded_file(args.db)
         try:
             report = store.import_jsonl(args.memories, progress=progress)
         finally:

@@ -12,9 +12,9 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 
+from dashboard.database.model import Label
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.storage import QueryOutcome, RunInfo
-from dashboard.labels.model import Label
 
 _SPACE = re.compile(r"\s")
 

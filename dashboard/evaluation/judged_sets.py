@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from connectors.lines import LineIssue, json_objects
+from connectors.common.lines import LineIssue, json_objects
 from dashboard.ranking.metrics import DEMO_QUERIES, grades_from_labels
 
 MAX_GRADE = 3

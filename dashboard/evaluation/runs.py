@@ -36,9 +36,9 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
 )
+from dashboard.database.model import utc_now
 from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo, new_run_id
-from dashboard.labels.model import utc_now
 
 BATCH_SIZE = 64
 CONCURRENCY = 4

@@ -25,9 +25,9 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard.database.model import utc_now
+from dashboard.database.store import LabelStore
 from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
-from dashboard.labels.model import utc_now
-from dashboard.labels.store import LabelStore
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,7 @@ def _run_info(row: tuple, done: int) -> RunInfo:
 def open_eval_store(environ: dict[str, str]) -> EvalStore:
     """The eval store in the label database the app uses: $MEMLENS_LABELS_URL, else
     labels.sqlite in the data directory."""
-    from connectors.paths import data_dir
-    from dashboard.labels import label_store_target, open_label_store
+    from connectors.common.paths import data_dir
+    from dashboard.database import label_store_target, open_label_store
 
     return EvalStore(open_label_store(label_store_target(environ, data_dir())))

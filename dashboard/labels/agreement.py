@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dashboard.labels.model import LABEL_VALUES, Label
+from dashboard.database.model import LABEL_VALUES, Label
 
 
 def cohen_kappa(first: Sequence[Hashable], second: Sequence[Hashable]) -> float:

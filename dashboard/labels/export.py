@@ -11,7 +11,7 @@ import io
 import json
 from collections.abc import Iterable
 
-from dashboard.labels.model import EXPORT_FIELDS, TEXT_FIELDS, Label
+from dashboard.database.model import EXPORT_FIELDS, TEXT_FIELDS, Label
 
 # Spreadsheets run a cell that starts with one of these as a formula.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")

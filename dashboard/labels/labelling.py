@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dashboard.labels.sessions import LabelSession, SessionItem
-from dashboard.labels.store import LabelStore
+from dashboard.database.sessions import LabelSession, SessionItem
+from dashboard.database.store import LabelStore
 
 ACTIONS = ("relevant", "not_relevant", "skip")
 

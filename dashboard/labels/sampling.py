@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboard.labels.sessions import LabelSession, SessionItem
-from dashboard.labels.store import LabelStore
+from dashboard.database.sessions import LabelSession, SessionItem
+from dashboard.database.store import LabelStore
 
 METHODS = ("uniform", "stratified", "turns")
 DEFAULT_BAND_WIDTH = 0.05

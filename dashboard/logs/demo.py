@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import MemoryStore
-from dashboard.labels.demo import DEMO_DATA, DEMO_K, DEMO_QUERIES, SCORE_DECIMALS, DemoQuery, demo_store_fingerprint, read_queries
+from dashboard.demo import DEMO_DATA, DEMO_K, DEMO_QUERIES, SCORE_DECIMALS, DemoQuery, demo_store_fingerprint, read_queries
 
 SAMPLE_LOG = DEMO_DATA / "sample_log.jsonl"
 FIRST_TIMESTAMP = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=DEMO_K)
     args = parser.parse_args(argv)
 
-    from connectors.embedded import open_demo_store
+    from connectors.registry import open_demo_store
 
     queries = read_demo_queries(args.queries)
     # A fresh store, so memory ages (and so recency) are those the demo file states.

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from connectors.lines import LINE, MAX_RANK, LineIssue, clip, parse_line
+from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, parse_line
 
 REQUIRED_COLUMNS = ("message_id", "memory_id", "rank", "score")
 OPTIONAL_COLUMNS = ("user_id", "query", "timestamp", "store")

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from connectors.lines import LineIssue
+from connectors.common.lines import LineIssue
 from dashboard.logs.log_files import COLUMNS
 
 SNIFF_BYTES = 4096

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import MemoryStore, QueryResult
-from connectors.lines import LineIssue, json_objects
-from connectors.paths import data_dir
+from connectors.common.lines import LineIssue, json_objects
+from connectors.common.paths import data_dir
 
 READ_LOG_NAME = "reads.jsonl"
 _write_lock = threading.Lock()

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from connectors.lines import MAX_RANK, LineIssue
+from connectors.common.lines import MAX_RANK, LineIssue
 from dashboard.logs.log_files import (
     COLUMNS,
     ID_COLUMNS,

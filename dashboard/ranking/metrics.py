@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import Hit
-from connectors.lines import LineIssue, json_objects
+from connectors.common.lines import LineIssue, json_objects
 from dashboard.ranking.rerank import RerankResult, RerankSettings, rerank
 
 DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"

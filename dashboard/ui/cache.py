@@ -15,11 +15,11 @@ from concurrent.futures import Future
 import streamlit as st
 
 from connectors.base import MemoryStore
-from connectors.paths import data_dir
+from connectors.common.paths import data_dir
 from connectors.registry import create_store
 from dashboard.calibration.label_files import LabelFile, parse_label_bytes
-from dashboard.labels import label_store_target, open_label_store
-from dashboard.labels.store import LABELS_URL_ENV, LabelStore
+from dashboard.database import label_store_target, open_label_store
+from dashboard.database.store import LABELS_URL_ENV, LabelStore
 
 
 def open_store(name: str, config_json: str) -> MemoryStore:
@@ -72,7 +72,7 @@ def model_warmup() -> Future:
     the page paints at once and the model is usually ready by the first query (on
     the ONNX path that is under a second; the first run on a machine also exports
     the model, which imports torch once)."""
-    from connectors import embedding
+    from connectors.embedding import runtime as embedding
 
     future: Future = Future()
 

@@ -21,9 +21,9 @@ from dashboard.calibration.advice import FloorAdvice
 from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
 from dashboard.calibration.report import floor_choice
 from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
+from dashboard.database.model import LabelStoreError
+from dashboard.demo import DEMO_LABELS, load_demo_labels
 from dashboard.floor import default_floor
-from dashboard.labels.demo import DEMO_LABELS, load_demo_labels
-from dashboard.labels.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui

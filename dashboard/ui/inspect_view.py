@@ -10,13 +10,13 @@ import os
 import pandas as pd
 import streamlit as st
 
-from connectors import embedding
 from connectors.base import ConnectorError, Hit, QueryResult
+from connectors.embedding import runtime as embedding
 from connectors.registry import REGISTRY
+from dashboard.database.model import LabelStoreError, message_id
 from dashboard.display import bounded_json, clip_text, code_span, hits_frame, inert_markdown
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import export
-from dashboard.labels.model import LabelStoreError, message_id
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
 from dashboard.ui.access import logged_in_identity

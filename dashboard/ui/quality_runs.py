@@ -16,15 +16,16 @@ import streamlit as st
 
 from connectors.base import ConnectorError
 from connectors.registry import public_config
+from dashboard.database.model import LabelStoreError
 from dashboard.display import inert_markdown
-from dashboard.evaluation import judged_sets, whatif
-from dashboard.evaluation.compare import CompareError, Comparison, compare_runs, inspect_link
+from dashboard.evaluation import judged_sets
+from dashboard.evaluation import weight_search as whatif
 from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
-from dashboard.evaluation.metrics import RunFigures, format_value, run_figures
+from dashboard.evaluation.run_compare import CompareError, Comparison, compare_runs, inspect_link
+from dashboard.evaluation.run_figures import RunFigures, format_value, run_figures
 from dashboard.evaluation.runs import RunRequest, RunStopped, resume_run, start_run, store_limit
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
-from dashboard.labels.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui.errors import show_error, show_store_error
 from dashboard.ui.sidebar import StoreChoice

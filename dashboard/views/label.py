@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.labels.model import LabelStoreError
+from dashboard.database.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import label_view as view
 from dashboard.ui.access import require_access, require_reviewer

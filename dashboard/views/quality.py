@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.labels.model import LabelStoreError
+from dashboard.database.model import LabelStoreError
 from dashboard.ui import inspect_view, quality_runs, quality_view
 from dashboard.ui.access import require_access
 from dashboard.ui.errors import show_error, show_store_error

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from connectors.demo_loader import demo_rows
-from connectors.langgraph_store import minilm_embed
+from connectors.vector.langgraph_store import minilm_embed
 
 
 @cache

@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from connectors.embedded import EmbeddedStore
+from connectors.embedded.store import EmbeddedStore
 
 TEST_API_KEY = "m0-live-TESTKEY-5c1e9a7d20"
 DEFAULT_THRESHOLD = 0.1

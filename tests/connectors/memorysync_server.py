@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from connectors.base import SIGNALS, NotFound
-from connectors.embedded import EmbeddedStore
+from connectors.embedded.store import EmbeddedStore
 
 TEST_API_KEY = "msk-live-TESTKEY-7f3a9c21e4b8d6"
 # A stand-in for MemorySync's weights: the embedded store has no `cluster` component.

@@ -10,9 +10,9 @@ import json
 import httpx
 
 from connectors.base import HasDefaultUser, HasMaxK, QueriesBumpUsage, SupportsFeedback, SupportsUsers
-from connectors.embedded import EmbeddedStore
-from connectors.http_json import HttpJsonStore, parse_config
-from connectors.memorysync import MemorySyncStore
+from connectors.embedded.store import EmbeddedStore
+from connectors.http.json_service import HttpJsonStore, parse_config
+from connectors.http.memorysync import MemorySyncStore
 from dashboard.logs.read_log import LoggedStore
 from dashboard.ranking.rank_lookup import DEFAULT_LOOKUP_K, find_rank, lookup_k
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-from connectors.embedded import EmbeddedStore
+from connectors.embedded.store import EmbeddedStore
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 TEXTS = [
@@ -54,7 +54,7 @@ def brute_force(
     store: EmbeddedStore, rows: list[dict], query: str, user: str | None, k: int, now: datetime = NOW
 ) -> list[tuple[str, float]]:
     """The documented ranking, computed row by row from the stored embeddings."""
-    from connectors import embedding
+    from connectors.embedding import runtime as embedding
 
     q = embedding.encode([query])[0]
     stored = dict(store._db.execute("SELECT id, embedding FROM memories"))
@@ -143,7 +143,7 @@ def test_a_scan_cut_into_parts_on_threads_gives_the_same_ranking(interleaved, mo
     """A large slice is scored in parts, one per core; each part must read the
     per-memory columns at its own offset within the user's slice. Parts of 2 rows
     here, so even these small slices are cut into three."""
-    from connectors import embedded_scan
+    from connectors.embedded import scan as embedded_scan
 
     monkeypatch.setattr(embedded_scan, "MIN_PART_ROWS", 2)
     monkeypatch.setattr(embedded_scan, "SCAN_THREADS", 3)

@@ -10,8 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from connectors import embedding, onnx_export
-from connectors.onnx_encoder import OnnxEncoder
+from connectors.embedding import onnx_export
+from connectors.embedding import runtime as embedding
+from connectors.embedding.onnx_encoder import OnnxEncoder
 from tests.conftest import ROOT
 
 
@@ -93,8 +94,8 @@ def test_a_query_from_a_cold_process_never_imports_torch():
     embedding.encode(["make sure the shared export exists"])
     code = (
         "import sys\n"
-        "from connectors.embedded import EmbeddedStore\n"
-        "from connectors import embedding\n"
+        "from connectors.embedded.store import EmbeddedStore\n"
+        "from connectors.embedding import runtime as embedding\n"
         "vector = embedding.encode(['Which UI theme does the user prefer?'])[0]\n"
         "print(len(vector), 'torch' in sys.modules, 'transformers' in sys.modules)\n"
     )

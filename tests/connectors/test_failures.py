@@ -1,6 +1,6 @@
 """A store that refuses the connection is StoreUnavailable and one that never answers
 is StoreTimeout in every connector that calls a client library, told by the type of
-the library's exception (connectors/failures.py), never by its message. Every
+the library's exception (connectors/common/failures.py), never by its message. Every
 failure here is a real one: a loopback port nothing listens on, or a loopback server
 that accepts and never replies."""
 
@@ -19,9 +19,9 @@ import requests
 from qdrant_client import QdrantClient
 
 from connectors.base import BadResponse, InvalidRequest, StoreTimeout, StoreUnavailable, check_query
-from connectors.failures import call_library, failure_kind
-from connectors.lancedb_store import open_store as open_lancedb
-from connectors.langgraph_store import open_store as open_langgraph
+from connectors.common.failures import call_library, failure_kind
+from connectors.vector.lancedb_store import open_store as open_lancedb
+from connectors.vector.langgraph_store import open_store as open_langgraph
 
 
 def closed_port() -> int:

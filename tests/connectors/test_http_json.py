@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from connectors.base import AuthFailed, BadResponse, InvalidRequest, ScoreKind, StoreUnavailable
-from connectors.http_json import ConfigError, HttpJsonStore, fill, load_config, open_store, parse_config
+from connectors.http.json_service import ConfigError, HttpJsonStore, fill, load_config, open_store, parse_config
 from connectors.registry import create_store
 
 THEME = "Which UI theme does the user prefer?"
@@ -282,7 +282,7 @@ params = {{ limit = "{{limit}}", offset = "{{offset}}" }}
 def test_a_toml_description_of_a_real_service_reads_it_like_the_dedicated_connector(tmp_path, memorysync_server, monkeypatch):
     path = memorysync_as_toml(tmp_path, memorysync_server.url)
     generic = create_store("http_json", {"config_path": str(path), "api_key": memorysync_server.api_key})
-    from connectors.memorysync import MemorySyncStore
+    from connectors.http.memorysync import MemorySyncStore
 
     dedicated = MemorySyncStore(memorysync_server.url, memorysync_server.api_key, end_user_id="sam")
     mine = generic.query(THEME, user_id="sam", k=5)

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from demo_judgments import query_text, relevant_ids
 
-from connectors import embedding
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows, demo_vectors
-from connectors.lancedb_store import normalise, open_store
+from connectors.embedding import runtime as embedding
 from connectors.registry import create_store
+from connectors.vector.lancedb_store import normalise, open_store
 
 THEME = query_text("demo-q04")
 PIZZA = query_text("demo-q01")

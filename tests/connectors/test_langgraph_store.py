@@ -7,11 +7,11 @@ import pytest
 from demo_judgments import query_text, relevant_ids
 from langgraph_factory import demo_store
 
-from connectors import embedding
 from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows
-from connectors.langgraph_store import open_store, parse_namespace
+from connectors.embedding import runtime as embedding
 from connectors.registry import create_store
+from connectors.vector.langgraph_store import open_store, parse_namespace
 
 THEME = query_text("demo-q04")
 PIZZA = query_text("demo-q01")

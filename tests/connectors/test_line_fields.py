@@ -1,4 +1,4 @@
-"""Line validation as a table (connectors/line_fields.py), through the memory reader
+"""Line validation as a table (connectors/common/line_fields.py), through the memory reader
 of the embedded store: each bad field is named with the message it always had, and a
 good line reads to the same row."""
 
@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from connectors.embedded_import import _validate_line
-from connectors.line_fields import LineField, json_object, read_fields
+from connectors.common.line_fields import LineField, json_object, read_fields
+from connectors.embedded.importing import _validate_line
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 GOOD = {"id": "m1", "user_id": "sam", "text": "Lives in Lisbon", "age_days": 2}

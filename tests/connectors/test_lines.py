@@ -1,6 +1,6 @@
 """The one JSONL reader: objects with their line numbers, every other line named."""
 
-from connectors.lines import LineIssue, json_objects, parse_line
+from connectors.common.lines import LineIssue, json_objects, parse_line
 
 
 def test_objects_come_with_their_line_and_bad_lines_become_issues_in_order():

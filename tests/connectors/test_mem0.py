@@ -12,18 +12,11 @@ import pytest
 import yaml
 from demo_judgments import calibrated_floor, query_text, relevant_ids
 
-from connectors import embedding
 from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows, load_mem0
-from connectors.mem0 import (
-    UNUSED_LLM_KEY,
-    Mem0LibraryStore,
-    ScoreRule,
-    hits_from_search,
-    load_config,
-    offline_config,
-    score_rule,
-)
+from connectors.embedding import runtime as embedding
+from connectors.mem0.library import UNUSED_LLM_KEY, Mem0LibraryStore, load_config, offline_config
+from connectors.mem0.scores import ScoreRule, hits_from_search, score_rule
 from connectors.registry import create_store
 from dashboard.ranking.rerank import rerank
 
@@ -310,20 +303,20 @@ class Mem0v0:
     ],
 )
 def test_search_arguments_follow_the_installed_signature(method, search, expected):
-    from connectors.mem0 import call_arguments
+    from connectors.mem0.library import call_arguments
 
     assert call_arguments(method, "sam", 5, search=search) == expected
 
 
 def test_the_installed_mem0_gets_threshold_zero_and_explain(mem0_store):
-    from connectors.mem0 import call_arguments
+    from connectors.mem0.library import call_arguments
 
     arguments = call_arguments(type(mem0_store.memory).search, "sam", 5, search=True)
     assert arguments == {"filters": {"user_id": "sam"}, "top_k": 5, "threshold": 0.0, "explain": True}
 
 
 def test_mem0_embeds_on_the_same_onnx_path_as_the_other_stores(mem0_store):
-    from connectors.mem0_embedding import can_take_over
+    from connectors.mem0.embedding import can_take_over
 
     embedder = mem0_store.memory.embedding_model
     assert type(embedder).__name__ == "MemlensEmbedding"

@@ -7,8 +7,8 @@ import pytest
 from mem0_history_data import CAR_AFTER, CAR_BEFORE, CAT, LISBON, PIZZA_AFTER, PIZZA_BEFORE, write_history
 
 from connectors.base import StoreUnavailable, SupportsHistory
-from connectors.mem0 import Mem0LibraryStore
-from connectors.mem0_history import events_of_kinds
+from connectors.mem0.history import events_of_kinds
+from connectors.mem0.library import Mem0LibraryStore
 from dashboard.browse import history_matches, history_rows
 
 

@@ -19,7 +19,7 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
 )
-from connectors.mem0 import Mem0PlatformStore, open_platform
+from connectors.mem0.platform import Mem0PlatformStore, open_platform
 
 THEME = "Which UI theme does the user prefer?"
 PIZZA = "What is the user's favourite pizza topping?"

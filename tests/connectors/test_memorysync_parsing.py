@@ -19,8 +19,8 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
 )
-from connectors.http_base import error_message, parse_retry_after
-from connectors.memorysync import MAX_K, NORMALISED_NOTE, USAGE_NOTE, MemorySyncStore, MissingEndUser, open_store
+from connectors.http.base import error_message, parse_retry_after
+from connectors.http.memorysync import MAX_K, NORMALISED_NOTE, USAGE_NOTE, MemorySyncStore, MissingEndUser, open_store
 
 KEY = "msk-mock-SECRET-91ab77"
 NaN_TOKEN = "__nan__"  # replaced by a bare NaN, which Python's json reads as a float

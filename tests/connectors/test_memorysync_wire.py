@@ -17,7 +17,7 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
 )
-from connectors.memorysync import NORMALISED_NOTE, USAGE_NOTE, MemorySyncStore, MissingEndUser
+from connectors.http.memorysync import NORMALISED_NOTE, USAGE_NOTE, MemorySyncStore, MissingEndUser
 
 PIZZA = "What is the user's favourite pizza topping?"
 THEME = "Which UI theme does the user prefer?"

@@ -14,12 +14,12 @@ import pytest
 from demo_judgments import query_text, relevant_ids
 from pgvector_server import PgVectorServer  # tests/pgvector_server.py
 
-from connectors import embedding
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreTimeout, StoreUnavailable
 from connectors.demo_loader import demo_rows, demo_vectors, load_mem0
-from connectors.mem0 import offline_config
-from connectors.pgvector import normalise, open_store
+from connectors.embedding import runtime as embedding
+from connectors.mem0.library import offline_config
 from connectors.registry import REGISTRY, create_store
+from connectors.vector.pgvector import normalise, open_store
 
 THEME = query_text("demo-q04")
 PIZZA = query_text("demo-q01")

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from connectors.base import AuthFailed, BadResponse
-from connectors.memorysync import MemorySyncStore
-from connectors.redaction import exception_text, redact_text
+from connectors.common.redaction import exception_text, redact_text
+from connectors.http.memorysync import MemorySyncStore
 
 KEY = "sk-live-0123456789abcdefghijklmnopqrst"  # 36 characters
 BASE = "https://api.memorysync.test/v1"

@@ -1,4 +1,4 @@
-"""The part the vector-database connectors share (connectors/vector_fields.py): a
+"""The part the vector-database connectors share (connectors/vector/fields.py): a
 server that refuses or never answers becomes the error a page shows, naming the
 store and where it is, and sidebar settings left empty mean the defaults."""
 
@@ -9,10 +9,10 @@ import socket
 import pytest
 
 from connectors.base import StoreTimeout, StoreUnavailable
-from connectors.chroma import ChromaStore
-from connectors.qdrant import QdrantStore
 from connectors.registry import create_store
-from connectors.vector_fields import PayloadFields
+from connectors.vector.chroma import ChromaStore
+from connectors.vector.fields import PayloadFields
+from connectors.vector.qdrant import QdrantStore
 
 
 def closed_port() -> int:

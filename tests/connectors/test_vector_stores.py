@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from demo_judgments import calibrated_floor, demo_queries, query_text, relevant_ids
 
-from connectors import embedding
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable
-from connectors.chroma import ChromaStore, persistent_client
 from connectors.demo_loader import demo_rows, demo_vectors, load_chroma, load_qdrant
-from connectors.qdrant import QdrantStore, local_client
-from connectors.query_vectors import remember
+from connectors.embedding import runtime as embedding
+from connectors.embedding.query_vectors import remember
 from connectors.registry import create_store
+from connectors.vector.chroma import ChromaStore, persistent_client
+from connectors.vector.qdrant import QdrantStore, local_client
 
 THEME = query_text("demo-q04")
 PIZZA = query_text("demo-q01")

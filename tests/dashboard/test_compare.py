@@ -1,11 +1,11 @@
-"""dashboard.compare: two results lined up memory by memory, each side's floor."""
+"""dashboard.store_compare: two results lined up memory by memory, each side's floor."""
 
 from __future__ import annotations
 
 import pytest
 
 from connectors.base import Hit, QueryResult, ScoreKind
-from dashboard.compare import ABSENT, DROPPED, KEPT, compare
+from dashboard.store_compare import ABSENT, DROPPED, KEPT, compare
 
 
 def result(*hits: tuple[str, str, float], kind: ScoreKind = ScoreKind.SIMILARITY, raw_kind: str | None = None) -> QueryResult:

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dashboard.calibration.label_files import LabelFileError, parse_label_bytes, parse_label_text
+from dashboard.database.model import EXPORT_FIELDS
+from dashboard.database.store import LabelStore
 from dashboard.labels import export
-from dashboard.labels.model import EXPORT_FIELDS
-from dashboard.labels.store import LabelStore
 from dashboard.logs.retrieval_log import LogFormatError, read_log_bytes
 
 LABELS = ("relevant", "not_relevant")

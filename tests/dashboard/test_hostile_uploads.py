@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.lines import MAX_ECHO_CHARS
+from connectors.common.lines import MAX_ECHO_CHARS
 from dashboard.calibration.label_files import LabelFileError, parse_label_bytes
 from dashboard.logs.log_files import LogFormatError
 from dashboard.logs.retrieval_log import read_log_bytes

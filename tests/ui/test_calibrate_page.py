@@ -11,8 +11,8 @@ import pytest
 from page_text import error_texts
 
 from dashboard.calibration.sweep import calibrate, format_floor
-from dashboard.labels.demo import load_demo_labels
-from dashboard.labels.store import LabelStore
+from dashboard.database.store import LabelStore
+from dashboard.demo import load_demo_labels
 
 PAGE = "views/calibrate.py"
 CHART_KEYS = ("histogram", "trade-off", "precision/recall", "no memory")

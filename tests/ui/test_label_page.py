@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from page_text import error_texts, plain
 
+from dashboard.database import open_label_store
 from dashboard.display import inert_markdown
-from dashboard.labels import export, open_label_store, sampling
+from dashboard.labels import export, sampling
 from dashboard.logs.retrieval_log import read_log, read_log_bytes
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 from page_text import plain
 from streamlit.testing.v1.element_tree import Block
 
-from connectors.memorysync import NORMALISED_NOTE, USAGE_NOTE
+from connectors.http.memorysync import NORMALISED_NOTE, USAGE_NOTE
 from dashboard.floor import apply_floor
 from dashboard.labels import export
 
@@ -68,7 +68,7 @@ def test_query_floor_and_labels_work_the_same_on_both_stores(app, ms_env, data_d
 
     at.button(key=f"not_relevant_{dropped[0].memory_id}").click().run()
     assert not at.exception
-    from dashboard.labels.store import LabelStore
+    from dashboard.database.store import LabelStore
 
     labels = LabelStore(data_dir / "labels.sqlite").labels()
     assert [(row.memory_id, row.label, row.rank) for row in labels] == [(dropped[0].memory_id, "not_relevant", dropped[0].rank)]
@@ -286,7 +286,7 @@ def test_the_api_key_never_appears_in_the_page_logs_exports_or_url(app, ms_env, 
     assert "HTTP Request: POST" in caplog.text or "MemorySync POST /memory/query" in caplog.text
     assert key not in caplog.text
 
-    from dashboard.labels.store import LabelStore
+    from dashboard.database.store import LabelStore
 
     labels = LabelStore(data_dir / "labels.sqlite").labels()
     assert labels

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from dashboard.labels.store import LabelStore
+from dashboard.database.store import LabelStore
 
 DEMO_QUERIES = __import__("pathlib").Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 

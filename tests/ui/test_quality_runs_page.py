@@ -82,7 +82,7 @@ def test_upload_run_compare_and_search_weights(app, data_dir):
 
 
 def test_labelled_turns_are_promoted_to_a_judged_set(app, data_dir):
-    from dashboard.labels.store import LabelStore
+    from dashboard.database.store import LabelStore
 
     labels = LabelStore(data_dir / "labels.sqlite")
     # Two turns whose query text the reviewer chose to keep, one without it.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from connectors.base import AuthFailed
-from connectors.mem0 import open_platform
+from connectors.mem0.platform import open_platform
 from connectors.registry import REGISTRY, configured_secret_allowed
 
 THEME = "Which UI theme does the user prefer?"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from page_text import error_texts
 
-from connectors.chroma import persistent_client
 from connectors.demo_loader import demo_rows, load_chroma, load_qdrant
-from connectors.qdrant import local_client
+from connectors.vector.chroma import persistent_client
+from connectors.vector.qdrant import local_client
 
 THEME = "Which UI theme does the user prefer?"
 SEARCH = "FormSubmitter:query_form-Search"

@@ -9,8 +9,8 @@ import pytest
 
 from dashboard.calibration.label_files import LabelFileError, from_labels, parse_label_bytes, parse_label_text, read_label_file
 from dashboard.calibration.sweep import CalibrationError
+from dashboard.database.store import LabelStore
 from dashboard.labels import export
-from dashboard.labels.store import LabelStore
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from dashboard.database import open_label_store
+from dashboard.database.model import utc_now
 from dashboard.evaluation import judged_sets
 from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet, JudgedSetError
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo, new_run_id
-from dashboard.labels import open_label_store
-from dashboard.labels.model import utc_now
 
 
 def line(**fields) -> str:
@@ -63,7 +63,7 @@ def test_trec_qrels_and_topics(tmp_path):
 
 
 def test_promoted_labels_take_the_majority_and_need_the_query_text():
-    from dashboard.labels.model import Label
+    from dashboard.database.model import Label
 
     def label(message, memory, value, reviewer):
         return Label(message, memory, 1, 0.5, value, reviewer, "embedded:x", "t", "t")

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from ranx import Qrels, Run, evaluate
 
-from dashboard.evaluation.compare import compare_runs, inspect_link, paired_randomisation_p
 from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
-from dashboard.evaluation.metrics import run_figures
+from dashboard.evaluation.run_compare import compare_runs, inspect_link, paired_randomisation_p
+from dashboard.evaluation.run_figures import run_figures
 from dashboard.evaluation.storage import QueryOutcome, RunHit, RunInfo
 
 
@@ -106,7 +106,7 @@ def test_compare_counts_wins_ties_losses_and_names_the_worst():
 
 
 def test_runs_of_different_set_versions_are_not_compared():
-    from dashboard.evaluation.compare import CompareError
+    from dashboard.evaluation.run_compare import CompareError
 
     judged, outcomes = generated(seed=6)
     with pytest.raises(CompareError, match="different versions"):

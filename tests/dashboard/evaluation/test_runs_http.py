@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.memorysync import open_store
+from connectors.http.memorysync import open_store
+from dashboard.database import open_label_store
 from dashboard.evaluation.judged_sets import demo_set
 from dashboard.evaluation.runs import CONCURRENCY, RunRequest, RunStopped, resume_run, start_run
 from dashboard.evaluation.storage import EvalStore
-from dashboard.labels import open_label_store
 
 API_KEY = "msk-live-TESTKEY-7f3a9c21e4b8d6"
 QUERY = "/memory/query"

@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from connectors.embedded import EmbeddedStore
-from dashboard.evaluation import whatif
+from connectors.embedded.store import EmbeddedStore
+from dashboard.database import open_label_store
+from dashboard.evaluation import weight_search as whatif
 from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
 from dashboard.evaluation.runs import RunRequest, start_run
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit
-from dashboard.labels import open_label_store
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 FACTS = [

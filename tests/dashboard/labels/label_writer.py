@@ -14,7 +14,7 @@ from pathlib import Path
 # Run as a script, so the project root is not on sys.path until this line puts it there.
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from dashboard.labels import open_label_store
+from dashboard.database import open_label_store
 
 
 def main() -> int:

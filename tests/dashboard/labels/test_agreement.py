@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
+from dashboard.database.model import Label
 from dashboard.labels.agreement import agreement, cohen_kappa, fleiss_kappa
-from dashboard.labels.model import Label
 
 LABELS = ["relevant", "not_relevant"]
 

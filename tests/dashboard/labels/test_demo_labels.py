@@ -1,11 +1,11 @@
 """The bundled demo labels: judged by id from demo_data/queries.jsonl, and still what
-the demo store returns (regenerate with `python -m dashboard.labels.demo`)."""
+the demo store returns (regenerate with `python -m dashboard.demo`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard.labels.demo import (
+from dashboard.demo import (
     DEMO_K,
     DEMO_REVIEWER,
     demo_store_fingerprint,
@@ -18,7 +18,7 @@ from dashboard.labels.demo import (
 @pytest.fixture(scope="module")
 def fresh_demo_store(tmp_path_factory):
     """A demo store of its own: a shared one may have had feedback move importance."""
-    from connectors.embedded import open_demo_store
+    from connectors.embedded.store import open_demo_store
 
     store = open_demo_store(tmp_path_factory.mktemp("demo-labels"))
     yield store

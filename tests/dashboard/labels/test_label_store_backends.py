@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.labels import open_label_store
-from dashboard.labels.model import LabelStoreError
-from dashboard.labels.postgres import PostgresLabelStore
-from dashboard.labels.sessions import LabelSession, SessionExists, SessionItem
+from dashboard.database import open_label_store
+from dashboard.database.model import LabelStoreError
+from dashboard.database.postgres import PostgresLabelStore
+from dashboard.database.sessions import LabelSession, SessionExists, SessionItem
 
 WRITER = Path(__file__).resolve().parent / "label_writer.py"
 WORKERS, ROWS = 8, 1_000

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from postgres_server import PostgresServer
 
-from dashboard.labels import open_label_store
-from dashboard.labels.model import LabelStoreError
+from dashboard.database import open_label_store
+from dashboard.database.model import LabelStoreError
 
 TIMEOUT_S = 2.0
 # A hang guard, not a speed assertion: the old store blocked for minutes.

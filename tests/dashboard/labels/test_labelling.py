@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.labels import labelling, open_label_store
-from dashboard.labels.sessions import LabelSession, SessionItem
+from dashboard.database import open_label_store
+from dashboard.database.sessions import LabelSession, SessionItem
+from dashboard.labels import labelling
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@ import json
 import pandas as pd
 import pytest
 
+from dashboard.database.model import EXPORT_FIELDS, message_id
+from dashboard.database.store import LabelStore
 from dashboard.labels import export
-from dashboard.labels.model import EXPORT_FIELDS, message_id
-from dashboard.labels.store import LabelStore
 
 
 @pytest.fixture

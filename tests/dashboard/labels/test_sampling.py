@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.labels import open_label_store, sampling
+from dashboard.database import open_label_store
+from dashboard.labels import sampling
 
 
 def make_log(turns=400, per_turn=5, seed=0) -> pd.DataFrame:

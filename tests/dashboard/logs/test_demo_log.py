@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dashboard.labels.demo import demo_store_fingerprint
+from dashboard.demo import demo_store_fingerprint
 from dashboard.logs.demo import DEMO_K, SAMPLE_LOG, log_rows, read_demo_queries
 from dashboard.logs.retrieval_log import read_log
 

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from dashboard.cli.main import main
-from dashboard.labels import open_label_store
+from dashboard.database import open_label_store
 from dashboard.labels.sampling import save_session
 from dashboard.logs import otlp
 from dashboard.logs.read_log import logged_query, read_records

@@ -9,8 +9,8 @@ import sqlite3
 import pytest
 
 from connectors.base import Hit, InvalidRequest
-from connectors.embedded import EmbeddedStore
-from connectors.memorysync import MemorySyncStore
+from connectors.embedded.store import EmbeddedStore
+from connectors.http.memorysync import MemorySyncStore
 from dashboard import feedback
 from dashboard.ranking.rank_lookup import DEFAULT_LOOKUP_K, find_rank, lookup_k
 

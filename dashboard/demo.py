@@ -1,6 +1,6 @@
 """Demo labels, so the Calibrate page has something to show on first open.
 
-`python -m dashboard.labels.demo` runs every demo query of demo_data/queries.jsonl
+`python -m dashboard.demo` runs every demo query of demo_data/queries.jsonl
 against a fresh demo store at k=5 and labels each hit ``relevant`` when its id is
 among the query's ``relevant`` ids, ``not_relevant`` otherwise. The rows are
 written to demo_data/demo_labels.jsonl in the label export format, by reviewer
@@ -18,13 +18,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from connectors.base import MemoryStore
-from connectors.lines import LineIssue, json_objects
+from connectors.common.lines import LineIssue, json_objects
 from connectors.registry import REGISTRY, fingerprint
 from dashboard.calibration.label_files import LabelFile, read_label_file
+from dashboard.database.model import Label
 from dashboard.labels.export import to_jsonl
-from dashboard.labels.model import Label
 
-DEMO_DATA = Path(__file__).resolve().parents[2] / "demo_data"
+DEMO_DATA = Path(__file__).resolve().parents[1] / "demo_data"
 DEMO_QUERIES = DEMO_DATA / "queries.jsonl"
 DEMO_LABELS = DEMO_DATA / "demo_labels.jsonl"
 DEMO_REVIEWER = "demo-judgments"
@@ -95,13 +95,13 @@ def load_demo_labels(path: Path = DEMO_LABELS) -> LabelFile:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dashboard.labels.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m dashboard.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=Path, default=DEMO_QUERIES)
     parser.add_argument("--out", type=Path, default=DEMO_LABELS)
     parser.add_argument("--k", type=int, default=DEMO_K)
     args = parser.parse_args(argv)
 
-    from connectors.embedded import open_demo_store
+    from connectors.registry import open_demo_store
 
     queries, problems = read_queries(args.queries)
     for problem in problems:

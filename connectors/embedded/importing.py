@@ -1,5 +1,5 @@
 """Reading memories to import into the embedded store: one JSON object a line
-(through connectors/lines.py), checked field by field, so a bad line is reported
+(through connectors/common/lines.py), checked field by field, so a bad line is reported
 (file, line number, field, what was wrong) and the good lines are still imported."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from connectors.line_fields import (
+from connectors.common.line_fields import (
     LineField,
     iso_datetime,
     json_object,
@@ -18,7 +18,7 @@ from connectors.line_fields import (
     read_fields,
     whole_number,
 )
-from connectors.lines import LineIssue, json_objects
+from connectors.common.lines import LineIssue, json_objects
 
 DEFAULT_IMPORTANCE = 0.5
 IMPORTANCE_MIN, IMPORTANCE_MAX = 0.05, 1.0

@@ -50,7 +50,7 @@ from connectors.base import (
     score_from_distance,
     unit_length_note,
 )
-from connectors.query_vectors import query_vector
+from connectors.embedding.query_vectors import query_vector
 
 OPERATORS = {
     "<=>": "cosine distance (1 - cosine similarity)",

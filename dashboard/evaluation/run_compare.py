@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from dashboard.evaluation.judged_sets import JudgedSet
-from dashboard.evaluation.metrics import QueryFigures, run_figures
+from dashboard.evaluation.run_figures import QueryFigures, run_figures
 from dashboard.evaluation.storage import QueryOutcome, RunInfo
 
 PERMUTATIONS = 10_000

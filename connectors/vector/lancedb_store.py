@@ -37,8 +37,8 @@ from connectors.base import (
     score_from_distance,
     unit_length_note,
 )
-from connectors.failures import call_library
-from connectors.query_vectors import query_vector
+from connectors.common.failures import call_library
+from connectors.embedding.query_vectors import query_vector
 
 RAW_KINDS = {
     "l2": "squared l2 distance",
@@ -137,7 +137,7 @@ class LanceDBStore:
         return f"`{column}` = {_literal(user_id)}" if user_id and column else None
 
     def _call(self, what: str, fn, *args, **kwargs):
-        """Run one LanceDB call, its failure translated by type (connectors/failures.py)."""
+        """Run one LanceDB call, its failure translated by type (connectors/common/failures.py)."""
         return call_library("LanceDB", f"{what} on {self.table_name!r}", self.location, fn, *args, **kwargs)
 
     def _memory(self, row: dict[str, Any]) -> Memory:

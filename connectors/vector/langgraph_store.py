@@ -31,7 +31,7 @@ from connectors.base import (
     as_datetime,
     check_query,
 )
-from connectors.failures import call_library
+from connectors.common.failures import call_library
 
 USER = "{user_id}"
 USERS_SCAN_LIMIT = 10_000
@@ -138,7 +138,7 @@ class LangGraphStore:
 
     def _call(self, what: str, fn, *args, **kwargs):
         """Run one call of the store (or its embedder), its failure translated by type
-        (connectors/failures.py): a store or embedding service that refuses the
+        (connectors/common/failures.py): a store or embedding service that refuses the
         connection is StoreUnavailable, one that does not answer StoreTimeout."""
         return call_library("LangGraph", what, None, fn, *args, **kwargs)
 
@@ -227,6 +227,6 @@ def open_store(factory: str = "", namespace: str = "memories,{user_id}", text_fi
 def minilm_embed(texts: Sequence[str]) -> list[list[float]]:
     """The packaged all-MiniLM-L6-v2 as a LangGraph ``embed`` function (unit-length
     vectors, 384 dims): ``InMemoryStore(index={"dims": 384, "embed": minilm_embed})``."""
-    from connectors import embedding
+    from connectors.embedding import runtime as embedding
 
     return embedding.encode(list(texts)).tolist()

@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from connectors import embedding
 from connectors.base import (
     SIGNALS,
     FeedbackResult,
@@ -44,7 +43,8 @@ from connectors.base import (
     check_query,
     context_block,
 )
-from connectors.embedded_import import (  # noqa: F401  (public names of this module since before the split)
+from connectors.common.paths import data_dir
+from connectors.embedded.importing import (  # noqa: F401  (public names of this module since before the split)
     DEFAULT_IMPORTANCE,
     IMPORTANCE_MAX,
     IMPORTANCE_MIN,
@@ -52,13 +52,13 @@ from connectors.embedded_import import (  # noqa: F401  (public names of this mo
     _parse_jsonl,
     _utc,
 )
-from connectors.embedded_scan import Anchored, recency_rate, scan, top_k
-from connectors.paths import data_dir
+from connectors.embedded.scan import Anchored, recency_rate, scan, top_k
+from connectors.embedding import runtime as embedding
 
 DEFAULT_WEIGHTS = {"semantic": 0.6, "recency": 0.15, "importance": 0.15, "usage": 0.1}
 DEFAULT_HALF_LIFE_HOURS = 72.0
 DEMO_DEFAULT_USER = "sam"
-DEMO_MEMORIES = Path(__file__).resolve().parents[1] / "demo_data" / "memories.jsonl"
+DEMO_MEMORIES = Path(__file__).resolve().parents[2] / "demo_data" / "memories.jsonl"
 
 # Rows read per fetch while loading: bounds the Python objects alive at once.
 LOAD_CHUNK_ROWS = 20_000
@@ -223,7 +223,7 @@ class EmbeddedStore:
     _fixed: Anchored | None = None
 
     def _anchored(self) -> Anchored:
-        """The query-independent part of every score (see connectors/embedded_scan.py),
+        """The query-independent part of every score (see connectors/embedded/scan.py),
         computed once per load and again if the weights or half-life change."""
         w = self.weights
         key = (w["importance"], w["usage"], self.half_life_hours)

@@ -27,11 +27,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from connectors.paths import DATA_DIR_ENV
-from connectors.redaction import redact_text
-from dashboard.evaluation.schema import EVAL_TABLES
-from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
-from dashboard.labels.sessions import SESSION_TABLES, SessionMethods
+from connectors.common.paths import DATA_DIR_ENV
+from connectors.common.redaction import redact_text
+from dashboard.database.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
+from dashboard.database.schema import EVAL_TABLES
+from dashboard.database.sessions import SESSION_TABLES, SessionMethods
 
 LABELS_URL_ENV = "MEMLENS_LABELS_URL"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

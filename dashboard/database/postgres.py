@@ -8,9 +8,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from connectors.redaction import exception_text, redact_text, shorten
-from dashboard.labels.model import LabelStoreError
-from dashboard.labels.store import DEFAULT_TIMEOUT_S, POSTGRES_SCHEMA, POSTGRES_SCHEMES, LabelStore
+from connectors.common.redaction import exception_text, redact_text, shorten
+from dashboard.database.model import LabelStoreError
+from dashboard.database.store import DEFAULT_TIMEOUT_S, POSTGRES_SCHEMA, POSTGRES_SCHEMES, LabelStore
 
 
 class PostgresLabelStore(LabelStore):

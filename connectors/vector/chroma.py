@@ -14,7 +14,7 @@ the same thing on every space. The store's value is kept in ``Hit.raw_score``
 and ``QueryResult.raw_score_kind`` names it; the store's order is kept.
 
 Ids are Chroma's own unless ``id_field`` names a metadata key; the text is the
-document unless ``text_field`` names a metadata key (``connectors.vector_fields``).
+document unless ``text_field`` names a metadata key (``connectors.vector.fields``).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from connectors.base import (
     score_from_distance,
     unit_length_note,
 )
-from connectors.query_vectors import query_vector
-from connectors.vector_fields import PayloadFields, call_store, folder_or_url
+from connectors.embedding.query_vectors import query_vector
+from connectors.vector.fields import PayloadFields, call_store, folder_or_url
 
 RAW_KINDS = {
     "l2": "squared l2 distance",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from connectors.lines import LineIssue
+from connectors.common.lines import LineIssue
 
 REQUIRED = object()  # the default of a field that has none
 

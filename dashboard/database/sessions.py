@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from dashboard.labels.model import LABEL_COLUMNS, Label, utc_now
+from dashboard.database.model import LABEL_COLUMNS, Label, utc_now
 
 SESSION_TABLES = """
 CREATE TABLE IF NOT EXISTS label_sessions (

@@ -17,7 +17,7 @@ components are min-max normalised within one result set, so a score only places 
 memory against the others returned with it; and every query bumps ``usage_count``
 of the memories it returns, in production.
 
-Errors are translated in ``connectors.http_base`` (see its table); a 400 about the
+Errors are translated in ``connectors.http.base`` (see its table); a 400 about the
 missing end user becomes ``MissingEndUser``, which says which setting to fill in.
 """
 
@@ -46,7 +46,7 @@ from connectors.base import (
     as_number,
     check_query,
 )
-from connectors.http_base import HttpBoundary, flatten_numbers
+from connectors.http.base import HttpBoundary, flatten_numbers
 
 STORE_TITLE = "MemorySync"
 MAX_K = 50  # the store rejects k above this

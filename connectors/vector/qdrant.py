@@ -16,7 +16,7 @@ Cosine one (and on Chroma's l2). Manhattan distance has no such identity:
 A distance is normalised on read (``QueryResult.raw_score_kind`` names it, the
 store's value stays in ``Hit.raw_score``), and the store's own order is kept.
 Which payload keys hold the id, text, created_at and user is configurable
-(``connectors.vector_fields``).
+(``connectors.vector.fields``).
 
 Qdrant's local mode locks its folder to one client per process, so clients are
 shared per path here: two stores (or two Compare columns) on one folder work.
@@ -45,8 +45,8 @@ from connectors.base import (
     check_query,
     score_from_distance,
 )
-from connectors.query_vectors import query_vector
-from connectors.vector_fields import PayloadFields, call_store, folder_or_url
+from connectors.embedding.query_vectors import query_vector
+from connectors.vector.fields import PayloadFields, call_store, folder_or_url
 
 DISTANCE_KINDS = {
     "cosine": (ScoreKind.SIMILARITY, None),

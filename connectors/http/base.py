@@ -46,7 +46,7 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
 )
-from connectors.redaction import REDACTED, redact, shorten
+from connectors.common.redaction import REDACTED, redact, shorten
 
 __all__ = ["REDACTED", "HttpBoundary", "HttpReply", "redact"]
 

@@ -1,6 +1,6 @@
 """Export a local sentence-transformers model to ONNX, once per model.
 
-The query path (connectors/onnx_encoder.py) runs the exported transformer with
+The query path (connectors/embedding/onnx_encoder.py) runs the exported transformer with
 onnxruntime and the model's own fast tokenizer, then pools and normalises in numpy
 exactly as sentence-transformers does. Only this module imports torch, and only
 when a model has no export yet.
@@ -14,7 +14,7 @@ would cost more than the export saves). The cache sits apart from the data
 directory because an export belongs to a model, not to a workspace: a fresh data
 directory (a new demo, a test) should not pay for a new export.
 
-Run ``python -m connectors.onnx_export`` at install time to export the packaged
+Run ``python -m connectors.embedding.onnx_export`` at install time to export the packaged
 model ahead of the first query.
 """
 
@@ -178,7 +178,7 @@ def _optimise(onnx_path: Path) -> None:
 
 
 def main() -> None:
-    from connectors.embedding import packaged_model_path
+    from connectors.embedding.model_path import packaged_model_path
 
     model = packaged_model_path()
     directory = export_dir(model)

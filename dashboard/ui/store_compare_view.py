@@ -11,10 +11,10 @@ import streamlit as st
 
 from connectors.base import ConnectorError, QueryResult
 from connectors.registry import REGISTRY
-from dashboard.compare import ABSENT, KEPT, MATCH_BY, StoreComparison
 from dashboard.display import clip_text, inert_markdown
 from dashboard.floor import default_floor
 from dashboard.logs.read_log import logged_query
+from dashboard.store_compare import ABSENT, KEPT, MATCH_BY, StoreComparison
 from dashboard.ui import cache
 from dashboard.ui.errors import store_error_text
 from dashboard.ui.sidebar import StoreChoice, choose_store
