@@ -88,6 +88,88 @@ class QueryResult:
     score_kind: ScoreKind = ScoreKind.SIMILARITY
     raw_score_kind: str | None = None  # e.g. "cosine distance", "l2 distance"
 
+    @classmethod
+    def listing(
+        cls,
+        query: str,
+        hits: list[Hit],
+        *,
+        latency_ms: float | None,
+        raw: Any,
+        notes: list[str] | None = None,
+        score_kind: ScoreKind = ScoreKind.SIMILARITY,
+        raw_score_kind: str | None = None,
+    ) -> QueryResult:
+        """The result of a store that sends no prompt block of its own (the vector
+        stores, Mem0): its context is ``context_block`` of every hit."""
+        return cls(
+            query=query,
+            hits=hits,
+            context=context_block(hits),
+            latency_ms=latency_ms,
+            raw=raw,
+            notes=list(notes or []),
+            score_kind=score_kind,
+            raw_score_kind=raw_score_kind,
+        )
+
+
+def check_query(text: str, k: int | None = None) -> None:
+    """The arguments every connector's ``query`` refuses the same way: an empty
+    message, and (when the store does not clamp k itself) a k under 1."""
+    if not text or not text.strip():
+        raise InvalidRequest("The query is empty: type the message the agent would query with.")
+    if k is not None and k < 1:
+        raise InvalidRequest(f"k must be at least 1, got {k}")
+
+
+# How a distance becomes a higher-is-better score; each is the cosine similarity
+# when the embeddings are unit length (except MANHATTAN, which only keeps the order).
+COSINE_DISTANCE = "1 - d"  # cosine distance; also 1 - inner product (Chroma ip, LanceDB dot)
+SQUARED_L2 = "1 - d/2"  # squared euclidean distance (Chroma l2, LanceDB l2)
+L2 = "1 - d²/2"  # euclidean distance (pgvector <->, Qdrant Euclid)
+NEGATIVE_INNER_PRODUCT = "-d"  # pgvector <#>
+MANHATTAN = "1/(1+d)"  # Qdrant Manhattan
+
+
+def score_from_distance(formula: str, distance: float | None) -> float | None:
+    """`distance` turned into a score by `formula` (one of the constants above)."""
+    if distance is None:
+        return None
+    if formula == SQUARED_L2:
+        return 1.0 - distance / 2.0
+    if formula == L2:
+        return 1.0 - distance * distance / 2.0
+    if formula == NEGATIVE_INNER_PRODUCT:
+        return -distance
+    if formula == MANHATTAN:
+        return 1.0 / (1.0 + max(0.0, distance))
+    return 1.0 - distance
+
+
+def distance_hit(
+    rank: int,
+    distance: Any,
+    formula: str,
+    *,
+    memory_id: str,
+    text: str,
+    created_at: datetime | None,
+    metadata: dict[str, Any],
+) -> Hit:
+    """A hit from a store that answers with a distance: the score by `formula`, the
+    distance the store sent kept as the raw score."""
+    raw = float(distance) if distance is not None else None
+    return Hit(
+        memory_id=memory_id,
+        rank=rank,
+        text=text,
+        score=score_from_distance(formula, raw),
+        raw_score=raw,
+        created_at=created_at,
+        metadata=metadata,
+    )
+
 
 def unit_length_note(how: str, container: str) -> str:
     """The note on a result from a store whose distance is not cosine (`how`: "This

@@ -117,7 +117,7 @@ STORES: list[StoreSpec] = [
         title="HTTP JSON service (TOML-described)",
         factory="connectors.http.json_service:open_store",
         description="An in-house memory service described by a small TOML file "
-        "(URL, body template, dotted paths to the results); see the README.",
+        "(URL, body template, dotted paths to the results); see docs/stores.md.",
         fields=(
             ConfigField("config_path", "Service TOML file", "path", env="MEMLENS_HTTP_JSON_CONFIG", default=""),
             ConfigField(

@@ -1,4 +1,4 @@
-"""The one-way import rule of DESIGN.md: views -> ui -> domain -> connectors."""
+"""The one-way import rule of docs/architecture.md: views -> ui -> domain -> connectors."""
 
 import ast
 from pathlib import Path

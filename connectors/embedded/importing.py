@@ -4,11 +4,20 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from connectors.common.line_fields import (
+    LineField,
+    iso_datetime,
+    json_object,
+    non_empty_text,
+    non_negative_number,
+    number_between,
+    read_fields,
+    whole_number,
+)
 from connectors.common.lines import LineIssue, json_objects
 
 DEFAULT_IMPORTANCE = 0.5
@@ -36,45 +45,47 @@ def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+TEXT_FIELDS = tuple(
+    LineField(name, non_empty_text, "required, a non-empty string", required=True) for name in ("id", "user_id", "text")
+)
+EXTRA_FIELDS = (
+    LineField(
+        "importance",
+        number_between(IMPORTANCE_MIN, IMPORTANCE_MAX),
+        f"{{value!r}} is not a number in [{IMPORTANCE_MIN}, {IMPORTANCE_MAX}]",
+        default=DEFAULT_IMPORTANCE,
+    ),
+    LineField("usage_count", whole_number, "{value!r} is not a whole number >= 0", default=0),
+    LineField("metadata", json_object, "must be a JSON object", default=dict),
+)
+CREATED_AT = LineField("created_at", iso_datetime, "{value!r} is not an ISO 8601 date-time")
+AGE_DAYS = LineField("age_days", non_negative_number, "{value!r} is not a number of days >= 0")
+
+
+def _created_at(obj: dict[str, Any], now: datetime, file: str, line: int) -> tuple[datetime | None, LineIssue | None]:
+    """created_at, else now minus age_days: one of the two is required."""
+    field = CREATED_AT if obj.get("created_at") is not None else AGE_DAYS if "age_days" in obj else None
+    if field is None:
+        return None, LineIssue(file, line, "created_at", "one of created_at or age_days is required")
+    read, issue = read_fields(obj, (field,), file=file, line=line)
+    if read is None:
+        return None, issue
+    return (read["created_at"] if field is CREATED_AT else now - timedelta(days=read["age_days"])), None
+
+
 def _validate_line(
     obj: dict[str, Any], line: int, now: datetime, file: str
 ) -> tuple[dict[str, Any] | None, LineIssue | None]:
-    def bad(name: str, message: str):
-        return None, LineIssue(file, line, name, message)
-
-    row: dict[str, Any] = {}
-    for name in ("id", "user_id", "text"):
-        value = obj.get(name)
-        if not isinstance(value, str) or not value.strip():
-            return bad(name, "required, a non-empty string")
-        row[name] = value
-    if "created_at" in obj and obj["created_at"] is not None:
-        try:
-            row["created_at"] = _utc(datetime.fromisoformat(str(obj["created_at"]).replace("Z", "+00:00")))
-        except ValueError:
-            return bad("created_at", f"{obj['created_at']!r} is not an ISO 8601 date-time")
-    elif "age_days" in obj:
-        age = obj["age_days"]
-        if isinstance(age, bool) or not isinstance(age, (int, float)) or not math.isfinite(age) or age < 0:
-            return bad("age_days", f"{age!r} is not a number of days >= 0")
-        row["created_at"] = now - timedelta(days=age)
-    else:
-        return bad("created_at", "one of created_at or age_days is required")
-    importance = obj.get("importance", DEFAULT_IMPORTANCE)
-    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not (
-        IMPORTANCE_MIN <= importance <= IMPORTANCE_MAX
-    ):
-        return bad("importance", f"{importance!r} is not a number in [{IMPORTANCE_MIN}, {IMPORTANCE_MAX}]")
-    row["importance"] = float(importance)
-    usage = obj.get("usage_count", 0)
-    if isinstance(usage, bool) or not isinstance(usage, int) or usage < 0:
-        return bad("usage_count", f"{usage!r} is not a whole number >= 0")
-    row["usage_count"] = usage
-    metadata = obj.get("metadata", {})
-    if not isinstance(metadata, dict):
-        return bad("metadata", "must be a JSON object")
-    row["metadata"] = metadata
-    return row, None
+    row, issue = read_fields(obj, TEXT_FIELDS, file=file, line=line)
+    if row is None:
+        return None, issue
+    row["created_at"], issue = _created_at(obj, now, file, line)
+    if issue is not None:
+        return None, issue
+    extras, issue = read_fields(obj, EXTRA_FIELDS, file=file, line=line)
+    if extras is None:
+        return None, issue
+    return {**row, **extras}, None
 
 
 def _parse_jsonl(text: str, now: datetime, report: ImportReport) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ from connectors.base import (
     QueryResult,
     ScoreKind,
     StoreUnavailable,
+    check_query,
     context_block,
     parse_as_of,
 )
@@ -247,10 +248,7 @@ class EmbeddedStore:
     # ------------------------------------------------------------ protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
+        check_query(text, k)
         started = time.perf_counter()
         query_vector = embedding.encode([text], model=self.model)[0]
         with self._lock:

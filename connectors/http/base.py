@@ -136,16 +136,6 @@ def error_message(body: Any, text: str) -> str:
     return _short(text.strip()) if text and text.strip() else "no message"
 
 
-def error_code(body: Any) -> str | None:
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and error.get("code"):
-            return str(error["code"])
-        if isinstance(error, str):
-            return error
-    return None
-
-
 def _short(text: str) -> str:
     return shorten(text, MAX_MESSAGE_CHARS)
 

@@ -73,6 +73,7 @@ from connectors.base import (
     StoreUnavailable,
     as_datetime,
     as_number,
+    check_query,
 )
 from connectors.http.base import HttpBoundary, dotted_get, flatten_numbers
 
@@ -316,8 +317,7 @@ class HttpJsonStore:
         return dotted_get(item, path, default) if path is not None else default
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        check_query(text)  # k is clamped to the service's range below
         asked = int(k)
         k = max(1, min(asked, self.max_k)) if self.max_k else max(1, asked)
         values = {"query": text, "k": k, "user_id": user_id}

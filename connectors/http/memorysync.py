@@ -44,6 +44,7 @@ from connectors.base import (
     StoreUnavailable,
     as_datetime,
     as_number,
+    check_query,
 )
 from connectors.http.base import HttpBoundary, flatten_numbers
 
@@ -52,7 +53,6 @@ MAX_K = 50  # the store rejects k above this
 ENV_BASE_URL = "MEMORYSYNC_BASE_URL"
 ENV_API_KEY = "MEMORYSYNC_API_KEY"
 ENV_END_USER_ID = "MEMORYSYNC_END_USER_ID"
-ENV_PROJECT_ID = "MEMORYSYNC_PROJECT_ID"
 
 NORMALISED_NOTE = (
     "MemorySync normalises each score component min-max within one result set: a score "
@@ -272,8 +272,7 @@ class MemorySyncStore:
         filters: dict[str, Any] | None = None,
         weights: dict[str, float] | None = None,
     ) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        check_query(text)  # k is clamped to MemorySync's 1-MAX_K below
         asked = int(k)
         k = min(max(asked, 1), MAX_K)
         body: dict[str, Any] = {"query": text, "k": k}

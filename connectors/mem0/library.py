@@ -36,7 +36,7 @@ from connectors.base import (
     QueryResult,
     ScoreKind,
     StoreUnavailable,
-    context_block,
+    check_query,
 )
 from connectors.common.paths import data_dir
 from connectors.mem0.history import events_of_kinds, memory_history
@@ -210,12 +210,9 @@ class Mem0LibraryStore:
     # -------------------------------------------------------------- protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        check_query(text, k)
         if not user_id:
             raise InvalidRequest("Mem0 searches one entity at a time: choose an end user id.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
         started = time.perf_counter()
         try:
             body = self.memory.search(text, **call_arguments(type(self.memory).search, user_id, k, search=True))
@@ -227,15 +224,9 @@ class Mem0LibraryStore:
         items = results_list(body, "Mem0 search")
         hits = hits_from_search(items, self.rule, breakdown_key="score_details")
         notes = [n for n in (self.rule.note, self.threshold_note(hits)) if n]
-        return QueryResult(
-            query=text,
-            hits=hits,
-            context=context_block(hits),
-            latency_ms=latency_ms,
-            raw=body,
-            notes=notes,
-            score_kind=self.score_kind,
-            raw_score_kind=self.rule.raw_kind,
+        return QueryResult.listing(
+            text, hits, latency_ms=latency_ms, raw=body, notes=notes,
+            score_kind=self.score_kind, raw_score_kind=self.rule.raw_kind,
         )
 
     def effective_threshold(self) -> tuple[float | None, str]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from connectors.base import AuthFailed, BadResponse, InvalidRequest, Memory, NotFound, QueryResult, ScoreKind, context_block
+from connectors.base import AuthFailed, BadResponse, InvalidRequest, Memory, NotFound, QueryResult, ScoreKind, check_query
 from connectors.mem0.scores import hits_from_search, memory_from_item, optional_threshold, results_list
 from connectors.registry import destination
 
@@ -89,12 +89,9 @@ class Mem0PlatformStore:
     # -------------------------------------------------------------- protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
+        check_query(text, k)
         if not user_id:
             raise InvalidRequest("Mem0 Platform searches need an entity id: choose an end user id.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
         payload = {
             "query": text,
             "filters": {"user_id": user_id},
@@ -112,9 +109,7 @@ class Mem0PlatformStore:
             f"Mem0 Platform itself would apply threshold {threshold:.2f} ({source}); memlens queried with 0 "
             f"so the floor decides. Mem0 would have hidden {hidden} of these {len(hits)} hits."
         ]
-        return QueryResult(
-            query=text, hits=hits, context=context_block(hits), latency_ms=reply.latency_ms, raw=body, notes=notes
-        )
+        return QueryResult.listing(text, hits, latency_ms=reply.latency_ms, raw=body, notes=notes)
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
         from urllib.parse import quote

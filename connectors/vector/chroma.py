@@ -27,16 +27,19 @@ from typing import Any
 from urllib.parse import urlparse
 
 from connectors.base import (
+    COSINE_DISTANCE,
+    SQUARED_L2,
     BadResponse,
     ConnectorError,
-    Hit,
     InvalidRequest,
     Memory,
     NotFound,
     QueryResult,
     ScoreKind,
     StoreUnavailable,
-    context_block,
+    check_query,
+    distance_hit,
+    score_from_distance,
     unit_length_note,
 )
 from connectors.embedding.query_vectors import query_vector
@@ -51,13 +54,12 @@ DOCUMENT = "document"  # text_field value meaning "the Chroma document"
 USERS_SCAN_LIMIT = 10_000
 
 
+FORMULAS = {"l2": SQUARED_L2, "cosine": COSINE_DISTANCE, "ip": COSINE_DISTANCE}
+
+
 def normalise(space: str, distance: float | None) -> float | None:
     """Higher-is-better score for a Chroma distance in `space` (see module docstring)."""
-    if distance is None:
-        return None
-    if space == "l2":
-        return 1.0 - distance / 2.0
-    return 1.0 - distance
+    return score_from_distance(FORMULAS.get(space, COSINE_DISTANCE), distance)
 
 
 def _import_chromadb():
@@ -168,10 +170,7 @@ class ChromaStore:
     # -------------------------------------------------------------- protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
+        check_query(text, k)
         started = time.perf_counter()
         vector = query_vector(text, self.model)
         response = self._call(
@@ -194,14 +193,13 @@ class ChromaStore:
         hits = []
         for rank, (chroma_id, distance, document, metadata) in enumerate(rows, 1):
             metadata = dict(metadata or {})
-            raw = float(distance) if distance is not None else None
             hits.append(
-                Hit(
+                distance_hit(
+                    rank,
+                    distance,
+                    FORMULAS.get(self.space, COSINE_DISTANCE),
                     memory_id=self.fields.memory_id(chroma_id, metadata),
-                    rank=rank,
                     text=self._text(document, metadata),
-                    score=normalise(self.space, raw),
-                    raw_score=raw,
                     created_at=self.fields.created_at(metadata),
                     metadata={"chroma_id": chroma_id, **metadata},
                 )
@@ -214,15 +212,9 @@ class ChromaStore:
             "distances": distances,
             "metadatas": metadatas,
         }
-        return QueryResult(
-            query=text,
-            hits=hits,
-            context=context_block(hits),
-            latency_ms=latency_ms,
-            raw=raw_body,
-            notes=notes,
-            score_kind=ScoreKind.DISTANCE,
-            raw_score_kind=self.raw_score_kind,
+        return QueryResult.listing(
+            text, hits, latency_ms=latency_ms, raw=raw_body, notes=notes,
+            score_kind=ScoreKind.DISTANCE, raw_score_kind=self.raw_score_kind,
         )
 
     def _memories(self, response: dict) -> list[Memory]:

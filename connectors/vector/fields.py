@@ -24,14 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from connectors.base import (
-    BadResponse,
-    ConnectorError,
-    NotFound,
-    StoreTimeout,
-    StoreUnavailable,
-    as_datetime,
-)
+from connectors.base import ConnectorError, NotFound, StoreUnavailable, as_datetime
+from connectors.common.failures import failure_kind, library_error
 
 T = TypeVar("T")
 
@@ -84,22 +78,20 @@ class PayloadFields:
 def call_store(title: str, collection: str, location: str, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)``, one call of a client library, with its failure turned
     into a ConnectorError naming the store (`title`), the `collection`, where it is
-    (`location`: folder or URL) and the operation (`what`): a timeout is StoreTimeout,
-    a missing collection NotFound, a refused connection StoreUnavailable, anything
-    else BadResponse. A ConnectorError raised inside passes through unchanged."""
+    (`location`: folder or URL) and the operation (`what`): a timeout is StoreTimeout
+    and a refused connection StoreUnavailable, told by the exception's type
+    (connectors/common/failures.py); a missing collection NotFound; anything else
+    BadResponse. A ConnectorError raised inside passes through unchanged."""
     try:
         return fn(*args, **kwargs)
     except ConnectorError:
         raise
     except Exception as exc:
-        text, kind = str(exc), type(exc).__name__
-        if "timed out" in text.lower() or "timeout" in kind.lower():
-            raise StoreTimeout(f"{title} {what} on {collection!r}: timed out") from exc
-        if "not found" in text.lower() and "collection" in text.lower():
+        text = str(exc).lower()
+        if failure_kind(exc) is None and "not found" in text and "collection" in text:
+            # Qdrant's local mode says so only in a ValueError's text
             raise NotFound(f"{title}: no collection {collection!r} at {location}") from exc
-        if "connect" in text.lower() or "connect" in kind.lower():
-            raise StoreUnavailable(f"{title} at {location} is unreachable ({kind})") from exc
-        raise BadResponse(f"{title} {what} on {collection!r} failed: {kind}: {text[:300]}") from exc
+        raise library_error(exc, store=title, what=f"{what} on {collection!r}", location=location) from exc
 
 
 def folder_or_url(title: str, path: str | None, url: str | None) -> tuple[str | None, str | None]:

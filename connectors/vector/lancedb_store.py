@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import (
-    BadResponse,
-    ConnectorError,
-    Hit,
+    COSINE_DISTANCE,
+    SQUARED_L2,
     InvalidRequest,
     Memory,
     NotFound,
@@ -33,9 +32,12 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
     as_datetime,
-    context_block,
+    check_query,
+    distance_hit,
+    score_from_distance,
     unit_length_note,
 )
+from connectors.common.failures import call_library
 from connectors.embedding.query_vectors import query_vector
 
 RAW_KINDS = {
@@ -47,13 +49,12 @@ USERS_SCAN_LIMIT = 10_000
 COLUMN_SETTINGS = ("id_column", "text_column", "vector_column", "user_column", "created_at_column")
 
 
+FORMULAS = {"l2": SQUARED_L2, "cosine": COSINE_DISTANCE, "dot": COSINE_DISTANCE}
+
+
 def normalise(distance_type: str, distance: float | None) -> float | None:
     """Higher-is-better score for a LanceDB ``_distance`` (see the module docstring)."""
-    if distance is None:
-        return None
-    if distance_type == "l2":
-        return 1.0 - distance / 2.0
-    return 1.0 - distance
+    return score_from_distance(FORMULAS[distance_type], distance)
 
 
 def _literal(value: str) -> str:
@@ -94,6 +95,7 @@ class LanceDBStore:
         self.raw_score_kind = RAW_KINDS[distance_type]
         self.model = model or None
         self.table_name = table
+        self.location = str(folder)
         self.columns = {
             "id_column": id_column,
             "text_column": text_column,
@@ -135,12 +137,8 @@ class LanceDBStore:
         return f"`{column}` = {_literal(user_id)}" if user_id and column else None
 
     def _call(self, what: str, fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except ConnectorError:
-            raise
-        except Exception as exc:
-            raise BadResponse(f"LanceDB {what} on {self.table_name!r} failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+        """Run one LanceDB call, its failure translated by type (connectors/common/failures.py)."""
+        return call_library("LanceDB", f"{what} on {self.table_name!r}", self.location, fn, *args, **kwargs)
 
     def _memory(self, row: dict[str, Any]) -> Memory:
         user_column, created_column = self.columns["user_column"], self.columns["created_at_column"]
@@ -157,10 +155,7 @@ class LanceDBStore:
     # -------------------------------------------------------------- protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
+        check_query(text, k)
         started = time.perf_counter()
         vector = query_vector(text, self.model)
         if self.dims and len(vector) != self.dims:
@@ -183,14 +178,13 @@ class LanceDBStore:
         hits = []
         for rank, row in enumerate(rows, 1):
             memory = self._memory(row)
-            raw = float(row["_distance"]) if row.get("_distance") is not None else None
             hits.append(
-                Hit(
+                distance_hit(
+                    rank,
+                    row.get("_distance"),
+                    FORMULAS[self.distance_type],
                     memory_id=memory.memory_id,
-                    rank=rank,
                     text=memory.text,
-                    score=normalise(self.distance_type, raw),
-                    raw_score=raw,
                     created_at=memory.created_at,
                     metadata=memory.metadata,
                 )
@@ -201,15 +195,9 @@ class LanceDBStore:
             "distance_type": self.distance_type,
             "rows": [{"id": h.memory_id, "_distance": h.raw_score} for h in hits],
         }
-        return QueryResult(
-            query=text,
-            hits=hits,
-            context=context_block(hits),
-            latency_ms=latency_ms,
-            raw=raw_body,
-            notes=notes,
-            score_kind=ScoreKind.DISTANCE,
-            raw_score_kind=self.raw_score_kind,
+        return QueryResult.listing(
+            text, hits, latency_ms=latency_ms, raw=raw_body, notes=notes,
+            score_kind=ScoreKind.DISTANCE, raw_score_kind=self.raw_score_kind,
         )
 
     def _scan(self, where: str | None, limit: int, offset: int = 0) -> list[dict[str, Any]]:

@@ -22,8 +22,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from connectors.base import (
-    BadResponse,
-    ConnectorError,
     Hit,
     InvalidRequest,
     Memory,
@@ -31,8 +29,9 @@ from connectors.base import (
     ScoreKind,
     StoreUnavailable,
     as_datetime,
-    context_block,
+    check_query,
 )
+from connectors.common.failures import call_library
 
 USER = "{user_id}"
 USERS_SCAN_LIMIT = 10_000
@@ -138,12 +137,10 @@ class LangGraphStore:
         return None
 
     def _call(self, what: str, fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except ConnectorError:
-            raise
-        except Exception as exc:
-            raise BadResponse(f"LangGraph {what} failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
+        """Run one call of the store (or its embedder), its failure translated by type
+        (connectors/common/failures.py): a store or embedding service that refuses the
+        connection is StoreUnavailable, one that does not answer StoreTimeout."""
+        return call_library("LangGraph", what, None, fn, *args, **kwargs)
 
     def _text(self, item: Any) -> str:
         value = _field(item.value, self.text_field)
@@ -167,10 +164,7 @@ class LangGraphStore:
     # -------------------------------------------------------------- protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
+        check_query(text, k)
         namespace = self._namespace(user_id)
         started = time.perf_counter()
         items = self._call("search", self.store.search, namespace, query=text, limit=int(k))
@@ -194,12 +188,8 @@ class LangGraphStore:
             "namespace": list(namespace),
             "items": [{"key": i.key, "namespace": list(i.namespace), "score": i.score} for i in items],
         }
-        return QueryResult(
-            query=text,
-            hits=hits,
-            context=context_block(hits),
-            latency_ms=latency_ms,
-            raw=raw,
+        return QueryResult.listing(
+            text, hits, latency_ms=latency_ms, raw=raw,
             score_kind=ScoreKind.SIMILARITY,
             raw_score_kind="the store's similarity (cosine unless its index says otherwise)",
         )

@@ -32,6 +32,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from connectors.base import (
+    COSINE_DISTANCE,
+    L2,
+    NEGATIVE_INNER_PRODUCT,
     BadResponse,
     Hit,
     InvalidRequest,
@@ -42,7 +45,9 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
     as_datetime,
-    context_block,
+    check_query,
+    distance_hit,
+    score_from_distance,
     unit_length_note,
 )
 from connectors.embedding.query_vectors import query_vector
@@ -58,15 +63,12 @@ USERS_SCAN_LIMIT = 10_000
 JOIN_OVERFETCH = 4
 
 
+FORMULAS = {"<=>": COSINE_DISTANCE, "<->": L2, "<#>": NEGATIVE_INNER_PRODUCT}
+
+
 def normalise(operator: str, distance: float | None) -> float | None:
     """Higher-is-better score for a pgvector distance (see the module docstring)."""
-    if distance is None:
-        return None
-    if operator == "<->":
-        return 1.0 - distance * distance / 2.0
-    if operator == "<#>":
-        return -distance
-    return 1.0 - distance
+    return score_from_distance(FORMULAS.get(operator, COSINE_DISTANCE), distance)
 
 
 @dataclass(frozen=True)
@@ -300,10 +302,7 @@ class PgVectorStore:
     # -------------------------------------------------------------- protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
+        check_query(text, k)
         sql = self._sql
         started = time.perf_counter()
         vector = query_vector(text, self.model)
@@ -325,14 +324,13 @@ class PgVectorStore:
             if memory.memory_id in seen:
                 continue
             seen.add(memory.memory_id)
-            raw = float(row[-1]) if row[-1] is not None else None
             hits.append(
-                Hit(
+                distance_hit(
+                    len(hits) + 1,
+                    row[-1],
+                    FORMULAS.get(self.layout.operator, COSINE_DISTANCE),
                     memory_id=memory.memory_id,
-                    rank=len(hits) + 1,
                     text=memory.text,
-                    score=normalise(self.layout.operator, raw),
-                    raw_score=raw,
                     created_at=memory.created_at,
                     metadata={**memory.metadata, "user_id": memory.user_id} if memory.user_id else memory.metadata,
                 )
@@ -345,15 +343,9 @@ class PgVectorStore:
             "operator": self.layout.operator,
             "rows": [{"id": h.memory_id, "distance": h.raw_score} for h in hits],
         }
-        return QueryResult(
-            query=text,
-            hits=hits,
-            context=context_block(hits),
-            latency_ms=latency_ms,
-            raw=raw_body,
-            notes=notes,
-            score_kind=ScoreKind.DISTANCE,
-            raw_score_kind=self.raw_score_kind,
+        return QueryResult.listing(
+            text, hits, latency_ms=latency_ms, raw=raw_body, notes=notes,
+            score_kind=ScoreKind.DISTANCE, raw_score_kind=self.raw_score_kind,
         )
 
     def _memory(self, row: tuple) -> Memory:

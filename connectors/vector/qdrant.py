@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import (
+    L2,
+    MANHATTAN,
     BadResponse,
     Hit,
     InvalidRequest,
@@ -40,7 +42,8 @@ from connectors.base import (
     QueryResult,
     ScoreKind,
     StoreUnavailable,
-    context_block,
+    check_query,
+    score_from_distance,
 )
 from connectors.embedding.query_vectors import query_vector
 from connectors.vector.fields import PayloadFields, call_store, folder_or_url
@@ -92,15 +95,12 @@ def _close_local_clients() -> None:
         _local_clients.clear()
 
 
+FORMULAS = {"euclid": L2, "manhattan": MANHATTAN}  # cosine and dot are similarities, kept as sent
+
+
 def normalise(distance: str, raw: float | None) -> float | None:
     """Higher-is-better score for a Qdrant score in `distance` (see module docstring)."""
-    if raw is None:
-        return None
-    if distance == "euclid":
-        return 1.0 - raw * raw / 2.0
-    if distance == "manhattan":
-        return 1.0 / (1.0 + max(0.0, raw))
-    return raw
+    return score_from_distance(FORMULAS[distance], raw) if distance in FORMULAS else raw
 
 
 class QdrantStore:
@@ -193,10 +193,7 @@ class QdrantStore:
     # -------------------------------------------------------------- protocol
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
-        if not text or not text.strip():
-            raise InvalidRequest("The query is empty: type the message the agent would query with.")
-        if k < 1:
-            raise InvalidRequest(f"k must be at least 1, got {k}")
+        check_query(text, k)
         started = time.perf_counter()
         vector = query_vector(text, self.model)
         response = self._call(
@@ -231,15 +228,9 @@ class QdrantStore:
             "distance": self.distance,
             "points": [{"id": str(p.id), "score": p.score, "payload": p.payload} for p in response.points],
         }
-        return QueryResult(
-            query=text,
-            hits=hits,
-            context=context_block(hits),
-            latency_ms=latency_ms,
-            raw=raw,
-            notes=notes,
-            score_kind=self.score_kind,
-            raw_score_kind=self.raw_score_kind,
+        return QueryResult.listing(
+            text, hits, latency_ms=latency_ms, raw=raw, notes=notes,
+            score_kind=self.score_kind, raw_score_kind=self.raw_score_kind,
         )
 
     def _to_memory(self, point: Any) -> Memory:

@@ -223,9 +223,6 @@ class Band:
     low: float  # exclusive
     high: float  # inclusive
 
-    def contains(self, floor: float) -> bool:
-        return self.low < floor <= self.high
-
     def rounded(self, decimals: int = 2) -> tuple[float, float] | None:
         """The band's floors written with ``decimals`` decimals, or None when it is
         narrower than one step at that precision."""

@@ -24,7 +24,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -320,7 +319,3 @@ class LabelStore(SessionMethods):
             pool, self._pool = self._pool, []
         for conn in pool:
             self._discard(conn)
-
-
-def label_dicts(labels: list[Label]) -> list[dict[str, Any]]:
-    return [asdict(label) for label in labels]

@@ -1,7 +1,7 @@
 """Drawing a labelling session from a log. Pure, seeded, and vectorised.
 
-Three ways to pick the rows (DESIGN.md: calibration needs a few hundred labelled
-rows from real traffic):
+Three ways to pick the rows (calibration needs labelled rows from real traffic:
+docs/domain.md, "Floors come from labels"):
 
     uniform     rows drawn uniformly at random
     stratified  rows drawn evenly across score bands, so the scores near a candidate

@@ -320,15 +320,6 @@ def parse_queries(text: str, source: str = "queries.jsonl") -> tuple[list[Judged
     return queries, issues
 
 
-def load_queries(path: str | Path = DEMO_QUERIES) -> tuple[list[JudgedQuery], list[LineIssue]]:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [LineIssue(str(path), 0, "(file)", f"cannot be read: {exc}")]
-    return parse_queries(text, source=path.name)
-
-
 # ------------------------------------------------------------------ labelled sessions
 
 

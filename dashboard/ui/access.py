@@ -18,6 +18,7 @@ import hmac
 
 import streamlit as st
 
+from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import secret_value
 
 PASSWORD_ENV = "MEMLENS_PASSWORD"
@@ -78,7 +79,7 @@ def require_access() -> None:
         st.text_input("Password", type="password", key="access_password")
         st.form_submit_button("Unlock", on_click=_check_password, args=(password,))
     if error := st.session_state.get("access_error"):
-        st.error(error)
+        show_error(error)
     st.stop()
 
 

@@ -24,6 +24,7 @@ from dashboard.browse import (
 from dashboard.display import MISSING_CELL, SCORE_FORMAT, SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame
 from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
+from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import StoreChoice
 
 PAGE_SIZES = (25, 50, 100, 200)
@@ -88,7 +89,7 @@ def show_listing(choice: StoreChoice, user: str | None) -> None:
     needle = cols[2].text_input("Filter this page", key="browse_filter", placeholder="words in the text or id")
     memories, error = _listing(choice, user, int(size), page)
     if error:
-        st.error(f"The store could not list memories: {error}")
+        show_error(f"The store could not list memories: {error}")
         return
     if not memories:
         st.info("No memories on this page." if page > 1 else "This store holds no memories for this user.")
@@ -160,7 +161,7 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
         return
     outcome = _check(choice, user, expected)
     if outcome["error"]:
-        st.error(f"The store could not answer: {outcome['error']}")
+        show_error(f"The store could not answer: {outcome['error']}")
         return
     scan: Scan = outcome["scan"]
     nearest = outcome["nearest"]
@@ -262,7 +263,7 @@ def show_rewrites(choice: StoreChoice, expected: str) -> None:
     assert isinstance(store, SupportsHistory)
     events, error = _history(choice, f"rewrites:{expected}", store.rewrites)
     if error:
-        st.error(f"Mem0's history could not be read: {error}")
+        show_error(f"Mem0's history could not be read: {error}")
         return
     matches = history_matches(events or [], expected)
     if not matches:
@@ -285,7 +286,7 @@ def show_history(choice: StoreChoice) -> None:
         return
     events, error = _history(choice, f"memory:{memory_id}", lambda: store.history(memory_id))
     if error:
-        st.error(f"Mem0's history could not be read: {error}")
+        show_error(f"Mem0's history could not be read: {error}")
         return
     if not events:
         st.info(f"Mem0 recorded no write for {memory_id}.")

@@ -35,6 +35,7 @@ from dashboard.floor import default_floor, floor_list
 from dashboard.ui import cache
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
+from dashboard.ui.errors import show_error
 from dashboard.ui.inspect_view import INSPECT_FLOOR
 
 SOURCE_STORE = "Label store"
@@ -83,7 +84,7 @@ def label_source() -> LabelSource | None:
     try:
         return _stored_labels()
     except LabelStoreError as exc:  # the label database went away: say so, keep the page up
-        st.error(f"The label store cannot be read: {exc}. Upload a label file to calibrate meanwhile.")
+        show_error(f"The label store cannot be read: {exc}. Upload a label file to calibrate meanwhile.")
         return None
 
 
@@ -147,7 +148,7 @@ def _uploaded_labels() -> LabelSource | None:
         with st.spinner(f"Reading {upload.name}…", show_time=True):  # a big file takes seconds
             labels = cache.parsed_label_file(upload.getvalue(), upload.name)
     except LabelFileError as exc:
-        st.error(str(exc))
+        show_error(str(exc))
         return None
     return LabelSource(labels, "upload", {"file": upload.name})
 
@@ -166,7 +167,7 @@ def _run_labels() -> LabelSource | None:
     info = evals.run(run_id)
     judged = cache.judged_set(evals, info.set_name, info.set_hash) if info else None
     if info is None or judged is None:
-        st.error("This run's judged set is gone.")
+        show_error("This run's judged set is gone.")
         return None
     labels = judged_label_file(info, cache.run_outcomes(evals, info), judged)
     return LabelSource(labels, "run", {"run": run_id})
@@ -217,7 +218,7 @@ def scores_or_error(labels: LabelFile) -> LabelledScores | None:
         st.session_state["_scores_memo"] = (labels, scores)
         return scores
     except CalibrationError as exc:
-        st.error(f"Cannot calibrate on {labels.source}: {exc}")
+        show_error(f"Cannot calibrate on {labels.source}: {exc}")
         return None
 
 

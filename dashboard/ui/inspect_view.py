@@ -21,6 +21,7 @@ from dashboard.logs import read_log as readlog
 from dashboard.ui import cache
 from dashboard.ui.access import logged_in_identity
 from dashboard.ui.charts import move_floor, score_breakdown_figure
+from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import StoreChoice
 
 MAX_QUERY_CHARS = 2_000
@@ -167,7 +168,7 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
                 state["result_error"] = f"{type(exc).__name__}: {exc}"
         state["result_key"] = key
     if state.get("result_error"):
-        st.error(f"The store could not answer: {state['result_error']}")
+        show_error(f"The store could not answer: {state['result_error']}")
         st.button("Retry", key="retry_query", on_click=lambda: state.pop("result_key", None))
         return None
     return state["result"]
@@ -346,8 +347,8 @@ def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer:
         # A click that failed is reported even though its row cannot be drawn now.
         for hit in result.hits[:MAX_LABEL_ROWS]:
             if error := st.session_state.pop(f"label_error_{hit.memory_id}", None):
-                st.error(error)
-        st.error(f"Labelling is unavailable: {exc}")
+                show_error(error)
+        show_error(f"Labelling is unavailable: {exc}")
         return
     labels = _row_labels(msg, reviewer)
     labels.clear()
@@ -364,7 +365,7 @@ def _label_row(hit: Hit, msg: str, choice: StoreChoice, reviewer: str, store_tex
     if st.session_state.pop(REDRAW_PAGE, False):
         st.rerun()
     if error := st.session_state.pop(f"label_error_{hit.memory_id}", None):
-        st.error(error)
+        show_error(error)
     text, clipped = clip_text(hit.text)
     cols = st.columns([6, 2, 1.4, 1.6])
     score = f"{hit.score:.3f}" if hit.score is not None else "no score"
@@ -399,7 +400,7 @@ def show_session_labels(include_text: bool) -> None:
     try:
         labels = cache.label_store().labels(reviewer=reviewer)
     except LabelStoreError as exc:
-        st.error(f"Cannot read the labels: {exc}")
+        show_error(f"Cannot read the labels: {exc}")
         return
     st.session_state[NO_SESSION_LABELS_DRAWN] = not labels
     if not labels:

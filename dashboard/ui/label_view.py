@@ -22,6 +22,7 @@ from dashboard.display import clip_text, code_span, inert_markdown
 from dashboard.labels import export, labelling, sampling
 from dashboard.labels.agreement import agreement
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
+from dashboard.ui.errors import show_error, show_store_error
 from dashboard.ui.sidebar import StoreChoice
 
 SAMPLE_LOG_CHOICE = "The bundled sample log"
@@ -84,7 +85,7 @@ def log_loader() -> LogImport | None:
         with st.spinner(f"Reading the log{size}…", show_time=True):
             _read_log()
     if error := st.session_state.get("label_log_error"):
-        st.error(error)
+        show_error(error)
     log: LogImport | None = st.session_state.get("label_log")
     if log is None:
         return None
@@ -176,7 +177,7 @@ def new_session_form(store: LabelStore, log: LogImport | None, drawn_store: str)
         st.caption(f"The session is tied to the store configured in the sidebar, {code_span(drawn_store)}.")
         st.form_submit_button("Create session", on_click=_create_session, args=(store, drawn_store))
     if error := state.get("session_form_error"):
-        st.error(error)
+        show_error(error)
 
 
 def session_picker(store: LabelStore) -> LabelSession | None:
@@ -279,7 +280,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
     total = max(queue.total, 1)
     st.progress(queue.done / total, text=f"{queue.done} of {queue.total} rows done by {reviewer}")
     if error := st.session_state.get("label_error"):
-        st.error(error)
+        show_error(error)
     items_by_key = {(i.message_id, i.memory_id): i for i in queue.items}
     stack = [s for s in _undo_stack() if s.session == session.name and s.reviewer == reviewer]
     current = queue.current()
@@ -304,7 +305,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         st.markdown(f"*{NO_MESSAGE_TEXT}*")
     texts: dict[str, tuple[str, str | None]]
     if choice.store is None:
-        st.error(f"Cannot open the store, so memory text cannot be looked up: {choice.error}")
+        show_store_error(choice.error, "open the store, so memory text cannot be looked up")
         texts = {i.memory_id: ("error", "no store connected") for i in turn.items}
     else:
         texts = memory_texts(choice, session.name, turn.message_id, turn.items)
@@ -320,7 +321,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
             elif kind == "missing":
                 st.warning("Missing: the store no longer has this memory. It can be labelled not relevant or skipped.")
             else:
-                st.error(f"Could not look this memory up: {text}")
+                show_error(f"Could not look this memory up: {text}")
     kind = texts.get(item.memory_id, ("error", None))[0]
     missing = kind == "missing"
     cols = st.columns(4)

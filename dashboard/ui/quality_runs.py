@@ -27,6 +27,7 @@ from dashboard.evaluation.runs import RunRequest, RunStopped, resume_run, start_
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
 from dashboard.ui import cache
+from dashboard.ui.errors import show_error, show_store_error
 from dashboard.ui.sidebar import StoreChoice
 
 DEMO_SET = "demo (bundled)"
@@ -37,7 +38,7 @@ def eval_store() -> EvalStore | None:
     try:
         return EvalStore(cache.label_store())
     except LabelStoreError as exc:
-        st.error(f"The label database cannot be reached, so runs cannot be kept: {exc}")
+        show_error(f"The label database cannot be reached, so runs cannot be kept: {exc}")
         return None
 
 
@@ -70,7 +71,7 @@ def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
                 if uploaded.issues:
                     st.session_state["eval_set_issues"] = uploaded.issue_report()
             except JudgedSetError as exc:
-                st.error(str(exc))
+                show_error(str(exc))
         promote_name = st.text_input("Name for the promoted set", value="from labels", key="eval_promote_name")
         if st.button("Promote labelled turns to a judged set", key="eval_promote"):
             _promote(evals, promote_name.strip() or "from labels")
@@ -103,7 +104,7 @@ def _promote(evals: EvalStore, name: str) -> None:
             texts[label.message_id] = (label.query_text, None)
     questions, issues = judged_sets.from_labels(labels, texts)
     if not questions:
-        st.error(
+        show_error(
             "No labelled turn could be promoted: a turn needs its query text, kept when the reviewer opted in."
             + (f" ({len(issues)} turn(s) without it)" if issues else "")
         )
@@ -189,7 +190,7 @@ def _execute(work: Any) -> None:
     except RunStopped as exc:
         st.warning(f"The run stopped and is kept as incomplete: {exc}")
     except ConnectorError as exc:
-        st.error(f"The store failed: {exc}")
+        show_error(f"The store failed: {exc}")
 
 
 # ------------------------------------------------------------------ figures
@@ -235,7 +236,7 @@ def show_runs(evals: EvalStore) -> list[RunInfo]:
     n = min(n, info.k)
     judged, figures = figures_of(evals, info, n, floor)
     if figures is None:
-        st.error(f"The judged set this run was judged against ({info.set_name}, {info.set_hash}) is gone.")
+        show_error(f"The judged set this run was judged against ({info.set_name}, {info.set_hash}) is gone.")
         return runs
     if not info.complete:
         st.warning(f"This run is {info.status}: the figures cover the questions it answered only.")
@@ -287,7 +288,7 @@ def show_compare(evals: EvalStore, runs: list[RunInfo]) -> None:
         comparison = compare_runs(info_a, cache.run_outcomes(evals, info_a), info_b, cache.run_outcomes(evals, info_b),
                                   judged, metric, floor=floor)
     except CompareError as exc:
-        st.error(f"These runs cannot be compared: {exc}")
+        show_error(f"These runs cannot be compared: {exc}")
         return
     show_comparison(comparison, judged, floor)
 
@@ -356,7 +357,7 @@ def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
         try:
             found = whatif.search_run(evals, info, metric=metric, n=n, threshold=bool(thresholds))
         except whatif.WhatIfError as exc:
-            st.error(str(exc))
+            show_error(str(exc))
             return
         st.session_state["whatif_result"] = result = (info.run_id, found)
     if not result or result[0] != info.run_id:
@@ -391,7 +392,7 @@ def show(choice: StoreChoice) -> None:
     judged = judged_set_picker(evals)
     if judged is not None:
         if choice.error:
-            st.error(f"Cannot open the store: {choice.error}")
+            show_store_error(choice.error)
         else:
             run_controls(evals, choice, judged)
     runs = show_runs(evals)

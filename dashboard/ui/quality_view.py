@@ -21,6 +21,7 @@ from dashboard.ranking import metrics
 from dashboard.ranking.metrics import QualityReport
 from dashboard.ranking.rerank import RerankSettings
 from dashboard.ui import cache
+from dashboard.ui.errors import show_error
 from dashboard.ui.rerank_panel import RELEVANCE_SOURCE_TEXT, rerank_controls, settings_text
 from dashboard.ui.sidebar import StoreChoice
 
@@ -197,7 +198,7 @@ def demo_hits(choice: StoreChoice, queries: list[metrics.JudgedQuery], k: int, d
         progress.empty()
         state["quality_demo_key"] = key
     if state.get("quality_demo_error"):
-        st.error(f"The store could not answer a demo query: {state['quality_demo_error']}")
+        show_error(f"The store could not answer a demo query: {state['quality_demo_error']}")
         st.button("Retry", key="quality_retry", on_click=lambda: state.pop("quality_demo_key", None))
         return None
     return state["quality_demo_hits"]
@@ -208,7 +209,7 @@ def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cut
     try:
         raw = metrics.DEMO_QUERIES.read_bytes()
     except OSError as exc:
-        st.error(f"Cannot read the demo queries at {metrics.DEMO_QUERIES}: {exc}")
+        show_error(f"Cannot read the demo queries at {metrics.DEMO_QUERIES}: {exc}")
         return
     queries, issues = metrics.parse_queries(raw.decode("utf-8", errors="replace"), source=metrics.DEMO_QUERIES.name)
     if issues:

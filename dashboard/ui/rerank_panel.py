@@ -24,6 +24,7 @@ from dashboard.ranking.rerank import (
     rerank,
 )
 from dashboard.ranking.review import review_flags
+from dashboard.ui.errors import show_error
 
 DECAY_MODES = ("half-life", "per hour")
 WHY_EXPANDED_ROWS = 10
@@ -282,12 +283,13 @@ def show_pasted_ranking(ours: dict, candidate_ids: list[str], settings: RerankSe
         return
     theirs, error = parse_ranking_json(pasted)
     if error:
-        st.error(f"Pasted ranking: {error}")
+        show_error(f"Pasted ranking: {error}")
         return
     violations = validate_ranking(
         theirs, candidate_ids, relevance_weight=settings.relevance_weight, recency_weight=settings.recency_weight
     )
     if violations:
+        # A Markdown list on purpose, so not show_error: each item is made inert (_inert).
         st.error(
             f"The pasted ranking breaks {len(violations)} check(s):\n"
             + "\n".join(f"- {_inert(v)}" for v in violations[:MAX_VIOLATIONS_SHOWN])

@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
-from connectors.registry import REGISTRY, ConfigField, configured_secret_allowed, fingerprint, public_config
+from connectors.registry import REGISTRY, ConfigField, configured_secret_allowed, fingerprint
 from dashboard.ui import cache
 
 DEFAULT_STORE = "embedded"
@@ -148,7 +148,3 @@ def user_picker(store: MemoryStore | None) -> str | None:
             users = [current, *users]  # a shared link may name a user we cannot list
         return st.sidebar.selectbox("End user", users, key="user")
     return st.sidebar.text_input("End user id", key="user") or None
-
-
-def safe_config_summary(choice: StoreChoice) -> dict[str, Any]:
-    return public_config(choice.name, choice.config)

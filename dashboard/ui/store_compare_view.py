@@ -16,9 +16,9 @@ from dashboard.floor import default_floor
 from dashboard.logs.read_log import logged_query
 from dashboard.store_compare import ABSENT, KEPT, MATCH_BY, StoreComparison
 from dashboard.ui import cache
+from dashboard.ui.errors import store_error_text
 from dashboard.ui.sidebar import StoreChoice, choose_store
 
-SIDES = ("a", "b")
 TABLE_TEXT_CHARS = 200
 
 
@@ -56,7 +56,7 @@ def current_results(
         with st.spinner("Querying both stores…"):
             for side, choice in choices.items():
                 if choice.error:
-                    results[side] = f"Cannot open the store: {choice.error}"
+                    results[side] = store_error_text(choice.error)
                     continue
                 try:
                     state["compare_store_calls"] = state.get("compare_store_calls", 0) + 1

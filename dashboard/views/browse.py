@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.ui import browse_view as view
 from dashboard.ui.access import require_access
+from dashboard.ui.errors import show_store_error
 from dashboard.ui.sidebar import store_picker, user_picker
 
 st.title("Browse a store")
@@ -17,7 +18,7 @@ user = user_picker(choice.store)
 view.warm_model(choice.name)
 
 if choice.error:
-    st.error(f"Cannot open the store: {choice.error}")
+    show_store_error(choice.error)
     st.stop()
 
 view.show_expected_check(choice, user)

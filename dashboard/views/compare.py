@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard.store_compare import compare
 from dashboard.ui import store_compare_view as view
 from dashboard.ui.access import require_access
+from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import user_picker
 
 st.title("Compare two stores")
@@ -33,7 +34,7 @@ if results is None:
 for side, column in (("a", left), ("b", right)):
     answer = results[side]
     if isinstance(answer, str):
-        column.error(f"{side.upper()} could not answer: {answer}")
+        show_error(f"{side.upper()} could not answer: {answer}", column)
     else:
         view.show_side_notes(side, answer, column)
 result_a, result_b = results["a"], results["b"]

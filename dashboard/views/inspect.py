@@ -12,6 +12,7 @@ st.caption("Type the message the agent would query memory with; see what comes b
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
 from dashboard.ui import inspect_view as view  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
+from dashboard.ui.errors import show_store_error  # noqa: E402
 from dashboard.ui.feedback_panel import show_feedback, show_rank_lookup  # noqa: E402
 from dashboard.ui.rerank_panel import show_rerank_panel  # noqa: E402
 from dashboard.ui.sidebar import store_picker, user_picker  # noqa: E402
@@ -34,7 +35,7 @@ with st.form("query_form"):
     st.form_submit_button("Search", type="primary")
 
 if choice.error:
-    st.error(f"Cannot open the store: {choice.error}")
+    show_store_error(choice.error)
     st.stop()
 
 result = view.current_result(choice, user, int(k))

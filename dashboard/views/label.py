@@ -8,6 +8,7 @@ from dashboard.database.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import label_view as view
 from dashboard.ui.access import require_access, require_reviewer
+from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import store_picker
 
 st.title("Label a session")
@@ -27,4 +28,4 @@ try:
         view.labelling_panel(labels, session, reviewer, choice)
         view.session_results(labels, session)
 except LabelStoreError as exc:  # the label database went away: say so, keep the app up
-    st.error(str(exc))
+    show_error(str(exc))

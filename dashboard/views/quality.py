@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard.database.model import LabelStoreError
 from dashboard.ui import inspect_view, quality_runs, quality_view
 from dashboard.ui.access import require_access
+from dashboard.ui.errors import show_error, show_store_error
 from dashboard.ui.sidebar import store_picker
 
 st.title("Retrieval quality")
@@ -29,11 +30,11 @@ st.caption(
 )
 settings, k, cutoff = quality_view.controls()
 if choice.error:
-    st.error(f"Cannot open the store: {choice.error}")
+    show_store_error(choice.error)
 else:
     quality_view.show_demo_quality(choice, settings, k, cutoff)
 try:
     quality_view.show_labelled_quality(choice, settings, cutoff)
 except LabelStoreError as exc:  # the label database went away: say so, keep the page up
-    st.error(f"The label store cannot be read: {exc}")
+    show_error(f"The label store cannot be read: {exc}")
 quality_view.show_read_log()

@@ -39,3 +39,25 @@ def no_index_store():
 
 def not_a_store():
     return {"memories": []}
+
+
+# Where remote_embedder_store's embedding service listens; a test points it at a port
+# that refuses or a server that never answers.
+EMBEDDER_URL = "http://127.0.0.1:9/embed"
+
+
+def remote_embedder_store():
+    """An InMemoryStore whose index embeds through an embedding service over HTTP, as
+    an agent with a hosted embedder builds one."""
+    from collections.abc import Sequence
+
+    import httpx
+    from langgraph.store.base import IndexConfig
+    from langgraph.store.memory import InMemoryStore
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        response = httpx.post(EMBEDDER_URL, json={"texts": list(texts)}, timeout=1)
+        return response.json()["vectors"]
+
+    index: IndexConfig = {"dims": 384, "embed": embed}
+    return InMemoryStore(index=index)

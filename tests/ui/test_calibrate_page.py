@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from page_text import error_texts
 
 from dashboard.calibration.sweep import calibrate, format_floor
 from dashboard.database.store import LabelStore
@@ -132,14 +133,14 @@ def test_labels_of_one_class_only_show_why_they_cannot_calibrate(app, data_dir):
     label(store, "m2", "b", "relevant", 0.7)
     store.close()
     at = open_calibrate(app)
-    assert any("All 2 labelled rows are 'relevant'" in e.value for e in at.error)
+    assert any("All 2 labelled rows are 'relevant'" in e for e in error_texts(at))
     assert not at.get("plotly_chart")
 
 
 def test_an_unreachable_label_database_is_reported_in_the_page(app, monkeypatch):
     monkeypatch.setenv("MEMLENS_LABELS_URL", "postgresql://memlens@127.0.0.1:9/labels?connect_timeout=2")
     at = open_calibrate(app)
-    assert any("The label store cannot be read" in e.value for e in at.error)
+    assert any("The label store cannot be read" in e for e in error_texts(at))
     assert not at.get("plotly_chart")
 
 
@@ -182,7 +183,7 @@ def test_an_unusable_upload_says_why(app, name, content, message):
     at = open_calibrate(app, calibrate_source="Upload a file")
     at.file_uploader(key="calibrate_upload").set_value((name, content, "text/plain")).run()
     assert not at.exception
-    assert any(message in e.value for e in at.error)
+    assert any(message in e for e in error_texts(at))
     assert not at.get("plotly_chart")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from page_text import error_texts
 
 from connectors.base import StoreTimeout
 from connectors.registry import REGISTRY, StoreSpec
@@ -242,7 +243,7 @@ def test_memory_score_floor_sets_the_default(app, monkeypatch):
 def test_a_failing_store_shows_a_message_and_the_page_keeps_running(app, test_stores):
     at = app(store="test-timeout")
     ask(at, PIZZA)
-    assert any("did not answer within 5.0 s" in e.value and "req-42" in e.value for e in at.error)
+    assert any("did not answer within 5.0 s" in e and "req-42" in e for e in error_texts(at))
     at.slider(key="floor").set_value(0.2).run()  # no retry storm on a floor move
     assert not at.exception
     assert test_stores[0].calls.count("query") == 1
@@ -255,7 +256,7 @@ def test_an_unreachable_label_database_is_a_message_not_a_traceback(app, monkeyp
     monkeypatch.setenv("MEMLENS_LABELS_URL", "postgresql://memlens:s3cret-pw@127.0.0.1:1/labels")
     at = ask(app(), THEME)
     assert not at.exception
-    errors = [e.value for e in at.error]
+    errors = error_texts(at)
     assert any(e.startswith("Labelling is unavailable") for e in errors)
     assert any(e.startswith("Cannot read the labels") for e in errors)
     assert not any("s3cret-pw" in e for e in errors)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from page_text import error_texts, plain
 
 from dashboard.database import open_label_store
 from dashboard.display import inert_markdown
@@ -225,12 +226,12 @@ def test_the_password_gate_hides_memory_text_until_unlocked(label_page, data_dir
     assert "label_relevant" not in [b.key for b in at.button] and "Lives in" not in locked
     at.text_input(key="access_password").input("wrong")
     at.button(key="FormSubmitter:access_form-Unlock").click().run()
-    assert "Wrong password." in [e.value for e in at.error]
+    assert "Wrong password." in error_texts(at)
     assert "label_relevant" not in [b.key for b in at.button]
     at.text_input(key="access_password").input("pw-Zebra-42")
     at.button(key="FormSubmitter:access_form-Unlock").click().run()
     assert "label_relevant" in [b.key for b in at.button]
-    shown = json.dumps([str(e.value) for e in at.main if hasattr(e, "value")] , default=str)
+    shown = json.dumps([plain(str(e.value)) for e in at.main if hasattr(e, "value")], default=str)
     assert "pw-Zebra-42" not in shown
     assert at.session_state["access_password"] == ""  # what was typed is not kept
 

@@ -9,6 +9,7 @@ import logging
 import socket
 
 import pytest
+from page_text import plain
 from streamlit.testing.v1.element_tree import Block
 
 from connectors.http.memorysync import NORMALISED_NOTE, USAGE_NOTE
@@ -23,7 +24,7 @@ def node_text(node) -> str:
     """One element's message and value."""
     text = str(getattr(node, "proto", ""))
     try:
-        text += "\n" + repr(node.value)
+        text += "\n" + repr(node.value) + "\n" + plain(str(node.value))
     except Exception:  # blocks and some elements have no value
         pass
     return text
@@ -35,7 +36,7 @@ def everything_rendered(at) -> str:
 
 
 def texts(elements) -> str:
-    return "\n".join(str(e.value) for e in elements)
+    return "\n".join(plain(str(e.value)) for e in elements)
 
 
 def store_query_requests(server) -> int:

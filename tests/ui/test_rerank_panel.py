@@ -7,6 +7,7 @@ import math
 import re
 
 import pytest
+from page_text import error_texts
 
 from dashboard.ranking.ranking_json import validate_ranking
 
@@ -172,5 +173,5 @@ def test_a_pasted_ranking_is_validated_and_compared(app):
     assert comparison.loc["sam-999", "our status"] == "absent"
 
     at.text_area(key="rerank_pasted_json").input('{"query": "x",\n "ranked_results": [}').run()
-    assert any("Not valid JSON" in e.value and "line 2" in e.value for e in at.error)
+    assert any("Not valid JSON" in e and "line 2" in e for e in error_texts(at))
     assert at.session_state["store_calls"] == 1

@@ -5,6 +5,7 @@ folders loaded with the demo memories."""
 from __future__ import annotations
 
 import pytest
+from page_text import error_texts
 
 from connectors.demo_loader import demo_rows, load_chroma, load_qdrant
 from connectors.vector.chroma import persistent_client
@@ -99,8 +100,8 @@ def test_browse_says_a_stored_memory_is_stored_and_a_missing_one_was_never_store
     assert "ranks it #1" in at.success[0].value
     at.text_input(key="browse_expected").input("Is allergic to peanuts")
     at.button(key=CHECK).click().run()
-    assert at.error and "probably never stored" in at.error[0].value
-    assert "22 memories of sam" in at.error[0].value
+    assert at.error and "probably never stored" in error_texts(at)[0]
+    assert "22 memories of sam" in error_texts(at)[0]
     nearest = next(df.value for df in at.dataframe if "rank" in df.value.columns)
     assert len(nearest) == 5 and "raw score" in nearest.columns
 
@@ -108,7 +109,7 @@ def test_browse_says_a_stored_memory_is_stored_and_a_missing_one_was_never_store
 def test_browse_shows_a_store_error_in_the_page(app, stores_env, monkeypatch, tmp_path):
     monkeypatch.setenv("MEMLENS_QDRANT_PATH", str(tmp_path / "no-such-folder"))
     at = open_browse(app, store="qdrant", user="sam")
-    assert at.error and "No Qdrant folder" in at.error[0].value
+    assert at.error and "No Qdrant folder" in error_texts(at)[0]
 
 
 # ------------------------------------------------------------------ Compare
@@ -171,7 +172,7 @@ def test_compare_shows_a_side_that_cannot_open_without_crashing(app, stores_env,
     at.text_input(key="compare_query").input(THEME)
     at.button(key=COMPARE).click().run()
     assert not at.exception
-    assert any("B could not answer" in e.value and "No Qdrant folder" in e.value for e in at.error)
+    assert any("B could not answer" in e and "No Qdrant folder" in e for e in error_texts(at))
 
 
 @pytest.mark.parametrize("page", ["views/browse.py", "views/compare.py"])
