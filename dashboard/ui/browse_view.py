@@ -11,21 +11,13 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Memory, SupportsHistory
-from connectors.registry import REGISTRY
 from dashboard.browse import Scan, find_text_matches, history_matches, history_rows, scan_memories, stored_verdict
 from dashboard.display import TABLE_TEXT_CHARS, clip_text, hits_frame
 from dashboard.logs.read_log import logged_query
-from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice
 
 PAGE_SIZES = (25, 50, 100, 200)
 NEAREST_K = 5
-
-
-def warm_model(store_name: str) -> None:
-    spec = REGISTRY.get(store_name)
-    if spec is not None and spec.local_model:
-        cache.model_warmup()
 
 
 def _count_call() -> None:

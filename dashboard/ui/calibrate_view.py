@@ -24,10 +24,9 @@ from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledS
 from dashboard.floor import default_floor
 from dashboard.labels.demo import DEMO_LABELS, load_demo_labels
 from dashboard.labels.model import LabelStoreError
-from dashboard.ui import cache
+from dashboard.ui import cache, session
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
-from dashboard.ui.inspect_view import INSPECT_FLOOR
 
 SOURCE_STORE = "Label store"
 SOURCE_UPLOAD = "Upload a file"
@@ -55,8 +54,7 @@ def current_floor() -> float:
     writing the value back keeps it for the reviewer's return to Inspect. The plain
     copy Inspect keeps comes first: after fragment-only reruns (label clicks) the
     slider's own value is gone by the time the next page runs."""
-    state = st.session_state
-    floor = float(state.get(INSPECT_FLOOR, state.get("floor", default_floor())))
+    floor = session.inspect_floor(default_floor())
     st.session_state["floor"] = floor
     return floor
 
