@@ -13,6 +13,7 @@ from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUn
 from connectors.registry import REGISTRY, ConfigField, configured_secret_allowed, fingerprint, public_config
 from dashboard import store_link
 from dashboard.display import clip_text, inert_markdown
+from dashboard.evaluation.judged_sets import users_missing
 from dashboard.ui import cache, session
 
 DEFAULT_STORE = "embedded"
@@ -257,6 +258,31 @@ def user_picker(store: MemoryStore | None) -> str | None:
 
 
 MAX_USERS_NAMED = 10
+
+
+def missing_users_warning(store: MemoryStore | None, asked: list[str | None]) -> str | None:
+    """What to say before questions are run for users the store does not hold
+    (their questions can only come back empty), or None when it holds them all or
+    cannot list its users."""
+    held = store_users(store)
+    if held is None:
+        return None
+    missing = users_missing(asked, held)
+    if not missing:
+        return None
+    asked_users = {user for user in asked if user}
+    shown = ", ".join(missing[:MAX_USERS_NAMED]) + (f" and {len(missing) - MAX_USERS_NAMED:,} more" if len(missing) > MAX_USERS_NAMED else "")
+    said = (
+        f"This store holds none of the {len(asked_users):,} user(s) these questions are asked for "
+        f"({inert_markdown(shown)}); it holds {len(held):,} other user(s). "
+        if len(missing) == len(asked_users)
+        else f"This store does not hold {len(missing):,} of the {len(asked_users):,} users these questions are "
+        f"asked for: {inert_markdown(shown)}. "
+    )
+    return (
+        said
+        + "Their questions can only come back empty and would count as misses: is this the store the set was made for?"
+    )
 
 
 def _unknown_user_text(user: str, users: list[str], fallback: str) -> str:
