@@ -79,3 +79,24 @@ def test_the_rule_itself_catches_a_violation(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import streamlit as st\nfrom dashboard.ui import cache\nfrom dashboard.views import inspect\n")
     assert {"streamlit", "dashboard.ui", "dashboard.ui.cache", "dashboard.views"} <= domain_violations(bad)
+
+
+# One page's module is that page's alone: what pages share (the store choice, the
+# reviewer, the Inspect floor, the model warm-up) lives in ui/session.py,
+# ui/sidebar.py and ui/reviewer.py, not in another page's module.
+PAGE_MODULES = {p.stem for p in modules("dashboard/ui/*_view.py")}
+
+
+def page_modules_imported(path: Path) -> set[str]:
+    parts = (m.split(".") for m in imported_modules(path) if m.startswith("dashboard.ui."))
+    return {p[2] for p in parts} & PAGE_MODULES
+
+
+@pytest.mark.parametrize("path", modules("dashboard/ui/*.py"), ids=lambda p: p.name)
+def test_no_ui_module_imports_a_page_module(path):
+    assert page_modules_imported(path) <= {path.stem}, f"{path.name} reaches into another page's module"
+
+
+@pytest.mark.parametrize("path", modules("dashboard/views/*.py"), ids=lambda p: p.name)
+def test_each_page_imports_only_its_own_page_module(path):
+    assert page_modules_imported(path) <= {f"{path.stem}_view"}, f"{path.name} reaches into another page's module"

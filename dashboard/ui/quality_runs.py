@@ -406,7 +406,7 @@ def show(choice: StoreChoice) -> None:
     judged = judged_set_picker(evals)
     # The address bar names the judged set (and a store that is not the default),
     # so a link to this page opens on the same set.
-    chosen = st.session_state.get("eval_set")
+    chosen = str(st.session_state.get("eval_set") or DEMO_SET)
     session.sync_url({SET_PARAM: chosen if chosen != DEMO_SET else "", **store_url_params(choice)})
     if judged is not None:
         if choice.error:

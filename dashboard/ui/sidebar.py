@@ -243,7 +243,7 @@ def user_picker(store: MemoryStore | None) -> str | None:
             current = None
         if not current:
             st.session_state["user"] = fallback
-        user = st.sidebar.selectbox("End user", users, key="user")
+        user: str | None = st.sidebar.selectbox("End user", users, key="user")
         # Said until another user is picked, not only on the run that replaced it.
         note = session.recall("unknown_user")
         if note and note[1] == user:
