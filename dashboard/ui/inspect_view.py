@@ -98,7 +98,8 @@ def sync_url(choice: StoreChoice, user: str | None, k: int, floor: float) -> Non
     its settings when they are not the server's defaults (see ui/sidebar.py)."""
     query = st.session_state.get("query", "")
     wanted = {"query": query, "user": user or "", "k": str(k), "floor": f"{floor:.2f}"}
-    session.sync_url({**wanted, **store_url_params(choice)})
+    # A store setting may be empty on purpose (an empty path: the demo data).
+    session.sync_url({**{key: value for key, value in wanted.items() if value}, **store_url_params(choice)})
     for warning in st.session_state.pop("_url_warnings", []):
         st.warning(warning)
 

@@ -407,7 +407,7 @@ def show(choice: StoreChoice) -> None:
     # The address bar names the judged set (and a store that is not the default),
     # so a link to this page opens on the same set.
     chosen = str(st.session_state.get("eval_set") or DEMO_SET)
-    session.sync_url({SET_PARAM: chosen if chosen != DEMO_SET else "", **store_url_params(choice)})
+    session.sync_url({**({SET_PARAM: chosen} if chosen != DEMO_SET else {}), **store_url_params(choice)})
     if judged is not None:
         if choice.error:
             st.error(f"Cannot open the store: {choice.error}")

@@ -76,10 +76,9 @@ def set_widget(key: str, value: Any) -> None:
 
 
 def sync_url(wanted: dict[str, str]) -> None:
-    """Make the address bar read ``wanted`` (empty values left out), so a copied
-    link reproduces the page; written only when it differs, as every write is a
-    browser history entry."""
-    wanted = {key: value for key, value in wanted.items() if value}
+    """Make the address bar read ``wanted`` and nothing else, so a copied link
+    reproduces the page; written only when it differs, as every write is a browser
+    history entry."""
     if {key: st.query_params.get(key) for key in wanted} != wanted or set(st.query_params) - set(wanted):
         st.query_params.from_dict(wanted)
 

@@ -182,13 +182,12 @@ def _server_defaults(store: str) -> dict[str, Any]:
     return {STORE_KEY: DEFAULT_STORE, **{f.name: _seed_value(f) for f in spec.fields if f.kind != "secret"}}
 
 
-def store_url_params(choice: StoreChoice, *, always: bool = False) -> dict[str, str]:
-    """The link form of the chosen store and its settings: what differs from the
-    server's defaults (nothing for the default store as it opens), or, with
-    ``always``, the store's name at least."""
+def store_url_params(choice: StoreChoice) -> dict[str, str]:
+    """The address bar's form of the chosen store and its settings: what differs
+    from the server's defaults (nothing for the default store as it opens)."""
     if choice.name not in REGISTRY:
         return {}
-    return store_link.store_params(choice.name, choice.config, _server_defaults(choice.name), always=always)
+    return store_link.store_params(choice.name, choice.config, _server_defaults(choice.name), always=False)
 
 
 def run_link_params(store: str, settings: dict[str, Any]) -> dict[str, str]:
