@@ -65,6 +65,7 @@ def squeezed(text: str) -> str:
 
 def test_markup_in_memories_shows_as_characters_and_never_runs(page, service, tmp_path, screenshots):
     use_service(page, service, tmp_path, "/inert")
+    name_reviewer(page, "reviewer")  # the label rows quote each memory too
     for memory_id, text in INERT.items():
         row = label_row(page, memory_id)
         expect(row).to_be_visible()

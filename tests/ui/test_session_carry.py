@@ -96,6 +96,16 @@ def test_a_run_comparisons_link_opens_inspect_on_run_bs_store_and_ranking(app, d
     assert not inspect.exception, inspect.exception
     assert hit_ids(inspect) == outcome.ranking()
 
+    # Weights applied with What-if's "Use ... weights" are Inspect's too.
+    at.selectbox(key="eval_run").set_value(run_b.run_id).run()
+    at.selectbox(key="whatif_metric").set_value("mrr").run()
+    at.button(key="whatif_search").click().run()
+    at.button(key="whatif_apply").click().run()
+    applied = at.session_state["cfg_embedded_weights"]
+    assert applied != RECENCY_HEAVY
+    at.switch_page("views/inspect.py").run()
+    assert at.text_input(key="cfg_embedded_weights").value == applied
+
 
 def test_a_link_with_a_bad_setting_says_which_and_keeps_the_rest(app):
     at = open_page(app, params={"query": THEME, "store": "embedded", "weights": RECENCY_HEAVY, "half_life_hours": "soon"})
