@@ -87,7 +87,6 @@ def test_the_rule_itself_catches_a_violation(tmp_path):
 # another store package; only the demo loader, a tool that fills several stores,
 # reaches across them.
 STORE_PACKAGES = ("embedded", "http", "vector", "mem0")
-SHARED_CONNECTOR_MODULES = ("connectors.base", "connectors.registry", "connectors.common", "connectors.embedding.runtime", "connectors.http.base")
 
 
 def connector_layer(module: str) -> str:
@@ -218,3 +217,24 @@ def test_dashboard_packages_import_each_other_without_a_cycle():
 def test_the_cycle_rule_catches_a_cycle():
     assert find_cycle({"labels": {"database"}, "database": {"labels"}}) in (["labels", "database", "labels"], ["database", "labels", "database"])
     assert find_cycle({"labels": {"database"}, "evaluation": {"database", "labels"}}) is None
+
+
+# One page's module is that page's alone: what pages share (the store choice, the
+# reviewer, the Inspect floor, the model warm-up) lives in ui/session.py,
+# ui/sidebar.py and ui/reviewer.py, not in another page's module.
+PAGE_MODULES = {p.stem for p in modules("dashboard/ui/*_view.py")}
+
+
+def page_modules_imported(path: Path) -> set[str]:
+    parts = (m.split(".") for m in imported_modules(path) if m.startswith("dashboard.ui."))
+    return {p[2] for p in parts} & PAGE_MODULES
+
+
+@pytest.mark.parametrize("path", modules("dashboard/ui/*.py"), ids=lambda p: p.name)
+def test_no_ui_module_imports_a_page_module(path):
+    assert page_modules_imported(path) <= {path.stem}, f"{path.name} reaches into another page's module"
+
+
+@pytest.mark.parametrize("path", modules("dashboard/views/*.py"), ids=lambda p: p.name)
+def test_each_page_imports_only_its_own_page_module(path):
+    assert page_modules_imported(path) <= {f"{path.stem}_view"}, f"{path.name} reaches into another page's module"

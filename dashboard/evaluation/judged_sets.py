@@ -257,3 +257,9 @@ def _checked(judged: JudgedSet) -> JudgedSet:
         detail = f":\n{judged.issue_report()}" if judged.issues else ""
         raise JudgedSetError(f"{judged.source}: no usable question{detail}")
     return judged
+
+
+def users_missing(asked: Iterable[str | None], held: Iterable[str]) -> list[str]:
+    """The users questions are asked for that a store does not hold, sorted: their
+    questions can only come back empty, so a run would count them as misses."""
+    return sorted({user for user in asked if user} - set(held))

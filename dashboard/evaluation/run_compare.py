@@ -11,6 +11,7 @@ share is the two-sided p-value.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -138,10 +139,15 @@ def compare_runs(
     )
 
 
-def inspect_link(query: str, user_id: str | None, k: int, floor: float, base: str = "/inspect") -> str:
-    """The Inspect page's link for one question (the parameters it restores)."""
+def inspect_link(
+    query: str, user_id: str | None, k: int, floor: float, base: str = "/inspect", store: Mapping[str, str] | None = None
+) -> str:
+    """The Inspect page's link for one question (the parameters it restores);
+    ``store``: the parameters that name the run's store and settings
+    (dashboard/store_link.py), so the page ranks as the run did."""
     params = {"query": query, "user": user_id or "", "k": str(max(1, min(k, 50))), "floor": f"{floor:.2f}"}
-    return f"{base}?{urlencode({key: v for key, v in params.items() if v})}"
+    # A store setting may be empty on purpose (an empty path: the demo data).
+    return f"{base}?{urlencode({**{key: v for key, v in params.items() if v}, **(store or {})})}"
 
 
 def summary_lines(comparison: Comparison, worst: int = 10) -> list[str]:

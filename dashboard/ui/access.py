@@ -1,4 +1,4 @@
-"""Who may see memory text, and who is labelling.
+"""Who may see memory text (who is labelling: ui/reviewer.py).
 
 A page that shows memory text calls ``require_access()`` first:
 
@@ -23,7 +23,6 @@ from dashboard.ui.sidebar import secret_value
 
 PASSWORD_ENV = "MEMLENS_PASSWORD"
 _GRANTED = "_access_granted"
-REVIEWER_KEY = "label_reviewer"
 
 
 def auth_configured() -> bool:
@@ -90,35 +89,3 @@ def account_menu() -> None:
     if identity:
         st.sidebar.caption(f"Signed in as **{identity}**")
         st.sidebar.button("Sign out", key="access_logout", on_click=st.logout)
-
-
-def _set_reviewer() -> None:
-    name = (st.session_state.get("label_reviewer_input") or "").strip()
-    if name:
-        st.session_state[REVIEWER_KEY] = name
-
-
-def _change_reviewer() -> None:
-    st.session_state.pop(REVIEWER_KEY, None)
-
-
-def require_reviewer() -> str:
-    """The reviewer name labels carry: the signed-in identity, else a name asked
-    once per browser session (the page stops until one is given)."""
-    identity = logged_in_identity()
-    if identity:
-        st.sidebar.caption(f"Labelling as **{identity}** (signed in)")
-        return identity
-    name = st.session_state.get(REVIEWER_KEY)
-    if name:
-        st.sidebar.caption(f"Labelling as **{name}**")
-        st.sidebar.button("Change reviewer", key="label_change_reviewer", on_click=_change_reviewer)
-        return name
-    st.info("Who is labelling? Your name goes with every label you give, so agreement between reviewers can be measured.")
-    with st.form("reviewer_form"):
-        default = st.session_state.get("reviewer")  # the name used on Inspect, if any
-        if default and default != "reviewer" and "label_reviewer_input" not in st.session_state:
-            st.session_state["label_reviewer_input"] = default
-        st.text_input("Your name", key="label_reviewer_input")
-        st.form_submit_button("Start labelling", on_click=_set_reviewer)
-    st.stop()

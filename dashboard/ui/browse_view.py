@@ -11,7 +11,6 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Memory, ScoresPerResultSet, SupportsHistory, SupportsNeighbours
-from connectors.registry import REGISTRY
 from dashboard.browse import (
     Scan,
     find_text_matches,
@@ -23,7 +22,6 @@ from dashboard.browse import (
 )
 from dashboard.display import MISSING_CELL, SCORE_FORMAT, SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame
 from dashboard.logs.read_log import logged_query
-from dashboard.ui import cache
 from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import StoreChoice
 
@@ -35,13 +33,6 @@ def _score_columns(*names: str) -> dict[str, Any]:
     """Number columns shown with the project's score decimals, wide enough for them
     (auto-sized in a half-width table, 0.587 was cut to "0.5")."""
     return {name: st.column_config.NumberColumn(name, format=SCORE_FORMAT, width="small") for name in names}
-
-
-def warm_model(store_name: str) -> None:
-    spec = REGISTRY.get(store_name)
-    if spec is not None and spec.local_model:
-        cache.model_warmup()
-
 
 def _count_call() -> None:
     st.session_state["browse_store_calls"] = st.session_state.get("browse_store_calls", 0) + 1

@@ -32,11 +32,10 @@ from dashboard.calibration.sweep import (
 from dashboard.database.model import LabelStoreError
 from dashboard.demo import DEMO_LABELS, load_demo_labels
 from dashboard.floor import default_floor, floor_list
-from dashboard.ui import cache
+from dashboard.ui import cache, session
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
 from dashboard.ui.errors import show_error
-from dashboard.ui.inspect_view import INSPECT_FLOOR
 
 SOURCE_STORE = "Label store"
 SOURCE_UPLOAD = "Upload a file"
@@ -64,8 +63,7 @@ def current_floor() -> float:
     writing the value back keeps it for the reviewer's return to Inspect. The plain
     copy Inspect keeps comes first: after fragment-only reruns (label clicks) the
     slider's own value is gone by the time the next page runs."""
-    state = st.session_state
-    floor = float(state.get(INSPECT_FLOOR, state.get("floor", default_floor())))
+    floor = session.inspect_floor(default_floor())
     st.session_state["floor"] = floor
     return floor
 

@@ -5,7 +5,6 @@ k or store changes."""
 from __future__ import annotations
 
 import math
-import os
 
 import pandas as pd
 import streamlit as st
@@ -18,11 +17,11 @@ from dashboard.display import MISSING_CELL, SCORE_FORMAT, bounded_json, clip_tex
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import export
 from dashboard.logs import read_log as readlog
-from dashboard.ui import cache
-from dashboard.ui.access import logged_in_identity
+from dashboard.ui import cache, session
+from dashboard.ui import reviewer as reviewer_ui
 from dashboard.ui.charts import move_floor, score_breakdown_figure
 from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import StoreChoice
+from dashboard.ui.sidebar import StoreChoice, store_url_params
 
 MAX_QUERY_CHARS = 2_000
 MAX_USER_CHARS = 200
@@ -51,7 +50,7 @@ def restore_from_url() -> None:
     # (e.g. its settings are not filled in yet), and Streamlit forgets a widget's
     # value on a run that does not draw it: the slider came back at 0.00, keeping
     # every hit. Writing the value back on every run keeps the reviewer's floor.
-    state["floor"] = state.get("floor", state.get(INSPECT_FLOOR, default_floor()))
+    state["floor"] = state.get("floor", session.inspect_floor(default_floor()))
     if state.get("_url_restored"):
         return
     state["_url_restored"] = True
@@ -91,42 +90,22 @@ def restore_from_url() -> None:
     state["_url_warnings"] = notes
 
 
-# A plain (non-widget) copy of the floor slider. Streamlit drops a widget's value
-# when another page runs right after fragment-only reruns (a label click reruns
-# just its row), so the Calibrate page reads the floor from this copy.
-INSPECT_FLOOR = "inspect_floor"
-
-
 def keep_floor(floor: float) -> None:
-    st.session_state[INSPECT_FLOOR] = floor
+    session.keep_floor(floor)
 
 
-def sync_url(user: str | None, k: int, floor: float) -> None:
+def sync_url(choice: StoreChoice, user: str | None, k: int, floor: float) -> None:
+    """The address bar reads the page's query, user, k and floor, and the store and
+    its settings when they are not the server's defaults (see ui/sidebar.py)."""
     query = st.session_state.get("query", "")
     wanted = {"query": query, "user": user or "", "k": str(k), "floor": f"{floor:.2f}"}
-    wanted = {key: value for key, value in wanted.items() if value}
-    if {key: st.query_params.get(key) for key in wanted} != wanted or set(st.query_params) - set(wanted):
-        st.query_params.from_dict(wanted)
+    # A store setting may be empty on purpose (an empty path: the demo data).
+    session.sync_url({**{key: value for key, value in wanted.items() if value}, **store_url_params(choice)})
     for warning in st.session_state.pop("_url_warnings", []):
         st.warning(warning)
 
 
 # ------------------------------------------------------------------ sidebar bits
-
-
-def reviewer_box() -> str:
-    # Signed in: labels carry the identity the provider vouched for, not a typed name.
-    if identity := logged_in_identity():
-        return identity
-    if "reviewer" not in st.session_state:
-        st.session_state["reviewer"] = os.environ.get("MEMLENS_REVIEWER") or "reviewer"
-    return st.sidebar.text_input("Reviewer", key="reviewer").strip() or "reviewer"
-
-
-def warm_model(store_name: str) -> None:
-    spec = REGISTRY.get(store_name)
-    if spec is not None and spec.local_model:
-        cache.model_warmup()
 
 
 def show_embedding_path(choice: StoreChoice) -> None:
@@ -336,10 +315,15 @@ def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, 
         st.session_state[REDRAW_PAGE] = True
 
 
-def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer: str, store_text: bool) -> None:
+def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer: str | None, store_text: bool) -> None:
     if not result.hits:
         return
     st.subheader("Label the results")
+    if reviewer is None:
+        # No label goes out under a made-up name: asked once per browser session,
+        # here or on the Label page, and the same name on every page after.
+        st.info(f"{reviewer_ui.ASK_TEXT} Give your name in the sidebar (**Reviewer**) to label these results.")
+        return
     st.caption(f"Labels are saved at once by id as reviewer **{inert_markdown(reviewer)}**.")
     try:
         existing = {row.memory_id: row.label for row in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
@@ -393,7 +377,9 @@ def show_session_labels(include_text: bool) -> None:
     """The reviewer's labels. A label click reruns only its row, so this table is
     read again on the next full run or when Refresh is pressed; the downloads read
     the label store when clicked, so they always carry every label."""
-    reviewer = logged_in_identity() or st.session_state.get("reviewer") or "reviewer"
+    reviewer = reviewer_ui.current()
+    if reviewer is None:
+        return
     heading, refresh = st.columns([5, 1], vertical_alignment="bottom")
     heading.subheader("Your labels")
     refresh.button("Refresh", key="refresh_session_labels", help="Read the labels again (a label click redraws only its row).")

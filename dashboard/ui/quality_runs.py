@@ -16,6 +16,7 @@ import streamlit as st
 
 from connectors.base import ConnectorError, MemoryStore
 from connectors.registry import REGISTRY, public_config
+from dashboard import store_link
 from dashboard.database.model import LabelStoreError
 from dashboard.display import inert_markdown
 from dashboard.evaluation import judged_sets
@@ -26,9 +27,15 @@ from dashboard.evaluation.run_figures import RunFigures, format_value, run_figur
 from dashboard.evaluation.runs import RunRequest, RunStopped, resume_run, start_run, store_limit
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
-from dashboard.ui import cache
+from dashboard.ui import cache, session
 from dashboard.ui.errors import show_error, show_store_error
-from dashboard.ui.sidebar import StoreChoice
+from dashboard.ui.sidebar import (
+    StoreChoice,
+    missing_users_warning,
+    run_link_params,
+    set_store_setting,
+    store_url_params,
+)
 
 DEMO_SET = "demo (bundled)"
 MAX_K = 100
@@ -80,9 +87,14 @@ def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
     if issues := st.session_state.pop("eval_set_issues", None):
         st.warning("Lines skipped:\n\n" + "\n".join(f"- {line}" for line in issues.splitlines()[:50]))
     names = [DEMO_SET, *[n for n in evals.set_names() if n != "demo"]]
+    _restore_set_from_url(names)
+    # The set chosen in this browser session (kept across pages); in a new session,
+    # the set a link names, else the newest set the team kept, not the demo.
+    session.seed("eval_set", _newest_set(evals) or DEMO_SET)
     if st.session_state.get("eval_set") not in names:
         st.session_state["eval_set"] = DEMO_SET
     chosen = st.selectbox("Judged set", names, key="eval_set")
+    session.keep("eval_set", chosen)
     judged: JudgedSet | None = judged_sets.demo_set() if chosen == DEMO_SET else evals.load_set(chosen)
     if judged:
         answerable = sum(q.answerable for q in judged.questions)
@@ -92,11 +104,35 @@ def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
     return judged
 
 
+SET_PARAM = "set"
+
+
+def _newest_set(evals: EvalStore) -> str | None:
+    kept = [s for s in evals.sets() if s["name"] != "demo"]
+    return max(kept, key=lambda s: s["created_at"] or "")["name"] if kept else None
+
+
+def _restore_set_from_url(names: list[str]) -> None:
+    """Once per browser session: the judged set a link names (``?set=NAME``)."""
+    if not session.first_run("judged_set_link"):
+        return
+    wanted = st.query_params.get(SET_PARAM)
+    if not wanted:
+        return
+    if wanted in names:
+        session.set_widget("eval_set", wanted)
+    else:
+        st.warning(
+            f"The link's judged set {inert_markdown(repr(wanted[:40]))} is not kept here; "
+            "upload it below or pick one of the kept sets."
+        )
+
+
 def _promote(evals: EvalStore, name: str) -> None:
     labels = evals.labels.labels()
     texts: dict[str, tuple[str | None, str | None]] = {}
-    for session in evals.labels.sessions():
-        for item in evals.labels.session_items(session.name):
+    for drawn in evals.labels.sessions():
+        for item in evals.labels.session_items(drawn.name):
             if item.query_text:
                 texts.setdefault(item.message_id, (item.query_text, item.user_id))
     for label in labels:
@@ -126,6 +162,8 @@ def run_controls(evals: EvalStore, choice: StoreChoice, judged: JudgedSet) -> No
     name = cols[1].text_input("Run name", key="eval_run_name", placeholder=f"{judged.name} on {choice.fingerprint}")
     keep_text = cols[2].checkbox("Keep query text with the run", key="eval_keep_text",
                                  help="Off: the run holds ids and scores only.")
+    if missing := missing_users_warning(choice.store, [q.user_id for q in judged.questions]):
+        st.warning(missing)
     as_of, as_of_error = _as_of_control(choice)
     start = st.button("Start run", key="eval_start", type="primary", disabled=choice.store is None or bool(as_of_error))
     if start and choice.store is not None and not as_of_error:
@@ -306,13 +344,20 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
         st.success("B lost on no question.")
         return
     questions = judged.by_id()
-    st.markdown("**Questions B lost most on** (open one on Inspect against the store it ran on)")
+    # The links open each question with run B's store and settings (store_link.py),
+    # so Inspect ranks it as run B did; a store a link cannot carry is named instead.
+    store = run_link_params(c.run_b.store, c.run_b.settings)
+    why_not = store_link.cannot_link(c.run_b.store)
+    if why_not:
+        st.markdown("**Questions B lost most on** (open one on Inspect; the link carries the query, user, k and floor)")
+    else:
+        st.markdown("**Questions B lost most on** (open one on Inspect with run B's store and settings, k and floor)")
     k = c.run_b.k
     rows: list[dict[str, Any]] = []
     for d in worst:
         question = questions[d.message_id]
         rows.append({"message_id": d.message_id, "user": d.user_id, "A": d.a, "B": d.b, "delta": d.delta,
-                     "inspect": inspect_link(question.query, question.user_id, k, floor)})
+                     "inspect": inspect_link(question.query, question.user_id, k, floor, store=store)})
     st.dataframe(
         pd.DataFrame(rows), hide_index=True, width="stretch", key="eval_compare_worst",
         column_config={"inspect": st.column_config.LinkColumn("Inspect", display_text="open on Inspect")},
@@ -323,16 +368,22 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
         "Open on Inspect: "
         + ", ".join(f"[{inert_markdown(str(row['message_id']))}]({row['inspect']})" for row in rows[:5])
     )
-    settings = json.dumps(c.run_b.settings, sort_keys=True)
-    st.caption(f"Run B ran on {c.run_b.fingerprint} with settings {settings}: pick the same store and settings in the sidebar.")
+    if why_not:
+        settings = json.dumps(c.run_b.settings, sort_keys=True)
+        st.warning(
+            f"The links cannot open run B's store: {why_not}. On Inspect, pick the "
+            f"{inert_markdown(c.run_b.store)} store in the sidebar with these settings, {inert_markdown(settings)}, "
+            f"and its key; the store's fingerprint is then {c.run_b.fingerprint}."
+        )
 
 
 # ------------------------------------------------------------------ what-if
 
 
 def _apply_weights(text: str) -> None:
-    # A callback runs before the sidebar draws, so its widget may still be set.
-    st.session_state["cfg_embedded_weights"] = text
+    # A callback runs before the sidebar draws, so its widget may still be set; the
+    # session's copy makes every page's sidebar show the weights.
+    set_store_setting("embedded", "weights", text)
 
 
 def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
@@ -390,6 +441,10 @@ def show(choice: StoreChoice) -> None:
     if evals is None:
         return
     judged = judged_set_picker(evals)
+    # The address bar names the judged set (and a store that is not the default),
+    # so a link to this page opens on the same set.
+    chosen = str(st.session_state.get("eval_set") or DEMO_SET)
+    session.sync_url({**({SET_PARAM: chosen} if chosen != DEMO_SET else {}), **store_url_params(choice)})
     if judged is not None:
         if choice.error:
             show_store_error(choice.error)

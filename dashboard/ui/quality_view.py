@@ -23,7 +23,7 @@ from dashboard.ranking.rerank import RerankSettings
 from dashboard.ui import cache
 from dashboard.ui.errors import show_error
 from dashboard.ui.rerank_panel import RELEVANCE_SOURCE_TEXT, rerank_controls, settings_text
-from dashboard.ui.sidebar import StoreChoice
+from dashboard.ui.sidebar import StoreChoice, missing_users_warning
 
 ALL_REVIEWERS = "(all reviewers)"
 RECENT_READS = 20
@@ -166,10 +166,11 @@ def demo_hits(choice: StoreChoice, queries: list[metrics.JudgedQuery], k: int, d
     """The store's hits for every demo query, read once per (store, k, file)."""
     state = st.session_state
     key = (choice.fingerprint, k, digest)
-    # A remote store may be production, where every query counts (usage, quotas):
-    # nothing is sent on page open, only when the reviewer asks.
+    # Nothing is sent on page open, only when the reviewer asks: a remote store may
+    # be production, where every query counts (usage, quotas), and an embedded store
+    # may hold a team's own data, which the demo questions were not written for.
     fresh = state.get("quality_demo_key") != key
-    if fresh and choice.name != "embedded" and not st.button(
+    if fresh and not st.button(
         f"Run the {len(queries)} demo queries against this store", key="quality_run_demo", type="primary"
     ):
         st.caption("Nothing has been sent to the store yet.")
@@ -223,6 +224,8 @@ def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cut
         f"{len(queries)} judged questions about the bundled demo users, each asked with its user's id; "
         "memories not listed as relevant count as not relevant."
     )
+    if missing := missing_users_warning(choice.store, [q.user_id for q in queries]):
+        st.warning(missing)
     hits = demo_hits(choice, queries, k, hashlib.sha256(raw).hexdigest())
     if hits is None:
         return
@@ -235,8 +238,11 @@ def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cut
         )
     report = metrics.compare_orders(cases, settings=settings, now=datetime.now(UTC), k=cutoff)
     sources = {result.reranked.relevance_source for result in report.cases if result.reranked.entries}
-    source = "none" if not sources else sources.pop() if len(sources) == 1 else "mixed"
-    st.caption(RELEVANCE_SOURCE_TEXT[source])
+    if not sources:
+        # Nothing came back at all: "sent no scores" would blame the store's scores.
+        st.caption("The store returned no memories for any demo query, so there is nothing to rank.")
+    else:
+        st.caption(RELEVANCE_SOURCE_TEXT[sources.pop() if len(sources) == 1 else "mixed"])
     show_headline(report, "quality_demo")
     with st.expander("Per query", expanded=False):
         st.dataframe(per_query_frame(report, show_query=True), hide_index=True, width="stretch", key="quality_demo_per_query")

@@ -11,7 +11,10 @@ import streamlit as st
 
 from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
 from connectors.registry import REGISTRY, ConfigField, configured_secret_allowed, fingerprint
-from dashboard.ui import cache
+from dashboard import store_link
+from dashboard.display import clip_text, inert_markdown
+from dashboard.evaluation.judged_sets import users_missing
+from dashboard.ui import cache, session
 
 DEFAULT_STORE = "embedded"
 
@@ -81,18 +84,41 @@ def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> 
         configured = _configured_secret(store_name, field, key_prefix)
         if configured:
             return configured
-        return st.text_input(field.label, type="password", key=key, help=field.help or None) or None
+        session.seed(key, "")
+        typed = st.text_input(field.label, type="password", key=key, help=field.help or None)
+        session.keep(key, typed)
+        return typed or None
+    # The value comes from the session (what was set on any page), else the default:
+    # the widgets take no value= of their own, which would win on another page.
+    session.seed(key, _seed_value(field))
+    help_text = field.help or None
+    if field.kind == "int":
+        value: Any = int(st.number_input(field.label, step=1, key=key, help=help_text))
+    elif field.kind == "float":
+        value = float(st.number_input(field.label, key=key, help=help_text))
+    elif field.kind == "bool":
+        value = st.checkbox(field.label, key=key, help=help_text)
+    elif field.kind == "choice":
+        value = st.selectbox(field.label, field.choices, key=key, help=help_text)
+    else:
+        value = st.text_input(field.label, key=key, help=help_text)
+    session.keep(key, value)
+    return value
+
+
+def _seed_value(field: ConfigField) -> Any:
+    """The widget value of a setting nobody has set: the server's default, as the
+    widget kind holds it."""
     default = _default(field)
     if field.kind == "int":
-        return int(st.number_input(field.label, value=int(default or 0), step=1, key=key, help=field.help or None))
+        return int(default or 0)
     if field.kind == "float":
-        return float(st.number_input(field.label, value=float(default or 0.0), key=key, help=field.help or None))
+        return float(default or 0.0)
     if field.kind == "bool":
-        return st.checkbox(field.label, value=bool(default), key=key, help=field.help or None)
+        return bool(default)
     if field.kind == "choice":
-        index = field.choices.index(default) if default in field.choices else 0
-        return st.selectbox(field.label, field.choices, index=index, key=key, help=field.help or None)
-    return st.text_input(field.label, value=str(default or ""), key=key, help=field.help or None)
+        return default if default in field.choices else field.choices[0]
+    return str(default or "")
 
 
 def choose_store(
@@ -100,11 +126,15 @@ def choose_store(
 ) -> StoreChoice:
     """A store selectbox (widget key `key`; the embedded store until one is chosen),
     the chosen store's settings in an expander (keys prefixed `key_prefix`), and the
-    opened store, drawn in `container` (the sidebar, or one of Compare's columns)."""
+    opened store, drawn in `container` (the sidebar, or one of Compare's columns).
+    The choice and the settings are the browser session's (see ui/session.py): set
+    on one page, every page that draws them shows them."""
     names = list(REGISTRY)
+    session.seed(key, DEFAULT_STORE if DEFAULT_STORE in names else names[0])
     if st.session_state.get(key) not in names:
         st.session_state[key] = DEFAULT_STORE if DEFAULT_STORE in names else names[0]
     name = container.selectbox(label, names, key=key, format_func=lambda n: REGISTRY[n].title if n in REGISTRY else n)
+    session.keep(key, name)
     spec = REGISTRY[name]
     config: dict[str, Any] = {}
     with container.expander(settings_label, expanded=False):
@@ -120,31 +150,145 @@ def choose_store(
     return StoreChoice(name, config, fingerprint(name, config), store, error)
 
 
+STORE_KEY = "store"
+
+
+def _restore_store_from_url() -> None:
+    """Once per browser session: the store and settings a link names (see
+    dashboard/store_link.py), written where the sidebar's widgets read them; the
+    parts of the link that cannot be used are said on the page."""
+    if not session.first_run("store_link"):
+        return
+    store, settings, notes = store_link.settings_from_params(st.query_params.to_dict())
+    if store is not None:
+        session.set_widget(STORE_KEY, store)
+        for name, value in settings.items():
+            session.set_widget(f"cfg_{store}_{name}", value)
+    session.remember("store_link_notes", notes)
+
+
 def store_picker() -> StoreChoice:
     """The sidebar's `store` selectbox, the chosen store's settings, and the opened store."""
-    return choose_store(st.sidebar, key="store", label="Store", settings_label="Store settings", describe=True)
+    _restore_store_from_url()
+    choice = choose_store(st.sidebar, key=STORE_KEY, label="Store", settings_label="Store settings", describe=True)
+    for note in session.recall("store_link_notes", []):
+        st.warning(note)
+    session.remember("store_link_notes", [])
+    return choice
+
+
+def _server_defaults(store: str) -> dict[str, Any]:
+    spec = REGISTRY[store]
+    return {STORE_KEY: DEFAULT_STORE, **{f.name: _seed_value(f) for f in spec.fields if f.kind != "secret"}}
+
+
+def store_url_params(choice: StoreChoice) -> dict[str, str]:
+    """The address bar's form of the chosen store and its settings: what differs
+    from the server's defaults (nothing for the default store as it opens)."""
+    if choice.name not in REGISTRY:
+        return {}
+    return store_link.store_params(choice.name, choice.config, _server_defaults(choice.name), always=False)
+
+
+def run_link_params(store: str, settings: dict[str, Any]) -> dict[str, str]:
+    """The link form of the store and settings a run was made with (its public
+    settings); empty when ``store_link.cannot_link`` refuses the store."""
+    if store not in REGISTRY:
+        return {}
+    return store_link.store_params(store, settings, _server_defaults(store), always=True)
+
+
+def set_store_setting(store: str, field: str, value: Any) -> None:
+    """Set one of a store's sidebar settings from code (Quality's "Use ... weights"):
+    every page's sidebar shows it from the next run on."""
+    session.set_widget(f"cfg_{store}_{field}", value)
+
+
+def warm_model(store_name: str) -> None:
+    """Start opening the packaged embedding model when the chosen store uses it."""
+    spec = REGISTRY.get(store_name)
+    if spec is not None and spec.local_model:
+        cache.model_warmup()
+
+
+def store_users(store: MemoryStore | None) -> list[str] | None:
+    """The users the store can list, or None when it cannot (or the listing
+    failed). Listed once per session and opened store, so a floor move or a label
+    click never reaches the store (for a remote store, a listing is a request)."""
+    if not isinstance(store, SupportsUsers):
+        return None
+    memo_key = f"_users_of_store_{id(store)}"
+    if memo_key not in st.session_state:
+        try:
+            st.session_state[memo_key] = (store.users(), store.default_user if isinstance(store, HasDefaultUser) else None)
+        except ConnectorError:
+            return None  # not remembered: the next rerun tries again
+    return list(st.session_state[memo_key][0])
 
 
 def user_picker(store: MemoryStore | None) -> str | None:
-    """The `user` widget: a list when the store can name its users, else free text."""
-    users: list[str] = []
-    preferred = None
-    if isinstance(store, SupportsUsers):
-        # Listed once per session and opened store, so a floor move or a label
-        # click never reaches the store (for a remote store, a listing is a request).
-        memo_key = f"_users_of_store_{id(store)}"
-        if memo_key not in st.session_state:
-            try:
-                st.session_state[memo_key] = (store.users(), store.default_user if isinstance(store, HasDefaultUser) else None)
-            except ConnectorError:
-                pass  # not remembered: the next rerun tries again
-        users, preferred = st.session_state.get(memo_key, ([], None))
-        users = list(users)
+    """The `user` widget: a list when the store can name its users, else free text.
+
+    A user the store does not hold (a link's `user=nobody`) is not added to the
+    list: the page says so, names the users it does hold, and picks one of them."""
+    users = store_users(store) or []
     if users:
+        preferred = st.session_state[f"_users_of_store_{id(store)}"][1]
+        fallback = preferred if preferred in users else users[0]
+        session.seed("user", fallback)
         current = st.session_state.get("user")
-        if not current and preferred in users:
-            st.session_state["user"] = preferred
         if current and current not in users:
-            users = [current, *users]  # a shared link may name a user we cannot list
-        return st.sidebar.selectbox("End user", users, key="user")
-    return st.sidebar.text_input("End user id", key="user") or None
+            session.remember("unknown_user", (_unknown_user_text(current, users, fallback), fallback))
+            current = None
+        if not current:
+            st.session_state["user"] = fallback
+        user: str | None = st.sidebar.selectbox("End user", users, key="user")
+        # Said until another user is picked, not only on the run that replaced it.
+        note = session.recall("unknown_user")
+        if note and note[1] == user:
+            st.warning(note[0])
+        elif note:
+            session.remember("unknown_user", None)
+    else:
+        session.seed("user", "")
+        user = st.sidebar.text_input("End user id", key="user") or None
+    session.keep("user", user or "")
+    return user
+
+
+MAX_USERS_NAMED = 10
+
+
+def missing_users_warning(store: MemoryStore | None, asked: list[str | None]) -> str | None:
+    """What to say before questions are run for users the store does not hold
+    (their questions can only come back empty), or None when it holds them all or
+    cannot list its users."""
+    held = store_users(store)
+    if held is None:
+        return None
+    missing = users_missing(asked, held)
+    if not missing:
+        return None
+    asked_users = {user for user in asked if user}
+    shown = ", ".join(missing[:MAX_USERS_NAMED]) + (f" and {len(missing) - MAX_USERS_NAMED:,} more" if len(missing) > MAX_USERS_NAMED else "")
+    said = (
+        f"This store holds none of the {len(asked_users):,} user(s) these questions are asked for "
+        f"({inert_markdown(shown)}); it holds {len(held):,} other user(s). "
+        if len(missing) == len(asked_users)
+        else f"This store does not hold {len(missing):,} of the {len(asked_users):,} users these questions are "
+        f"asked for: {inert_markdown(shown)}. "
+    )
+    return (
+        said
+        + "Their questions can only come back empty and would count as misses: is this the store the set was made for?"
+    )
+
+
+def _unknown_user_text(user: str, users: list[str], fallback: str) -> str:
+    shown = ", ".join(users[:MAX_USERS_NAMED])
+    more = f" and {len(users) - MAX_USERS_NAMED:,} more" if len(users) > MAX_USERS_NAMED else ""
+    return (
+        f"The user {inert_markdown(repr(clip_text(user, 40)[0]))} is not in this store, which holds "
+        f"{len(users):,} user(s): {inert_markdown(shown)}{more}. Showing {inert_markdown(fallback)} instead; "
+        "pick a user in the sidebar."
+    )

@@ -10,14 +10,12 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, QueryResult
-from connectors.registry import REGISTRY
 from dashboard.display import MISSING_CELL, SCORE_FORMAT, clip_text, inert_markdown
 from dashboard.floor import default_floor
 from dashboard.logs.read_log import logged_query
 from dashboard.store_compare import ABSENT, KEPT, MATCH_BY, StoreComparison
-from dashboard.ui import cache
 from dashboard.ui.errors import store_error_text
-from dashboard.ui.sidebar import StoreChoice, choose_store
+from dashboard.ui.sidebar import StoreChoice, choose_store, warm_model
 
 TABLE_TEXT_CHARS = 200
 
@@ -35,9 +33,7 @@ def side_picker(side: str, container) -> StoreChoice:
             key_prefix=f"compare_{side}_",
         )
         st.slider(f"Floor {side.upper()}", 0.0, 1.0, step=0.01, key=floor_key)
-        spec = REGISTRY.get(choice.name)
-        if spec is not None and spec.local_model:
-            cache.model_warmup()
+        warm_model(choice.name)
     return choice
 
 

@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard.ui import browse_view as view
 from dashboard.ui.access import require_access
 from dashboard.ui.errors import show_store_error
-from dashboard.ui.sidebar import store_picker, user_picker
+from dashboard.ui.sidebar import store_picker, user_picker, warm_model
 
 st.title("Browse a store")
 require_access()  # the page shows memory text
@@ -15,7 +15,7 @@ st.caption("List what a store holds for a user, and check whether the memory a r
 
 choice = store_picker()
 user = user_picker(choice.store)
-view.warm_model(choice.name)
+warm_model(choice.name)
 
 if choice.error:
     show_store_error(choice.error)

@@ -11,27 +11,32 @@ st.caption("Type the message the agent would query memory with; see what comes b
 
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
 from dashboard.ui import inspect_view as view  # noqa: E402
+from dashboard.ui import reviewer as reviewer_ui  # noqa: E402
+from dashboard.ui import session  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
 from dashboard.ui.errors import show_store_error  # noqa: E402
 from dashboard.ui.feedback_panel import show_feedback, show_rank_lookup  # noqa: E402
 from dashboard.ui.rerank_panel import show_rerank_panel  # noqa: E402
-from dashboard.ui.sidebar import store_picker, user_picker  # noqa: E402
+from dashboard.ui.sidebar import store_picker, user_picker, warm_model  # noqa: E402
 
 require_access()  # the page shows memory text
 view.restore_from_url()
 choice = store_picker()
 user = user_picker(choice.store)
-k = st.sidebar.number_input("k (results)", min_value=1, max_value=50, step=1, key="k")
-reviewer = view.reviewer_box()
-store_text = st.sidebar.checkbox(
+# Shared widgets (ui/session.py): what was set here is here again after another page.
+k = session.widget(st.sidebar.number_input, "k", 5, "k (results)", min_value=1, max_value=50, step=1)
+reviewer = reviewer_ui.sidebar_box()
+store_text = session.widget(
+    st.sidebar.checkbox,
+    "store_text",
+    False,
     "Store memory and query text with labels",
-    key="store_text",
     help="Off: labels and exports carry ids and scores only.",
 )
-view.warm_model(choice.name)
+warm_model(choice.name)
 
 with st.form("query_form"):
-    st.text_input("Message", key="query", placeholder="What is the user's favourite pizza topping?")
+    session.widget(st.text_input, "query", "", "Message", placeholder="What is the user's favourite pizza topping?")
     st.form_submit_button("Search", type="primary")
 
 if choice.error:
@@ -50,7 +55,7 @@ view.show_embedding_path(choice)
 def floor_dependent_parts() -> None:
     floor = st.slider("Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped.")
     view.keep_floor(floor)
-    view.sync_url(user, int(k), floor)
+    view.sync_url(choice, user, int(k), floor)
     if result is None:
         return
     view.show_notes(result)

@@ -7,7 +7,8 @@ import streamlit as st
 from dashboard.database.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import label_view as view
-from dashboard.ui.access import require_access, require_reviewer
+from dashboard.ui import reviewer as reviewer_ui
+from dashboard.ui.access import require_access
 from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import store_picker
 
@@ -17,7 +18,7 @@ st.caption(
     "from the keyboard. Labels are saved by id the moment you press a key."
 )
 require_access()
-reviewer = require_reviewer()
+reviewer = reviewer_ui.require()
 choice = store_picker()
 try:
     labels = cache.label_store()

@@ -7,10 +7,10 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.database.model import LabelStoreError
-from dashboard.ui import inspect_view, quality_runs, quality_view
+from dashboard.ui import quality_runs, quality_view
 from dashboard.ui.access import require_access
 from dashboard.ui.errors import show_error, show_store_error
-from dashboard.ui.sidebar import store_picker
+from dashboard.ui.sidebar import store_picker, warm_model
 
 st.title("Retrieval quality")
 st.caption(
@@ -20,7 +20,7 @@ st.caption(
 
 require_access()  # the page shows memory text and queries the store
 choice = store_picker()
-inspect_view.warm_model(choice.name)
+warm_model(choice.name)
 quality_runs.show(choice)
 
 st.header("Store order vs re-ranked")

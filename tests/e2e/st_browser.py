@@ -157,3 +157,12 @@ def chart_count(page: Page, key: str) -> int:
     """How many drawn plotly charts (an SVG inside) the keyed chart element holds."""
     charts = widget(page, key).get_by_test_id("stPlotlyChart")
     return charts.filter(has=page.locator("svg.main-svg")).count()
+
+
+def name_reviewer(page: Page, name: str) -> None:
+    """Say who is labelling in Inspect's sidebar box, as a reviewer does once per
+    browser session before the first label (no label goes out without a name)."""
+    box = widget(page, "reviewer").locator("input")
+    box.fill(name)
+    box.press("Enter")
+    wait_idle(page)

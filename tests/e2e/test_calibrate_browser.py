@@ -9,7 +9,7 @@ import random
 
 import pytest
 from playwright.sync_api import expect
-from st_browser import chart_count, go_to, open_app, screenshot, table_rows, wait_idle, widget
+from st_browser import chart_count, go_to, name_reviewer, open_app, screenshot, table_rows, wait_idle, widget
 
 pytestmark = pytest.mark.e2e
 
@@ -46,6 +46,7 @@ def test_calibrate_draws_its_charts_with_the_floor_from_inspect(page, screenshot
     # then follows the sidebar link.
     open_app(page, params={"query": "Which UI theme does the user prefer?", "user": "sam", "k": "5", "floor": "0.20"})
     expect(page.get_by_test_id("stCode").first).to_be_visible(timeout=240_000)
+    name_reviewer(page, "ana")
     for key in ("relevant_sam-02", "not_relevant_sam-01"):
         widget(page, key).locator("button").click()
         wait_idle(page)

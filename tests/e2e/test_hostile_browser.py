@@ -13,7 +13,7 @@ import json
 import pytest
 from hostile_service import FORMULA_ID, HUGE_ROWS, HUGE_TEXT_CHARS, INERT, HostileService
 from playwright.sync_api import expect
-from st_browser import choose, code_blocks, move_slider, open_app, screenshot, slider_value, wait_idle, widget
+from st_browser import choose, code_blocks, move_slider, name_reviewer, open_app, screenshot, slider_value, wait_idle, widget
 
 from dashboard.display import WORD_JOINER
 
@@ -65,6 +65,7 @@ def squeezed(text: str) -> str:
 
 def test_markup_in_memories_shows_as_characters_and_never_runs(page, service, tmp_path, screenshots):
     use_service(page, service, tmp_path, "/inert")
+    name_reviewer(page, "reviewer")  # the label rows quote each memory too
     for memory_id, text in INERT.items():
         row = label_row(page, memory_id)
         expect(row).to_be_visible()
@@ -89,6 +90,7 @@ def test_markup_in_memories_shows_as_characters_and_never_runs(page, service, tm
 
 def test_rtl_text_and_formula_ids_reach_both_downloads_intact(page, service, tmp_path):
     use_service(page, service, tmp_path, "/inert")
+    name_reviewer(page, "reviewer")
     widget(page, "store_text").get_by_text("Store memory and query text with labels").click()
     wait_idle(page)
     label_row(page, "x-rtl").get_by_role("button", name="Relevant", exact=True).click()
@@ -118,6 +120,7 @@ def test_rtl_text_and_formula_ids_reach_both_downloads_intact(page, service, tmp
 def test_a_100000_row_answer_with_a_10_mb_memory_draws_cut_down_and_stays_usable(page, service, tmp_path, screenshots):
     use_service(page, service, tmp_path, "/huge")
     expect(page.get_by_text(f"Showing the first 1,000 of {HUGE_ROWS:,} results.")).to_be_visible()
+    name_reviewer(page, "reviewer")  # the label rows come once someone labels
     expect(page.get_by_text(f"Labelling the first 200 of {HUGE_ROWS:,} results.")).to_be_visible()
     expect(page.get_by_text(f"Text cut to 2,000 of {HUGE_TEXT_CHARS:,} characters.")).to_be_visible()
     expect(page.get_by_text("Prompt block cut to 20,000 of")).to_be_visible()

@@ -11,7 +11,18 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
-from st_browser import ask, code_blocks, move_slider, open_app, screenshot, slider_value, table_rows, wait_idle, widget
+from st_browser import (
+    ask,
+    code_blocks,
+    move_slider,
+    name_reviewer,
+    open_app,
+    screenshot,
+    slider_value,
+    table_rows,
+    wait_idle,
+    widget,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -72,6 +83,7 @@ def test_two_labels_survive_a_reload_and_download_as_jsonl_rows(page, server, sc
     other = next(r for r in rows if r["memory id"] != theme_id)
     other_id = other["memory id"]
 
+    name_reviewer(page, "reviewer")
     widget(page, f"not_relevant_{theme_id}").locator("button").click()
     expect(page.get_by_text("❌ not relevant")).to_have_count(1)
     widget(page, f"relevant_{other_id}").locator("button").click()
@@ -81,10 +93,12 @@ def test_two_labels_survive_a_reload_and_download_as_jsonl_rows(page, server, sc
     expect(widget(page, f"not_relevant_{theme_id}").get_by_test_id("stBaseButton-primary")).to_be_visible()
     expect(widget(page, f"relevant_{other_id}").get_by_test_id("stBaseButton-primary")).to_be_visible()
 
-    # A reload is a new session: the query comes back from the URL, the labels from disk.
+    # A reload is a new session: the query comes back from the URL, the labels from
+    # disk once the reviewer has said who they are (asked once per browser session).
     page.reload()
     wait_idle(page, timeout=120_000)
     expect(widget(page, "query").locator("input")).to_have_value(PIZZA)
+    name_reviewer(page, "reviewer")
     expect(page.get_by_text("❌ not relevant")).to_have_count(1)
     expect(page.get_by_text("✅ relevant")).to_have_count(1)
     expect(widget(page, f"not_relevant_{theme_id}").get_by_test_id("stBaseButton-primary")).to_be_visible()

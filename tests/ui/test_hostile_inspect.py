@@ -19,6 +19,14 @@ from markdown_it import MarkdownIt
 from dashboard.display import TABLE_TEXT_CHARS, WORD_JOINER
 from dashboard.ui.inspect_view import MAX_LABEL_ROWS, MAX_NOTES, MAX_TABLE_ROWS
 
+
+@pytest.fixture(autouse=True)
+def named_reviewer(monkeypatch):
+    """These tests label on Inspect as a deployment does that names its reviewer
+    (MEMLENS_REVIEWER); with no name at all, Inspect asks first (test_session_carry.py)."""
+    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
+
+
 SEARCH = "FormSubmitter:query_form-Search"
 RENDER = MarkdownIt("commonmark", {"html": True})
 TAGS = re.compile(r"<[^>]+>")

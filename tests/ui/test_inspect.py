@@ -10,6 +10,14 @@ from page_text import error_texts
 from connectors.base import StoreTimeout
 from connectors.registry import REGISTRY, StoreSpec
 
+
+@pytest.fixture(autouse=True)
+def named_reviewer(monkeypatch):
+    """These tests label on Inspect as a deployment does that names its reviewer
+    (MEMLENS_REVIEWER); with no name at all, Inspect asks first (test_session_carry.py)."""
+    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
+
+
 PIZZA = "What is the user's favourite pizza topping?"
 THEME = "Which UI theme does the user prefer?"
 SEARCH = "FormSubmitter:query_form-Search"

@@ -11,6 +11,14 @@ from pathlib import Path
 import pytest
 from page_text import error_texts
 
+
+@pytest.fixture(autouse=True)
+def named_reviewer(monkeypatch):
+    """These tests label on Inspect as a deployment does that names its reviewer
+    (MEMLENS_REVIEWER); with no name at all, Inspect asks first (test_session_carry.py)."""
+    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
+
+
 THEME = "Which UI theme does the user prefer?"
 DOWN_URL = "postgresql://memlens:hunter2secret@127.0.0.1:1/labels?connect_timeout=1"
 UPLOAD = b'{"memory_id": "m1", "score": 0.8, "label": "relevant"}\n{"memory_id": "m2", "score": 0.2, "label": "not_relevant"}\n'

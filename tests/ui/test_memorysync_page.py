@@ -16,6 +16,14 @@ from connectors.http.memorysync import NORMALISED_NOTE, USAGE_NOTE
 from dashboard.floor import apply_floor
 from dashboard.labels import export
 
+
+@pytest.fixture(autouse=True)
+def named_reviewer(monkeypatch):
+    """These tests label on Inspect as a deployment does that names its reviewer
+    (MEMLENS_REVIEWER); with no name at all, Inspect asks first (test_session_carry.py)."""
+    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
+
+
 THEME = "Which UI theme does the user prefer?"
 PIZZA = "What is the user's favourite pizza topping?"
 

@@ -21,11 +21,14 @@ def metric_values(at, label):
     return [m.value for m in at.metric if m.label == label]
 
 
-def quality_page(app, **state):
+def quality_page(app, run_demo=True, **state):
     at = app(**state)
     at.run()
     at.switch_page("views/quality.py").run()
     assert not at.exception, at.exception
+    if run_demo:  # opening the page sends nothing: the demo queries wait for this click
+        at.button(key="quality_run_demo").click().run()
+        assert not at.exception, at.exception
     return at
 
 
@@ -129,7 +132,7 @@ def test_stale_but_convincing_lists_old_strong_matches(app):
 
 
 def test_labels_made_on_the_inspect_page_are_measured_with_ages_from_the_store(app):
-    at = app(query="Which UI theme does the user prefer?")
+    at = app(query="Which UI theme does the user prefer?", label_reviewer="ana")
     at.run()
     at.button(key="relevant_sam-02").click().run()
     hits = next(d.value for d in at.dataframe if "semantic" in d.value.columns)
@@ -137,6 +140,7 @@ def test_labels_made_on_the_inspect_page_are_measured_with_ages_from_the_store(a
     for memory_id in others:
         at.button(key=f"not_relevant_{memory_id}").click().run()
     at.switch_page("views/quality.py").run()
+    at.button(key="quality_run_demo").click().run()
     assert not at.exception, at.exception
     assert any("Ages come from the open store." in c.value for c in at.caption)
     per_message = next(
@@ -148,3 +152,49 @@ def test_labels_made_on_the_inspect_page_are_measured_with_ages_from_the_store(a
     # Relevance is the labelled score here; the theme memory leads both orders.
     assert row["store top 3"].startswith("sam-02") and row["re-ranked top 3"].startswith("sam-02")
     assert metric_values(at, "Top-3 precision, store order")[1] == f"{1 / 3:.3f}"
+
+
+@pytest.fixture
+def team_store(tmp_path, monkeypatch):
+    """An embedded store file of a team's own, holding users the demo set does not ask about."""
+    from connectors.embedded.store import EmbeddedStore
+
+    path = tmp_path / "team.sqlite"
+    memories = tmp_path / "team.jsonl"
+    memories.write_text(
+        "\n".join(
+            json.dumps({"id": f"t-{i}", "user_id": user, "text": text, "age_days": 3})
+            for i, (user, text) in enumerate(
+                [("mel", "Signed up for a pottery class"), ("mel", "Has two cats"), ("caro", "Runs on Sundays")]
+            )
+        )
+        + "\n"
+    )
+    store = EmbeddedStore(path)
+    store.import_jsonl(memories)
+    store.close()
+    monkeypatch.setenv("MEMLENS_EMBEDDED_DB", str(path))
+    return path
+
+
+def test_opening_quality_sends_nothing_and_names_the_users_a_store_does_not_hold(app, data_dir, team_store):
+    at = quality_page(app, run_demo=False)
+    # Nothing was asked of the store: no read is logged, no figure is shown.
+    assert not (data_dir / "reads.jsonl").exists()
+    assert not metric_values(at, "Top-3 precision, store order")
+    assert not any("sent no scores" in c.value for c in at.caption)
+    assert any(b.key == "quality_run_demo" for b in at.button)
+    # Before any click, the page says the demo users are not in this store (above
+    # the judged set's Start run button, and above the demo queries' button).
+    users = sorted({q["user_id"] for q in demo_queries()})
+    warnings = [w.value for w in at.warning if "these questions are asked for" in w.value]
+    assert len(warnings) == 2 and warnings[0] == warnings[1]
+    warning = warnings[0]
+    assert f"holds none of the {len(users)} user(s)" in warning and ", ".join(users) in warning
+    assert "it holds 2 other user(s)" in warning
+
+    # Asked anyway, it says what happened: nothing came back, not "no scores".
+    at.button(key="quality_run_demo").click().run()
+    assert not at.exception, at.exception
+    assert any("returned no memories for any demo query" in c.value for c in at.caption)
+    assert not any("sent no scores" in c.value for c in at.caption)

@@ -57,7 +57,10 @@ def test_upload_run_compare_and_search_weights(app, data_dir):
     worst = next(d.value for d in at.dataframe if "inspect" in d.value.columns)
     link = urlsplit(worst["inspect"].iloc[0])
     params = parse_qs(link.query)
-    assert link.path == "/inspect" and set(params) == {"query", "user", "k", "floor"}
+    # Run B's store and settings come along (the embedded store, its weights), so
+    # Inspect ranks the question as run B did.
+    assert link.path == "/inspect" and set(params) == {"query", "user", "k", "floor", "store", "weights"}
+    assert params["store"] == ["embedded"] and params["weights"] == ["semantic=0.05,recency=0.95,importance=0,usage=0"]
     assert params["k"] == ["5"]
 
     # What-if on the recency-heavy run: semantic weight comes back, on held-out questions too.

@@ -80,5 +80,6 @@ def test_quality_page_offers_the_read_log_as_otlp_traces(app, data_dir):
     at = app()
     at.run()
     at.switch_page("views/quality.py").run()
+    at.button(key="quality_run_demo").click().run()  # reads to log: opening the page sends none
     assert not at.exception, at.exception
     assert any(b.label == "Download as OpenTelemetry traces (OTLP JSON)" for b in at.download_button)

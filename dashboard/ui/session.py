@@ -1,0 +1,110 @@
+"""What one browser session carries from page to page.
+
+Streamlit keeps a widget's value only while the page that draws it runs: a widget
+on another page is another widget even under the same key (its id includes the
+page), and a run that does not draw a widget drops its value. So every value the
+pages share (the store and its settings, the reviewer, the Inspect floor, the
+judged set) has a plain copy here, under a key no widget uses, and the widgets
+that show it are seeded from that copy before they are drawn.
+
+Pages call ``seed(key, default)`` just before drawing a shared widget and
+``keep(key, value)`` just after; a value that is not a widget's is read and
+written with ``recall`` and ``remember``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+_PLAIN = "_shared_"
+
+
+def _page() -> str:
+    ctx = get_script_run_ctx()
+    return ctx.page_script_hash if ctx is not None else ""
+
+
+def recall(name: str, default: Any = None) -> Any:
+    """A shared value that is not a widget's (see ``remember``)."""
+    return st.session_state.get(_PLAIN + name, default)
+
+
+def remember(name: str, value: Any) -> None:
+    st.session_state[_PLAIN + name] = value
+
+
+def seed(key: str, default: Any) -> None:
+    """Before drawing the widget keyed ``key``: give it the session's value.
+
+    On the page that last drew it, the widget's own state is the newest word (the
+    reviewer's last change, or a callback that set it) and is left alone. On any
+    other page, or once Streamlit has dropped it, the widget gets the value kept
+    by ``keep``; before anything was kept, ``default``."""
+    state = st.session_state
+    kept = state.get(_PLAIN + "widget_" + key)
+    if kept is None:
+        if key not in state:
+            state[key] = default
+        return
+    value, page = kept
+    if page != _page() or key not in state:
+        state[key] = value
+
+
+def keep(key: str, value: Any) -> None:
+    """After drawing the widget keyed ``key``: its value is the session's now."""
+    st.session_state[_PLAIN + "widget_" + key] = (value, _page())
+
+
+def widget(draw: Any, key: str, default: Any, *args: Any, **kwargs: Any) -> Any:
+    """Draw a shared widget: ``draw(*args, key=key, **kwargs)`` between ``seed`` and
+    ``keep``, e.g. ``widget(st.sidebar.number_input, "k", 5, "k (results)")``."""
+    seed(key, default)
+    value = draw(*args, key=key, **kwargs)
+    keep(key, value)
+    return value
+
+
+def set_widget(key: str, value: Any) -> None:
+    """Change a shared widget's value from code (a button's callback): the widget on
+    this page and every other page that draws it show it."""
+    st.session_state[key] = value
+    keep(key, value)
+
+
+def sync_url(wanted: dict[str, str]) -> None:
+    """Make the address bar read ``wanted`` and nothing else, so a copied link
+    reproduces the page; written only when it differs, as every write is a browser
+    history entry."""
+    if {key: st.query_params.get(key) for key in wanted} != wanted or set(st.query_params) - set(wanted):
+        st.query_params.from_dict(wanted)
+
+
+def first_run(name: str) -> bool:
+    """True once per browser session for ``name`` (reading a link's parameters)."""
+    flag = _PLAIN + "done_" + name
+    if st.session_state.get(flag):
+        return False
+    st.session_state[flag] = True
+    return True
+
+
+# ------------------------------------------------------------------ the Inspect floor
+
+# A plain (non-widget) copy of Inspect's floor slider. Streamlit drops a widget's
+# value when another page runs right after fragment-only reruns (a label click
+# reruns just its row), so Calibrate reads the floor from this copy.
+INSPECT_FLOOR = "inspect_floor"
+
+
+def keep_floor(floor: float) -> None:
+    st.session_state[INSPECT_FLOOR] = floor
+
+
+def inspect_floor(default: float) -> float:
+    """The floor Inspect's slider was last set to, else ``default``."""
+    state = st.session_state
+    return float(state.get(INSPECT_FLOOR, state.get("floor", default)))
