@@ -263,9 +263,9 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
     if session.drawn_on_another_store(choice.fingerprint):
         # Every id would be looked up in the wrong store and read as "missing": an
         # invitation to label real memories not relevant. No lookup, no buttons.
-        st.error(
-            f"This session was drawn on the store {code_span(session.drawn_store or '')}, but the sidebar has "
-            f"{code_span(choice.fingerprint)} configured. Its memory ids belong to the first store, so no "
+        show_error(
+            f"This session was drawn on the store {session.drawn_store or ''}, but the sidebar has "
+            f"{choice.fingerprint} configured. Its memory ids belong to the first store, so no "
             "labels are offered here: pick that store, with the same settings, in the sidebar."
         )
         return

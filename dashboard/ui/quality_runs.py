@@ -199,7 +199,7 @@ def _as_of_control(choice: StoreChoice) -> tuple[str | None, str | None]:
     try:
         when = parse_as_of(text).isoformat()
     except ConnectorError as exc:
-        st.error(f"Rank as of: {str(exc).removeprefix('as_of: ')}")
+        show_error(f"Rank as of: {str(exc).removeprefix('as_of: ')}")
         return None, str(exc)
     st.caption(f"The run ranks as of {when}.")
     return when, None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.store_compare import compare
-from dashboard.ui import store_compare_view as view
+from dashboard.ui import compare_view as view
 from dashboard.ui.access import require_access
 from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import user_picker
