@@ -14,14 +14,19 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from connectors.base import MemoryStore, StoreUnavailable
+from connectors.allowed import allowed_path, allowed_values, path_roots
+from connectors.base import InvalidRequest, MemoryStore, StoreUnavailable
 
 
 @dataclass(frozen=True)
 class ConfigField:
     """One setting a store needs; the sidebar draws a widget per field.
 
-    kind: "text" | "secret" | "int" | "float" | "path" | "choice" | "bool".
+    kind: "text" | "secret" | "int" | "float" | "path" | "choice" | "bool" | "allowed".
+    A "path" names a file or folder on the server: a visitor's value must lie
+    under a directory the operator allowed (``check_visitor_settings``). An
+    "allowed" value is one the operator listed (``env`` plus the comma-separated
+    ``allowlist_env``, see ``offered_values``): code to import, never typed text.
     A "secret" is read from ``env`` (or st.secrets under the same name) and is
     never part of the fingerprint, a URL, a log line or an export. ``bound_to``
     names the field (a URL, or the file that holds one) the configured secret
@@ -37,6 +42,7 @@ class ConfigField:
     help: str = ""
     choices: tuple[str, ...] = ()
     bound_to: str | None = None
+    allowlist_env: str | None = None
 
 
 @dataclass(frozen=True)
@@ -245,8 +251,10 @@ STORES: list[StoreSpec] = [
         "module:function, searched under one namespace per end user with the store's own embedding.",
         fields=(
             ConfigField(
-                "factory", "Store factory (module:function)", "text", env="MEMLENS_LANGGRAPH_FACTORY", default="",
-                help="A function of yours that returns the BaseStore your agent reads (it runs that module).",
+                "factory", "Store factory (module:function)", "allowed", env="MEMLENS_LANGGRAPH_FACTORY", default="",
+                allowlist_env="MEMLENS_LANGGRAPH_FACTORIES",
+                help="One of the functions the operator allowed (MEMLENS_LANGGRAPH_FACTORY, "
+                "MEMLENS_LANGGRAPH_FACTORIES) that returns the BaseStore your agent reads.",
             ),
             ConfigField("namespace", "Namespace template", "text", default="memories,{user_id}",
                         help='comma-separated, or a tuple: ("memories", "{user_id}")'),
@@ -278,14 +286,57 @@ STORES: list[StoreSpec] = [
 REGISTRY: dict[str, StoreSpec] = {spec.name: spec for spec in STORES}
 
 
-def create_store(name: str, config: dict[str, Any] | None = None) -> MemoryStore:
-    """Open a store by registry name; unknown names raise ``StoreUnavailable``."""
+def create_store(
+    name: str, config: dict[str, Any] | None = None, *, visitor_environ: Mapping[str, str] | None = None
+) -> MemoryStore:
+    """Open a store by registry name; unknown names raise ``StoreUnavailable``.
+
+    ``visitor_environ``: the settings were typed by a page's visitor, so they are
+    checked against what the operator allowed in that environment first
+    (``check_visitor_settings``); the CLI's settings come from the operator."""
     try:
         spec = REGISTRY[name]
     except KeyError:
         known = ", ".join(sorted(REGISTRY)) or "none"
         raise StoreUnavailable(f"Unknown store {name!r}; known stores: {known}") from None
-    return spec.load_factory()(**(config or {}))
+    config = dict(config or {})
+    if visitor_environ is not None:
+        config = check_visitor_settings(name, config, visitor_environ)
+    return spec.load_factory()(**config)
+
+
+# ------------------------------------------------------------------ what a visitor may name
+
+
+def offered_values(field: ConfigField, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The values an "allowed" field may take: the ones the operator configured."""
+    return allowed_values(environ, field.env or "", field.allowlist_env or "")
+
+
+def path_setting_envs() -> tuple[str, ...]:
+    """The environment variables in which the operator configures a store path."""
+    return tuple(f.env for spec in STORES for f in spec.fields if f.kind == "path" and f.env)
+
+
+def check_visitor_settings(name: str, config: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """``config`` with every path setting resolved, when each names a place under
+    a directory the operator allowed (connectors/allowed.py decides) and each
+    "allowed" setting is one the operator listed; else InvalidRequest naming the
+    setting. Nothing is opened, imported or created before this passes."""
+    spec = REGISTRY[name]
+    checked = dict(config)
+    roots = path_roots(environ, path_setting_envs())
+    for field in spec.fields:
+        value = config.get(field.name)
+        if field.kind == "path" and isinstance(value, str) and value.strip():
+            checked[field.name] = str(allowed_path(value, field.name, roots))
+        elif field.kind == "allowed" and (value or "") not in offered_values(field, environ):
+            offered = offered_values(field, environ)
+            raise InvalidRequest(
+                f"{spec.title}: setting {field.name} = {str(value)[:100]!r} is not one the operator allowed "
+                f"({', '.join(offered) if offered else f'none is configured: set {field.env}'})"
+            )
+    return checked
 
 
 def public_config(name: str, config: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import streamlit as st
 
 from connectors.base import MemoryStore
 from connectors.paths import data_dir
-from connectors.registry import create_store
+from connectors.registry import check_visitor_settings, create_store
 from dashboard.calibration.label_files import LabelFile, parse_label_bytes
 from dashboard.labels import label_store_target, open_label_store
 from dashboard.labels.store import LABELS_URL_ENV, LabelStore
@@ -25,13 +25,28 @@ from dashboard.labels.store import LABELS_URL_ENV, LabelStore
 def open_store(name: str, config_json: str) -> MemoryStore:
     """One open store per (name, config, data dir) for the whole server process.
 
-    A ConnectorError propagates and is not cached, so fixing the config retries."""
-    return _open_store(name, config_json, str(data_dir()))
+    The settings are a visitor's: they are checked against what the operator
+    allows on every run (a store opened before the operator narrowed the
+    allowlist is not handed out from the cache). A ConnectorError propagates and
+    is not cached, so fixing the config retries."""
+    operator_settings_loaded()
+    config = check_visitor_settings(name, json.loads(config_json), os.environ)
+    return _open_store(name, json.dumps(config, sort_keys=True, default=str), str(data_dir()))
 
 
 @st.cache_resource(show_spinner=False)
 def _open_store(name: str, config_json: str, data_dir_key: str) -> MemoryStore:
-    return create_store(name, json.loads(config_json))
+    return create_store(name, json.loads(config_json), visitor_environ=os.environ)
+
+
+def operator_settings_loaded() -> None:
+    """Load .streamlit/secrets.toml, whose root-level keys Streamlit copies into
+    os.environ: the allowlists the connectors check (MEMLENS_LANGGRAPH_FACTORIES,
+    MEMLENS_ALLOWED_PATHS, ...) may be set there instead of the environment."""
+    try:
+        st.secrets.load_if_toml_exists()
+    except Exception:  # a broken secrets.toml is Streamlit's own error to show
+        pass
 
 
 def label_store() -> LabelStore:

@@ -10,7 +10,14 @@ from typing import Any
 import streamlit as st
 
 from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
-from connectors.registry import REGISTRY, ConfigField, configured_secret_allowed, fingerprint, public_config
+from connectors.registry import (
+    REGISTRY,
+    ConfigField,
+    configured_secret_allowed,
+    fingerprint,
+    offered_values,
+    public_config,
+)
 from dashboard.ui import cache
 
 DEFAULT_STORE = "embedded"
@@ -82,6 +89,8 @@ def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> 
         if configured:
             return configured
         return st.text_input(field.label, type="password", key=key, help=field.help or None) or None
+    if field.kind == "allowed":
+        return _allowed_widget(field, key)
     default = _default(field)
     if field.kind == "int":
         return int(st.number_input(field.label, value=int(default or 0), step=1, key=key, help=field.help or None))
@@ -93,6 +102,20 @@ def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> 
         index = field.choices.index(default) if default in field.choices else 0
         return st.selectbox(field.label, field.choices, index=index, key=key, help=field.help or None)
     return st.text_input(field.label, value=str(default or ""), key=key, help=field.help or None)
+
+
+def _allowed_widget(field: ConfigField, key: str) -> str:
+    """A selectbox of the values the operator allowed. A typed value is accepted by
+    the widget only so that the page can say why it is refused (the registry
+    refuses it before anything is imported)."""
+    cache.operator_settings_loaded()
+    offered = list(offered_values(field, os.environ))
+    if not offered:
+        st.caption(f"{field.label}: none configured; the operator sets {field.env} or {field.allowlist_env}.")
+    chosen = st.selectbox(
+        field.label, offered, index=0 if offered else None, key=key, help=field.help or None, accept_new_options=True
+    )
+    return str(chosen or "")
 
 
 def choose_store(
