@@ -388,3 +388,35 @@ def configured_secret_allowed(
     if secret.bound_to is None:
         return True
     return destination(current_value) == configured_destination(spec, secret, environ)
+
+
+def bound_value(spec: StoreSpec, secret: ConfigField, config: Mapping[str, Any], environ: Mapping[str, str]) -> Any:
+    """Where the settings in ``config`` send ``secret``: its ``bound_to`` setting as
+    given there, else what the store is opened with when it is not given (the
+    operator's environment variable, else the field's default)."""
+    bound = next((f for f in spec.fields if f.name == secret.bound_to), None)
+    if bound is None:
+        return None
+    given = config.get(bound.name)
+    if given not in (None, ""):
+        return given
+    return (environ.get(bound.env) if bound.env else None) or bound.default
+
+
+def with_configured_secrets(
+    name: str, config: Mapping[str, Any], environ: Mapping[str, str], configured: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``config`` with each secret the operator configured (``configured``, keyed by
+    environment variable; default ``environ``) filled in, only where the settings
+    send it to the host it was configured with (``configured_secret_allowed``, the
+    rule the app's settings widgets apply too). A secret given in ``config`` itself
+    is the caller's own and is kept."""
+    spec = REGISTRY.get(name)
+    configured = environ if configured is None else configured
+    full = dict(config)
+    for secret in spec.fields if spec else ():
+        if secret.kind != "secret" or not secret.env or not configured.get(secret.env) or full.get(secret.name):
+            continue
+        if configured_secret_allowed(spec, secret, bound_value(spec, secret, full, environ), environ):
+            full[secret.name] = configured[secret.env]
+    return full

@@ -13,10 +13,10 @@ from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUn
 from connectors.registry import (
     REGISTRY,
     ConfigField,
-    configured_secret_allowed,
     fingerprint,
     offered_values,
     public_config,
+    with_configured_secrets,
 )
 from dashboard.ui import cache
 
@@ -59,9 +59,10 @@ def _default(field: ConfigField) -> Any:
 
 def _configured_secret(store_name: str, field: ConfigField, key_prefix: str) -> str | None:
     """The configured secret, if it may go where the settings now point: a
-    visitor who changes the URL does not get the operator's key sent there."""
+    visitor who changes the URL does not get the operator's key sent there
+    (the registry's with_configured_secrets decides, as it does for the CLI)."""
     configured = secret_value(field.env)
-    if not configured:
+    if not configured or not field.env:
         return None
     spec = REGISTRY[store_name]
     bound = next((f for f in spec.fields if f.name == field.bound_to), None)
@@ -71,7 +72,8 @@ def _configured_secret(store_name: str, field: ConfigField, key_prefix: str) -> 
     # The bound field may be drawn after this one: its widget state holds what the
     # visitor typed (Streamlit stores it before the rerun), else the default.
     current = st.session_state.get(f"{key_prefix}cfg_{store_name}_{bound.name}", _default(bound))
-    if configured_secret_allowed(spec, field, current, os.environ):
+    bound_secret = with_configured_secrets(store_name, {bound.name: current}, os.environ, {field.env: configured})
+    if bound_secret.get(field.name):
         st.caption(f"{field.label}: configured (from {field.env}), sent only to this {bound.label}")
         return configured
     st.caption(
