@@ -414,7 +414,9 @@ def with_configured_secrets(
     spec = REGISTRY.get(name)
     configured = environ if configured is None else configured
     full = dict(config)
-    for secret in spec.fields if spec else ():
+    if spec is None:
+        return full
+    for secret in spec.fields:
         if secret.kind != "secret" or not secret.env or not configured.get(secret.env) or full.get(secret.name):
             continue
         if configured_secret_allowed(spec, secret, bound_value(spec, secret, full, environ), environ):
