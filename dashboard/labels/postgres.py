@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from collections.abc import Iterator, Sequence
@@ -185,3 +186,17 @@ class _Watchdog:
 
 def is_postgres_url(target: str) -> bool:
     return target.startswith(POSTGRES_SCHEMES)
+
+
+# libpq's key=value form: `host=db port=5432 dbname=labels password='a b'`, with
+# single-quoted values (backslash escapes) or values without blanks.
+_CONNINFO = re.compile(r"^\s*(?:[A-Za-z_]+\s*=\s*(?:'(?:[^'\\]|\\.)*'|[^\s']+)\s*)+$")
+_CONNINFO_KEYS = {"host", "hostaddr", "port", "dbname", "user", "password", "service", "sslmode", "passfile"}
+
+
+def is_postgres_conninfo(target: str) -> bool:
+    """A libpq key=value connection string naming at least one connection setting."""
+    if not _CONNINFO.match(target):
+        return False
+    keys = {part.split("=", 1)[0].strip().lower() for part in re.findall(r"[A-Za-z_]+\s*=", target)}
+    return bool(keys & _CONNINFO_KEYS)

@@ -19,6 +19,7 @@ from connectors.paths import data_dir
 from connectors.registry import check_visitor_settings, create_store
 from dashboard.calibration.label_files import LabelFile, parse_label_bytes
 from dashboard.labels import label_store_target, open_label_store
+from dashboard.labels.model import LabelStoreError
 from dashboard.labels.store import LABELS_URL_ENV, LabelStore
 
 
@@ -51,16 +52,31 @@ def operator_settings_loaded() -> None:
 
 def label_store() -> LabelStore:
     """The label store, opened once: MEMLENS_LABELS_URL (st.secrets or the
-    environment; a PostgreSQL URL or a SQLite path), else labels.sqlite in the data
-    directory (MEMLENS_DATA_DIR). A database that cannot be reached raises
+    environment; a PostgreSQL URL or key=value string, or a SQLite path), else
+    labels.sqlite in the data directory (MEMLENS_DATA_DIR). A database that cannot
+    be reached, or a MEMLENS_LABELS_URL that is none of those, raises
     LabelStoreError, which is not cached, so the next rerun tries again."""
+    return _label_store(label_store_target(_labels_environ(), data_dir()))
+
+
+def labels_setting_error() -> str | None:
+    """What is wrong with MEMLENS_LABELS_URL as configured, without connecting to
+    anything (every page shows it, not only the pages that open the label store)."""
+    try:
+        label_store_target(_labels_environ(), data_dir())
+    except LabelStoreError as exc:
+        return str(exc)
+    return None
+
+
+def _labels_environ() -> dict[str, str]:
     environ = dict(os.environ)
     try:
         if LABELS_URL_ENV in st.secrets:
             environ[LABELS_URL_ENV] = str(st.secrets[LABELS_URL_ENV])
     except Exception:  # no secrets.toml: the common case
         pass
-    return _label_store(label_store_target(environ, data_dir()))
+    return environ
 
 
 @st.cache_resource(show_spinner=False)

@@ -140,3 +140,26 @@ def test_a_frozen_postgres_label_click_says_not_saved_and_other_pages_keep_worki
     again.run()
     again.button(key=f"relevant_{first}").click().run()
     assert not again.error and any("✅ relevant" in m.value for m in again.markdown)
+
+
+@pytest.mark.parametrize("page", [*PAGES, "views/browse.py", "views/compare.py"])
+def test_a_labels_url_that_names_no_database_is_an_error_on_every_page(app, monkeypatch, tmp_path, page):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMLENS_LABELS_URL", "mysql://memlens:hunter2secret@db/labels")
+    at = app(query=THEME, label_reviewer="ana")
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    assert "MEMLENS_LABELS_URL is a mysql:// URL, which is not a label database memlens opens" in errors(at)
+    assert "hunter2secret" not in shown(at)
+    assert not list(tmp_path.glob("mysql*"))
+
+
+def test_a_key_value_labels_url_is_postgresql_and_its_password_never_shows(app, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMLENS_LABELS_URL", "host=127.0.0.1 port=1 dbname=labels password=hunter2secret connect_timeout=1")
+    at = app(label_reviewer="ana")
+    at.switch_page("views/label.py").run()
+    assert not at.exception, at.exception
+    assert "label database at host=127.0.0.1 port=1 dbname=labels password=*** connect_timeout=1 cannot be reached" in errors(at)
+    assert "hunter2secret" not in shown(at)
+    assert not [p.name for p in tmp_path.iterdir() if "=" in p.name]  # no SQLite file named after the string
