@@ -43,6 +43,7 @@ class ConfigField:
     choices: tuple[str, ...] = ()
     bound_to: str | None = None
     allowlist_env: str | None = None
+    address: bool = False  # a URL the store is reached at (see check_visitor_settings)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ STORES: list[StoreSpec] = [
         description="A hosted MemorySync project, read from its raw responses so each score's "
         "scoring_breakdown is shown. Every query bumps usage counts in production.",
         fields=(
-            ConfigField("base_url", "Base URL", "text", env="MEMORYSYNC_BASE_URL", default=""),
+            ConfigField("base_url", "Base URL", "text", env="MEMORYSYNC_BASE_URL", default="", address=True),
             ConfigField("api_key", "API key", "secret", env="MEMORYSYNC_API_KEY", bound_to="base_url"),
             ConfigField(
                 "end_user_id",
@@ -152,7 +153,9 @@ STORES: list[StoreSpec] = [
         description="The Mem0 Platform v3 search API; each hit's score_breakdown is shown.",
         fields=(
             ConfigField("api_key", "API key", "secret", env="MEM0_API_KEY", bound_to="base_url"),
-            ConfigField("base_url", "Base URL", "text", env="MEMLENS_MEM0_URL", default="https://api.mem0.ai"),
+            ConfigField(
+                "base_url", "Base URL", "text", env="MEMLENS_MEM0_URL", default="https://api.mem0.ai", address=True
+            ),
             ConfigField("timeout", "Timeout (seconds)", "float", default=10.0),
             ConfigField("rerank", "Rerank", "bool", default=False),
             ConfigField(
@@ -313,6 +316,12 @@ def offered_values(field: ConfigField, environ: Mapping[str, str]) -> tuple[str,
     return allowed_values(environ, field.env or "", field.allowlist_env or "")
 
 
+def operator_value(field: ConfigField, environ: Mapping[str, str]) -> Any:
+    """The field's value as the operator configured it: its environment variable,
+    else its default (what the settings widget starts from)."""
+    return (environ.get(field.env) if field.env else None) or field.default
+
+
 def path_setting_envs() -> tuple[str, ...]:
     """The environment variables in which the operator configures a store path."""
     return tuple(f.env for spec in STORES for f in spec.fields if f.kind == "path" and f.env)
@@ -322,12 +331,16 @@ def check_visitor_settings(name: str, config: dict[str, Any], environ: Mapping[s
     """``config`` with every path setting resolved, when each names a place under
     a directory the operator allowed (connectors/allowed.py decides) and each
     "allowed" setting is one the operator listed; else InvalidRequest naming the
-    setting. Nothing is opened, imported or created before this passes."""
+    setting. Nothing is opened, imported or created before this passes. An
+    ``address`` the visitor typed (not where the operator's settings point) is
+    marked ``typed_address`` for the store's factory."""
     spec = REGISTRY[name]
     checked = dict(config)
     roots = path_roots(environ, path_setting_envs())
     for field in spec.fields:
         value = config.get(field.name)
+        if field.address and value and destination(value) != destination(operator_value(field, environ)):
+            checked["typed_address"] = True
         if field.kind == "path" and isinstance(value, str) and value.strip():
             checked[field.name] = str(allowed_path(value, field.name, roots))
         elif field.kind == "allowed" and (value or "") not in offered_values(field, environ):
@@ -393,14 +406,12 @@ def configured_secret_allowed(
 def bound_value(spec: StoreSpec, secret: ConfigField, config: Mapping[str, Any], environ: Mapping[str, str]) -> Any:
     """Where the settings in ``config`` send ``secret``: its ``bound_to`` setting as
     given there, else what the store is opened with when it is not given (the
-    operator's environment variable, else the field's default)."""
+    operator's value)."""
     bound = next((f for f in spec.fields if f.name == secret.bound_to), None)
     if bound is None:
         return None
     given = config.get(bound.name)
-    if given not in (None, ""):
-        return given
-    return (environ.get(bound.env) if bound.env else None) or bound.default
+    return given if given not in (None, "") else operator_value(bound, environ)
 
 
 def with_configured_secrets(
