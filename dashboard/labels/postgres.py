@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import socket
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -12,6 +13,10 @@ from typing import Any
 from connectors.redaction import exception_text, redact_text, shorten
 from dashboard.labels.model import LabelStoreError
 from dashboard.labels.store import DEFAULT_TIMEOUT_S, POSTGRES_SCHEMA, POSTGRES_SCHEMES, LabelStore
+
+
+class LabelDatabaseGone(LabelStoreError):
+    """The server did not answer or could not be reached (not: it refused a statement)."""
 
 
 class PostgresLabelStore(LabelStore):
@@ -29,6 +34,13 @@ class PostgresLabelStore(LabelStore):
     enforce its own statement timeout, so a watchdog shuts the socket down when a
     use overruns; the blocked call then fails and the page says so.
 
+    A click must get its answer within ``timeout`` seconds, not once per read the
+    page makes after it: when a use finds the server gone (the watchdog fired, or
+    it could not connect), every use in the next ``timeout`` seconds fails at once
+    with the same message instead of waiting again (the page's rerun after the
+    click makes several reads). After that the next use tries the server again, so
+    a page recovers by itself once the server answers.
+
     The URL may hold a password: it is never shown, logged or put in a message."""
 
     dialect = "postgresql"
@@ -43,6 +55,8 @@ class PostgresLabelStore(LabelStore):
             ) from None
         self._psycopg = psycopg
         self.url = url
+        self._down_until = 0.0  # monotonic time until which the server counts as gone
+        self._down_message = ""
         super().__init__(None, timeout=timeout, target=redact_text(url))
 
     # ------------------------------------------------------------ backend hooks
@@ -82,7 +96,8 @@ class PostgresLabelStore(LabelStore):
             what = "refused the request"
         # Redacted first, then cut: a password straddling the cut would survive it.
         detail = shorten(exception_text(exc, [self.url]), 300)
-        return LabelStoreError(f"The label database at {self.target} {what}: {detail}")
+        error = LabelDatabaseGone if what == "cannot be reached" else LabelStoreError
+        return error(f"The label database at {self.target} {what}: {detail}")
 
     @contextmanager
     def _using(self) -> Iterator[Any]:
@@ -90,6 +105,18 @@ class PostgresLabelStore(LabelStore):
             with super()._using() as conn:
                 yield conn
             return
+        if time.monotonic() < self._down_until:
+            raise LabelStoreError(self._down_message)
+        try:
+            with self._watched() as conn:
+                yield conn
+        except LabelDatabaseGone as exc:
+            self._down_message = str(exc)
+            self._down_until = time.monotonic() + self.timeout
+            raise
+
+    @contextmanager
+    def _watched(self) -> Iterator[Any]:
         watchdog = _Watchdog(self.timeout)
         try:
             with super()._using() as conn:
@@ -102,14 +129,14 @@ class PostgresLabelStore(LabelStore):
                     watchdog.stop()
         except (LabelStoreError, OSError) as exc:
             if watchdog.fired:
-                raise LabelStoreError(
+                raise LabelDatabaseGone(
                     f"The label database at {self.target} did not answer within {self.timeout:g} s; "
                     "nothing was saved. Try again."
                 ) from None
             if isinstance(exc, LabelStoreError):
                 raise
             # a socket closed under psycopg can surface as a plain OSError
-            raise LabelStoreError(
+            raise LabelDatabaseGone(
                 f"The label database at {self.target} cannot be reached: {redact_text(str(exc), [self.url])}"
             ) from None
 
