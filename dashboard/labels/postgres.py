@@ -106,7 +106,10 @@ class PostgresLabelStore(LabelStore):
                 yield conn
             return
         if time.monotonic() < self._down_until:
-            raise LabelStoreError(self._down_message)
+            raise LabelStoreError(
+                f"{self._down_message} (It stopped answering less than {self.timeout:g} s ago; "
+                "memlens asks it again after that.)"
+            )
         try:
             with self._watched() as conn:
                 yield conn
