@@ -75,6 +75,7 @@ def listening(kind: str):
             port = probe.getsockname()[1]
         yield f"http://127.0.0.1:{port}"
         return
+    server: socketserver.TCPServer
     if kind == "http":
         server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     else:

@@ -15,6 +15,7 @@ from postgres_server import PostgresServer
 
 from dashboard.labels import open_label_store
 from dashboard.labels.model import LabelStoreError
+from dashboard.labels.postgres import PostgresLabelStore
 
 TIMEOUT_S = 2.0
 # A hang guard, not a speed assertion: the old store blocked for minutes.
@@ -134,6 +135,7 @@ def test_after_a_frozen_click_the_next_reads_fail_at_once_and_a_thawed_server_is
         assert isinstance(click.get("error"), LabelStoreError)
         # The page's rerun after the click reads sessions and labels: each gets the
         # click's message from the store's retry window, not a wait of its own.
+        assert isinstance(store, PostgresLabelStore)
         waits = []
         original = store._watched
 
@@ -141,13 +143,13 @@ def test_after_a_frozen_click_the_next_reads_fail_at_once_and_a_thawed_server_is
             waits.append(1)
             return original()
 
-        store._watched = counted
+        store._watched = counted  # type: ignore[method-assign]
         for read in (store.sessions, store.labels):
             outcome = outcome_in_thread(read)
             assert str(outcome.get("error")).startswith(str(click["error"]))
             assert "stopped answering less than 2 s ago" in str(outcome.get("error"))
         assert waits == []  # nothing went to the frozen server again
-        store._watched = original
+        store._watched = original  # type: ignore[method-assign]
     finally:
         postgres.thaw()
     time.sleep(TIMEOUT_S + 0.2)  # past the retry window
