@@ -15,14 +15,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from connectors.base import MemoryStore, StoreUnavailable
+from connectors.base import InvalidRequest, MemoryStore, StoreUnavailable
+from connectors.common.allowed import allowed_path, allowed_values, path_roots
 
 
 @dataclass(frozen=True)
 class ConfigField:
     """One setting a store needs; the sidebar draws a widget per field.
 
-    kind: "text" | "secret" | "int" | "float" | "path" | "choice" | "bool".
+    kind: "text" | "secret" | "int" | "float" | "path" | "choice" | "bool" | "allowed".
+    A "path" names a file or folder on the server: a visitor's value must lie
+    under a directory the operator allowed (``check_visitor_settings``). An
+    "allowed" value is one the operator listed (``env`` plus the comma-separated
+    ``allowlist_env``, see ``offered_values``): code to import, never typed text.
     A "secret" is read from ``env`` (or st.secrets under the same name) and is
     never part of the fingerprint, a URL, a log line or an export. ``bound_to``
     names the field (a URL, or the file that holds one) the configured secret
@@ -41,6 +46,8 @@ class ConfigField:
     # "module:callable" turning a value into its canonical text for the fingerprint
     # (imported only when a fingerprint is taken); it returns None for a value it cannot read.
     canonical: str | None = None
+    allowlist_env: str | None = None
+    address: bool = False  # a URL the store is reached at (see check_visitor_settings)
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,7 @@ STORES: list[StoreSpec] = [
         description="A hosted MemorySync project, read from its raw responses so each score's "
         "scoring_breakdown is shown. Every query bumps usage counts in production.",
         fields=(
-            ConfigField("base_url", "Base URL", "text", env="MEMORYSYNC_BASE_URL", default=""),
+            ConfigField("base_url", "Base URL", "text", env="MEMORYSYNC_BASE_URL", default="", address=True),
             ConfigField("api_key", "API key", "secret", env="MEMORYSYNC_API_KEY", bound_to="base_url"),
             ConfigField(
                 "end_user_id",
@@ -159,7 +166,9 @@ STORES: list[StoreSpec] = [
         description="The Mem0 Platform v3 search API; each hit's score_breakdown is shown.",
         fields=(
             ConfigField("api_key", "API key", "secret", env="MEM0_API_KEY", bound_to="base_url"),
-            ConfigField("base_url", "Base URL", "text", env="MEMLENS_MEM0_URL", default="https://api.mem0.ai"),
+            ConfigField(
+                "base_url", "Base URL", "text", env="MEMLENS_MEM0_URL", default="https://api.mem0.ai", address=True
+            ),
             ConfigField("timeout", "Timeout (seconds)", "float", default=10.0),
             ConfigField("rerank", "Rerank", "bool", default=False),
             ConfigField(
@@ -258,8 +267,10 @@ STORES: list[StoreSpec] = [
         "module:function, searched under one namespace per end user with the store's own embedding.",
         fields=(
             ConfigField(
-                "factory", "Store factory (module:function)", "text", env="MEMLENS_LANGGRAPH_FACTORY", default="",
-                help="A function of yours that returns the BaseStore your agent reads (it runs that module).",
+                "factory", "Store factory (module:function)", "allowed", env="MEMLENS_LANGGRAPH_FACTORY", default="",
+                allowlist_env="MEMLENS_LANGGRAPH_FACTORIES",
+                help="One of the functions the operator allowed (MEMLENS_LANGGRAPH_FACTORY, "
+                "MEMLENS_LANGGRAPH_FACTORIES) that returns the BaseStore your agent reads.",
             ),
             ConfigField("namespace", "Namespace template", "text", default="memories,{user_id}",
                         help='comma-separated, or a tuple: ("memories", "{user_id}")'),
@@ -291,14 +302,67 @@ STORES: list[StoreSpec] = [
 REGISTRY: dict[str, StoreSpec] = {spec.name: spec for spec in STORES}
 
 
-def create_store(name: str, config: dict[str, Any] | None = None) -> MemoryStore:
-    """Open a store by registry name; unknown names raise ``StoreUnavailable``."""
+def create_store(
+    name: str, config: dict[str, Any] | None = None, *, visitor_environ: Mapping[str, str] | None = None
+) -> MemoryStore:
+    """Open a store by registry name; unknown names raise ``StoreUnavailable``.
+
+    ``visitor_environ``: the settings were typed by a page's visitor, so they are
+    checked against what the operator allowed in that environment first
+    (``check_visitor_settings``); the CLI's settings come from the operator."""
     try:
         spec = REGISTRY[name]
     except KeyError:
         known = ", ".join(sorted(REGISTRY)) or "none"
         raise StoreUnavailable(f"Unknown store {name!r}; known stores: {known}") from None
-    return spec.load_factory()(**(config or {}))
+    config = dict(config or {})
+    if visitor_environ is not None:
+        config = check_visitor_settings(name, config, visitor_environ)
+    return spec.load_factory()(**config)
+
+
+# ------------------------------------------------------------------ what a visitor may name
+
+
+def offered_values(field: ConfigField, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The values an "allowed" field may take: the ones the operator configured."""
+    return allowed_values(environ, field.env or "", field.allowlist_env or "")
+
+
+def operator_value(field: ConfigField, environ: Mapping[str, str]) -> Any:
+    """The field's value as the operator configured it: its environment variable,
+    else its default (what the settings widget starts from)."""
+    return (environ.get(field.env) if field.env else None) or field.default
+
+
+def path_setting_envs() -> tuple[str, ...]:
+    """The environment variables in which the operator configures a store path."""
+    return tuple(f.env for spec in STORES for f in spec.fields if f.kind == "path" and f.env)
+
+
+def check_visitor_settings(name: str, config: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """``config`` with every path setting resolved, when each names a place under
+    a directory the operator allowed (connectors/common/allowed.py decides) and each
+    "allowed" setting is one the operator listed; else InvalidRequest naming the
+    setting. Nothing is opened, imported or created before this passes. An
+    ``address`` the visitor typed (not where the operator's settings point) is
+    marked ``typed_address`` for the store's factory."""
+    spec = REGISTRY[name]
+    checked = dict(config)
+    roots = path_roots(environ, path_setting_envs())
+    for field in spec.fields:
+        value = config.get(field.name)
+        if field.address and value and destination(value) != destination(operator_value(field, environ)):
+            checked["typed_address"] = True
+        if field.kind == "path" and isinstance(value, str) and value.strip():
+            checked[field.name] = str(allowed_path(value, field.name, roots))
+        elif field.kind == "allowed" and (value or "") not in offered_values(field, environ):
+            offered = offered_values(field, environ)
+            raise InvalidRequest(
+                f"{spec.title}: setting {field.name} = {str(value)[:100]!r} is not one the operator allowed "
+                f"({', '.join(offered) if offered else f'none is configured: set {field.env}'})"
+            )
+    return checked
 
 
 def public_config(name: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -407,3 +471,35 @@ def configured_secret_allowed(
     if secret.bound_to is None:
         return True
     return destination(current_value) == configured_destination(spec, secret, environ)
+
+
+def bound_value(spec: StoreSpec, secret: ConfigField, config: Mapping[str, Any], environ: Mapping[str, str]) -> Any:
+    """Where the settings in ``config`` send ``secret``: its ``bound_to`` setting as
+    given there, else what the store is opened with when it is not given (the
+    operator's value)."""
+    bound = next((f for f in spec.fields if f.name == secret.bound_to), None)
+    if bound is None:
+        return None
+    given = config.get(bound.name)
+    return given if given not in (None, "") else operator_value(bound, environ)
+
+
+def with_configured_secrets(
+    name: str, config: Mapping[str, Any], environ: Mapping[str, str], configured: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``config`` with each secret the operator configured (``configured``, keyed by
+    environment variable; default ``environ``) filled in, only where the settings
+    send it to the host it was configured with (``configured_secret_allowed``, the
+    rule the app's settings widgets apply too). A secret given in ``config`` itself
+    is the caller's own and is kept."""
+    spec = REGISTRY.get(name)
+    configured = environ if configured is None else configured
+    full = dict(config)
+    if spec is None:
+        return full
+    for secret in spec.fields:
+        if secret.kind != "secret" or not secret.env or not configured.get(secret.env) or full.get(secret.name):
+            continue
+        if configured_secret_allowed(spec, secret, bound_value(spec, secret, full, environ), environ):
+            full[secret.name] = configured[secret.env]
+    return full

@@ -20,6 +20,7 @@ import builtins
 import itertools
 import json
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -150,6 +151,7 @@ class EmbeddedStore:
         model: str | None = None,
         count_usage: bool = False,
         now: Callable[[], datetime] | None = None,
+        read_only: bool = False,
     ):
         if not half_life_hours or half_life_hours <= 0:
             raise InvalidRequest(f"half_life_hours must be above 0, got {half_life_hours!r}")
@@ -160,13 +162,17 @@ class EmbeddedStore:
         self.count_usage = count_usage
         self._now = now or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(f"Cannot open the embedded store at {self.path}: {exc}") from exc
+        self.read_only = read_only
+        if read_only:
+            self._db = _open_read_only(self.path)
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.executescript(SCHEMA)
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"Cannot open the embedded store at {self.path}: {exc}") from exc
         self._loaded_version: int | None = None
         self._ids: np.ndarray = np.empty(0, dtype=object)
         self._vectors = np.empty((0, embedding.DIMENSIONS), dtype=np.float32)
@@ -444,6 +450,8 @@ class EmbeddedStore:
         """
         if signal not in SIGNALS:
             raise InvalidRequest(f"signal must be one of {', '.join(SIGNALS)}, got {signal!r}")
+        if self.read_only:
+            raise InvalidRequest(f"The embedded store at {self.path} is open read-only (its folder cannot be written)")
         step = FEEDBACK_STEP[signal]
         with self._lock:
             row = self._db.execute("SELECT importance FROM memories WHERE id = ?", (memory_id,)).fetchone()
@@ -584,7 +592,11 @@ def open_store(
     """The registry's factory: a given SQLite file, or the demo store when none.
 
     ``as_of`` (ISO 8601) is the clock recency is computed at, for evaluating old data
-    (a benchmark, last month's log); empty or None is now."""
+    (a benchmark, last month's log); empty or None is now.
+
+    A given file must already be a memlens store (``memlens import`` makes one):
+    it is looked at read-only first, so a SQLite database of someone else's gets
+    no memlens tables and is not switched to WAL."""
     options: dict[str, Any] = dict(weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
     if as_of:
         fixed = parse_as_of(as_of)
@@ -592,8 +604,47 @@ def open_store(
     if db_path:
         if not Path(db_path).exists():
             raise StoreUnavailable(f"No embedded store file at {db_path}")
+        check_is_store(Path(db_path))
         return EmbeddedStore(db_path, **options)
     return open_demo_store(progress=progress, **options)
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """``path`` opened so that nothing is written: ``mode=ro``, or, when even that
+    cannot open a WAL file (its folder is not writable, so no -shm file can be
+    made), ``immutable=1``: in a folder nobody can write, nothing changes the file."""
+    last: sqlite3.Error | None = None
+    for flags in ("mode=ro", "immutable=1"):
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True, check_same_thread=False, timeout=30)
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.Error as exc:
+            last = exc
+    raise StoreUnavailable(f"Cannot open the embedded store at {path} read-only: {last}")
+
+
+STORE_COLUMNS = {"id", "user_id", "text", "created_at", "embedding", "model"}
+
+
+def check_is_store(path: Path) -> None:
+    """StoreUnavailable unless ``path`` is a SQLite file with memlens's memories
+    table; decided from a read-only connection that writes nothing."""
+    try:
+        db = _open_read_only(path)
+    except StoreUnavailable:
+        raise StoreUnavailable(f"{path} cannot be opened as a SQLite file (nothing was changed)") from None
+    try:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
+    except sqlite3.DatabaseError:  # "file is not a database"
+        columns = set()
+    finally:
+        db.close()
+    if not STORE_COLUMNS <= columns:
+        raise StoreUnavailable(
+            f"{path} is not a memlens store (no memories table with {', '.join(sorted(STORE_COLUMNS))}); "
+            "memlens opens only stores it made (`memlens import`) and changed nothing in this file"
+        )
 
 
 def open_demo_store(
@@ -603,10 +654,15 @@ def open_demo_store(
     **options: Any,
 ) -> EmbeddedStore:
     """The bundled demo memories in `<data dir>/demo.sqlite`, imported on first
-    open and again only when demo_data/memories.jsonl changes."""
+    open and again only when demo_data/memories.jsonl changes. In a data directory
+    the server cannot write, a demo store already there is opened read-only."""
     import hashlib
 
-    store = EmbeddedStore(Path(directory or data_dir()) / "demo.sqlite", **options)
+    folder = Path(directory or data_dir())
+    path = folder / "demo.sqlite"
+    if not _writable(folder):
+        return _read_only_demo(path, options)
+    store = EmbeddedStore(path, **options)
     try:
         source = DEMO_MEMORIES.read_bytes()
     except OSError as exc:
@@ -621,3 +677,22 @@ def open_demo_store(
         store.set_meta("demo_source", digest)
         store.set_meta("default_user", DEMO_DEFAULT_USER)
     return store
+
+
+def _writable(folder: Path) -> bool:
+    """Can this process create files in ``folder`` (or create ``folder``)?"""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def _read_only_demo(path: Path, options: dict[str, Any]) -> EmbeddedStore:
+    from connectors.common.paths import DATA_DIR_ENV
+
+    if not path.exists():
+        raise StoreUnavailable(
+            f"The data directory {path.parent} cannot be written and holds no demo store: set {DATA_DIR_ENV} "
+            "to a folder this server can write, or choose another store"
+        )
+    options = {**options, "count_usage": False}  # nothing may be written
+    return EmbeddedStore(path, read_only=True, **options)

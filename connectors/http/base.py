@@ -19,7 +19,10 @@
     a body that is not JSON         -> BadResponse
 
 and carries the store's request id (body ``request_id`` or an ``X-Request-ID``
-header). Secrets are redacted from every message and from the decoded body before
+header). For an address a page's visitor typed (``typed_address``) every failure
+is the one message ``TYPED_ADDRESS_FAILED`` and the details go to the server log:
+otherwise the messages (refused, a 405, a disconnect, a quoted body) tell a visitor
+what listens on each port of the server's network. Secrets are redacted from every message and from the decoded body before
 they leave this module: some stores echo a rejected key back in the error.
 """
 
@@ -53,6 +56,7 @@ __all__ = ["REDACTED", "HttpBoundary", "HttpReply", "redact"]
 log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
+TYPED_ADDRESS_FAILED = "could not reach the store at that address"
 MAX_MESSAGE_CHARS = 300
 
 
@@ -166,6 +170,7 @@ class HttpBoundary:
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
         secrets: Iterable[str] = (),
+        typed_address: bool = False,
     ):
         base_url = (base_url or "").strip().rstrip("/")
         if not base_url:
@@ -184,6 +189,7 @@ class HttpBoundary:
         self.backoff = float(backoff)
         self.sleep = sleep
         self._secrets = [s for s in secrets if s]
+        self.typed_address = typed_address
         self._owns_client = client is None
         self.client = client or httpx.Client(follow_redirects=False)
 
@@ -202,6 +208,18 @@ class HttpBoundary:
     ) -> HttpReply:
         """One logical request, retried as the module docstring says; a 2xx
         answer decoded from JSON, or a ConnectorError."""
+        try:
+            return self._send(method, path, headers=headers, json=json, params=params, idempotent=idempotent)
+        except ConnectorError as exc:
+            if not self.typed_address:
+                raise
+            log.warning("%s at a typed address %s: %s", self.store_title, self.base_url, exc)
+            raise StoreUnavailable(f"{self.store_title}: {TYPED_ADDRESS_FAILED}") from None
+
+    def _send(
+        self, method: str, path: str, *, headers: dict[str, str] | None, json: Any, params: dict[str, Any] | None,
+        idempotent: bool,
+    ) -> HttpReply:
         url = self.base_url + path
         route = f"{method} {path.split('?')[0]}"
         attempt = 0

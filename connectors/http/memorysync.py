@@ -210,6 +210,7 @@ class MemorySyncStore:
         filters: dict[str, Any] | None = None,
         client: httpx.Client | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        typed_address: bool = False,
     ):
         if not api_key:
             raise AuthFailed(f"{STORE_TITLE}: no API key; set {ENV_API_KEY} or enter it in the sidebar")
@@ -228,6 +229,7 @@ class MemorySyncStore:
             backoff=backoff,
             sleep=sleep,
             secrets=[api_key],
+            typed_address=typed_address,
         )
 
     def __repr__(self) -> str:  # never the key

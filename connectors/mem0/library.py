@@ -79,7 +79,38 @@ def load_config(config: dict[str, Any] | str | Path) -> dict[str, Any]:
         raise InvalidRequest(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(loaded, dict):
         raise InvalidRequest(f"{path}: a Mem0 config must be a mapping, got {type(loaded).__name__}")
+    check_store_named(loaded, str(path))
     return loaded
+
+
+# Vector stores Mem0 would open in a default folder of its own (Qdrant: /tmp/qdrant)
+# when the config names none, and the settings that name where the store is.
+LOCAL_BACKENDS = {
+    "qdrant": ("path", "url", "host", "client"),
+    "chroma": ("path", "host", "client", "api_key"),
+    "faiss": ("path",),
+}
+
+
+def check_store_named(config: dict[str, Any], source: str) -> None:
+    """InvalidRequest unless the config says which vector store to read, and for a
+    local backend where: otherwise Mem0 opens (and locks, and creates) its default
+    store folder, outside memlens's data directory, for a file that is no Mem0
+    config at all."""
+    vector_store = config.get("vector_store")
+    if not isinstance(vector_store, dict) or not vector_store.get("provider"):
+        raise InvalidRequest(
+            f"{source}: names no vector_store (with a provider): not a Mem0 config memlens opens, since Mem0 "
+            "would open its own default store folder instead"
+        )
+    provider = str(vector_store["provider"]).lower()
+    settings = vector_store.get("config") or {}
+    where = LOCAL_BACKENDS.get(provider)
+    if where and not (isinstance(settings, dict) and any(settings.get(key) for key in where)):
+        raise InvalidRequest(
+            f"{source}: vector_store {provider!r} names no {', '.join(where[:-1])} or {where[-1]}: "
+            "memlens does not open Mem0's default folder"
+        )
 
 
 def offline_config(config: dict[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,7 @@ class Mem0PlatformStore:
         max_retries: int = 2,
         max_retry_wait: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        typed_address: bool = False,
     ):
         from connectors.http.base import HttpBoundary
 
@@ -74,6 +75,7 @@ class Mem0PlatformStore:
             max_retry_wait=max_retry_wait,
             sleep=sleep,
             secrets=[api_key],
+            typed_address=typed_address,
         )
 
     @property
@@ -150,6 +152,7 @@ def open_platform(
     rerank: bool = False,
     app_threshold: float | str | None = None,
     client: httpx.Client | None = None,
+    typed_address: bool = False,
 ) -> Mem0PlatformStore:
     """Registry factory; the key comes from the settings, or MEM0_API_KEY when the
     URL is the one configured with it (the key is never sent to another host)."""
@@ -164,4 +167,5 @@ def open_platform(
         rerank=rerank,
         app_threshold=optional_threshold(app_threshold),
         client=client,
+        typed_address=typed_address,
     )

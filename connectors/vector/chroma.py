@@ -283,7 +283,7 @@ def open_store(
     model: str | None = None,
 ) -> ChromaStore:
     """Registry factory: a persistent folder wins over a URL when both are given."""
-    path, url = folder_or_url("Chroma", path, url)
+    path, url = folder_or_url("Chroma", path, url, marker="chroma.sqlite3", kind="persistent folder")
     return ChromaStore(
         collection,
         path=path,

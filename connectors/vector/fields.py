@@ -94,10 +94,20 @@ def call_store(title: str, collection: str, location: str, what: str, fn: Callab
         raise library_error(exc, store=title, what=f"{what} on {collection!r}", location=location) from exc
 
 
-def folder_or_url(title: str, path: str | None, url: str | None) -> tuple[str | None, str | None]:
+def folder_or_url(
+    title: str, path: str | None, url: str | None, *, marker: str, kind: str
+) -> tuple[str | None, str | None]:
     """(path, url) for a store factory: a local folder wins over a URL when both are
-    given, and a folder that does not exist is StoreUnavailable (instead of the
-    library quietly creating an empty one)."""
-    if path and not Path(path).expanduser().exists():
-        raise StoreUnavailable(f"No {title} folder at {path}")
+    given. A folder that does not exist, or that lacks ``marker`` (the file the
+    library keeps in every folder it made), is StoreUnavailable before the library
+    sees it: opening a folder writes lock and metadata files into it, and memlens
+    writes nothing into a folder that is not already such a store."""
+    if path:
+        folder = Path(path).expanduser()
+        if not folder.exists():
+            raise StoreUnavailable(f"No {title} folder at {path}")
+        if not (folder / marker).is_file():
+            raise StoreUnavailable(
+                f"{path} is not a {title} {kind} (it has no {marker}); nothing was written into it"
+            )
     return path or None, None if path else (url or None)

@@ -3,7 +3,12 @@
 The store is built by a small Python function the user names as ``module:function``
 (it returns a ``BaseStore`` with an embedding index, e.g. an ``InMemoryStore`` or a
 ``PostgresStore``), so memlens reads the very store the agent uses, with the agent's
-own embedding. Naming the function runs that module: it is code the user chose.
+own embedding. Naming the function runs that module, so only the operator names
+it: ``MEMLENS_LANGGRAPH_FACTORY`` (environment, or a root-level key of
+``.streamlit/secrets.toml``, which Streamlit copies into the environment) and the
+comma-separated allowlist ``MEMLENS_LANGGRAPH_FACTORIES``. ``load_factory`` refuses
+any other name before importing anything, whoever passes it (the page offers the
+allowed ones in a selectbox, but the check is here so no caller can skip it).
 
 Memories live under a namespace; the template (``memories,{user_id}``, or the tuple
 form ``("memories", "{user_id}")``) says which one belongs to an end user. A query is
@@ -17,8 +22,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connectors.base import (
@@ -31,10 +37,13 @@ from connectors.base import (
     as_datetime,
     check_query,
 )
+from connectors.common.allowed import allowed_values
 from connectors.common.failures import call_library
 
 USER = "{user_id}"
 USERS_SCAN_LIMIT = 10_000
+FACTORY_ENV = "MEMLENS_LANGGRAPH_FACTORY"
+FACTORIES_ENV = "MEMLENS_LANGGRAPH_FACTORIES"
 
 
 def parse_namespace(template: str) -> tuple[str, ...]:
@@ -54,9 +63,27 @@ def parse_namespace(template: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def load_factory(path: str) -> Any:
-    """Call ``module:function`` and return what it built (the error names the setting)."""
-    module_name, _, attr = (path or "").partition(":")
+def allowed_factories(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The factories the operator allowed, in order: MEMLENS_LANGGRAPH_FACTORY, then
+    each of the comma-separated MEMLENS_LANGGRAPH_FACTORIES (duplicates once)."""
+    return allowed_values(os.environ if environ is None else environ, FACTORY_ENV, FACTORIES_ENV)
+
+
+def load_factory(path: str, environ: Mapping[str, str] | None = None) -> Any:
+    """Call ``module:function`` and return what it built (the error names the setting).
+
+    Only a factory the operator allowed (``allowed_factories``) is imported: a
+    name typed into the page would otherwise import any module and call any
+    zero-argument function on the server (``os:abort``)."""
+    path = (path or "").strip()
+    allowed = allowed_factories(environ)
+    if path not in allowed:
+        offer = f"allowed here: {', '.join(allowed)}" if allowed else "none is configured"
+        raise InvalidRequest(
+            f"LangGraph: setting factory = {path[:100]!r} is not a factory the operator allowed ({offer}); "
+            f"the server runs only those named in {FACTORY_ENV} or {FACTORIES_ENV}"
+        )
+    module_name, _, attr = path.partition(":")
     if not module_name or not attr:
         raise InvalidRequest(f"LangGraph: setting factory = {path!r} must be module:function")
     try:

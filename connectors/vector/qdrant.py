@@ -324,7 +324,7 @@ def open_store(
     timeout: float = 10.0,
 ) -> QdrantStore:
     """Registry factory: a local folder wins over a URL when both are given."""
-    path, url = folder_or_url("Qdrant", path, url)
+    path, url = folder_or_url("Qdrant", path, url, marker="meta.json", kind="local folder")
     return QdrantStore(
         collection,
         path=path,

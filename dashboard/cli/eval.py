@@ -96,14 +96,20 @@ def as_of_setting(store: str, text: str) -> str:
 
 
 def with_secrets(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    """Secret fields filled from their environment variables (never from a file or flag)."""
-    from connectors.registry import REGISTRY
+    """Secret fields filled from their environment variables (never from a flag),
+    each only when the settings send it to the host it was configured for: a
+    --config file naming another base_url does not get the environment's key."""
+    from connectors.registry import REGISTRY, with_configured_secrets
 
+    full = with_configured_secrets(name, config, os.environ)
     spec = REGISTRY.get(name)
-    full = dict(config)
     for field in spec.fields if spec else ():
-        if field.kind == "secret" and field.env and os.environ.get(field.env):
-            full[field.name] = os.environ[field.env]
+        if field.kind == "secret" and field.env and os.environ.get(field.env) and not full.get(field.name):
+            print(
+                f"memlens: {field.env} is not sent with these settings: it goes only to the {field.bound_to} "
+                "it was configured with",
+                file=sys.stderr,
+            )
     return full
 
 

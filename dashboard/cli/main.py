@@ -60,9 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dashboard.database.model import LabelStoreError
+
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
+    except LabelStoreError as exc:
+        # MEMLENS_LABELS_URL names no database, or it cannot be reached: a message
+        # (already free of passwords), not a traceback.
+        print(f"memlens: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # `memlens calibrate FILE | head` closed the pipe: not an error worth a
         # traceback. Point stdout at devnull so the interpreter's flush is quiet.

@@ -4,14 +4,20 @@ evaluation both build on it; it imports neither.
 
     open_label_store("/path/labels.sqlite")            SQLite file, WAL, synchronous=FULL
     open_label_store("postgresql://user@host/db")      PostgreSQL, for several app servers
+    open_label_store("host=db dbname=labels user=u")   the same, as a key=value conninfo string
 """
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
-from dashboard.database.postgres import PostgresLabelStore, is_postgres_url
+from dashboard.database.model import LabelStoreError
+from dashboard.database.postgres import PostgresLabelStore, is_postgres_conninfo, is_postgres_url
 from dashboard.database.store import DEFAULT_TIMEOUT_S, LABELS_URL_ENV, LabelStore
+
+_URL_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):")
 
 
 def open_label_store(target: str | Path, *, timeout: float = DEFAULT_TIMEOUT_S) -> LabelStore:
@@ -20,12 +26,51 @@ def open_label_store(target: str | Path, *, timeout: float = DEFAULT_TIMEOUT_S) 
     ``timeout``: seconds a read or write waits for a lock or an answer before it
     fails with a LabelStoreError (a page must answer a click, not hang)."""
     text = str(target)
-    if is_postgres_url(text):
+    if is_postgres_url(text) or is_postgres_conninfo(text):
         return PostgresLabelStore(text, timeout=timeout)
     return LabelStore(text, timeout=timeout)
 
 
 def label_store_target(environ: dict[str, str], data_directory: Path) -> str:
-    """Where labels live: $MEMLENS_LABELS_URL (a PostgreSQL URL or a SQLite path),
-    else labels.sqlite in the data directory."""
-    return environ.get(LABELS_URL_ENV) or str(Path(data_directory) / "labels.sqlite")
+    """Where labels live: $MEMLENS_LABELS_URL (a PostgreSQL URL, a PostgreSQL
+    key=value string, or a SQLite file path), else labels.sqlite in the data
+    directory. A value that is none of those raises LabelStoreError (see
+    ``check_labels_url``) instead of becoming a file named after it."""
+    configured = (environ.get(LABELS_URL_ENV) or "").strip()
+    if not configured:
+        return str(Path(data_directory) / "labels.sqlite")
+    check_labels_url(configured)
+    return configured
+
+
+def check_labels_url(value: str) -> None:
+    """LabelStoreError unless ``value`` is a PostgreSQL URL, a key=value conninfo
+    string, or the path of a SQLite file in a directory this process can write
+    (or create). The message never quotes the value: it may hold a password."""
+    if is_postgres_url(value) or is_postgres_conninfo(value):
+        return
+    scheme = _URL_SCHEME.match(value)
+    if scheme and "://" in value:
+        raise LabelStoreError(
+            f"{LABELS_URL_ENV} is a {scheme['scheme']}:// URL, which is not a label database memlens opens: "
+            "give a postgresql:// URL, a PostgreSQL key=value string (host=... dbname=...) or a SQLite file path."
+        )
+    if "=" in value:
+        raise LabelStoreError(
+            f"{LABELS_URL_ENV} looks like a PostgreSQL key=value string but is not one memlens can read "
+            "(each setting is key=value, values with spaces in single quotes); it is not taken as a file name."
+        )
+    folder = _nearest_existing(Path(value).expanduser().absolute().parent)
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise LabelStoreError(
+            f"{LABELS_URL_ENV} names a SQLite file in a folder this server cannot write ({folder}): give a "
+            "writable path, or a PostgreSQL URL or key=value string."
+        )
+
+
+def _nearest_existing(folder: Path) -> Path:
+    """``folder`` or its nearest ancestor that exists: the one the label file's
+    folder would be created in."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return folder

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -11,6 +13,10 @@ from typing import Any
 from connectors.common.redaction import exception_text, redact_text, shorten
 from dashboard.database.model import LabelStoreError
 from dashboard.database.store import DEFAULT_TIMEOUT_S, POSTGRES_SCHEMA, POSTGRES_SCHEMES, LabelStore
+
+
+class LabelDatabaseGone(LabelStoreError):
+    """The server did not answer or could not be reached (not: it refused a statement)."""
 
 
 class PostgresLabelStore(LabelStore):
@@ -28,6 +34,13 @@ class PostgresLabelStore(LabelStore):
     enforce its own statement timeout, so a watchdog shuts the socket down when a
     use overruns; the blocked call then fails and the page says so.
 
+    A click must get its answer within ``timeout`` seconds, not once per read the
+    page makes after it: when a use finds the server gone (the watchdog fired, or
+    it could not connect), every use in the next ``timeout`` seconds fails at once
+    with the same message instead of waiting again (the page's rerun after the
+    click makes several reads). After that the next use tries the server again, so
+    a page recovers by itself once the server answers.
+
     The URL may hold a password: it is never shown, logged or put in a message."""
 
     dialect = "postgresql"
@@ -42,6 +55,8 @@ class PostgresLabelStore(LabelStore):
             ) from None
         self._psycopg = psycopg
         self.url = url
+        self._down_until = 0.0  # monotonic time until which the server counts as gone
+        self._down_message = ""
         super().__init__(None, timeout=timeout, target=redact_text(url))
 
     # ------------------------------------------------------------ backend hooks
@@ -82,7 +97,8 @@ class PostgresLabelStore(LabelStore):
             what = "refused the request"
         # Redacted first, then cut: a password straddling the cut would survive it.
         detail = shorten(exception_text(exc, [self.url]), 300)
-        return LabelStoreError(f"The label database at {self.target} {what}: {detail}")
+        error = LabelDatabaseGone if what == "cannot be reached" else LabelStoreError
+        return error(f"The label database at {self.target} {what}: {detail}")
 
     @contextmanager
     def _using(self) -> Iterator[Any]:
@@ -90,6 +106,21 @@ class PostgresLabelStore(LabelStore):
             with super()._using() as conn:
                 yield conn
             return
+        if time.monotonic() < self._down_until:
+            raise LabelStoreError(
+                f"{self._down_message} (It stopped answering less than {self.timeout:g} s ago; "
+                "memlens asks it again after that.)"
+            )
+        try:
+            with self._watched() as conn:
+                yield conn
+        except LabelDatabaseGone as exc:
+            self._down_message = str(exc)
+            self._down_until = time.monotonic() + self.timeout
+            raise
+
+    @contextmanager
+    def _watched(self) -> Iterator[Any]:
         watchdog = _Watchdog(self.timeout)
         try:
             with super()._using() as conn:
@@ -102,14 +133,14 @@ class PostgresLabelStore(LabelStore):
                     watchdog.stop()
         except (LabelStoreError, OSError) as exc:
             if watchdog.fired:
-                raise LabelStoreError(
+                raise LabelDatabaseGone(
                     f"The label database at {self.target} did not answer within {self.timeout:g} s; "
                     "nothing was saved. Try again."
                 ) from None
             if isinstance(exc, LabelStoreError):
                 raise
             # a socket closed under psycopg can surface as a plain OSError
-            raise LabelStoreError(
+            raise LabelDatabaseGone(
                 f"The label database at {self.target} cannot be reached: {redact_text(str(exc), [self.url])}"
             ) from None
 
@@ -186,3 +217,17 @@ class _Watchdog:
 
 def is_postgres_url(target: str) -> bool:
     return target.startswith(POSTGRES_SCHEMES)
+
+
+# libpq's key=value form: `host=db port=5432 dbname=labels password='a b'`, with
+# single-quoted values (backslash escapes) or values without blanks.
+_CONNINFO = re.compile(r"^\s*(?:[A-Za-z_]+\s*=\s*(?:'(?:[^'\\]|\\.)*'|[^\s']+)\s*)+$")
+_CONNINFO_KEYS = {"host", "hostaddr", "port", "dbname", "user", "password", "service", "sslmode", "passfile"}
+
+
+def is_postgres_conninfo(target: str) -> bool:
+    """A libpq key=value connection string naming at least one connection setting."""
+    if not _CONNINFO.match(target):
+        return False
+    keys = {part.split("=", 1)[0].strip().lower() for part in re.findall(r"[A-Za-z_]+\s*=", target)}
+    return bool(keys & _CONNINFO_KEYS)

@@ -18,6 +18,7 @@ import hmac
 
 import streamlit as st
 
+from dashboard.ui import cache
 from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import secret_value
 
@@ -89,3 +90,12 @@ def account_menu() -> None:
     if identity:
         st.sidebar.caption(f"Signed in as **{identity}**")
         st.sidebar.button("Sign out", key="access_logout", on_click=st.logout)
+
+
+def show_setting_errors() -> None:
+    """A deployment setting that cannot work (MEMLENS_LABELS_URL naming no database
+    memlens opens), said on every page, not only where labels are read: otherwise
+    labels would silently stop being shared."""
+    problem = cache.labels_setting_error()
+    if problem:
+        show_error(problem)

@@ -17,9 +17,10 @@ import streamlit as st
 
 from connectors.base import MemoryStore
 from connectors.common.paths import data_dir
-from connectors.registry import create_store
+from connectors.registry import check_visitor_settings, create_store
 from dashboard.calibration.label_files import LabelFile, parse_label_bytes
 from dashboard.database import label_store_target, open_label_store
+from dashboard.database.model import LabelStoreError
 from dashboard.database.store import LABELS_URL_ENV, LabelStore
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
@@ -28,31 +29,61 @@ from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
 def open_store(name: str, config_json: str) -> MemoryStore:
     """One open store per (name, config, data dir) for the whole server process.
 
-    A ConnectorError propagates and is not cached, so fixing the config retries."""
-    return _open_store(name, config_json, str(data_dir()))
+    The settings are a visitor's: they are checked against what the operator
+    allows on every run (a store opened before the operator narrowed the
+    allowlist is not handed out from the cache). A ConnectorError propagates and
+    is not cached, so fixing the config retries."""
+    operator_settings_loaded()
+    config = check_visitor_settings(name, json.loads(config_json), os.environ)
+    return _open_store(name, json.dumps(config, sort_keys=True, default=str), str(data_dir()))
 
 
 @st.cache_resource(show_spinner=False)
 def _open_store(name: str, config_json: str, data_dir_key: str) -> MemoryStore:
-    return create_store(name, json.loads(config_json))
+    return create_store(name, json.loads(config_json), visitor_environ=os.environ)
 
 
-def _label_target() -> str:
+def operator_settings_loaded() -> None:
+    """Load .streamlit/secrets.toml, whose root-level keys Streamlit copies into
+    os.environ: the allowlists the connectors check (MEMLENS_LANGGRAPH_FACTORIES,
+    MEMLENS_ALLOWED_PATHS, ...) may be set there instead of the environment."""
+    try:
+        st.secrets.load_if_toml_exists()
+    except Exception:  # a broken secrets.toml is Streamlit's own error to show
+        pass
+
+
+def label_store() -> LabelStore:
+    """The label store, opened once: MEMLENS_LABELS_URL (st.secrets or the
+    environment; a PostgreSQL URL or key=value string, or a SQLite path), else
+    labels.sqlite in the data directory (MEMLENS_DATA_DIR). A database that cannot
+    be reached, or a MEMLENS_LABELS_URL that is none of those, raises
+    LabelStoreError, which is not cached, so the next rerun tries again."""
+    return _label_store(_label_target())
+
+
+def labels_setting_error() -> str | None:
+    """What is wrong with MEMLENS_LABELS_URL as configured, without connecting to
+    anything (every page shows it, not only the pages that open the label store)."""
+    try:
+        _label_target()
+    except LabelStoreError as exc:
+        return str(exc)
+    return None
+
+
+def _labels_environ() -> dict[str, str]:
     environ = dict(os.environ)
     try:
         if LABELS_URL_ENV in st.secrets:
             environ[LABELS_URL_ENV] = str(st.secrets[LABELS_URL_ENV])
     except Exception:  # no secrets.toml: the common case
         pass
-    return label_store_target(environ, data_dir())
+    return environ
 
 
-def label_store() -> LabelStore:
-    """The label store, opened once: MEMLENS_LABELS_URL (st.secrets or the
-    environment; a PostgreSQL URL or a SQLite path), else labels.sqlite in the data
-    directory (MEMLENS_DATA_DIR). A database that cannot be reached raises
-    LabelStoreError, which is not cached, so the next rerun tries again."""
-    return _label_store(_label_target())
+def _label_target() -> str:
+    return label_store_target(_labels_environ(), data_dir())
 
 
 def run_outcomes(evals: EvalStore, info: RunInfo) -> list[QueryOutcome]:

@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
-from connectors.registry import REGISTRY, ConfigField, configured_secret_allowed, fingerprint
+from connectors.registry import REGISTRY, ConfigField, fingerprint, offered_values, with_configured_secrets
 from dashboard import store_link
 from dashboard.display import clip_text, inert_markdown
 from dashboard.evaluation.judged_sets import users_missing
@@ -55,9 +55,10 @@ def _default(field: ConfigField) -> Any:
 
 def _configured_secret(store_name: str, field: ConfigField, key_prefix: str) -> str | None:
     """The configured secret, if it may go where the settings now point: a
-    visitor who changes the URL does not get the operator's key sent there."""
+    visitor who changes the URL does not get the operator's key sent there
+    (the registry's with_configured_secrets decides, as it does for the CLI)."""
     configured = secret_value(field.env)
-    if not configured:
+    if not configured or not field.env:
         return None
     spec = REGISTRY[store_name]
     bound = next((f for f in spec.fields if f.name == field.bound_to), None)
@@ -67,7 +68,8 @@ def _configured_secret(store_name: str, field: ConfigField, key_prefix: str) -> 
     # The bound field may be drawn after this one: its widget state holds what the
     # visitor typed (Streamlit stores it before the rerun), else the default.
     current = st.session_state.get(f"{key_prefix}cfg_{store_name}_{bound.name}", _default(bound))
-    if configured_secret_allowed(spec, field, current, os.environ):
+    bound_secret = with_configured_secrets(store_name, {bound.name: current}, os.environ, {field.env: configured})
+    if bound_secret.get(field.name):
         st.caption(f"{field.label}: configured (from {field.env}), sent only to this {bound.label}")
         return configured
     st.caption(
@@ -88,6 +90,10 @@ def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> 
         typed = st.text_input(field.label, type="password", key=key, help=field.help or None)
         session.keep(key, typed)
         return typed or None
+    if field.kind == "allowed":
+        chosen = _allowed_widget(field, key)
+        session.keep(key, chosen)
+        return chosen
     # The value comes from the session (what was set on any page), else the default:
     # the widgets take no value= of their own, which would win on another page.
     session.seed(key, _seed_value(field))
@@ -119,6 +125,20 @@ def _seed_value(field: ConfigField) -> Any:
     if field.kind == "choice":
         return default if default in field.choices else field.choices[0]
     return str(default or "")
+
+
+def _allowed_widget(field: ConfigField, key: str) -> str:
+    """A selectbox of the values the operator allowed. A typed value is accepted by
+    the widget only so that the page can say why it is refused (the registry
+    refuses it before anything is imported)."""
+    cache.operator_settings_loaded()
+    offered = list(offered_values(field, os.environ))
+    if not offered:
+        st.caption(f"{field.label}: none configured; the operator sets {field.env} or {field.allowlist_env}.")
+    chosen = st.selectbox(
+        field.label, offered, index=0 if offered else None, key=key, help=field.help or None, accept_new_options=True
+    )
+    return str(chosen or "")
 
 
 def choose_store(

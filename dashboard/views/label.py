@@ -30,3 +30,6 @@ try:
         view.session_results(labels, session)
 except LabelStoreError as exc:  # the label database went away: say so, keep the app up
     show_error(str(exc))
+    # A rerun is all recovery takes (the store tries the server again), so the
+    # panel comes back without a reload, and the reviewer's name is kept.
+    st.button("Try again", key="label_retry", help="Reconnect to the label database and show the session again")

@@ -11,12 +11,24 @@ from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows
 from connectors.embedding import runtime as embedding
 from connectors.registry import create_store
-from connectors.vector.langgraph_store import open_store, parse_namespace
+from connectors.vector.langgraph_store import allowed_factories, open_store, parse_namespace
 
 THEME = query_text("demo-q04")
 PIZZA = query_text("demo-q01")
 THEME_ID = relevant_ids("demo-q04")[0]
 FACTORY = "langgraph_factory:demo_store"
+TEST_FACTORIES = ",".join(
+    f"langgraph_factory:{name}"
+    for name in ("demo_store", "missing", "not_a_store", "no_index_store", "wrong_dims_store")
+) + ",langgraph_factory,no_such_module:build"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def operator_allows_the_test_factories():
+    """The allowlist an operator would set for these factories (nothing else runs)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MEMLENS_LANGGRAPH_FACTORIES", TEST_FACTORIES)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +114,34 @@ def test_a_missing_text_field_names_the_setting_and_the_fields_there_are():
 )
 def test_namespace_templates(template, parts):
     assert parse_namespace(template) == parts
+
+
+# ------------------------------------------------------------------ only the operator names code
+
+
+@pytest.mark.parametrize("typed", ["tempfile:mkdtemp", "os:getpid", " os:abort ", "this:x", ""])
+def test_a_factory_the_operator_did_not_allow_is_refused_before_anything_runs(typed, tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where mkdtemp would create its directory
+    with pytest.raises(InvalidRequest) as raised:
+        open_store(typed)
+    assert "is not a factory the operator allowed" in str(raised.value)
+    assert "MEMLENS_LANGGRAPH_FACTORIES" in str(raised.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_registry_refuses_it_too_and_says_what_is_allowed(monkeypatch):
+    monkeypatch.delenv("MEMLENS_LANGGRAPH_FACTORIES")
+    monkeypatch.setenv("MEMLENS_LANGGRAPH_FACTORY", FACTORY)
+    with pytest.raises(InvalidRequest, match=r"not a factory the operator allowed \(allowed here: langgraph_factory:demo_store\)"):
+        create_store("langgraph", {"factory": "tempfile:mkdtemp"})
+    with pytest.raises(InvalidRequest, match="not one the operator allowed"):
+        create_store("langgraph", {"factory": "tempfile:mkdtemp"}, visitor_environ={"MEMLENS_LANGGRAPH_FACTORY": FACTORY})
+    assert create_store("langgraph", {"factory": FACTORY}).query(THEME, user_id="sam", k=1).hits[0].memory_id == THEME_ID
+
+
+def test_the_allowlist_is_the_configured_factory_then_the_comma_separated_list():
+    environ = {"MEMLENS_LANGGRAPH_FACTORY": "a:b", "MEMLENS_LANGGRAPH_FACTORIES": " c:d, ,a:b,e:f "}
+    assert allowed_factories(environ) == ("a:b", "c:d", "e:f")
+    assert allowed_factories({}) == ()

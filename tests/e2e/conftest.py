@@ -67,7 +67,10 @@ def server(tmp_path_factory) -> Iterator[Server]:
     """`streamlit run dashboard/app.py` on a free loopback port; stopped at the end
     of the session, and also when the start-up itself fails."""
     data_dir = tmp_path_factory.mktemp("e2e-data")
-    with running_streamlit(data_dir, data_dir.parent / "streamlit-e2e.log") as started:
+    # The operator of this test deployment allows store files under the tests'
+    # temporary folders (the hostile service's TOML files are written there).
+    allowed = {"MEMLENS_ALLOWED_PATHS": str(tmp_path_factory.getbasetemp())}
+    with running_streamlit(data_dir, data_dir.parent / "streamlit-e2e.log", allowed) as started:
         yield started
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,9 @@ def test_a_label_database_that_is_down_is_a_message_on_every_page(app, monkeypat
 
 
 @pytest.fixture
-def read_only_data_dir(data_dir: Path):
-    """The data directory made unwritable after the demo store link is in it. Root
+def read_only_data_dir(data_dir: Path, demo_store):
+    """The data directory made unwritable after the demo store link is in it (and
+    the demo store built: a read-only directory cannot get one). Root
     writes through file modes, so as root the directory is made immutable instead."""
     as_root = os.geteuid() == 0
     if as_root:
@@ -75,6 +77,7 @@ def test_inspect_without_labels_and_calibrate_from_an_upload_work_on_a_read_only
     at = app(query=THEME)
     at.run()
     assert not at.exception, at.exception
+    assert "result" in at.session_state, errors(at)
     assert at.session_state["result"].hits  # the query ran and the hits are shown
     assert "MEMLENS_DATA_DIR" in errors(at)  # labelling says why it is unavailable
     at.switch_page("views/calibrate.py").run()
@@ -145,7 +148,111 @@ def test_a_frozen_postgres_label_click_says_not_saved_and_other_pages_keep_worki
         assert at.dataframe  # the store's memories are listed
     finally:
         postgres.thaw()
+    time.sleep(3.2)  # the label store asks a server that stopped answering again after 3 s
     again = app(query=THEME)  # the reviewer opens Inspect again and retries the click
     again.run()
     again.button(key=f"relevant_{first}").click().run()
     assert not again.error and any("✅ relevant" in m.value for m in again.markdown)
+
+
+@pytest.mark.parametrize("page", [*PAGES, "views/browse.py", "views/compare.py"])
+def test_a_labels_url_that_names_no_database_is_an_error_on_every_page(app, monkeypatch, tmp_path, page):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMLENS_LABELS_URL", "mysql://memlens:hunter2secret@db/labels")
+    at = app(query=THEME, label_reviewer="ana")
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    assert "MEMLENS_LABELS_URL is a mysql:// URL, which is not a label database memlens opens" in errors(at)
+    assert "hunter2secret" not in shown(at)
+    assert not list(tmp_path.glob("mysql*"))
+
+
+def test_a_key_value_labels_url_is_postgresql_and_its_password_never_shows(app, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMLENS_LABELS_URL", "host=127.0.0.1 port=1 dbname=labels password=hunter2secret connect_timeout=1")
+    at = app(label_reviewer="ana")
+    at.switch_page("views/label.py").run()
+    assert not at.exception, at.exception
+    assert "label database at host=127.0.0.1 port=1 dbname=labels password=*** connect_timeout=1 cannot be reached" in errors(at)
+    assert "hunter2secret" not in shown(at)
+    assert not [p.name for p in tmp_path.iterdir() if "=" in p.name]  # no SQLite file named after the string
+
+
+@pytest.fixture
+def read_only_data_dir_with_its_own_demo_store(data_dir: Path, demo_store):
+    """A data directory holding a real copy of the demo store (not a link into a
+    writable folder), made unwritable, as a deployment's read-only volume is."""
+    import sqlite3
+
+    (data_dir / "demo.sqlite").unlink()
+    source, target = sqlite3.connect(demo_store.path), sqlite3.connect(data_dir / "demo.sqlite")
+    with target:
+        source.backup(target)
+    source.close()
+    target.close()
+    as_root = os.geteuid() == 0
+    subprocess.run(["chattr", "+i", str(data_dir)], check=True) if as_root else data_dir.chmod(0o555)
+    try:
+        yield data_dir
+    finally:
+        subprocess.run(["chattr", "-i", str(data_dir)], check=True) if as_root else data_dir.chmod(0o755)
+
+
+def test_inspect_queries_the_demo_store_kept_in_a_read_only_data_directory(app, read_only_data_dir_with_its_own_demo_store):
+    folder = read_only_data_dir_with_its_own_demo_store
+    before = sorted(p.name for p in folder.iterdir())
+    at = app(query=THEME)
+    at.run()
+    assert not at.exception, at.exception
+    assert "Cannot open the store" not in errors(at)
+    assert at.session_state["result"].hits[0].memory_id == "sam-02"  # the theme memory, from the demo store
+    # labelling is off, and the page says which directory and which variable
+    assert str(folder) in errors(at) and "MEMLENS_DATA_DIR" in errors(at)
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_the_label_page_comes_back_after_a_frozen_database_resumes_without_asking_the_name_again(
+    label_page_on_postgres, postgres
+):
+    at = label_page_on_postgres
+    at.button(key="label_skip").click().run()  # the server answers: saved
+    assert "1 of 4 rows done by ana" in " ".join(str(p.proto) for p in at.get("progress"))
+    postgres.freeze()
+    try:
+        at.button(key="label_relevant").click().run()
+        assert not at.exception, at.exception
+        assert "did not answer within 3 s" in errors(at) or "cannot be reached" in errors(at)
+        assert at.button(key="label_retry")  # the page offers to try again, and keeps running
+    finally:
+        postgres.thaw()
+    time.sleep(3.2)  # past the label store's retry window
+    at.button(key="label_retry").click().run()
+    assert not at.exception, at.exception
+    assert errors(at).startswith("The label was not saved")  # the click that failed, said in the panel
+    assert "1 of 4 rows done by ana" in " ".join(str(p.proto) for p in at.get("progress"))
+    assert at.session_state["label_reviewer"] == "ana"  # the name is not asked again
+    at.button(key="label_relevant").click().run()  # pressed again: saved
+    assert "2 of 4 rows done by ana" in " ".join(str(p.proto) for p in at.get("progress"))
+    assert not at.error
+
+
+@pytest.fixture
+def label_page_on_postgres(postgres, data_dir, demo_store, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard.database import open_label_store
+    from dashboard.labels import sampling
+    from dashboard.logs.retrieval_log import read_log
+
+    url = postgres.new_database()
+    store = open_label_store(url)
+    rows = read_log(Path(__file__).resolve().parents[2] / "demo_data" / "sample_log.jsonl").rows
+    sampling.save_session(store, "frozen", rows, method="uniform", size=4, seed=1)
+    store.close()
+    monkeypatch.setenv("MEMLENS_LABELS_URL", url)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "views" / "label.py"), default_timeout=180)
+    at.session_state["label_reviewer"] = "ana"
+    at.session_state["label_session"] = "frozen"
+    at.run()
+    assert not at.exception, at.exception
+    return at

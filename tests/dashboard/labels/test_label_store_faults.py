@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from postgres_server import PostgresServer
 
 from dashboard.database import open_label_store
 from dashboard.database.model import LabelStoreError
+from dashboard.database.postgres import PostgresLabelStore
 
 TIMEOUT_S = 2.0
 # A hang guard, not a speed assertion: the old store blocked for minutes.
@@ -78,7 +80,9 @@ def test_a_frozen_postgres_fails_the_click_with_a_message_and_keeps_nothing_lock
         assert read["returned"] and isinstance(read.get("error"), LabelStoreError)
     finally:
         postgres.thaw()
-    # The server is back: the same click is retried and saved, nothing earlier lost.
+    # The server is back: once the store's retry window has passed, the same click
+    # is retried and saved, nothing earlier lost.
+    time.sleep(TIMEOUT_S + 0.2)
     upsert(store, memory_id="frozen-1")
     assert {label.memory_id for label in store.labels()} == {"before", "frozen-1"}
     store.close()
@@ -120,3 +124,34 @@ def test_a_sqlite_file_held_by_another_process_fails_fast_and_loses_nothing(tmp_
     upsert(store, memory_id="while-held")  # the retry after the release
     assert {label.memory_id for label in store.labels()} == {"before", "while-held", "m0"}
     store.close()
+
+
+def test_after_a_frozen_click_the_next_reads_fail_at_once_and_a_thawed_server_is_used_again(postgres):
+    store = open_label_store(postgres.new_database(), timeout=TIMEOUT_S)
+    upsert(store, memory_id="before")
+    postgres.freeze()
+    try:
+        click = outcome_in_thread(lambda: upsert(store, memory_id="frozen"))
+        assert isinstance(click.get("error"), LabelStoreError)
+        # The page's rerun after the click reads sessions and labels: each gets the
+        # click's message from the store's retry window, not a wait of its own.
+        assert isinstance(store, PostgresLabelStore)
+        waits = []
+        original = store._watched
+
+        def counted():
+            waits.append(1)
+            return original()
+
+        store._watched = counted  # type: ignore[method-assign]
+        for read in (store.sessions, store.labels):
+            outcome = outcome_in_thread(read)
+            assert str(outcome.get("error")).startswith(str(click["error"]))
+            assert "stopped answering less than 2 s ago" in str(outcome.get("error"))
+        assert waits == []  # nothing went to the frozen server again
+        store._watched = original  # type: ignore[method-assign]
+    finally:
+        postgres.thaw()
+    time.sleep(TIMEOUT_S + 0.2)  # past the retry window
+    upsert(store, memory_id="after")
+    assert {label.memory_id for label in store.labels()} == {"before", "after"}
