@@ -7,8 +7,8 @@ import json
 from datetime import datetime, timedelta
 
 import pytest
-
 from chat_model_server import ChatModelServer, Reply
+
 from connectors.base import Hit
 from dashboard.ranking.rerank import RerankSettings, rerank
 
