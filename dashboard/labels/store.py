@@ -31,6 +31,7 @@ from typing import Any
 from connectors.paths import DATA_DIR_ENV
 from connectors.redaction import redact_text
 from dashboard.evaluation.schema import EVAL_TABLES
+from dashboard.labels.judge_labels import JUDGE_TABLES, JudgeLabelMethods
 from dashboard.labels.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
 from dashboard.labels.sessions import SESSION_TABLES, SessionMethods
 
@@ -70,15 +71,17 @@ SCHEMA = (
     _LABEL_TABLES.format(real="REAL", history_id="")
     + SESSION_TABLES.format(real="REAL")
     + EVAL_TABLES.format(real="REAL")  # judged sets and runs (dashboard/evaluation)
+    + JUDGE_TABLES.format(real="REAL")  # judge labels, apart from people's (judge_labels.py)
 )
 POSTGRES_SCHEMA = (
     _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ")
     + SESSION_TABLES.format(real="DOUBLE PRECISION")
     + EVAL_TABLES.format(real="DOUBLE PRECISION")
+    + JUDGE_TABLES.format(real="DOUBLE PRECISION")
 )
 
 
-class LabelStore(SessionMethods):
+class LabelStore(SessionMethods, JudgeLabelMethods):
     """Labels and sessions in one SQLite file (WAL, so readers never block the writer).
 
     ``PostgresLabelStore`` is the same class on a PostgreSQL connection; every
