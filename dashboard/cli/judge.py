@@ -92,7 +92,7 @@ def target_pairs(target: str, labels: Any) -> list[Pair]:
     if info is None:
         raise ValueError(f"{target!r} is not a log file, a session or a saved run")
     judged = evals.load_set(info.set_name, info.set_hash)
-    queries = {q.message_id: q.query_text for q in judged.questions} if judged else {}
+    queries = {q.message_id: q.query for q in judged.questions} if judged else {}
     return [
         Pair(o.message_id, h.memory_id, h.rank, h.score, o.user_id, queries.get(o.message_id))
         for o in evals.outcomes(target)

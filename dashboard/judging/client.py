@@ -9,6 +9,7 @@ Configured from the environment (or st.secrets, which the page merges in):
     MEMLENS_LLM_TIMEOUT       seconds per request (default 60)
     MEMLENS_LLM_CONCURRENCY   requests in flight at once (default 4)
     MEMLENS_LLM_JSON_MODE     schema (default) | object | none: how structured output is asked for
+                              (object: {"type": "json_object", "schema": ...}, as llama.cpp's server takes it)
 
 Nothing is sent unless a model is configured AND the caller says the user agreed
 that memory and query text may go to it (``ChatClient(..., send_text=True)``): the
@@ -239,7 +240,8 @@ class ChatClient:
                 "json_schema": {"name": schema_name, "schema": schema, "strict": True},
             }
         elif schema is not None and self.config.json_mode == "object":
-            body["response_format"] = {"type": "json_object"}
+            # The schema rides along: llama.cpp's server and vLLM constrain output to it.
+            body["response_format"] = {"type": "json_object", "schema": schema}
         headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
         # Not idempotent in cost, but a 5xx means no answer came back: retrying is what
         # a user would do by hand, so the boundary's 5xx retries stay on.
