@@ -12,6 +12,7 @@ or a slow one (``delay`` seconds before answering). Every request is kept
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -60,6 +61,12 @@ class ChatModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out in two writes: with Nagle on, the body waits
+                # for the client's delayed ACK (~40 ms) on every kept-alive request.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
