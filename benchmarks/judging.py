@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
+from functools import partial
 
 from benchmarks._common import ROOT, report, table
 
@@ -33,6 +34,10 @@ def load_server_module():
     return module
 
 
+def grade_pair(judge, pair: tuple[str, str]):
+    return judge.grade(*pair)
+
+
 def main() -> int:
     from dashboard.judging.client import ChatClient, ModelConfig, bounded_map
     from dashboard.judging.judges import LlmJudge
@@ -48,7 +53,7 @@ def main() -> int:
             judge.grade("warm", "up")  # the first connection
             pairs = [(f"question {i}", f"memory {i}") for i in range(PAIRS)]
             started = time.perf_counter()
-            results = list(bounded_map(lambda pair: judge.grade(*pair), pairs, limit))
+            results = list(bounded_map(partial(grade_pair, judge), pairs, limit))
             seconds = time.perf_counter() - started
             client.close()
             failed = sum(1 for _, _, error in results if error is not None)

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -127,3 +128,25 @@ class ChatModelServer:
     def prompts(self) -> list[str]:
         """The last message of every request, in order."""
         return [r.body["messages"][-1]["content"] for r in self.received if isinstance(r.body, dict)]
+
+
+def formula_ranker(body: Any) -> Reply:
+    """A ranking model that does the arithmetic right: the formula's ranking (the panel's
+    default settings) of the candidates the prompt lists."""
+    from connectors.base import Hit
+    from dashboard.ranking.rerank import RerankSettings, rerank
+
+    sent = json.loads(body["messages"][-1]["content"])
+    now = datetime.fromisoformat(sent["now"])
+    hits = [
+        Hit(
+            memory_id=c["entry_id"],
+            rank=i,
+            text=c["text"],
+            score=c["store_relevance"],
+            breakdown={"semantic": c["store_relevance"]},
+            created_at=None if c["age_hours"] is None else now - timedelta(hours=c["age_hours"]),
+        )
+        for i, c in enumerate(sent["candidates"], start=1)
+    ]
+    return Reply(content=json.dumps(rerank(hits, now=now, settings=RerankSettings(), query=sent["query"]).to_json()))

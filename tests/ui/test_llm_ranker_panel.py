@@ -3,40 +3,15 @@ loopback OpenAI-compatible server."""
 
 from __future__ import annotations
 
-import json
-from datetime import datetime, timedelta
-
 import pytest
-from chat_model_server import ChatModelServer, Reply
-
-from connectors.base import Hit
-from dashboard.ranking.rerank import RerankSettings, rerank
+from chat_model_server import ChatModelServer, Reply, formula_ranker
 
 THEME = "Which UI theme does the user prefer?"
 
 
-def formula_answer(body) -> Reply:
-    """A model that does the arithmetic right: the formula's ranking (the panel's
-    default settings) of the candidates the prompt lists."""
-    sent = json.loads(body["messages"][-1]["content"])
-    now = datetime.fromisoformat(sent["now"])
-    hits = [
-        Hit(
-            memory_id=c["entry_id"],
-            rank=i,
-            text=c["text"],
-            score=c["store_relevance"],
-            breakdown={"semantic": c["store_relevance"]},
-            created_at=None if c["age_hours"] is None else now - timedelta(hours=c["age_hours"]),
-        )
-        for i, c in enumerate(sent["candidates"], start=1)
-    ]
-    return Reply(content=json.dumps(rerank(hits, now=now, settings=RerankSettings(), query=sent["query"]).to_json()))
-
-
 @pytest.fixture
 def model(monkeypatch):
-    with ChatModelServer(formula_answer) as server:
+    with ChatModelServer(formula_ranker) as server:
         monkeypatch.setenv("MEMLENS_LLM_BASE_URL", server.url)
         monkeypatch.setenv("MEMLENS_LLM_MODEL", "loopback-ranker")
         yield server
