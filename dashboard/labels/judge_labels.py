@@ -113,16 +113,23 @@ class JudgeLabelMethods:
 
     def judgments(self, *, source: str | None = None, message_ids: Iterable[str] | None = None) -> list[JudgeLabel]:
         sql = f"SELECT {', '.join(JUDGE_COLUMNS)} FROM judge_labels"
+        where: list[str] = []
         args: list[Any] = []
         if source is not None:
-            sql += " WHERE source = ?"
+            where.append("source = ?")
             args.append(source)
+        wanted = sorted(set(message_ids)) if message_ids is not None else None
+        if wanted is not None and len(wanted) <= 500:  # one turn on the Label page: read only its rows
+            where.append(f"message_id IN ({', '.join('?' * len(wanted))})" if wanted else "1 = 0")
+            args += wanted
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY message_id, memory_id, source"
         with self._reading():
             rows = [JudgeLabel(*row) for row in self._run(sql, args)]
-        if message_ids is not None:
-            wanted = set(message_ids)
-            rows = [r for r in rows if r.message_id in wanted]
+        if wanted is not None and len(wanted) > 500:  # a session's worth: filter after one read
+            keep = set(wanted)
+            rows = [r for r in rows if r.message_id in keep]
         return rows
 
     def judge_sources(self) -> list[str]:

@@ -358,3 +358,29 @@ def test_thousands_of_bad_lines_show_a_count_the_first_few_and_a_download_of_all
     assert any("first 200 of 1,000 problems" in c for c in at.caption.values)
     download = at.get("download_button")[0]
     assert download.proto.label == "Download every problem"
+
+
+def test_a_judge_suggestion_shows_on_its_row_and_a_key_accepts_it(label_page, data_dir):
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "suggested", log.rows, method="turns", size=1, seed=2)
+    store = labels_db(data_dir)
+    first = store.session_items("suggested")[0]
+    store.save_judgment(message_id=first.message_id, memory_id=first.memory_id, source="judge:umbrela@m", grade=3, reason="it answers")
+    store.close()
+    at = label_page(label_reviewer="ana", label_session="suggested")
+    at.run()
+    assert any("judge:umbrela@m" in c.value and "grade **3** (answers), it answers" in c.value for c in at.caption)
+    progress = at.get("progress")[0].proto.text
+    assert progress.startswith("0 of ")  # a judge label is not a person's
+    accept = at.button(key="label_accept_suggestion")
+    assert accept.proto.shortcut and not accept.disabled
+    accept.click().run()
+    assert not at.exception, at.exception
+    store = labels_db(data_dir)
+    try:
+        [saved] = store.session_labels("suggested")
+    finally:
+        store.close()
+    assert (saved.memory_id, saved.label, saved.reviewer) == (first.memory_id, "relevant", "ana")
+    assert at.get("progress")[0].proto.text.startswith("1 of ")
+    assert at.button(key="label_accept_suggestion").disabled  # the next row has no suggestion
