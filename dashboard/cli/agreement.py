@@ -6,6 +6,11 @@
     1 disagreement(s):
       demo-q03 sam-02 rank 2 score 0.412: ana relevant, ben not_relevant
 
+With --judge NAME it also prints how far that judge (its labels from `memlens
+judge`) agrees with the session's people: Cohen's kappa with a bootstrap
+interval, raw agreement, TPR, TNR, the confusion matrix and the same per reviewer;
+for a cross-encoder judge, the cut-off these people's labels calibrate.
+
 Reads the label database the app uses ($MEMLENS_LABELS_URL, else labels.sqlite in
 $MEMLENS_DATA_DIR) unless --labels names one. Exits 1 when the session does not
 exist or the database cannot be opened, with the reason on standard error.
@@ -31,6 +36,12 @@ def add_parser(commands) -> None:
         default=None,
         help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)",
     )
+    parser.add_argument(
+        "--judge",
+        default=None,
+        metavar="NAME",
+        help="also compare this judge's labels with the people's (a judge name or its judge:<name>@<model> source)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -51,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"memlens agreement: no session named {args.session!r} (sessions: {known})", file=sys.stderr)
             return 1
         items = store.session_items(session.name)
-        report = agreement(store.session_labels(session.name))
+        session_labels = store.session_labels(session.name)
+        report = agreement(session_labels)
+        judge_lines = judge_report(store, args.judge, session_labels, items) if getattr(args, "judge", None) else []
     finally:
         store.close()
     turns = len({item.message_id for item in items})
@@ -63,4 +76,37 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(report.disagreements)} disagreement(s)" + (":" if report.disagreements else ""))
     for disagreement in report.disagreements:
         print(f"  {disagreement.describe()}")
+    if judge_lines is None:
+        print(f"memlens agreement: no judge labels from {args.judge!r} (run `memlens judge` first)", file=sys.stderr)
+        return 1
+    for line in judge_lines:
+        print(line)
     return 0
+
+
+def judge_report(store, name: str, session_labels, items) -> list[str] | None:
+    """The judge-vs-people lines for every source of judge `name` (None: no such judge)."""
+    from dashboard.database.model import RELEVANT
+    from dashboard.judging.agreement import judge_agreement
+    from dashboard.judging.judges import calibrate_cutoff
+    from dashboard.labels.judge_labels import source_name
+
+    sources = [s for s in store.judge_sources() if s == name or source_name(s) == name]
+    if not sources:
+        return None
+    messages = {item.message_id for item in items}
+    lines: list[str] = []
+    for source in sources:
+        judged = store.judgments(source=source, message_ids=messages)
+        figures = judge_agreement(session_labels, judged, source)
+        lines.append(figures.headline())
+        if figures.count:
+            lines += [f"  {line}" for line in figures.confusion_lines()]
+        for reviewer, mine in figures.per_reviewer.items():
+            lines.append(f"  {reviewer}: {mine.headline().split(' vs people: ', 1)[-1]}")
+        scored = {(j.message_id, j.memory_id): j.score for j in judged if j.score is not None}
+        pairs = [(scored[(lab.message_id, lab.memory_id)], lab.label == RELEVANT) for lab in session_labels if (lab.message_id, lab.memory_id) in scored]
+        if pairs and len({r for _, r in pairs}) == 2:
+            cutoff = calibrate_cutoff([s for s, _ in pairs], [r for _, r in pairs])
+            lines.append(f"  cut-off these labels calibrate for its scores: {cutoff:g} (set cutoff = {cutoff:g} in the judge config)")
+    return lines

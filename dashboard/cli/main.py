@@ -2,7 +2,9 @@
 
     memlens run [streamlit args]     start the dashboard (the demo store by default)
     memlens calibrate FILE           the floor trade-off of a label file (see cli/calibrate.py)
-    memlens agreement SESSION        reviewer agreement and disagreements of a labelling session
+    memlens agreement SESSION        reviewer agreement and disagreements of a labelling session (--judge NAME: a judge's too)
+    memlens rank RUN --send-text     the LLM ranker over a saved run's candidates, against the store's and the formula's order
+    memlens judge TARGET --judge C   grade a log's, session's or run's pairs with a judge, saved as they arrive
     memlens import MEMORIES --db F   build or update an embedded store file from memory JSONL
     memlens eval JUDGED --k K ...    run a judged set against a store, save the run, print its metrics
     memlens compare RUN_A RUN_B      two runs question by question; --fail-if-worse is a CI gate
@@ -56,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     from dashboard.cli import logs as logs_cli  # memlens logs check FILE / logs export --otlp FILE
 
     logs_cli.add_parser(commands)
+    from dashboard.cli import judge as judge_cli  # memlens judge LOG_OR_SESSION_OR_RUN --judge CONFIG
+
+    judge_cli.add_parser(commands)
+    from dashboard.cli import rank as rank_cli  # memlens rank RUN --send-text
+
+    rank_cli.add_parser(commands)
     return parser
 
 

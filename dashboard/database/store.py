@@ -32,6 +32,7 @@ from connectors.common.redaction import redact_text
 from dashboard.database.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
 from dashboard.database.schema import EVAL_TABLES
 from dashboard.database.sessions import SESSION_TABLES, SessionMethods
+from dashboard.labels.judge_labels import JUDGE_TABLES, JudgeLabelMethods
 
 LABELS_URL_ENV = "MEMLENS_LABELS_URL"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -69,15 +70,17 @@ SCHEMA = (
     _LABEL_TABLES.format(real="REAL", history_id="")
     + SESSION_TABLES.format(real="REAL")
     + EVAL_TABLES.format(real="REAL")  # judged sets and runs (dashboard/evaluation)
+    + JUDGE_TABLES.format(real="REAL")  # judge labels, apart from people's (judge_labels.py)
 )
 POSTGRES_SCHEMA = (
     _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ")
     + SESSION_TABLES.format(real="DOUBLE PRECISION")
     + EVAL_TABLES.format(real="DOUBLE PRECISION")
+    + JUDGE_TABLES.format(real="DOUBLE PRECISION")
 )
 
 
-class LabelStore(SessionMethods):
+class LabelStore(SessionMethods, JudgeLabelMethods):
     """Labels and sessions in one SQLite file (WAL, so readers never block the writer).
 
     ``PostgresLabelStore`` is the same class on a PostgreSQL connection; every

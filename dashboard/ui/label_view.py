@@ -15,12 +15,13 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError
-from dashboard.database.model import LabelStoreError
+from dashboard.database.model import NOT_RELEVANT, RELEVANT, LabelStoreError
 from dashboard.database.sessions import LabelSession, SessionExists
 from dashboard.database.store import LabelStore
 from dashboard.display import clip_text, code_span, inert_markdown
 from dashboard.labels import export, labelling, sampling
 from dashboard.labels.agreement import agreement
+from dashboard.labels.judge_labels import GRADES, JudgeLabel
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
 from dashboard.ui.errors import show_error, show_store_error
 from dashboard.ui.sidebar import StoreChoice
@@ -30,7 +31,7 @@ UPLOAD_CHOICE = "Upload a log file"
 MAX_ISSUES_SHOWN = 200  # the rest are in the download
 UNDO_DEPTH = 100
 # Keys that are letters or digits, so they work on any layout; Streamlit reserves R and C.
-SHORTCUTS = {"relevant": "1", "not_relevant": "2", "skip": "3", "undo": "u"}
+SHORTCUTS = {"relevant": "1", "not_relevant": "2", "skip": "3", "undo": "u", "accept": "a"}
 NO_MESSAGE_TEXT = "message text not available"
 METHOD_TITLES = {
     "uniform": "Uniform: rows at random",
@@ -255,6 +256,18 @@ def memory_texts(choice: StoreChoice, session_name: str, message_id: str, items)
     return memories
 
 
+def judge_suggestions(store: LabelStore, message_id: str) -> dict[str, list[JudgeLabel]]:
+    """memory id -> the judge labels of this turn, by source; none when the read fails
+    (a suggestion is a help, never a reason the page cannot label)."""
+    try:
+        found: dict[str, list[JudgeLabel]] = {}
+        for suggestion in store.judgments(message_ids=[message_id]):
+            found.setdefault(suggestion.memory_id, []).append(suggestion)
+        return found
+    except LabelStoreError:
+        return {}
+
+
 def _status_text(status: str | None) -> str:
     return {"relevant": "✅ relevant", "not_relevant": "❌ not relevant", "skip": "⏭ skipped"}.get(status or "", "")
 
@@ -309,6 +322,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         texts = {i.memory_id: ("error", "no store connected") for i in turn.items}
     else:
         texts = memory_texts(choice, session.name, turn.message_id, turn.items)
+    suggestions = judge_suggestions(store, turn.message_id)
     for row in turn.items:
         kind, text = texts.get(row.memory_id, ("error", "not looked up"))
         is_current = (row.message_id, row.memory_id) == (item.message_id, item.memory_id)
@@ -322,9 +336,14 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
                 st.warning("Missing: the store no longer has this memory. It can be labelled not relevant or skipped.")
             else:
                 show_error(f"Could not look this memory up: {text}")
+            for suggestion in suggestions.get(row.memory_id, []):
+                st.caption(
+                    f"Suggested by {code_span(suggestion.source)}: grade **{suggestion.grade}** "
+                    f"({GRADES[suggestion.grade]}), {inert_markdown(clip_text(suggestion.reason, 300)[0])}"
+                )
     kind = texts.get(item.memory_id, ("error", None))[0]
     missing = kind == "missing"
-    cols = st.columns(4)
+    cols = st.columns(5)
     common = (store, session, item, reviewer)
     cols[0].button(
         "Relevant", key="label_relevant", shortcut=SHORTCUTS["relevant"], type="primary",
@@ -342,7 +361,16 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         "Undo", key="label_undo", shortcut=SHORTCUTS["undo"], disabled=not stack,
         on_click=_undo, args=(store, session, items_by_key, choice.fingerprint),
     )
-    st.caption("Keys: 1 relevant · 2 not relevant · 3 skip · U undo")
+    # The first judge's suggestion (sources sorted), read as relevant at grade 2 or more.
+    offered = suggestions.get(item.memory_id, [])
+    accepted = (RELEVANT if offered[0].relevant else NOT_RELEVANT) if offered else None
+    cols[4].button(
+        "Accept suggestion", key="label_accept_suggestion", shortcut=SHORTCUTS["accept"],
+        disabled=accepted is None or (accepted == RELEVANT and kind != "ok") or kind == "error",
+        on_click=_act, args=(*common, accepted, choice.fingerprint, missing),
+        help="Label this row as the judge suggests (grade 2 or 3: relevant). It is saved as your label.",
+    )
+    st.caption("Keys: 1 relevant · 2 not relevant · 3 skip · U undo · A accept the suggestion")
 
 
 # ------------------------------------------------------------------ results

@@ -25,6 +25,7 @@ from dashboard.ranking.rerank import (
 )
 from dashboard.ranking.review import review_flags
 from dashboard.ui.errors import show_error
+from dashboard.ui.llm_ranker_panel import show_llm_ranker
 
 DECAY_MODES = ("half-life", "per hour")
 WHY_EXPANDED_ROWS = 10
@@ -181,7 +182,8 @@ def show_rerank_panel(result: QueryResult, message_id: str, include_text: bool) 
         "Nothing here queries the store again."
     )
     settings = rerank_controls("rerank")
-    reranked = rerank(result.hits, now=datetime.now(UTC), settings=settings, query=result.query)
+    now = result_clock(message_id)
+    reranked = rerank(result.hits, now=now, settings=settings, query=result.query)
     query_label = result.query if include_text else message_id
     payload = reranked.to_json(query=query_label)
 
@@ -269,6 +271,18 @@ def show_rerank_panel(result: QueryResult, message_id: str, include_text: bool) 
     with st.expander("JSON", expanded=False):
         st.json(bounded_json(payload)[0], expanded=False)
     show_pasted_ranking(payload, candidate_ids, settings)
+    show_llm_ranker(result, settings, now, message_id, include_text)
+
+
+def result_clock(message_id: str) -> datetime:
+    """The clock the re-ranking uses for this result: fixed when the result first
+    showed, so every rerun (and the LLM ranker, and its cache) ages the memories
+    from the same moment."""
+    kept = st.session_state.get("rerank_clock")
+    if not kept or kept[0] != message_id:
+        kept = (message_id, datetime.now(UTC))
+        st.session_state["rerank_clock"] = kept
+    return kept[1]
 
 
 def show_pasted_ranking(ours: dict, candidate_ids: list[str], settings: RerankSettings) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -386,8 +387,34 @@ def test_a_session_opened_against_another_store_names_both_and_offers_no_labels(
     assert not other.exception, other.exception
     [error] = [e.value for e in other.error]
     assert session.drawn_store in error and "no labels are offered" in error
-    other_fingerprint = next(part for part in error.split("`") if part.startswith("embedded:") and part != session.drawn_store)
+    other_fingerprint = next(f for f in re.findall(r"embedded:[0-9a-f]+", error) if f != session.drawn_store)
     assert other_fingerprint != session.drawn_store
     assert not any(b.key in ACTION_BUTTONS.values() for b in other.button)
     assert not any("Missing: the store no longer has this memory" in w.value for w in other.warning)
     assert "label_lookups" not in other.session_state  # nothing was looked up in the wrong store
+
+
+def test_a_judge_suggestion_shows_on_its_row_and_a_key_accepts_it(label_page, data_dir):
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "suggested", log.rows, method="turns", size=1, seed=2)
+    store = labels_db(data_dir)
+    first = store.session_items("suggested")[0]
+    store.save_judgment(message_id=first.message_id, memory_id=first.memory_id, source="judge:umbrela@m", grade=3, reason="it answers")
+    store.close()
+    at = label_page(label_reviewer="ana", label_session="suggested")
+    at.run()
+    assert any("judge:umbrela@m" in c.value and "grade **3** (answers), it answers" in c.value for c in at.caption)
+    progress = at.get("progress")[0].proto.text
+    assert progress.startswith("0 of ")  # a judge label is not a person's
+    accept = at.button(key="label_accept_suggestion")
+    assert accept.proto.shortcut and not accept.disabled
+    accept.click().run()
+    assert not at.exception, at.exception
+    store = labels_db(data_dir)
+    try:
+        [saved] = store.session_labels("suggested")
+    finally:
+        store.close()
+    assert (saved.memory_id, saved.label, saved.reviewer) == (first.memory_id, "relevant", "ana")
+    assert at.get("progress")[0].proto.text.startswith("1 of ")
+    assert at.button(key="label_accept_suggestion").disabled  # the next row has no suggestion

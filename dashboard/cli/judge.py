@@ -1,0 +1,192 @@
+"""`memlens judge LOG_OR_SESSION_OR_RUN --judge CONFIG`: a judge grades every
+(query, memory) pair, and each grade is saved as it arrives.
+
+    memlens judge demo --judge umbrela.toml --db store.sqlite --send-text
+    memlens judge retrievals.jsonl --judge ce.toml --db store.sqlite --limit 200
+    memlens judge run-20260301-abcd --judge umbrela.toml --db store.sqlite --send-text
+
+The target is a labelling session's name, a saved run's id, or a retrieval log
+file (JSONL, CSV, Parquet, OTLP) with a ``query`` column. The query text comes
+from the session (kept with it), the run's judged set, or the log; the memory text
+from the store (--db for the embedded store, or --store and --config as for
+`memlens eval`). Judge labels go to the label database ($MEMLENS_LABELS_URL, else
+labels.sqlite in $MEMLENS_DATA_DIR, or --labels) in their own table, with the
+source ``judge:<name>@<model>``.
+
+An LLM judge sends the query and memory text to the configured model
+(MEMLENS_LLM_BASE_URL): nothing is sent without --send-text, and the command says
+which host receives it. A pair already graded by the same judge is skipped, so a
+killed run picks up where it stopped. A progress line goes to stderr.
+
+Exit status: 0 when every pair was graded, 1 when some failed (run again to retry
+them), 2 on unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dashboard.cli.arguments import positive_int
+
+EXIT_FAILED = 1
+EXIT_UNUSABLE = 2
+
+
+@dataclass(frozen=True)
+class Pair:
+    message_id: str
+    memory_id: str
+    rank: int | None
+    score: float | None
+    user_id: str | None
+    query: str | None
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser("judge", help="grade (query, memory) pairs with an LLM or cross-encoder judge")
+    parser.add_argument("target", metavar="LOG_OR_SESSION_OR_RUN", help="a retrieval log file, a session's name or a run's id")
+    parser.add_argument("--judge", required=True, metavar="CONFIG", help="the judge's config (TOML or JSON)")
+    parser.add_argument("--limit", type=positive_int, default=None, help="grade at most this many pairs (not yet graded)")
+    parser.add_argument("--send-text", action="store_true", help="allow the query and memory text to go to the configured model")
+    parser.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file (where memory text is read)")
+    parser.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
+    parser.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
+    parser.add_argument("--labels", default=None, help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
+    parser.set_defaults(handler=run, weights=None)
+    return parser
+
+
+def target_pairs(target: str, labels: Any) -> list[Pair]:
+    """The pairs to grade, in the target's order; ValueError naming what is missing."""
+    if Path(target).is_file():
+        from dashboard.logs.retrieval_log import read_log
+
+        imported = read_log(target, include_query=True)
+        if imported.issues:
+            first = imported.issues[0]
+            print(f"memlens judge: {len(imported.issues)} bad row(s) left out, first: {first}", file=sys.stderr)
+        rows = imported.rows
+        if "query" not in rows.columns or rows["query"].isna().all():
+            raise ValueError(f"{target}: the log has no query text (a `query` column), which a judge needs")
+        return [
+            Pair(str(r.message_id), str(r.memory_id), int(r.rank), float(r.score),
+                 None if "user_id" not in rows.columns or r.user_id is None or r.user_id != r.user_id else str(r.user_id),
+                 None if r.query is None or r.query != r.query else str(r.query))
+            for r in rows.itertuples(index=False)
+        ]
+    session = labels.session(target)
+    if session is not None:
+        items = labels.session_items(target)
+        if not any(item.query_text for item in items):
+            raise ValueError(f"session {target!r} kept no query text (create it with the text kept), which a judge needs")
+        return [Pair(i.message_id, i.memory_id, i.rank, i.score, i.user_id, i.query_text) for i in items]
+    from dashboard.evaluation.storage import EvalStore
+
+    evals = EvalStore(labels)
+    info = evals.run(target)
+    if info is None:
+        raise ValueError(f"{target!r} is not a log file, a session or a saved run")
+    judged = evals.load_set(info.set_name, info.set_hash)
+    queries = {q.message_id: q.query for q in judged.questions} if judged else {}
+    return [
+        Pair(o.message_id, h.memory_id, h.rank, h.score, o.user_id, queries.get(o.message_id))
+        for o in evals.outcomes(target)
+        for h in sorted(o.hits, key=lambda h: h.rank)
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    from connectors.base import ConnectorError
+    from connectors.common.paths import data_dir
+    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database.model import LabelStoreError
+    from dashboard.judging.client import ChatClient, bounded_map, config_from_environ
+    from dashboard.judging.judges import JudgeError, build_judge, load_judge_config
+
+    try:
+        judge_config = load_judge_config(args.judge)
+        client = None
+        if judge_config.kind == "llm":
+            model = config_from_environ(dict(os.environ))
+            if model is None:
+                raise JudgeError("an llm judge needs a model: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
+            if not args.send_text:
+                raise JudgeError(
+                    f"the judge would send query and memory text to {model.host} ({model.model}); "
+                    "pass --send-text to allow it"
+                )
+            client = ChatClient(model, send_text=True)
+        judge = build_judge(judge_config, client)
+    except (JudgeError, ConnectorError) as exc:
+        print(f"memlens judge: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    try:
+        labels = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+    except (LabelStoreError, OSError) as exc:
+        print(f"memlens judge: cannot open the label database: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    try:
+        pairs = target_pairs(args.target, labels)
+        done = {(j.message_id, j.memory_id) for j in labels.judgments(source=judge.source)}
+        todo = [p for p in pairs if (p.message_id, p.memory_id) not in done and p.query]
+        no_query = sum(1 for p in pairs if not p.query)
+        if args.limit is not None:
+            todo = todo[: args.limit]
+        store = _open_store(args)
+    except (ValueError, ConnectorError, LabelStoreError) as exc:
+        print(f"memlens judge: {exc}", file=sys.stderr)
+        labels.close()
+        return EXIT_UNUSABLE
+    if client is not None:
+        print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
+    print(
+        f"{judge.source}: {len(todo)} pair(s) to grade, {len(done & {(p.message_id, p.memory_id) for p in pairs})} "
+        f"already graded" + (f", {no_query} without query text left out" if no_query else ""),
+        file=sys.stderr,
+    )
+
+    def grade(pair: Pair):
+        memory = store.get(pair.memory_id, user_id=pair.user_id)
+        if memory is None:
+            raise JudgeError(f"memory {pair.memory_id!r} is not in the store")
+        return judge.grade(pair.query or "", memory.text)
+
+    graded = failed = 0
+    first_error = None
+    limit = client.config.concurrency if client is not None else 1
+    try:
+        for pair, judgment, error in bounded_map(grade, todo, limit):
+            if error is None and judgment is not None:
+                labels.save_judgment(
+                    message_id=pair.message_id, memory_id=pair.memory_id, source=judge.source, grade=judgment.grade,
+                    reason=judgment.reason, score=judgment.score, rank=pair.rank, store_score=pair.score,
+                )
+                graded += 1
+            else:
+                failed += 1
+                first_error = first_error or f"{pair.message_id} {pair.memory_id}: {error}"
+            print(f"\rgraded {graded + failed}/{len(todo)} ({failed} failed)", end="", file=sys.stderr, flush=True)
+    finally:
+        print(file=sys.stderr)
+        store.close()
+        labels.close()
+        if client is not None:
+            client.close()
+    if client is not None:
+        print(f"tokens: {client.usage.prompt_tokens} prompt + {client.usage.completion_tokens} completion", file=sys.stderr)
+    print(f"{judge.source}: graded {graded} pair(s), {failed} failed")
+    if first_error:
+        print(f"first failure: {first_error}", file=sys.stderr)
+    return EXIT_FAILED if failed else 0
+
+
+def _open_store(args: argparse.Namespace) -> Any:
+    from connectors.registry import create_store
+    from dashboard.cli.eval import store_config, with_secrets
+
+    return create_store(args.store, with_secrets(args.store, store_config(args)))

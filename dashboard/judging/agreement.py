@@ -1,0 +1,147 @@
+"""How far a judge agrees with people, on the pairs both labelled. Pure.
+
+Each person's label of a (message, memory) pair that the judge also graded is one
+comparison: the person's ``relevant`` / ``not_relevant`` against the judge's grade
+read as relevant at 2 or more (``RELEVANT_GRADE``). Over the comparisons:
+
+    count           how many there are
+    raw agreement   the share where both say the same
+    Cohen's kappa   agreement corrected for chance (dashboard/labels/agreement.py), with a
+                    bootstrap percentile interval (comparisons resampled with replacement)
+    TPR             of the pairs people call relevant, the share the judge calls relevant
+    TNR             of the pairs people call not relevant, the share the judge agrees on
+    confusion       people's label x the judge's verdict, counts
+
+and the same per reviewer. A figure computed from judge labels is shown beside this,
+so nobody trusts a judge before it has been checked against people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dashboard.database.model import NOT_RELEVANT, RELEVANT, Label
+from dashboard.labels.agreement import cohen_kappa
+from dashboard.labels.judge_labels import JudgeLabel
+
+DEFAULT_RESAMPLES = 1_000
+DEFAULT_SEED = 0
+CONFIDENCE = 0.95
+
+
+@dataclass
+class JudgeAgreement:
+    source: str
+    count: int
+    raw_agreement: float | None
+    kappa: float | None  # None with no comparison; NaN when chance agreement is 1
+    kappa_interval: tuple[float, float] | None
+    tpr: float | None
+    tnr: float | None
+    confusion: dict[str, dict[str, int]]  # people's label -> the judge's verdict -> count
+    per_reviewer: dict[str, JudgeAgreement] = field(default_factory=dict)
+
+    def headline(self) -> str:
+        if not self.count:
+            return f"{self.source}: no pair is labelled by both a person and the judge yet, so no agreement figure."
+
+        def share(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.1%}"
+
+        if self.kappa is None or np.isnan(self.kappa):
+            kappa = "undefined (every label the same)"
+        else:
+            kappa = f"{self.kappa:.3f}"
+            if self.kappa_interval:
+                kappa += f" (95% interval {self.kappa_interval[0]:.3f} to {self.kappa_interval[1]:.3f})"
+        return (
+            f"{self.source} vs people: Cohen's kappa {kappa} over {self.count} pair(s); "
+            f"raw agreement {share(self.raw_agreement)}, TPR {share(self.tpr)}, TNR {share(self.tnr)}"
+        )
+
+    def confusion_lines(self) -> list[str]:
+        c = self.confusion
+        return [
+            "                      judge relevant  judge not_relevant",
+            f"people relevant       {c[RELEVANT][RELEVANT]:>14}  {c[RELEVANT][NOT_RELEVANT]:>18}",
+            f"people not_relevant   {c[NOT_RELEVANT][RELEVANT]:>14}  {c[NOT_RELEVANT][NOT_RELEVANT]:>18}",
+        ]
+
+
+def bootstrap_kappa(
+    people: np.ndarray, judge: np.ndarray, resamples: int, seed: int, confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """The percentile interval of Cohen's kappa over comparisons resampled with
+    replacement (boolean arrays, True = relevant); None when no resample defines it."""
+    n = len(people)
+    if n == 0 or resamples <= 0:
+        return None
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, n, size=(resamples, n))
+    a, b = people[picks], judge[picks]
+    observed = np.mean(a == b, axis=1)
+    pa, pb = a.mean(axis=1), b.mean(axis=1)
+    chance = pa * pb + (1 - pa) * (1 - pb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappas = np.where(chance < 1, (observed - chance) / (1 - chance), np.nan)
+    kappas = kappas[~np.isnan(kappas)]
+    if not len(kappas):
+        return None
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(kappas, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _figures(source: str, people: list[bool], judge: list[bool], resamples: int, seed: int) -> JudgeAgreement:
+    a, b = np.array(people, dtype=bool), np.array(judge, dtype=bool)
+    count = len(a)
+    confusion = {
+        RELEVANT: {RELEVANT: int(np.sum(a & b)), NOT_RELEVANT: int(np.sum(a & ~b))},
+        NOT_RELEVANT: {RELEVANT: int(np.sum(~a & b)), NOT_RELEVANT: int(np.sum(~a & ~b))},
+    }
+    if not count:
+        return JudgeAgreement(source, 0, None, None, None, None, None, confusion)
+    positives, negatives = int(a.sum()), int((~a).sum())
+    return JudgeAgreement(
+        source=source,
+        count=count,
+        raw_agreement=float(np.mean(a == b)),
+        kappa=cohen_kappa(list(a), list(b)),
+        kappa_interval=bootstrap_kappa(a, b, resamples, seed),
+        tpr=confusion[RELEVANT][RELEVANT] / positives if positives else None,
+        tnr=confusion[NOT_RELEVANT][NOT_RELEVANT] / negatives if negatives else None,
+        confusion=confusion,
+    )
+
+
+def judge_agreement(
+    labels: Iterable[Label],
+    judgments: Iterable[JudgeLabel],
+    source: str,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> JudgeAgreement:
+    """Agreement of the judge `source` with every person's labels, and per reviewer."""
+    verdicts = {(j.message_id, j.memory_id): j.relevant for j in judgments if j.source == source}
+    by_reviewer: dict[str, tuple[list[bool], list[bool]]] = {}
+    people: list[bool] = []
+    judge: list[bool] = []
+    for label in labels:
+        verdict = verdicts.get((label.message_id, label.memory_id))
+        if verdict is None or label.label not in (RELEVANT, NOT_RELEVANT):
+            continue
+        person = label.label == RELEVANT
+        people.append(person)
+        judge.append(verdict)
+        mine = by_reviewer.setdefault(label.reviewer, ([], []))
+        mine[0].append(person)
+        mine[1].append(verdict)
+    overall = _figures(source, people, judge, resamples, seed)
+    overall.per_reviewer = {
+        reviewer: _figures(source, p, j, resamples, seed) for reviewer, (p, j) in sorted(by_reviewer.items())
+    }
+    return overall

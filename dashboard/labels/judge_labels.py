@@ -1,0 +1,137 @@
+"""Labels a judge suggested, kept beside the people's labels and never mixed in.
+
+A judge label is one judge's grade of one memory returned for one message: 0
+unrelated, 1 related, 2 partly answers, 3 answers (TREC style), with a short reason
+and, for a cross-encoder, its raw score. Its ``source`` says who graded it,
+``judge:<name>@<model>``. Judge labels live in their own table
+(``judge_labels``), so every reader of the ``labels`` table (exports, progress,
+calibration, agreement between people) sees people's labels only, as before; a
+figure built from judge labels asks for them by name.
+
+The reason can quote the memory, so an export carries it only when the user opts
+in to text, like the text columns of a person's label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from dashboard.database.model import utc_now
+
+JUDGE_TABLES = """
+CREATE TABLE IF NOT EXISTS judge_labels (
+    message_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    grade INTEGER NOT NULL CHECK (grade BETWEEN 0 AND 3),
+    reason TEXT NOT NULL,
+    score {real},
+    rank INTEGER,
+    store_score {real},
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (message_id, memory_id, source)
+);
+"""
+
+GRADES = {0: "unrelated", 1: "related", 2: "partly answers", 3: "answers"}
+# A grade at or over this counts as "relevant" against a person's binary label
+# (UMBRELA and TREC RAG read 2 and 3 as relevant).
+RELEVANT_GRADE = 2
+JUDGE_PREFIX = "judge:"
+JUDGE_COLUMNS = ("message_id", "memory_id", "source", "grade", "reason", "score", "rank", "store_score", "created_at")
+EXPORT_FIELDS = ("message_id", "memory_id", "source", "grade", "score", "rank", "store_score", "created_at")
+
+
+def judge_source(name: str, model: str) -> str:
+    """``judge:<name>@<model>``, how a judge label names who graded it."""
+    return f"{JUDGE_PREFIX}{name}@{model}"
+
+
+def source_name(source: str) -> str:
+    """The judge's name in a source (``judge:umbrela@llama3`` -> ``umbrela``)."""
+    return source.removeprefix(JUDGE_PREFIX).split("@", 1)[0]
+
+
+@dataclass(frozen=True)
+class JudgeLabel:
+    message_id: str
+    memory_id: str
+    source: str
+    grade: int
+    reason: str
+    score: float | None
+    rank: int | None
+    store_score: float | None
+    created_at: str
+
+    @property
+    def relevant(self) -> bool:
+        return self.grade >= RELEVANT_GRADE
+
+    def export_row(self, include_text: bool = False) -> dict[str, Any]:
+        row = {name: getattr(self, name) for name in EXPORT_FIELDS}
+        if include_text:
+            row["reason"] = self.reason
+        return row
+
+
+class JudgeLabelMethods:
+    """Mixed into LabelStore: judge labels in the same database, their own table."""
+
+    _transaction: Callable[..., AbstractContextManager[None]]
+    _reading: Callable[[], AbstractContextManager[None]]
+    _run: Callable[..., list[tuple]]
+
+    def save_judgment(
+        self,
+        *,
+        message_id: str,
+        memory_id: str,
+        source: str,
+        grade: int,
+        reason: str,
+        score: float | None = None,
+        rank: int | None = None,
+        store_score: float | None = None,
+    ) -> None:
+        """One judge label, written at once (last write wins), so a killed run keeps it."""
+        if not source.startswith(JUDGE_PREFIX):
+            raise ValueError(f"a judge label's source starts with {JUDGE_PREFIX!r}, got {source!r}")
+        if isinstance(grade, bool) or grade not in GRADES:
+            raise ValueError(f"grade must be 0, 1, 2 or 3, got {grade!r}")
+        with self._transaction(lock_key="\x1f".join((message_id, memory_id, source))):
+            self._run(
+                """INSERT INTO judge_labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (message_id, memory_id, source) DO UPDATE SET
+                     grade=excluded.grade, reason=excluded.reason, score=excluded.score,
+                     rank=excluded.rank, store_score=excluded.store_score, created_at=excluded.created_at""",
+                (message_id, memory_id, source, grade, reason, score, rank, store_score, utc_now()),
+            )
+
+    def judgments(self, *, source: str | None = None, message_ids: Iterable[str] | None = None) -> list[JudgeLabel]:
+        sql = f"SELECT {', '.join(JUDGE_COLUMNS)} FROM judge_labels"
+        where: list[str] = []
+        args: list[Any] = []
+        if source is not None:
+            where.append("source = ?")
+            args.append(source)
+        wanted = sorted(set(message_ids)) if message_ids is not None else None
+        if wanted is not None and len(wanted) <= 500:  # one turn on the Label page: read only its rows
+            where.append(f"message_id IN ({', '.join('?' * len(wanted))})" if wanted else "1 = 0")
+            args += wanted
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY message_id, memory_id, source"
+        with self._reading():
+            rows = [JudgeLabel(*row) for row in self._run(sql, args)]
+        if wanted is not None and len(wanted) > 500:  # a session's worth: filter after one read
+            keep = set(wanted)
+            rows = [r for r in rows if r.message_id in keep]
+        return rows
+
+    def judge_sources(self) -> list[str]:
+        with self._reading():
+            return [r[0] for r in self._run("SELECT DISTINCT source FROM judge_labels ORDER BY source")]

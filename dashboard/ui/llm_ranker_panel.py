@@ -1,0 +1,149 @@
+"""The LLM ranker on the Inspect page: the documented ranking prompt run over the
+hits already returned (no new store query), with the re-rank panel's settings and
+clock, shown beside the store's order and the formula's.
+
+A fragment: asking the model reruns only this part, and a floor move (its own
+fragment) never reruns it. Nothing is sent until a model is configured and the
+reviewer ticks that the text may go to the host the box names."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+from connectors.base import ConnectorError, QueryResult
+from dashboard.display import clip_text, inert_markdown
+from dashboard.judging.client import ENV_NAMES, ChatClient, ModelConfig, config_from_environ
+from dashboard.judging.ranker import FALLBACK, RETRIED, RankCache, RankOutcome, rank_with_model
+from dashboard.ranking.rerank import RerankSettings
+
+MAX_VIOLATIONS_SHOWN = 30
+OUTCOME_KEY = "llm_rank_outcome"
+
+
+def model_config() -> tuple[ModelConfig | None, str | None]:
+    """(the configured model, None) or (None, why it cannot be used); settings from
+    st.secrets first, then the environment, under the same names."""
+    environ = dict(os.environ)
+    try:
+        for name in ENV_NAMES:
+            if name in st.secrets:
+                environ[name] = str(st.secrets[name])
+    except Exception:  # no secrets.toml: the common case
+        pass
+    try:
+        return config_from_environ(environ), None
+    except ConnectorError as exc:
+        return None, str(exc)
+
+
+def _rank_of(order: list[str]) -> dict[str, int]:
+    return {entry_id: i for i, entry_id in enumerate(order, start=1)}
+
+
+def _status(row: dict | None) -> str:
+    if row is None:
+        return "absent"
+    flags = [name for name in ("excluded", "stale") if row.get(name)]
+    return " + ".join(flags) if flags else "returned"
+
+
+def orders_frame(result: QueryResult, outcome: RankOutcome) -> pd.DataFrame:
+    """One row per candidate: its place in the store's order, the formula's and the model's."""
+    formula_rows = outcome.formula.get("ranked_results", [])
+    formula_rank = _rank_of([r["entry_id"] for r in formula_rows])
+    model_rows = {r.get("entry_id"): r for r in outcome.payload.get("ranked_results", []) if isinstance(r, dict)}
+    model_rank = _rank_of(outcome.order())
+    formula_by_id = {r["entry_id"]: r for r in formula_rows}
+    rows = []
+    for hit in result.hits:
+        mine = model_rows.get(hit.memory_id)
+        rows.append(
+            {
+                "memory id": hit.memory_id,
+                "store rank": hit.rank,
+                "formula rank": formula_rank.get(hit.memory_id),
+                "model rank": model_rank.get(hit.memory_id),
+                "formula composite": formula_by_id.get(hit.memory_id, {}).get("composite_score"),
+                "model composite": mine.get("composite_score") if mine else None,
+                "model status": _status(mine),
+                "model's reason": clip_text(str(mine.get("justification", "")), 200)[0] if mine else "",
+            }
+        )
+    return pd.DataFrame(rows).sort_values(["model rank", "store rank"], na_position="last")
+
+
+@st.fragment
+def show_llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime, message_id: str, include_text: bool) -> None:
+    st.markdown("**Ask an LLM ranker**")
+    config, problem = model_config()
+    if problem:
+        st.error(f"The model settings are unusable: {problem}")
+        return
+    if config is None:
+        st.caption(
+            "No model is configured: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL (and MEMLENS_LLM_API_KEY "
+            "if the server needs one) to run the ranking prompt over these hits (docs/judging.md)."
+        )
+        return
+    allowed = st.checkbox(
+        f"Send this query and the text of these {len(result.hits)} memories to {config.host} ({config.model})",
+        key="llm_rank_send_text",
+        help="Nothing is sent to the model until this is ticked. The key, if any, goes only to that host.",
+    )
+    asked = st.button("Rank with the model", key="llm_rank_run", disabled=not allowed, help="Uses the weights, threshold, cutoff and clock above; the store is not queried again.")
+    wanted = (message_id, repr(settings), now.isoformat(), config.model, config.base_url)
+    if asked and allowed:
+        client = ChatClient(config, send_text=True)
+        try:
+            with st.spinner(f"Asking {config.model} at {config.host}…"):
+                outcome = rank_with_model(
+                    client, result.hits, query=result.query, settings=settings, now=now,
+                    query_label=result.query if include_text else message_id, cache=RankCache(),
+                )
+        finally:
+            client.close()
+        st.session_state[OUTCOME_KEY] = (wanted, outcome)
+    kept = st.session_state.get(OUTCOME_KEY)
+    if not kept or kept[0] != wanted:
+        return  # nothing asked yet for these hits and settings
+    show_outcome(result, kept[1])
+
+
+def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
+    cols = st.columns(4)
+    cols[0].metric("Outcome", outcome.status)
+    cols[1].metric("Attempts", len(outcome.attempts))
+    cols[2].metric("Model latency (ms)", f"{outcome.latency_ms:,.0f}")
+    cols[3].metric("Tokens (prompt + answer)", f"{outcome.usage.prompt_tokens:,} + {outcome.usage.completion_tokens:,}")
+    if outcome.cached:
+        st.caption("From the ranking cache: the same query, hits, settings, clock, prompt version and model were asked before; no request was sent.")
+    if outcome.status == FALLBACK:
+        last = outcome.attempts[-1]
+        st.error(
+            "The model's ranking failed "
+            + ("after a retry" if outcome.retried else "")
+            + ": the formula's ranking is used instead (the failure is logged)."
+            + (f" {inert_markdown(clip_text(last.error, 500)[0])}" if last.error else "")
+        )
+    elif outcome.status == RETRIED:
+        st.warning("The first answer broke the rules below; the retry, sent with those violations, passed every check.")
+    else:
+        st.success("The model's ranking passes every check.")
+    for number, attempt in enumerate(outcome.attempts, start=1):
+        if attempt.violations:
+            listed = "\n".join(f"- `{v.where}` ({v.rule}): {inert_markdown(clip_text(v.message, 300)[0])}" for v in attempt.violations[:MAX_VIOLATIONS_SHOWN])
+            more = len(attempt.violations) - MAX_VIOLATIONS_SHOWN
+            st.markdown(f"**Answer {number}: {len(attempt.violations)} violation(s)**\n{listed}" + (f"\n- … and {more} more" if more > 0 else ""))
+    st.dataframe(orders_frame(result, outcome), hide_index=True, width="stretch", key="llm_rank_orders")
+    exchange = json.dumps(outcome.raw_exchange(), indent=2, ensure_ascii=False)
+    with st.expander("Raw prompt and response", expanded=False):
+        st.code(clip_text(exchange, 20_000)[0], language="json")
+    st.download_button(
+        "Download the prompt and response", exchange, file_name="memlens-llm-ranking.json", mime="application/json",
+        key="llm_rank_download", on_click="ignore", help="Holds the query and memory text that were sent.",
+    )

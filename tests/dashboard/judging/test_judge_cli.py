@@ -1,0 +1,94 @@
+"""`memlens judge` and `memlens agreement --judge` end to end: the demo store for
+memory text, a loopback model, a real label file."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from chat_model_server import ChatModelServer, Reply
+
+from dashboard.cli.main import main
+from dashboard.database.sessions import LabelSession, SessionItem
+from dashboard.database.store import LabelStore
+
+
+def grade_by_length(body) -> Reply:
+    passage = body["messages"][0]["content"].split("Passage: ", 1)[1].split("\n", 1)[0]
+    grade = 3 if len(passage) % 2 else 0
+    return Reply(content=f'{{"grade": {grade}, "reason": "length {len(passage)}"}}')
+
+
+@pytest.fixture
+def model(monkeypatch):
+    with ChatModelServer(grade_by_length) as server:
+        monkeypatch.setenv("MEMLENS_LLM_BASE_URL", server.url)
+        monkeypatch.setenv("MEMLENS_LLM_MODEL", "grader")
+        yield server
+
+
+@pytest.fixture
+def setup(tmp_path, demo_store, demo_dir):
+    memories = demo_store.list(user_id=None, limit=6)
+    labels_path = tmp_path / "labels.sqlite"
+    labels = LabelStore(labels_path)
+    items = [
+        SessionItem(i, f"q{i // 3}", m.memory_id, i % 3 + 1, 0.5, m.user_id, "embedded:1", f"question {i // 3}")
+        for i, m in enumerate(memories)
+    ]
+    labels.create_session(LabelSession(name="s1", method="uniform", size=len(items), keep_text=True), items)
+    for i, item in enumerate(items):
+        for reviewer in ("ana", "ben"):
+            value = "relevant" if (i + (reviewer == "ben")) % 2 else "not_relevant"
+            labels.upsert(message_id=item.message_id, memory_id=item.memory_id, label=value, reviewer=reviewer, store="embedded:1")
+    labels.close()
+    config = tmp_path / "umbrela.toml"
+    config.write_text('name = "umbrela"\nkind = "llm"\n')
+    base = ["--judge", str(config), "--db", str(demo_dir / "demo.sqlite"), "--labels", str(labels_path)]
+    return labels_path, base, items
+
+
+def test_nothing_is_sent_without_send_text_and_the_host_is_named(model, setup, capsys):
+    _, base, _ = setup
+    assert main(["judge", "s1", *base]) == 2
+    err = capsys.readouterr().err
+    assert "127.0.0.1" in err and "--send-text" in err
+    assert model.received == []
+
+
+def test_judging_saves_each_pair_and_a_second_run_resumes(model, setup, capsys, monkeypatch):
+    labels_path, base, items = setup
+    monkeypatch.setenv("MEMLENS_LLM_CONCURRENCY", "1")  # so the three 500s below meet one pair
+    assert main(["judge", "s1", *base, "--send-text", "--limit", "2"]) == 0
+    out = capsys.readouterr()
+    assert "graded 2 pair(s), 0 failed" in out.out
+    assert "sending query and memory text to http://127.0.0.1" in out.err and "graded 2/2" in out.err
+    # One pair's model call fails (three 500s: the client's retries too): the rest are saved.
+    model.script += [Reply(status=500, body={"error": "down"})] * 3
+    assert main(["judge", "s1", *base, "--send-text"]) == 1
+    assert "3 pair(s), 1 failed" in capsys.readouterr().out.replace("graded 3", "3")
+    assert main(["judge", "s1", *base, "--send-text"]) == 0
+    assert "graded 1 pair(s)" in capsys.readouterr().out
+    store = LabelStore(labels_path)
+    judged = store.judgments(source="judge:umbrela@grader")
+    assert sorted((j.message_id, j.memory_id) for j in judged) == sorted((i.message_id, i.memory_id) for i in items)
+    assert len(store.labels()) == 2 * len(items)  # people's labels untouched
+    store.close()
+    asked = [r for r in model.received if r.body]
+    assert len(asked) == len(items) + 3  # each pair answered once, plus the failed attempts
+
+
+def test_agreement_with_a_judge_keeps_the_people_lines_and_adds_the_judge(model, setup, capsys):
+    labels_path, base, items = setup
+    assert main(["agreement", "s1", "--labels", str(labels_path)]) == 0
+    people_only = capsys.readouterr().out
+    assert "judge" not in people_only
+    assert main(["judge", "s1", *base, "--send-text"]) == 0
+    capsys.readouterr()
+    assert main(["agreement", "s1", "--labels", str(labels_path), "--judge", "umbrela"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(people_only)
+    assert re.search(r"judge:umbrela@grader vs people: Cohen's kappa .* over 12 pair\(s\)", out)
+    assert "people relevant" in out and "  ana: " in out and "  ben: " in out
+    assert main(["agreement", "s1", "--labels", str(labels_path), "--judge", "nobody"]) == 1
+    assert "no judge labels from 'nobody'" in capsys.readouterr().err
