@@ -86,10 +86,10 @@ def run(args: argparse.Namespace) -> int:
 
 def judge_report(store, name: str, session_labels, items) -> list[str] | None:
     """The judge-vs-people lines for every source of judge `name` (None: no such judge)."""
+    from dashboard.database.judge_labels import source_name
     from dashboard.database.model import RELEVANT
     from dashboard.judging.agreement import judge_agreement
     from dashboard.judging.judges import calibrate_cutoff
-    from dashboard.labels.judge_labels import source_name
 
     sources = [s for s in store.judge_sources() if s == name or source_name(s) == name]
     if not sources:

@@ -29,10 +29,10 @@ from typing import Any
 
 from connectors.common.paths import DATA_DIR_ENV
 from connectors.common.redaction import redact_text
+from dashboard.database.judge_labels import JUDGE_TABLES, JudgeLabelMethods
 from dashboard.database.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
 from dashboard.database.schema import EVAL_TABLES
 from dashboard.database.sessions import SESSION_TABLES, SessionMethods
-from dashboard.labels.judge_labels import JUDGE_TABLES, JudgeLabelMethods
 
 LABELS_URL_ENV = "MEMLENS_LABELS_URL"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

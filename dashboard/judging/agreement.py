@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dashboard.database.judge_labels import JudgeLabel
 from dashboard.database.model import NOT_RELEVANT, RELEVANT, Label
 from dashboard.labels.agreement import cohen_kappa
-from dashboard.labels.judge_labels import JudgeLabel
 
 DEFAULT_RESAMPLES = 1_000
 DEFAULT_SEED = 0

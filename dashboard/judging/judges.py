@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from dashboard.database.judge_labels import GRADES, RELEVANT_GRADE, judge_source
 from dashboard.judging.client import ChatClient, TokenUsage, decode_json_content
-from dashboard.labels.judge_labels import GRADES, RELEVANT_GRADE, judge_source
 
 JUDGE_KINDS = ("llm", "cross-encoder")
 MAX_REASON_CHARS = 300

@@ -15,13 +15,13 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError
+from dashboard.database.judge_labels import GRADES, JudgeLabel
 from dashboard.database.model import NOT_RELEVANT, RELEVANT, LabelStoreError
 from dashboard.database.sessions import LabelSession, SessionExists
 from dashboard.database.store import LabelStore
 from dashboard.display import clip_text, code_span, inert_markdown
 from dashboard.labels import export, labelling, sampling
 from dashboard.labels.agreement import agreement
-from dashboard.labels.judge_labels import GRADES, JudgeLabel
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
 from dashboard.ui.errors import show_error, show_store_error
 from dashboard.ui.sidebar import StoreChoice

@@ -20,6 +20,7 @@ from dashboard.display import clip_text, inert_markdown
 from dashboard.judging.client import ENV_NAMES, ChatClient, ModelConfig, config_from_environ
 from dashboard.judging.ranker import FALLBACK, RETRIED, RankCache, RankOutcome, rank_with_model
 from dashboard.ranking.rerank import RerankSettings
+from dashboard.ui.errors import show_error
 
 MAX_VIOLATIONS_SHOWN = 30
 OUTCOME_KEY = "llm_rank_outcome"
@@ -82,7 +83,7 @@ def show_llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime
     st.markdown("**Ask an LLM ranker**")
     config, problem = model_config()
     if problem:
-        st.error(f"The model settings are unusable: {problem}")
+        show_error(f"The model settings are unusable: {problem}")
         return
     if config is None:
         st.caption(
@@ -124,7 +125,7 @@ def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
         st.caption("From the ranking cache: the same query, hits, settings, clock, prompt version and model were asked before; no request was sent.")
     if outcome.status == FALLBACK:
         last = outcome.attempts[-1]
-        st.error(
+        show_error(
             "The model's ranking failed "
             + ("after a retry" if outcome.retried else "")
             + ": the formula's ranking is used instead (the failure is logged)."

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, cohen_kappa_score, confusion_matrix, recall_score
 
+from dashboard.database.judge_labels import JudgeLabel
 from dashboard.database.model import Label
 from dashboard.judging.agreement import bootstrap_kappa, judge_agreement
-from dashboard.labels.judge_labels import JudgeLabel
 
 SOURCE = "judge:umbrela@m"
 # (memory, ana's label, ben's label or None, judge grade)

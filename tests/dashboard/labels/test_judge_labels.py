@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from dashboard.database.judge_labels import judge_source, source_name
 from dashboard.database.model import LabelStoreError
 from dashboard.database.store import LabelStore
-from dashboard.labels.judge_labels import judge_source, source_name
 
 SOURCE = judge_source("umbrela", "llama3.2")
 
