@@ -9,6 +9,7 @@
     memlens runs list|export|resume  the saved runs
     memlens logs check FILE          what a retrieval log (JSONL, CSV, Parquet, OTLP traces) holds
     memlens logs export --otlp FILE  the read log as OpenTelemetry spans (OTLP JSON)
+    memlens monitor LOG... --floor F the shipped floor over production logs: windows, baseline, alerts
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dashboard.cli import logs as logs_cli  # memlens logs check FILE / logs export --otlp FILE
 
     logs_cli.add_parser(commands)
+    from dashboard.cli import monitor as monitor_cli  # memlens monitor LOG... --floor F | --floor-config FLOOR.json
+
+    monitor_cli.add_parser(commands)
     return parser
 
 

@@ -4,6 +4,7 @@ rank or score; every log reader counts it as a turn with no memory (docs/monitor
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,7 +13,7 @@ from dashboard.logs import otlp
 from dashboard.logs.read_log import append_record, read_record, read_records
 from dashboard.logs.retrieval_log import read_log, read_log_bytes
 
-ROWS = [
+ROWS: list[dict[str, Any]] = [
     {"message_id": "m1", "memory_id": "a", "rank": 1, "score": 0.61, "timestamp": "2026-01-05T09:00:00Z"},
     {"message_id": "m1", "memory_id": "b", "rank": 2, "score": 0.40, "timestamp": "2026-01-05T09:00:00Z"},
     {"message_id": "m2", "timestamp": "2026-01-05T09:01:00Z", "user_id": "sam"},  # nothing came back
