@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from connectors.lines import MAX_RANK, LineIssue
 from dashboard.logs.log_files import (
@@ -68,6 +70,7 @@ class LogImport:
     bad_row_count: int | None = None  # set where one line holds many rows (OTLP)
     # turns the store returned nothing for: EMPTY_TURN_COLUMNS, one row per message_id
     empty_turns: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(EMPTY_TURN_COLUMNS)))
+    columnar: bool = False  # read by DuckDB's fast path (a clean file), not the validating reader
 
     @property
     def bad_rows(self) -> int:
@@ -102,13 +105,99 @@ class LogImport:
 
 
 def read_log(path: str | Path, *, format: str | None = None, include_query: bool = False) -> LogImport:
-    """Read a log file; the format comes from the extension unless given."""
+    """Read a log file; the format comes from the extension unless given.
+
+    A clean JSONL, CSV or Parquet file is read by DuckDB (``columnar``: one scan,
+    every row checked in SQL); a file with any bad row or repeated pair, and every
+    other format, by the validating reader below, which names each bad row."""
     path = Path(path)
+    if not path.is_file():
+        raise LogFormatError(f"{path}: cannot read the file (no such file)")
+    fast = _read_fast(path, str(path), format)
+    if fast is not None:
+        return fast
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
     return read_log_bytes(data, str(path), format=format, include_query=include_query)
+
+
+FAST_MIN_BYTES = 1 << 20  # below this an upload is read in memory: a temporary file would cost more
+
+
+def _read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
+    """The log read by DuckDB when it is clean, else None (read it the validating way)."""
+    import duckdb
+
+    from dashboard.logs import columnar
+
+    try:
+        kind = format or columnar.file_kind(str(path))
+    except (LogFormatError, OSError):
+        return None
+    if kind not in ("jsonl", "csv", "parquet"):
+        return None
+    con = columnar.connect()
+    try:
+        source = columnar.fast_source(con, str(path), kind, 0)
+        if source is None:
+            return None
+        table = con.sql(
+            f"SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad FROM ({source})"
+        ).to_arrow_table()
+        if table.num_rows == 0 or pc.any(table.column("bad")).as_py():
+            return None
+        # a repeated pair is merged by the validating reader, which names the repeats that disagree
+        con.register("fast_rows", table)
+        repeated = con.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM fast_rows WHERE memory_id IS NOT NULL GROUP BY message_id, memory_id HAVING count(*) > 1)"
+        ).fetchone()
+        if repeated is None or repeated[0]:
+            return None
+    except duckdb.Error:
+        return None  # DuckDB would not parse it: the validating reader says why, line by line
+    finally:
+        con.close()
+    first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
+    if kind != "parquet" and _line_count(path) != table.num_rows + first_line - 1:
+        return None  # blank lines, a header only, values over several lines: line numbers would not hold
+    frame = table.drop_columns(["bad"]).to_pandas()
+    frame["line"] = np.arange(first_line, first_line + len(frame), dtype=np.int64)
+    empty_turn = frame["memory_id"].isna().to_numpy()
+    good = frame[~empty_turn].reset_index(drop=True)
+    good["rank"] = good["rank"].astype(np.int64)
+    good = good[[*COLUMNS, "line"]]
+    conflicts: list[LineIssue] = []
+    empty_turns, merged = _empty_turns(frame[empty_turn], good, name, conflicts)
+    return LogImport(
+        source=name, rows=good, duplicates=merged, conflicts=conflicts, rows_read=len(frame), empty_turns=empty_turns, columnar=True
+    )
+
+
+def _read_fast_bytes(data: bytes, name: str, kind: str) -> LogImport | None:
+    """An upload through the DuckDB path, by way of a temporary file (DuckDB reads
+    files); None when it is not clean, or is traces or a read log."""
+    import tempfile
+
+    from dashboard.logs import otlp, read_log
+
+    if kind == "jsonl" and (otlp.looks_like_otlp(data) or read_log.looks_like_read_log(data)):
+        return None
+    with tempfile.TemporaryDirectory(prefix="memlens-log-") as directory:
+        path = Path(directory) / f"upload.{kind}"
+        path.write_bytes(data)
+        return _read_fast(path, name, kind)
+
+
+def _line_count(path: Path) -> int:
+    """Lines in the file (a last line without a line feed counts), in 16 MB reads."""
+    count, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 24):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (0 if last == b"\n" else 1)
 
 
 def read_log_bytes(data: bytes, name: str, *, format: str | None = None, include_query: bool = False) -> LogImport:
@@ -120,6 +209,10 @@ def read_log_bytes(data: bytes, name: str, *, format: str | None = None, include
     from dashboard.logs import otlp, read_log
 
     kind = format or detect_format(name)
+    if len(data) >= FAST_MIN_BYTES and kind in ("jsonl", "csv", "parquet"):
+        fast = _read_fast_bytes(data, name, kind)
+        if fast is not None:
+            return fast
     if kind == "otlp" or (kind == "jsonl" and otlp.looks_like_otlp(data)):
         frame, lines, span_issues, documents = otlp.read_otlp(data, name, include_query=include_query)
         result = _validate(frame, lines, [], name)
@@ -257,8 +350,12 @@ def _empty_turns(empty: pd.DataFrame, good: pd.DataFrame, name: str, conflicts: 
     repeated empty-turn row is merged into the first; one for a turn that has
     memories elsewhere in the log contradicts them: it is merged and reported."""
     empty = empty[list(EMPTY_TURN_COLUMNS)]
+    if not len(empty):
+        return empty.reset_index(drop=True), 0
     repeated = empty.duplicated("message_id", keep="first").to_numpy()
-    with_memory = empty["message_id"].isin(good["message_id"]).to_numpy()
+    # arrow's set lookup: pandas' isin on text walks the million good ids in Python
+    with_memory = pc.is_in(pa.array(empty["message_id"], pa.string()), value_set=pa.array(good["message_id"], pa.string()))
+    with_memory = with_memory.to_numpy(zero_copy_only=False)
     if with_memory.any():
         first_line = good.groupby("message_id", sort=False)["line"].min()
         for message_id, line in zip(empty["message_id"][with_memory], empty["line"][with_memory], strict=True):

@@ -32,16 +32,15 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from connectors.lines import MAX_RANK, LineIssue
-from dashboard.logs.log_files import LogFormatError, detect_format
+from connectors.lines import LineIssue
+from dashboard.logs.columnar import connect, fast_source, file_kind, probe
+from dashboard.logs.log_files import LogFormatError
 from dashboard.logs.retrieval_log import LogImport, read_log
 
 RELATION = "retrievals"
 TURNS = "turns"
-SNIFF_BYTES = 4096
 # the columns of the relation, in this order, for every source
 RELATION_COLUMNS = ("message_id", "memory_id", "rank", "score", "ts", "user_id", "store", "source", "bad")
-_NUMBER_TYPES = "('UBIGINT', 'BIGINT', 'DOUBLE')"
 
 
 @dataclass
@@ -92,129 +91,6 @@ def expand_paths(patterns: list[str]) -> list[str]:
             else:
                 files.append(match)
     return list(dict.fromkeys(files))
-
-
-def connect() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    # naive timestamps in a Parquet file are UTC, as the validating reader takes them
-    con.execute("SET TimeZone = 'UTC'")
-    return con
-
-
-# ------------------------------------------------------------------ one file, fast
-
-
-def _kind(path: str) -> str:
-    """jsonl, csv or parquet for DuckDB; "validate" for what only memlens reads."""
-    from dashboard.logs import otlp, read_log
-
-    kind = detect_format(path)
-    if kind != "jsonl":
-        return kind
-    with open(path, "rb") as handle:
-        head = handle.read(SNIFF_BYTES)
-    if otlp.looks_like_otlp(head) or read_log.looks_like_read_log(head):
-        return "validate"
-    return kind
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _checks(message_id: str, memory_id: str, rank: str, score: str, ts_text: str, ts: str, extra_bad: str = "false") -> str:
-    """The `bad` column: the row-level rules of retrieval_log, in SQL."""
-    empty_turn = f"({memory_id} IS NULL AND {rank} IS NULL AND {score} IS NULL)"
-    # NULL (e.g. trim of a missing memory_id) is not a finding: coalesce to false
-    return f"""coalesce((
-        {message_id} IS NULL OR trim({message_id}) = ''
-        OR ({memory_id} IS NULL AND NOT {empty_turn}) OR trim({memory_id}) = ''
-        OR (NOT {empty_turn} AND ({rank} IS NULL OR {rank} <> floor({rank}) OR {rank} < 1 OR {rank} > {MAX_RANK}))
-        OR (NOT {empty_turn} AND ({score} IS NULL OR NOT isfinite({score})))
-        OR ({ts_text} IS NOT NULL AND {ts} IS NULL)
-        OR {extra_bad}
-    ), false)"""
-
-
-def _json_source(path: str, index: int) -> str:
-    columns = ", ".join(f"'{c}': 'JSON'" for c in ("message_id", "memory_id", "rank", "score", "user_id", "timestamp", "store"))
-
-    def text(column: str) -> str:
-        return f"CASE WHEN json_type({column}) = 'VARCHAR' THEN {column} ->> '$' END"
-
-    def number(column: str) -> str:
-        return f"CASE WHEN json_type({column}) IN {_NUMBER_TYPES} THEN TRY_CAST({column} AS DOUBLE) END"
-
-    # a field of the wrong JSON type (a number for an id, text for a score) is bad,
-    # as the validating reader says; its value above is then NULL
-    wrong_type = " OR ".join(
-        [f"(json_type({c}) IS NOT NULL AND json_type({c}) <> 'VARCHAR')" for c in ("message_id", "memory_id", "user_id", "timestamp", "store")]
-        + [f"(json_type({c}) IS NOT NULL AND json_type({c}) NOT IN {_NUMBER_TYPES})" for c in ("rank", "score")]
-    )
-    return f"""
-        SELECT message_id, memory_id, rank, score, ts, user_id, store, {index} AS source,
-               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "wrong_type")} AS bad
-        FROM (
-            SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
-                   {number("rank")} AS rank, {number("score")} AS score,
-                   {text("timestamp")} AS ts_text, TRY_CAST({text("timestamp")} AS TIMESTAMPTZ) AS ts,
-                   {text("user_id")} AS user_id, {text("store")} AS store, ({wrong_type}) AS wrong_type
-            FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited')
-        )"""
-
-
-def _table_source(reader: str, names: set[str], index: int) -> str:
-    """CSV (every column text) and Parquet (any column types): cast, then check."""
-
-    def column(name: str) -> str:
-        return name if name in names else "NULL"
-
-    def text(name: str) -> str:
-        # an empty CSV cell is missing, as the validating reader takes it
-        return f"NULLIF(CAST({column(name)} AS VARCHAR), '')" if name in names else "CAST(NULL AS VARCHAR)"
-
-    def number(name: str) -> str:
-        return f"TRY_CAST({text(name)} AS DOUBLE)"
-
-    unparsed = f"(({text('rank')} IS NOT NULL AND {number('rank')} IS NULL) OR ({text('score')} IS NOT NULL AND {number('score')} IS NULL))"
-    ts_text = text("timestamp")
-    ts = f"TRY_CAST({column('timestamp')} AS TIMESTAMPTZ)" if "timestamp" in names else "CAST(NULL AS TIMESTAMPTZ)"
-    return f"""
-        SELECT message_id, memory_id, rank, score, ts, user_id, store, {index} AS source,
-               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad
-        FROM (
-            SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
-                   {number("rank")} AS rank, {number("score")} AS score, {ts_text} AS ts_text, {ts} AS ts,
-                   {text("user_id")} AS user_id, {text("store")} AS store, {unparsed} AS unparsed
-            FROM {reader}
-        )"""
-
-
-def _fast_source(con: duckdb.DuckDBPyConnection, path: str, kind: str, index: int) -> str | None:
-    """The SELECT reading `path` with DuckDB, or None when the validating reader must
-    (a required column missing: it says which, in memlens's words)."""
-    if kind == "jsonl":
-        return _json_source(path, index)
-    if kind == "csv":
-        reader = f"read_csv({_quote(path)}, header = true, all_varchar = true)"
-    else:
-        reader = f"read_parquet({_quote(path)})"
-    try:
-        names = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
-    except duckdb.Error:
-        return None
-    if not {"message_id", "memory_id", "rank", "score"} <= names:
-        return None
-    return _table_source(reader, names, index)
-
-
-def _probe(con: duckdb.DuckDBPyConnection, source: str) -> bool:
-    """True when DuckDB reads the whole source without an error."""
-    try:
-        con.execute(f"SELECT count(*) FROM ({source})").fetchone()
-    except duckdb.Error:
-        return False
-    return True
 
 
 # ------------------------------------------------------------------ one file, validated
@@ -273,8 +149,8 @@ def open_logs(
     for index, path in enumerate(files):
         if not Path(path).is_file():
             raise LogFormatError(f"{path}: no such file")
-        kind = _kind(path)
-        source = None if kind == "validate" else _fast_source(con, path, kind, index)
+        kind = file_kind(path)
+        source = None if kind == "validate" else fast_source(con, path, kind, index)
         if source is None:
             validate.append(index)
         else:
@@ -289,7 +165,9 @@ def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None) 
     while True:
         for index in validate:
             _read_validated(logs, index)
-        parts = list(sources.values()) + [f"SELECT * FROM validated_{index}" for index in validate]
+        columns = ", ".join(RELATION_COLUMNS)
+        parts = [f"SELECT {columns} FROM ({source})" for source in sources.values()]
+        parts += [f"SELECT {columns} FROM validated_{index}" for index in validate]
         if not parts:
             con.execute(f"CREATE OR REPLACE TEMP VIEW {RELATION} AS {_empty_relation()}")
         else:
@@ -299,7 +177,7 @@ def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None) 
         except duckdb.Error:
             # some file DuckDB cannot parse (broken JSON, a ragged CSV row): find it
             # and read it with the validating reader instead
-            broken = [index for index, source in sources.items() if not _probe(con, source)]
+            broken = [index for index, source in sources.items() if not probe(con, source)]
             if not broken:
                 raise
             for index in broken:
