@@ -29,7 +29,7 @@ SOURCE_COLUMNS = ("message_id", "memory_id", "rank", "score", "ts", "user_id", "
 def connect() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     # naive timestamps in a Parquet file are UTC, as the validating reader takes them
-    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET GLOBAL TimeZone = 'UTC'")  # GLOBAL: cursors of this database too
     return con
 
 

@@ -169,9 +169,9 @@ def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None) 
         parts = [f"SELECT {columns} FROM ({source})" for source in sources.values()]
         parts += [f"SELECT {columns} FROM validated_{index}" for index in validate]
         if not parts:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {RELATION} AS {_empty_relation()}")
+            con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS {_empty_relation()}")
         else:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {RELATION} AS " + " UNION ALL ".join(parts))
+            con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS " + " UNION ALL ".join(parts))
         try:
             bad = build_turns(con, scores=scores, floor=floor)
         except duckdb.Error:
@@ -204,7 +204,7 @@ def _read_validated(logs: LogSet, index: int) -> None:
     logs.issues.extend(log.issues)
     logs.conflicts.extend(log.conflicts)
     logs.con.register(f"{name}_arrow", _validated_table(log, index))
-    logs.con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {name}_arrow")
+    logs.con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
     logs.con.unregister(f"{name}_arrow")
 
 
@@ -228,7 +228,7 @@ def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: f
     score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS scores" if scores else ""
     con.execute(
         f"""
-        CREATE OR REPLACE TEMP TABLE {TURNS} AS
+        CREATE OR REPLACE TABLE {TURNS} AS
         WITH pairs AS (
             SELECT message_id, memory_id,
                    arg_min(score, source) FILTER (WHERE NOT bad) AS score,

@@ -25,8 +25,9 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pandas as pd
 
-from dashboard.monitoring.relation import TURNS
+from dashboard.monitoring.relation import RELATION, TURNS
 
 WINDOWS = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "1w": timedelta(weeks=1)}
 _MICROSECONDS = {name: int(step.total_seconds() * 1_000_000) for name, step in WINDOWS.items()}
@@ -163,3 +164,23 @@ def turns_in_window(con: duckdb.DuckDBPyConnection, start: datetime, end: dateti
             f"SELECT message_id FROM {TURNS} WHERE ts >= ? AND ts < ? ORDER BY ts, message_id", [start, end]
         ).fetchall()
     ]
+
+
+def window_rows(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> pd.DataFrame:
+    """The log rows (memories returned, repeats merged) of exactly the turns in
+    [start, end), in the log's columns plus ``line`` (their order), ready for a
+    labelling session (dashboard.labels.sampling). Reads the relation again: one
+    window, when a session is asked for, never on a floor move."""
+    frame = con.execute(
+        f"""
+        SELECT message_id, memory_id, CAST(rank AS BIGINT) AS rank, score, user_id, CAST(NULL AS VARCHAR) AS query,
+               ts AS timestamp, store, row_number() OVER (ORDER BY ts, message_id, rank) AS line
+        FROM {RELATION}
+        WHERE NOT bad AND memory_id IS NOT NULL
+          AND message_id IN (SELECT message_id FROM {TURNS} WHERE ts >= ? AND ts < ?)
+        QUALIFY row_number() OVER (PARTITION BY message_id, memory_id ORDER BY source) = 1
+        ORDER BY line
+        """,
+        [start, end],
+    ).df()
+    return frame

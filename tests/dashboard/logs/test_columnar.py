@@ -4,6 +4,7 @@ and hands any file with a bad row to the validating reader, which names it."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -11,7 +12,7 @@ import pytest
 
 from dashboard.logs.retrieval_log import FAST_MIN_BYTES, read_log, read_log_bytes
 
-TRICKY = [
+TRICKY: list[dict[str, Any]] = [
     {"message_id": 'm"1', "memory_id": "a\\b", "rank": 1, "score": 1, "query": "café ☕ \u2028 ok", "timestamp": "2026-01-05T09:00:00Z"},
     {"message_id": 'm"1', "memory_id": "é", "rank": 2.0, "score": -0.25, "user_id": None, "timestamp": "2026-01-05T11:00:00+02:00"},
     {"message_id": "m2", "memory_id": None, "rank": None, "score": None, "user_id": "sam", "store": "s:1"},

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from benchmarks._monitor_data import FLOOR, synthetic_log
 from dashboard.monitoring.alerts import DRIFT, NO_MEMORY, Settings, holm, kolmogorov_p, monitor, one_sided_two_proportion_p
 from dashboard.monitoring.relation import open_logs
+from dashboard.monitoring.synthetic import FLOOR, synthetic_log
 
 SEEDS = (0, 1, 2)
 

@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from benchmarks._monitor_data import synthetic_log, write_daily
 from dashboard.cli.main import main
+from dashboard.monitoring.synthetic import synthetic_log, write_daily
 from dashboard.monitoring.webhook import WEBHOOK_ENV
 
 SECRET_PATH = "/hooks/T000/B000/s3cr3t-t0ken"

@@ -9,9 +9,9 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks._monitor_data import synthetic_log, write_daily
 from dashboard.logs.log_files import LogFormatError
 from dashboard.monitoring.relation import expand_paths, open_logs
+from dashboard.monitoring.synthetic import synthetic_log, write_daily
 from dashboard.monitoring.windows import window_figures
 
 

@@ -1,5 +1,5 @@
-"""Synthetic production logs for the monitor: the tests' known changes and the
-benchmark's 10,000,000 rows come from here, seeded.
+"""Synthetic production logs for the monitor, seeded: the Monitor page's demo, the
+tests' known changes and the benchmark's 10,000,000 rows come from here. Pure.
 
 Each turn's top-1 score is drawn around 0.45 (sd 0.12) and its other memories step
 down from it, so a floor of 0.35 leaves about a fifth of the turns with no memory;
@@ -20,6 +20,9 @@ import pyarrow.parquet as pq
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 FLOOR = 0.35
+# the Monitor page's demo: a month with more turns under the floor on Jan 21 and
+# every score 0.05 lower on Jan 26 (as after an embedding-model change)
+DEMO_LOG = {"days": 30, "turns_per_day": 400, "seed": 2026, "k": 3, "under_floor_day": 20, "shift_day": 25}
 
 
 def synthetic_log(
