@@ -208,7 +208,7 @@ def pick_window(result: MonitorResult) -> Window | None:
         "Window (or click a point on the first chart)",
         labels,
         key="monitor_window",
-        format_func=lambda text: f"{text}  ⚠ alert" if text in alerted else text,
+        format_func=lambda text: f"{text} (alert)" if text in alerted else text,
     )
     return windows[labels.index(label)]
 
