@@ -38,6 +38,7 @@ def synthetic_log(
     shift: float = -0.05,
     empty_share: float = 0.02,
     start: datetime = START,
+    first_turn: int = 0,
 ) -> pa.Table:
     """The log's rows (message_id, memory_id, rank, score, timestamp) in turn order."""
     rng = np.random.default_rng(seed)
@@ -57,7 +58,7 @@ def synthetic_log(
     base = np.datetime64(start.replace(tzinfo=None), "us")
     stamps = base + (day * 86_400_000_000 + (seconds * 1e6).astype(np.int64)).astype("timedelta64[us]")
     empty = rng.random(turns) < empty_share
-    message = np.char.add("t", np.arange(turns).astype(str))
+    message = np.char.add("t", np.arange(first_turn, first_turn + turns).astype(str))
     # rows: k per turn, one (with no memory) per empty turn
     per_turn = np.where(empty, 1, k)
     turn_of_row = np.repeat(np.arange(turns), per_turn)
