@@ -76,6 +76,7 @@ HAND_BODY = """
 import duckdb
 con = duckdb.connect()
 con.execute("SET TimeZone = 'UTC'")
+con.execute("SET enable_progress_bar = false")
 rows = con.execute({query!r}).fetchall()
 windows = [[str(r[0]), int(r[1]), int(r[2]), int(r[3])] for r in rows]
 """

@@ -164,6 +164,7 @@ def show_charts(result: MonitorResult) -> None:
                                customdata=[w.label(s.window) for w in windows], hovertemplate="%{customdata}: %{y:.1%}<extra></extra>"))
     alerted = _alerted(result, NO_MEMORY)
     share.add_trace(go.Scatter(x=[w.start for w in windows if w.start in alerted], y=[w.no_memory_share for w in windows if w.start in alerted],
+                               customdata=[w.label(s.window) for w in windows if w.start in alerted],
                                mode="markers", marker={"symbol": "x", "size": 14, "color": "crimson"}, name="alert"))
     share.update_layout(title="Turns with no memory at the floor", yaxis_tickformat=".0%", height=320, margin={"t": 40, "b": 20})
     st.plotly_chart(share, key="monitor_chart", on_select="rerun", selection_mode="points")
@@ -197,11 +198,17 @@ def pick_window(result: MonitorResult) -> Window | None:
     chart = state.get("monitor_chart")
     points = (chart or {}).get("selection", {}).get("points", []) if isinstance(chart, dict) or hasattr(chart, "get") else []
     if points:
-        index = points[0].get("point_index")
-        picked = json.dumps(points[0], sort_keys=True, default=str)
-        if isinstance(index, int) and 0 <= index < len(labels) and state.get("_monitor_chart_seen") != picked:
+        point = points[0]
+        # every trace carries the window's label; the line's own index is a fallback
+        label = point.get("customdata")
+        if isinstance(label, list):
+            label = label[0] if label else None
+        if label not in labels and point.get("curve_number") == 0 and isinstance(point.get("point_index"), int):
+            label = labels[point["point_index"]] if 0 <= point["point_index"] < len(labels) else None
+        picked = json.dumps(point, sort_keys=True, default=str)
+        if label in labels and state.get("_monitor_chart_seen") != picked:
             state["_monitor_chart_seen"] = picked  # a new click picks; an old one does not undo the list
-            state["monitor_window"] = labels[index]
+            state["monitor_window"] = label
     if state.get("monitor_window") not in labels:
         state["monitor_window"] = next((label for label in labels if label in alerted), labels[-1])
     label = st.selectbox(
