@@ -31,7 +31,7 @@ def connect() -> duckdb.DuckDBPyConnection:
     # naive timestamps in a Parquet file are UTC, as the validating reader takes them
     con.execute("SET GLOBAL TimeZone = 'UTC'")  # GLOBAL: cursors of this database too
     # no progress bar: a long scan would otherwise draw one into the command's output
-    con.execute("SET GLOBAL enable_progress_bar = false")
+    con.execute("SET enable_progress_bar = false")
     return con
 
 
