@@ -22,8 +22,7 @@ from connectors.lines import MAX_RANK
 from dashboard.logs.log_files import detect_format
 
 SNIFF_BYTES = 4096
-# what a source SELECT gives, in this order
-SOURCE_COLUMNS = ("message_id", "memory_id", "rank", "score", "ts", "user_id", "store", "source", "bad", "query")
+# A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, query
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -107,29 +106,45 @@ def _json_source(path: str, index: int) -> str:
         )"""
 
 
-def _table_source(reader: str, names: set[str], index: int) -> str:
-    """CSV (every column text) and Parquet (any column types): cast, then check."""
+_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL")
 
-    def column(name: str) -> str:
-        return name if name in names else "NULL"
+
+def _table_source(reader: str, types: dict[str, str], index: int, *, csv: bool) -> str:
+    """CSV (every column text) and Parquet (any column types): cast, then check. A
+    column already of the right type is used as it is: turning ten million numbers
+    or timestamps into text and back would cost more than the rest of the scan."""
 
     def text(name: str) -> str:
-        # an empty CSV cell is missing, as the validating reader takes it
-        return f"NULLIF(CAST({column(name)} AS VARCHAR), '')" if name in names else "CAST(NULL AS VARCHAR)"
+        if name not in types:
+            return "CAST(NULL AS VARCHAR)"
+        if types[name] == "VARCHAR":
+            # an empty CSV cell is missing, as the validating reader takes it
+            return f"NULLIF({name}, '')" if csv else name
+        return f"CAST({name} AS VARCHAR)"
+
+    def numeric(name: str) -> bool:
+        return types.get(name, "").split("(")[0] in _NUMERIC
 
     def number(name: str) -> str:
-        return f"TRY_CAST({text(name)} AS DOUBLE)"
+        return f"CAST({name} AS DOUBLE)" if numeric(name) else f"TRY_CAST({text(name)} AS DOUBLE)"
 
-    unparsed = f"(({text('rank')} IS NOT NULL AND {number('rank')} IS NULL) OR ({text('score')} IS NOT NULL AND {number('score')} IS NULL))"
-    ts_text = text("timestamp")
-    ts = f"TRY_CAST({column('timestamp')} AS TIMESTAMPTZ)" if "timestamp" in names else "CAST(NULL AS TIMESTAMPTZ)"
+    unparsed = " OR ".join(
+        [f"({text(c)} IS NOT NULL AND {number(c)} IS NULL)" for c in ("rank", "score") if c in types and not numeric(c)]
+    ) or "false"
+    stamp = types.get("timestamp", "")
+    if not stamp:
+        ts_text, ts = "CAST(NULL AS VARCHAR)", "CAST(NULL AS TIMESTAMPTZ)"
+    elif stamp.startswith("TIMESTAMP") or stamp == "DATE":
+        ts_text, ts = "NULL", "CAST(timestamp AS TIMESTAMPTZ)"  # typed: nothing to parse
+    else:
+        ts_text, ts = text("timestamp"), f"TRY_CAST({text('timestamp')} AS TIMESTAMPTZ)"
     return f"""
         SELECT message_id, memory_id, rank, score, ts, user_id, store, {index} AS source,
                {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad, query
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score, {ts_text} AS ts_text, {ts} AS ts,
-                   {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query, {unparsed} AS unparsed
+                   {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query, ({unparsed}) AS unparsed
             FROM {reader}
         )"""
 
@@ -144,12 +159,12 @@ def fast_source(con: duckdb.DuckDBPyConnection, path: str, kind: str, index: int
     else:
         reader = f"read_parquet({_quote(path)})"
     try:
-        names = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
+        types = {row[0]: str(row[1]) for row in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
     except duckdb.Error:
         return None
-    if not {"message_id", "memory_id", "rank", "score"} <= names:
+    if not {"message_id", "memory_id", "rank", "score"} <= set(types):
         return None
-    return _table_source(reader, names, index)
+    return _table_source(reader, types, index, csv=kind == "csv")
 
 
 def probe(con: duckdb.DuckDBPyConnection, source: str) -> bool:
