@@ -54,7 +54,6 @@ class LogSet:
     conflicts: list[LineIssue] = field(default_factory=list)  # repeats that disagreed, where named
     fast_files: list[str] = field(default_factory=list)  # read by DuckDB directly
     validated_files: list[str] = field(default_factory=list)  # read by the validating reader
-    notes: list[str] = field(default_factory=list)
     # how each file is read: a DuckDB SELECT (fast), or by index the validating reader
     sources: dict[int, str] = field(default_factory=dict, repr=False)
     validate: list[int] = field(default_factory=list, repr=False)
@@ -260,7 +259,3 @@ def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: f
     con.execute(f"DELETE FROM {TURNS} WHERE NOT has_good OR message_id IS NULL")
     return bad
 
-
-def rebuild_turns(logs: LogSet, *, scores: bool = True, floor: float | None = None) -> None:
-    """The turns again (e.g. with a floor's kept count), from the same relation."""
-    build_turns(logs.con, scores=scores, floor=floor)

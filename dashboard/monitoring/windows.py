@@ -156,16 +156,6 @@ def top1_histograms(con: duckdb.DuckDBPyConnection, window: str, windows: list[W
     return counts
 
 
-def turns_in_window(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> list[str]:
-    """The message ids of the turns in [start, end), in time order."""
-    return [
-        row[0]
-        for row in con.execute(
-            f"SELECT message_id FROM {TURNS} WHERE ts >= ? AND ts < ? ORDER BY ts, message_id", [start, end]
-        ).fetchall()
-    ]
-
-
 def window_rows(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime) -> pd.DataFrame:
     """The log rows (memories returned, repeats merged) of exactly the turns in
     [start, end), in the log's columns plus ``line`` (their order), ready for a
