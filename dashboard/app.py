@@ -33,6 +33,7 @@ page = st.navigation(
         st.Page(PAGES / "quality.py", title="Quality", icon=":material/target:", url_path="quality"),
         st.Page(PAGES / "browse.py", title="Browse", icon=":material/folder_open:", url_path="browse"),
         st.Page(PAGES / "compare.py", title="Compare", icon=":material/balance:", url_path="compare"),
+        st.Page(PAGES / "monitor.py", title="Monitor", icon=":material/monitoring:", url_path="monitor"),
     ]
 )
 # Every page, deep links included, is behind the password or sign-in when one is

@@ -12,6 +12,7 @@
     memlens whatif RUN --metric M    other component weights searched on a saved run's candidates
     memlens logs check FILE          what a retrieval log (JSONL, CSV, Parquet, OTLP traces) holds
     memlens logs export --otlp FILE  the read log as OpenTelemetry spans (OTLP JSON)
+    memlens monitor LOG... --floor F the shipped floor over production logs: windows, baseline, alerts
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dashboard.cli import rank as rank_cli  # memlens rank RUN --send-text
 
     rank_cli.add_parser(commands)
+    from dashboard.cli import monitor as monitor_cli  # memlens monitor LOG... --floor F | --floor-config FLOOR.json
+
+    monitor_cli.add_parser(commands)
     return parser
 
 

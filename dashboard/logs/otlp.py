@@ -24,6 +24,8 @@ resource's ``service.name``) the store. The query text is kept only when the rea
 asks for it (``include_query``): traces often hold it, a labelling session should not.
 A retriever span whose documents carry no id is reported (line, span id, field) and
 left out: memlens never guesses an id from text.
+A retriever span with no documents at all is a turn the store returned nothing for
+(an empty-turn row: docs/monitoring.md); one with an error status is left out.
 
 Out: the app's read log as the same kind of spans (OpenInference and GenAI names,
 ids and scores only, the query as its hash), so Phoenix or any OTLP collector can
@@ -208,6 +210,11 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
                 continue
             span_id = _hex_id(span.get("spanId"))
             documents = _documents(attributes)
+            if not documents and (span.get("status") or {}).get("code") in (2, "STATUS_CODE_ERROR"):
+                continue  # a failed retrieval: the store did not answer, so no turn to count
+            if not documents and span_id:
+                # the store returned nothing: one empty-turn row (no memory_id, rank or score)
+                documents = [{"id": None, "score": None, "rank": None, "field": "", "empty": True}]
             if not documents:
                 issues.append(LineIssue(name, number, "retrieval.documents", f"span {span_id or '(no id)'}: a retriever span with no documents"))
                 continue
@@ -222,14 +229,16 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
             for document in documents:
                 documents_read += 1
                 memory_id = document["id"]
-                if memory_id is None or (isinstance(memory_id, str) and not memory_id.strip()):
+                if document.get("empty"):
+                    pass
+                elif memory_id is None or (isinstance(memory_id, str) and not memory_id.strip()):
                     issues.append(LineIssue(name, number, document["field"], f"span {span_id}: the document has no id (not guessed from its text)"))
                     continue
                 score = document["score"]
                 rows.append(
                     {
                         "message_id": span_id,
-                        "memory_id": str(memory_id),
+                        "memory_id": None if memory_id is None else str(memory_id),
                         "rank": document["rank"],
                         "score": score if isinstance(score, (int, float)) and not isinstance(score, bool) else (None if score is None else str(score)),
                         "user_id": None if user is None else str(user),

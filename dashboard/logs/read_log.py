@@ -16,6 +16,12 @@ session can be downloaded and attached to a bug report. A line holds:
 
 No query, memory or user text is written. Writing the log never fails a read: a
 write error becomes a note on the result, which the page shows.
+
+Read back as a retrieval log (``read_log_rows``: `memlens logs check`, the Label page,
+`memlens monitor`), each read is one turn: its ``top_k`` are the rows, a read with
+``candidate_count`` 0 is a turn with no memory, and a failed read (``error`` set) is
+left out (the store failed; it did not answer "nothing"). The turn's ``message_id``
+is the span id the OTLP export gives the same read, so both files name the same turns.
 """
 
 from __future__ import annotations
@@ -169,6 +175,57 @@ def read_records(path: str | Path | None = None) -> tuple[list[dict[str, Any]], 
     records = [record for _, record in json_objects(text, path.name, issues)]
     broken = len(issues)
     return records, broken
+
+
+READ_LOG_KEYS = (b'"top_k"', b'"candidate_count"')
+
+
+def looks_like_read_log(data: bytes, sniff: int = 4096) -> bool:
+    """True when the first line of `data` is a read-log record (this module's format)."""
+    head = data[:sniff].lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0]
+    return head.startswith(b"{") and all(key in head for key in READ_LOG_KEYS)
+
+
+def read_log_rows(data: bytes, name: str) -> tuple[Any, Any, list[LineIssue]]:
+    """The read log as retrieval-log rows: (frame of the log columns, line of each
+    row, issues), as the other log readers give them for ``retrieval_log`` to check."""
+    import numpy as np
+    import pandas as pd
+
+    from dashboard.logs.log_files import COLUMNS
+    from dashboard.logs.otlp import record_span
+
+    issues: list[LineIssue] = []
+    rows: list[dict[str, Any]] = []
+    lines: list[int] = []
+    text = data.decode("utf-8", errors="replace")
+    for position, (number, record) in enumerate(json_objects(text, name, issues)):
+        if record.get("error"):
+            continue
+        # the span id `memlens logs export --otlp` gives this read (same position, same record)
+        turn = record_span(record, position)["spanId"]
+        base = {"message_id": turn, "user_id": None, "query": None, "timestamp": record.get("at"), "store": record.get("store")}
+        hits = record.get("top_k")
+        if not isinstance(hits, list):
+            issues.append(LineIssue(name, number, "top_k", "not a list of {memory_id, rank, score}"))
+            continue
+        if not hits:
+            if record.get("candidate_count") == 0:
+                rows.append({**base, "memory_id": None, "rank": None, "score": None})
+                lines.append(number)
+            else:
+                issues.append(LineIssue(name, number, "top_k", "empty, but candidate_count is not 0"))
+            continue
+        for index, hit in enumerate(hits):
+            if not isinstance(hit, dict):
+                issues.append(LineIssue(name, number, f"top_k[{index}]", "not an object"))
+                continue
+            rows.append({**base, "memory_id": hit.get("memory_id"), "rank": hit.get("rank"), "score": hit.get("score")})
+            lines.append(number)
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    for column in ("rank", "score"):
+        frame[column] = frame[column].astype(object)
+    return frame, np.array(lines, dtype=np.int64), issues
 
 
 def log_bytes(path: str | Path | None = None) -> bytes:

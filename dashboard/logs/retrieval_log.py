@@ -21,6 +21,15 @@ line (the row number for Parquet, the record number for CSV) and the field, and
 every good row is imported. Rows repeating a (message_id, memory_id) pair are
 merged into the first one and counted; a repeat that disagrees on rank or score is
 reported as a conflict.
+
+A turn the store returned nothing for is one row with its ``message_id`` and no
+``memory_id``, ``rank`` or ``score`` (null, absent, or an empty CSV cell; an OTLP
+retriever span with no documents; a read-log line with ``candidate_count`` 0). Such
+a row is an *empty turn* (docs/monitoring.md, "Turns with no memory"): without it a
+per-memory log loses the turns left with no memory and understates their share. A
+row with no ``memory_id`` but a rank or a score is still a bad row. Empty turns are
+kept apart from the rows (``LogImport.empty_turns``), so what samples and labels
+memories never sees a row without one.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from connectors.common.lines import MAX_RANK, LineIssue
 from dashboard.logs.log_files import (
@@ -43,6 +54,8 @@ from dashboard.logs.log_files import (
     read_parquet,
 )
 
+EMPTY_TURN_COLUMNS = ("message_id", "user_id", "timestamp", "store", "line")
+
 
 @dataclass
 class LogImport:
@@ -55,6 +68,9 @@ class LogImport:
     conflicts: list[LineIssue] = field(default_factory=list)  # merged repeats that disagreed
     rows_read: int = 0  # data rows seen, good and bad, blank lines not counted
     bad_row_count: int | None = None  # set where one line holds many rows (OTLP)
+    # turns the store returned nothing for: EMPTY_TURN_COLUMNS, one row per message_id
+    empty_turns: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(EMPTY_TURN_COLUMNS)))
+    columnar: bool = False  # read by DuckDB's fast path (a clean file), not the validating reader
 
     @property
     def bad_rows(self) -> int:
@@ -64,7 +80,9 @@ class LogImport:
 
     @property
     def turns(self) -> int:
-        return int(self.rows["message_id"].nunique()) if len(self.rows) else 0
+        """Turns with a memory, plus the turns the store returned nothing for."""
+        with_memory = int(self.rows["message_id"].nunique()) if len(self.rows) else 0
+        return with_memory + len(self.empty_turns)
 
     def summary(self) -> str:
         text = (
@@ -72,6 +90,8 @@ class LogImport:
             f" from {self.rows_read:,} read; {self.bad_rows:,} bad row(s) skipped;"
             f" {self.duplicates:,} duplicate row(s) merged"
         )
+        if len(self.empty_turns):
+            text += f"; {len(self.empty_turns):,} turn(s) with no memory"
         if self.conflicts:
             text += f" ({len(self.conflicts):,} with a different rank or score: the first is kept)"
         return text
@@ -85,13 +105,99 @@ class LogImport:
 
 
 def read_log(path: str | Path, *, format: str | None = None, include_query: bool = False) -> LogImport:
-    """Read a log file; the format comes from the extension unless given."""
+    """Read a log file; the format comes from the extension unless given.
+
+    A clean JSONL, CSV or Parquet file is read by DuckDB (``columnar``: one scan,
+    every row checked in SQL); a file with any bad row or repeated pair, and every
+    other format, by the validating reader below, which names each bad row."""
     path = Path(path)
+    if not path.is_file():
+        raise LogFormatError(f"{path}: cannot read the file (no such file)")
+    fast = _read_fast(path, str(path), format)
+    if fast is not None:
+        return fast
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
     return read_log_bytes(data, str(path), format=format, include_query=include_query)
+
+
+FAST_MIN_BYTES = 1 << 20  # below this an upload is read in memory: a temporary file would cost more
+
+
+def _read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
+    """The log read by DuckDB when it is clean, else None (read it the validating way)."""
+    import duckdb
+
+    from dashboard.logs import columnar
+
+    try:
+        kind = format or columnar.file_kind(str(path))
+    except (LogFormatError, OSError):
+        return None
+    if kind not in ("jsonl", "csv", "parquet"):
+        return None
+    con = columnar.connect()
+    try:
+        source = columnar.fast_source(con, str(path), kind, 0)
+        if source is None:
+            return None
+        table = con.sql(
+            f"SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad FROM ({source})"
+        ).to_arrow_table()
+        if table.num_rows == 0 or pc.any(table.column("bad")).as_py():
+            return None
+        # a repeated pair is merged by the validating reader, which names the repeats that disagree
+        con.register("fast_rows", table)
+        repeated = con.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM fast_rows WHERE memory_id IS NOT NULL GROUP BY message_id, memory_id HAVING count(*) > 1)"
+        ).fetchone()
+        if repeated is None or repeated[0]:
+            return None
+    except duckdb.Error:
+        return None  # DuckDB would not parse it: the validating reader says why, line by line
+    finally:
+        con.close()
+    first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
+    if kind != "parquet" and _line_count(path) != table.num_rows + first_line - 1:
+        return None  # blank lines, a header only, values over several lines: line numbers would not hold
+    frame = table.drop_columns(["bad"]).to_pandas()
+    frame["line"] = np.arange(first_line, first_line + len(frame), dtype=np.int64)
+    empty_turn = frame["memory_id"].isna().to_numpy()
+    good = frame[~empty_turn].reset_index(drop=True)
+    good["rank"] = good["rank"].astype(np.int64)
+    good = good[[*COLUMNS, "line"]]
+    conflicts: list[LineIssue] = []
+    empty_turns, merged = _empty_turns(frame[empty_turn], good, name, conflicts)
+    return LogImport(
+        source=name, rows=good, duplicates=merged, conflicts=conflicts, rows_read=len(frame), empty_turns=empty_turns, columnar=True
+    )
+
+
+def _read_fast_bytes(data: bytes, name: str, kind: str) -> LogImport | None:
+    """An upload through the DuckDB path, by way of a temporary file (DuckDB reads
+    files); None when it is not clean, or is traces or a read log."""
+    import tempfile
+
+    from dashboard.logs import otlp, read_log
+
+    if kind == "jsonl" and (otlp.looks_like_otlp(data) or read_log.looks_like_read_log(data)):
+        return None
+    with tempfile.TemporaryDirectory(prefix="memlens-log-") as directory:
+        path = Path(directory) / f"upload.{kind}"
+        path.write_bytes(data)
+        return _read_fast(path, name, kind)
+
+
+def _line_count(path: Path) -> int:
+    """Lines in the file (a last line without a line feed counts), in 16 MB reads."""
+    count, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 24):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (0 if last == b"\n" else 1)
 
 
 def read_log_bytes(data: bytes, name: str, *, format: str | None = None, include_query: bool = False) -> LogImport:
@@ -100,18 +206,25 @@ def read_log_bytes(data: bytes, name: str, *, format: str | None = None, include
     A JSON file whose first object is an OTLP trace request (what an OpenTelemetry
     Collector's file exporter writes) is read as traces (dashboard.logs.otlp); its
     query text is kept only with `include_query`."""
-    from dashboard.logs import otlp
+    from dashboard.logs import otlp, read_log
 
     kind = format or detect_format(name)
+    if len(data) >= FAST_MIN_BYTES and kind in ("jsonl", "csv", "parquet"):
+        fast = _read_fast_bytes(data, name, kind)
+        if fast is not None:
+            return fast
     if kind == "otlp" or (kind == "jsonl" and otlp.looks_like_otlp(data)):
         frame, lines, span_issues, documents = otlp.read_otlp(data, name, include_query=include_query)
         result = _validate(frame, lines, [], name)
         # one line holds many spans: count bad rows, not lines
-        result.bad_row_count = len(frame) - len(result.rows) - result.duplicates + len(span_issues)
+        good = len(result.rows) + len(result.empty_turns)
+        result.bad_row_count = len(frame) - good - result.duplicates + len(span_issues)
         result.issues = sorted(result.issues + span_issues, key=lambda issue: (issue.line, issue.field))
         result.rows_read = documents
         return result
-    if kind == "jsonl":
+    if kind == "jsonl" and read_log.looks_like_read_log(data):
+        frame, lines, issues = read_log.read_log_rows(data, name)
+    elif kind == "jsonl":
         frame, lines, issues = read_jsonl(data, name)
     elif kind == "csv":
         frame, lines, issues = read_csv(data, name)
@@ -149,15 +262,25 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
         if column != "timestamp":
             # one text dtype (missing stays missing), also for e.g. integer ids in Parquet
             frame[column] = frame[column].astype("str")
+    # an empty turn: a message id and no memory, rank or score (the store returned nothing)
+    empty_turn = (
+        frame["message_id"].notna().to_numpy()
+        & frame["memory_id"].isna().to_numpy()
+        & frame["rank"].isna().to_numpy()
+        & frame["score"].isna().to_numpy()
+    )
     for column in ID_COLUMNS:
         values = frame[column]
         missing = values.isna().to_numpy()
-        flag(missing, column, "required, missing")
+        if column == "memory_id":
+            flag(missing & ~empty_turn, column, "required, missing (a turn with no memory leaves rank and score empty too)")
+        else:
+            flag(missing, column, "required, missing")
         flag(~missing & (values.fillna("").str.strip() == "").to_numpy(), column, "required, a non-empty string")
 
     rank = pd.to_numeric(frame["rank"], errors="coerce")
     raw_rank = frame["rank"]
-    flag(raw_rank.isna().to_numpy(), "rank", "required, missing")
+    flag(raw_rank.isna().to_numpy() & ~empty_turn, "rank", "required, missing")
     rank_values = rank.to_numpy(dtype=float, na_value=np.nan)
     not_number = rank.isna().to_numpy() & raw_rank.notna().to_numpy()
     flag(not_number, "rank", "not a whole number")
@@ -174,7 +297,7 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
     raw_score = frame["score"]
     score_values = score.to_numpy(dtype=float, na_value=np.nan)
     score_missing = raw_score.isna().to_numpy()
-    flag(score_missing, "score", "required, missing")
+    flag(score_missing & ~empty_turn, "score", "required, missing")
     # to_numeric turns unparseable text into NaN; a literal NaN / inf is also refused
     flag(~score_missing & ~np.isfinite(score_values), "score", "not a finite number")
 
@@ -190,7 +313,8 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
     frame["line"] = lines.astype(np.int64)
 
     issues = _issue_list(issues, found, name)
-    good = frame[~bad].reset_index(drop=True)
+    empty = frame[empty_turn & ~bad]
+    good = frame[~empty_turn & ~bad].reset_index(drop=True)
     duplicated = good.duplicated(list(ID_COLUMNS), keep="first").to_numpy()
     conflicts: list[LineIssue] = []
     if duplicated.any():
@@ -207,16 +331,41 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
                 conflicts.append(
                     LineIssue(name, int(line), column, f"repeats line {kept_line} with {column} {value} instead of {kept}; line {kept_line} is kept")
                 )
-        conflicts.sort(key=lambda issue: (issue.line, issue.field))
         good = good[~duplicated].reset_index(drop=True)
+    empty_turns, merged = _empty_turns(empty, good, name, conflicts)
+    conflicts.sort(key=lambda issue: (issue.line, issue.field))
     return LogImport(
         source=name,
         rows=good,
         issues=issues,
-        duplicates=int(duplicated.sum()),
+        duplicates=int(duplicated.sum()) + merged,
         conflicts=conflicts,
         rows_read=rows_read,
+        empty_turns=empty_turns,
     )
+
+
+def _empty_turns(empty: pd.DataFrame, good: pd.DataFrame, name: str, conflicts: list[LineIssue]) -> tuple[pd.DataFrame, int]:
+    """(one row per turn with no memory, how many empty-turn rows were merged). A
+    repeated empty-turn row is merged into the first; one for a turn that has
+    memories elsewhere in the log contradicts them: it is merged and reported."""
+    empty = empty[list(EMPTY_TURN_COLUMNS)]
+    if not len(empty):
+        return empty.reset_index(drop=True), 0
+    repeated = empty.duplicated("message_id", keep="first").to_numpy()
+    # arrow's set lookup: pandas' isin on text walks the million good ids in Python
+    with_memory = pc.is_in(pa.array(empty["message_id"], pa.string()), value_set=pa.array(good["message_id"], pa.string()))
+    with_memory = with_memory.to_numpy(zero_copy_only=False)
+    if with_memory.any():
+        first_line = good.groupby("message_id", sort=False)["line"].min()
+        for message_id, line in zip(empty["message_id"][with_memory], empty["line"][with_memory], strict=True):
+            kept_line = int(first_line[message_id])
+            conflicts.append(
+                LineIssue(name, int(line), "memory_id", f"says turn {message_id} had no memory, but line {kept_line} "
+                          "gives it one; the memories are kept")
+            )
+    drop = repeated | with_memory
+    return empty[~drop].reset_index(drop=True), int(drop.sum())
 
 
 def _contains(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:

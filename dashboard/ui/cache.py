@@ -7,11 +7,14 @@ floor move, a label click) reuses what is already open.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import tempfile
 import threading
 from concurrent.futures import Future
+from pathlib import Path
 
 import streamlit as st
 
@@ -24,6 +27,9 @@ from dashboard.database.model import LabelStoreError
 from dashboard.database.store import LABELS_URL_ENV, LabelStore
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
+from dashboard.logs.log_files import LogFormatError
+from dashboard.monitoring.relation import LogSet, open_logs
+from dashboard.monitoring.synthetic import DEMO_LOG, synthetic_log, write_daily
 
 
 def open_store(name: str, config_json: str) -> MemoryStore:
@@ -157,3 +163,45 @@ def model_warmup() -> Future:
 
     threading.Thread(target=load, name="memlens-model-warmup", daemon=True).start()
     return future
+
+
+def monitor_logs(files: list[tuple[str, bytes]]) -> LogSet:
+    """Uploaded logs as the monitor's relation and turns, built once per content: a
+    floor move or a window pick reruns SQL over the cached turns, never re-reads
+    the files. A LogFormatError propagates and is not cached."""
+    digest = hashlib.sha256()
+    for name, content in files:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+    return _monitor_logs(digest.hexdigest(), files)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _monitor_logs(digest: str, _files: list[tuple[str, bytes]]) -> LogSet:
+    # DuckDB reads files: the uploads go to a folder of their own, kept while the
+    # cached relation (which scans them) lives
+    folder = Path(tempfile.mkdtemp(prefix="memlens-monitor-"))
+    paths = []
+    for index, (name, content) in enumerate(_files):
+        path = folder / f"{index:03d}-{Path(name).name}"
+        path.write_bytes(content)
+        paths.append(str(path))
+    # issues and errors name the file as the user knows it, not the copy
+    names = {path: name for path, (name, _) in zip(paths, _files, strict=True)}
+    try:
+        logs = open_logs(paths)
+    except LogFormatError as exc:
+        message = str(exc)
+        for copy, name in names.items():
+            message = message.replace(copy, name)
+        raise LogFormatError(message) from None
+    logs.issues = [dataclasses.replace(issue, file=names.get(issue.file, issue.file)) for issue in logs.issues]
+    logs.files = [names[path] for path in paths]
+    return logs
+
+
+@st.cache_resource(show_spinner=False)
+def monitor_demo_logs() -> LogSet:
+    """The Monitor page's demo: 30 synthetic days with two known changes."""
+    folder = Path(tempfile.mkdtemp(prefix="memlens-monitor-demo-"))
+    paths = write_daily(synthetic_log(**DEMO_LOG), folder)  # type: ignore[arg-type]  # DEMO_LOG holds ints only
+    return open_logs([str(p) for p in paths])

@@ -23,6 +23,7 @@ PAGES = [
     ("quality", "Quality", "Retrieval quality"),
     ("browse", "Browse", "Browse a store"),
     ("compare", "Compare", "Compare two stores"),
+    ("monitor", "Monitor", "Monitor the floor"),
 ]
 PIZZA = "What is the user's favourite pizza topping?"
 

@@ -1,0 +1,140 @@
+"""`memlens monitor LOG...`: the shipped floor over production retrieval logs, for cron and CI.
+
+    memlens monitor logs/2026-01-*.parquet --floor-config memlens-floor.json [--window 1h|1d|1w]
+        [--baseline FROM..TO | --baseline-windows N] [--format table|json] [--fail-on-alert] [--webhook URL]
+
+Per window: turns, rows, the share of turns with no memory at the floor, memories
+kept per turn, the top-1 quantiles, the share of turns whose top-1 is near the floor,
+and the top-1 drift against the baseline; then `note:` lines (a window with too few
+turns is said, not tested) and one `alert:` line per alert (docs/monitoring.md).
+
+Bad rows go to stderr named by file, line and field, and the good rows are used.
+Exit status: 0 no alert (or alerts without --fail-on-alert), 1 alerts with
+--fail-on-alert, 2 unusable input (no such file, an unreadable file or floor config,
+no turn with a timestamp). A webhook (--webhook, $MEMLENS_MONITOR_WEBHOOK or the
+secrets file) gets one JSON message when there are alerts; its URL is never printed,
+and a failed post is reported on stderr without changing the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from dashboard.cli.arguments import positive_int, share
+from dashboard.logs.log_files import LogFormatError
+from dashboard.monitoring import report, webhook
+from dashboard.monitoring.alerts import (
+    DEFAULT_ALPHA,
+    DEFAULT_BASELINE_WINDOWS,
+    DEFAULT_MARGIN,
+    DEFAULT_MIN_TURNS,
+    Settings,
+    monitor,
+    parse_range,
+)
+from dashboard.monitoring.floor_config import FloorConfigError, read_floor_config
+from dashboard.monitoring.relation import expand_paths, open_logs
+from dashboard.monitoring.windows import WINDOWS
+
+EXIT_ALERT = 1
+EXIT_UNUSABLE = 2
+MAX_ISSUES_PRINTED = 100
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "monitor",
+        help="watch a shipped floor over production logs: no-memory share and top-1 drift per window, with alerts",
+        description="Windows of turns from retrieval logs (JSONL, CSV, Parquet, OTLP JSON, the app's read log) "
+        "against a baseline; alert when the share of turns with no memory jumps or the top-1 score drifts.",
+    )
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="log files, folders or globs (quote a glob for cron)")
+    floor = parser.add_mutually_exclusive_group(required=True)
+    floor.add_argument("--floor", type=float, help="the floor in production")
+    floor.add_argument("--floor-config", metavar="FLOOR.json", help="the floor JSON Calibrate exports (floor, label dates)")
+    parser.add_argument("--window", choices=tuple(WINDOWS), default="1d", help="window width (default 1d)")
+    baseline = parser.add_mutually_exclusive_group()
+    baseline.add_argument("--baseline", metavar="FROM..TO", help="baseline dates, e.g. 2026-01-01..2026-01-07 (UTC)")
+    baseline.add_argument(
+        "--baseline-windows",
+        type=positive_int,
+        metavar="N",
+        help=f"baseline: the first N windows (default {DEFAULT_BASELINE_WINDOWS}, when the floor config's label dates "
+        "are not in the log)",
+    )
+    parser.add_argument(
+        "--margin", type=share, default=DEFAULT_MARGIN, help="no-memory share rise that matters, as a share (default 0.05: 5 points)"
+    )
+    parser.add_argument("--alpha", type=share, default=DEFAULT_ALPHA, help="family-wise significance level (default 0.05)")
+    parser.add_argument(
+        "--min-turns", type=positive_int, default=DEFAULT_MIN_TURNS, help=f"fewest turns a window needs to be tested (default {DEFAULT_MIN_TURNS})"
+    )
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--fail-on-alert", action="store_true", help="exit 1 when a window alerts")
+    parser.add_argument(
+        "--webhook", metavar="URL", help=f"post the alerts here (default ${webhook.WEBHOOK_ENV} or the secrets file); never printed"
+    )
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def _error(message: str) -> int:
+    print(f"memlens monitor: {message}", file=sys.stderr)
+    return EXIT_UNUSABLE
+
+
+def run(args: argparse.Namespace) -> int:
+    config = None
+    if args.floor_config:
+        try:
+            config = read_floor_config(args.floor_config)
+        except FloorConfigError as exc:
+            return _error(str(exc))
+    floor = config.floor if config is not None else float(args.floor)
+    try:
+        baseline_range = parse_range(args.baseline) if args.baseline else None
+    except ValueError as exc:
+        return _error(f"--baseline {exc}")
+    try:
+        files = expand_paths(args.logs)
+        # the command watches one floor: count what it keeps per turn while building
+        # the turns, instead of keeping every score for a floor that never moves
+        logs = open_logs(files, scores=False, floor=floor)
+    except LogFormatError as exc:
+        return _error(str(exc))
+    issues = [str(issue) for issue in logs.issues]
+    for line in issues[:MAX_ISSUES_PRINTED]:
+        print(f"  {line}", file=sys.stderr)
+    if len(issues) > MAX_ISSUES_PRINTED:
+        print(f"  ... and {len(issues) - MAX_ISSUES_PRINTED:,} more: `memlens logs check FILE` lists every one", file=sys.stderr)
+    if issues:
+        print(f"memlens monitor: {logs.bad_rows:,} bad row(s) skipped; the other rows are used", file=sys.stderr)
+    settings = Settings(
+        floor=floor,
+        window=args.window,
+        margin=args.margin,
+        alpha=args.alpha,
+        min_turns=args.min_turns,
+        baseline_windows=args.baseline_windows or DEFAULT_BASELINE_WINDOWS,
+        baseline_range=baseline_range,
+        config_range=config.label_range if config is not None and not args.baseline_windows else None,
+    )
+    result = monitor(logs.con, settings)
+    counts = logs.counts()
+    if not result.windows:
+        return _error(f"no turn with a timestamp in {len(files)} file(s) ({counts['turns']:,} turns read): nothing to watch")
+    if args.format == "json":
+        print(json.dumps(report.as_json(result, files=files, issues=issues, counts=counts), indent=2, default=str))
+    else:
+        print("\n".join(report.text_lines(result, len(files))))
+    url = webhook.webhook_url(args.webhook)
+    if url and result.alerts:
+        problem = webhook.post(url, report.webhook_message(result, len(files)))
+        if problem:
+            print(f"memlens monitor: webhook: {problem}; the alerts are above", file=sys.stderr)
+        else:
+            print(f"memlens monitor: webhook: posted {len(result.alerts)} alert(s)", file=sys.stderr)
+    return EXIT_ALERT if result.alerts and args.fail_on_alert else 0

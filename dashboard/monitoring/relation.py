@@ -1,0 +1,261 @@
+"""Retrieval logs as one DuckDB relation, and the turns built from it. Pure (no streamlit).
+
+The relation ``retrievals`` holds every row of every log file with the log's columns
+(docs/domain.md: ids and scores), typed once:
+
+    message_id VARCHAR, memory_id VARCHAR, rank DOUBLE, score DOUBLE, ts TIMESTAMPTZ,
+    user_id VARCHAR, store VARCHAR, source INTEGER (which file), bad BOOLEAN
+
+A clean JSONL, CSV or Parquet file is read by DuckDB itself (``read_json``,
+``read_csv``, ``read_parquet``): the file is a view, never a pandas frame, and the
+checks memlens makes on every row (ids present, rank a whole number from 1, score
+finite, timestamp ISO 8601, JSON fields of the right type) are a column of the same
+scan, ``bad``. A file with any bad row, a file DuckDB cannot parse, and the formats
+it does not read (OTLP traces, the app's read log) go through memlens's validating
+reader (``retrieval_log.read_log``), which names every bad row by file, line and
+field; its good rows join the relation as an Arrow table. So the usual clean case is
+one pass over the files, and only a file with problems is read twice.
+
+``turns`` aggregates the relation per message_id in SQL, with repeated
+(message_id, memory_id) pairs merged: when, top-1 score, the scores of its memories.
+An empty-turn row (a message_id and no memory_id: docs/monitoring.md) gives a turn
+with no memories. Everything later (windows, alerts, the page) reads ``turns``, so a
+new floor is one query over it, not a new read of the files.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from connectors.common.lines import LineIssue
+from dashboard.logs.columnar import connect, fast_source, file_kind, probe
+from dashboard.logs.log_files import LogFormatError
+from dashboard.logs.retrieval_log import LogImport, read_log
+
+RELATION = "retrievals"
+TURNS = "turns"
+# the columns of the relation, in this order, for every source
+RELATION_COLUMNS = ("message_id", "memory_id", "rank", "score", "ts", "user_id", "store", "source", "bad")
+
+
+@dataclass
+class LogSet:
+    """The logs read into one DuckDB connection: the relation, the turns, and what
+    was wrong on the way."""
+
+    con: duckdb.DuckDBPyConnection
+    files: list[str]
+    issues: list[LineIssue] = field(default_factory=list)  # bad rows (file, line, field), left out
+    conflicts: list[LineIssue] = field(default_factory=list)  # repeats that disagreed, where named
+    fast_files: list[str] = field(default_factory=list)  # read by DuckDB directly
+    validated_files: list[str] = field(default_factory=list)  # read by the validating reader
+    # how each file is read: a DuckDB SELECT (fast), or by index the validating reader
+    sources: dict[int, str] = field(default_factory=dict, repr=False)
+    validate: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def bad_rows(self) -> int:
+        return len({(issue.file, issue.line) for issue in self.issues})
+
+    def counts(self) -> dict[str, int]:
+        """turns, rows (memories returned, repeats merged), empty turns, turns with no
+        timestamp, merged repeats, repeats disagreeing on the score."""
+        row = self.con.execute(
+            f"""SELECT count(*), coalesce(sum(rows), 0), count(*) FILTER (WHERE rows = 0),
+                       count(*) FILTER (WHERE ts IS NULL), coalesce(sum(merged), 0), coalesce(sum(conflicts), 0)
+                FROM {TURNS}"""
+        ).fetchone()
+        assert row is not None
+        keys = ("turns", "rows", "empty_turns", "no_timestamp", "merged", "conflicts")
+        return dict(zip(keys, (int(value) for value in row), strict=True))
+
+
+def expand_paths(patterns: list[str]) -> list[str]:
+    """Files named or matched by a glob, in order, each once; a pattern matching
+    nothing is an error naming it."""
+    files: list[str] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            raise LogFormatError(f"{pattern}: no file matches")
+        for match in matches:
+            if Path(match).is_dir():
+                matches_in = sorted(str(p) for p in Path(match).iterdir() if p.is_file() and not p.name.startswith("."))
+                files.extend(matches_in)
+            else:
+                files.append(match)
+    return list(dict.fromkeys(files))
+
+
+# ------------------------------------------------------------------ one file, validated
+
+
+def _validated_table(log: LogImport, index: int) -> pa.Table:
+    """The good rows and empty turns of a validated file, in the relation's columns."""
+    rows = log.rows
+    empty = log.empty_turns
+    columns = {
+        "message_id": list(rows["message_id"]) + list(empty["message_id"]),
+        "memory_id": list(rows["memory_id"]) + [None] * len(empty),
+        "rank": [float(r) for r in rows["rank"]] + [None] * len(empty),
+        "score": [float(s) for s in rows["score"]] + [None] * len(empty),
+        "ts": list(rows["timestamp"]) + list(empty["timestamp"]),
+        "user_id": list(rows["user_id"]) + list(empty["user_id"]),
+        "store": list(rows["store"]) + list(empty["store"]),
+    }
+    import pandas as pd
+
+    def text(values: list) -> list:
+        return [None if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v) for v in values]
+
+    stamps = [None if v is None or pd.isna(v) else pd.Timestamp(v).to_pydatetime() for v in columns["ts"]]
+    return pa.table(
+        {
+            "message_id": pa.array(text(columns["message_id"]), pa.string()),
+            "memory_id": pa.array(text(columns["memory_id"]), pa.string()),
+            "rank": pa.array(columns["rank"], pa.float64()),
+            "score": pa.array(columns["score"], pa.float64()),
+            "ts": pa.array(stamps, pa.timestamp("us", tz="UTC")),
+            "user_id": pa.array(text(columns["user_id"]), pa.string()),
+            "store": pa.array(text(columns["store"]), pa.string()),
+            "source": pa.array([index] * (len(rows) + len(empty)), pa.int32()),
+            "bad": pa.array([False] * (len(rows) + len(empty)), pa.bool_()),
+        }
+    )
+
+
+# ------------------------------------------------------------------ the log set
+
+
+def open_logs(
+    paths: list[str], *, con: duckdb.DuckDBPyConnection | None = None, scores: bool = True, floor: float | None = None
+) -> LogSet:
+    """Read the files into one relation and build the turns.
+
+    Raises LogFormatError (naming the file) for a file that cannot be read at all;
+    bad rows never raise, they are in ``issues``. ``scores=False`` leaves out the
+    per-turn score lists; with ``floor``, what each turn keeps at that floor is
+    counted instead: what the command needs, faster."""
+    con = con or connect()
+    files = [str(p) for p in paths]
+    logs = LogSet(con=con, files=files)
+    sources, validate = logs.sources, logs.validate
+    for index, path in enumerate(files):
+        if not Path(path).is_file():
+            raise LogFormatError(f"{path}: no such file")
+        kind = file_kind(path)
+        source = None if kind == "validate" else fast_source(con, path, kind, index)
+        if source is None:
+            validate.append(index)
+        else:
+            sources[index] = source
+    _define_relation(logs, scores=scores, floor=floor)
+    return logs
+
+
+def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None) -> None:
+    con = logs.con
+    sources, validate = logs.sources, logs.validate
+    while True:
+        for index in validate:
+            _read_validated(logs, index)
+        columns = ", ".join(RELATION_COLUMNS)
+        parts = [f"SELECT {columns} FROM ({source})" for source in sources.values()]
+        parts += [f"SELECT {columns} FROM validated_{index}" for index in validate]
+        if not parts:
+            con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS {_empty_relation()}")
+        else:
+            con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS " + " UNION ALL ".join(parts))
+        try:
+            bad = build_turns(con, scores=scores, floor=floor)
+        except duckdb.Error:
+            # some file DuckDB cannot parse (broken JSON, a ragged CSV row): find it
+            # and read it with the validating reader instead
+            broken = [index for index, source in sources.items() if not probe(con, source)]
+            if not broken:
+                raise
+            for index in broken:
+                del sources[index]
+                validate.append(index)
+            continue
+        bad = [index for index in bad if index in sources]
+        if not bad:
+            break
+        # files with bad rows: the validating reader names each one, and keeps the rest
+        for index in bad:
+            del sources[index]
+            validate.append(index)
+    logs.fast_files = [logs.files[i] for i in sorted(sources)]
+    logs.validated_files = [logs.files[i] for i in sorted(set(validate))]
+    logs.issues.sort(key=lambda issue: (logs.files.index(issue.file) if issue.file in logs.files else -1, issue.line, issue.field))
+
+
+def _read_validated(logs: LogSet, index: int) -> None:
+    name = f"validated_{index}"
+    if name in {row[0] for row in logs.con.execute("SHOW TABLES").fetchall()}:
+        return
+    log = read_log(logs.files[index])
+    logs.issues.extend(log.issues)
+    logs.conflicts.extend(log.conflicts)
+    logs.con.register(f"{name}_arrow", _validated_table(log, index))
+    logs.con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
+    logs.con.unregister(f"{name}_arrow")
+
+
+def _empty_relation() -> str:
+    return (
+        "SELECT CAST(NULL AS VARCHAR) AS message_id, CAST(NULL AS VARCHAR) AS memory_id, CAST(NULL AS DOUBLE) AS rank,"
+        " CAST(NULL AS DOUBLE) AS score, CAST(NULL AS TIMESTAMPTZ) AS ts, CAST(NULL AS VARCHAR) AS user_id,"
+        " CAST(NULL AS VARCHAR) AS store, 0 AS source, false AS bad WHERE false"
+    )
+
+
+def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: float | None = None) -> list[int]:
+    """The turns table from the relation: one row per message_id.
+
+    Repeats of a (message_id, memory_id) pair are merged into one memory (the score
+    of the earliest file; `conflicts` counts repeats whose scores differ). `scores`
+    keeps each turn's memory scores, so any floor can be applied later; with `floor`
+    instead, only the count kept at that floor is kept. Returns the sources that
+    had bad rows."""
+    kept = f", count(*) FILTER (WHERE good_rows > 0 AND score >= {float(floor)!r}) AS kept_at_floor" if floor is not None else ""
+    score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS scores" if scores else ""
+    con.execute(
+        f"""
+        CREATE OR REPLACE TABLE {TURNS} AS
+        WITH pairs AS (
+            SELECT message_id, memory_id,
+                   arg_min(score, source) FILTER (WHERE NOT bad) AS score,
+                   (min(score) FILTER (WHERE NOT bad)) <> (max(score) FILTER (WHERE NOT bad)) AS conflict,
+                   count(*) FILTER (WHERE NOT bad) AS good_rows,
+                   min(ts) FILTER (WHERE NOT bad) AS ts,
+                   count(*) FILTER (WHERE bad) AS bad_rows,
+                   min(source) FILTER (WHERE bad) AS bad_source
+            FROM {RELATION}
+            GROUP BY message_id, memory_id
+        )
+        SELECT message_id,
+               min(ts) AS ts,
+               count(*) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS rows,
+               max(score) AS top1,
+               coalesce(sum(good_rows) FILTER (WHERE memory_id IS NOT NULL), 0)
+                   - count(*) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS merged,
+               count(*) FILTER (WHERE conflict) AS conflicts,
+               sum(bad_rows) AS bad_rows,
+               list(DISTINCT bad_source) FILTER (WHERE bad_rows > 0) AS bad_sources,
+               bool_or(good_rows > 0) AS has_good
+               {score_list}{kept}
+        FROM pairs
+        GROUP BY message_id
+        """
+    )
+    bad = [int(row[0]) for row in con.execute(f"SELECT DISTINCT unnest(bad_sources) FROM {TURNS} WHERE bad_rows > 0").fetchall()]
+    # a message id seen only in bad rows is no turn
+    con.execute(f"DELETE FROM {TURNS} WHERE NOT has_good OR message_id IS NULL")
+    return bad
+

@@ -1,0 +1,109 @@
+"""The monitor's result as terminal lines, a JSON document and a webhook message. Pure."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dashboard.monitoring.alerts import MonitorResult
+from dashboard.monitoring.windows import Window
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.1%}"
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def header_lines(result: MonitorResult, files: int) -> list[str]:
+    s, b = result.settings, result.baseline
+    return [
+        f"floor {s.floor:g}, {s.window} windows, {len(result.windows):,} window(s) from {files:,} file(s)",
+        f"baseline: {b.how} ({b.label}): {b.turns:,} turns, no memory {_share(b.no_memory_share)}",
+    ]
+
+
+def table_lines(result: MonitorResult) -> list[str]:
+    window = result.settings.window
+    head = f"{'window':<17}{'turns':>9}{'rows':>10}{'no memory':>11}{'kept/turn':>11}{'top-1 p10':>11}{'p50':>7}{'p90':>7}{'near floor':>12}{'drift (KS)':>12}  "
+    lines = [head.rstrip()]
+    for w in result.windows:
+        role = "baseline" if w.in_baseline else ("" if w.tested else "not tested")
+        lines.append(
+            (
+                f"{w.label(window):<17}{w.turns:>9,}{w.rows:>10,}{_share(w.no_memory_share):>11}{w.kept_per_turn:>11.2f}"
+                f"{_score(w.p10):>11}{_score(w.p50):>7}{_score(w.p90):>7}{_share(w.near_floor):>12}{_score(w.drift):>12}  {role}"
+            ).rstrip()
+        )
+    return lines
+
+
+def text_lines(result: MonitorResult, files: int) -> list[str]:
+    lines = header_lines(result, files) + table_lines(result)
+    lines += [f"note: {note}" for note in result.notes]
+    lines += [alert.line() for alert in result.alerts]
+    if not result.alerts:
+        lines.append(f"no alert: {sum(w.tested for w in result.windows):,} window(s) tested against the baseline")
+    return lines
+
+
+def _window_dict(w: Window, window: str) -> dict[str, Any]:
+    def plain(value: float | None) -> float | None:
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+    return {
+        "window": w.label(window),
+        "start": w.start.isoformat(),
+        "end": w.end.isoformat(),
+        "turns": w.turns,
+        "rows": w.rows,
+        "no_memory_turns": w.no_memory,
+        "no_memory_share": plain(w.no_memory_share),
+        "kept_per_turn": w.kept_per_turn,
+        "top1_p10": w.p10,
+        "top1_p50": w.p50,
+        "top1_p90": w.p90,
+        "near_floor_share": w.near_floor,
+        "top1_drift": w.drift,
+        "drift_threshold": w.drift_threshold,
+        "in_baseline": w.in_baseline,
+        "tested": w.tested,
+        "no_memory_p": w.extra.get("no_memory_p"),
+        "drift_p": w.extra.get("drift_p"),
+    }
+
+
+def as_json(result: MonitorResult, *, files: list[str], issues: list[str], counts: dict[str, int]) -> dict[str, Any]:
+    s, b = result.settings, result.baseline
+    return {
+        "floor": s.floor,
+        "window": s.window,
+        "margin": s.margin,
+        "alpha": s.alpha,
+        "min_turns": s.min_turns,
+        "files": files,
+        "counts": counts,
+        "baseline": {
+            "how": b.how,
+            "windows": [w.label(s.window) for w in b.windows],
+            "turns": b.turns,
+            "no_memory_share": None if math.isnan(b.no_memory_share) else b.no_memory_share,
+            "drift_spread": b.drift_spread,
+        },
+        "windows": [_window_dict(w, s.window) for w in result.windows],
+        "alerts": [a.as_dict() for a in result.alerts],
+        "notes": result.notes,
+        "issues": issues,
+    }
+
+
+def webhook_message(result: MonitorResult, files: int) -> dict[str, Any]:
+    """One message for the run: Slack's {"text": ...} plus the structured alerts."""
+    s = result.settings
+    text = "\n".join(
+        [f"memlens monitor: {len(result.alerts)} alert(s) at floor {s.floor:g} ({s.window} windows, {files} file(s))"]
+        + [alert.line() for alert in result.alerts]
+    )
+    return {"text": text, "floor": s.floor, "window": s.window, "baseline": result.baseline.how, "alerts": [a.as_dict() for a in result.alerts]}

@@ -1,0 +1,289 @@
+"""The Monitor page's pieces: logs in, the floor, the windows as charts, one window's
+turns, and a labelling session drawn from exactly those turns.
+
+The logs are read once (dashboard/ui/cache.py keeps the relation and its turns);
+moving the floor or picking a window reruns SQL over the cached turns. Drawing a
+session reads the window's rows once, when the button is pressed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.database.model import LabelStoreError
+from dashboard.database.sessions import SessionExists
+from dashboard.floor import default_floor
+from dashboard.labels import sampling
+from dashboard.logs.log_files import LogFormatError
+from dashboard.monitoring.alerts import (
+    DEFAULT_BASELINE_WINDOWS,
+    DEFAULT_MARGIN,
+    DRIFT,
+    NO_MEMORY,
+    MonitorResult,
+    Settings,
+    monitor,
+)
+from dashboard.monitoring.floor_config import FloorConfigError, read_floor_config
+from dashboard.monitoring.relation import TURNS, LogSet
+from dashboard.monitoring.windows import NEAR_FLOOR, WINDOWS, Window, window_rows
+from dashboard.ui import cache
+
+DEMO_CHOICE = "Demo: 30 synthetic days with two known changes"
+UPLOAD_CHOICE = "Upload log files"
+MAX_TURNS_SHOWN = 500
+MAX_ISSUES_SHOWN = 200
+
+
+# ------------------------------------------------------------------ the logs
+
+
+def log_set() -> LogSet | None:
+    st.radio("Logs", [DEMO_CHOICE, UPLOAD_CHOICE], key="monitor_source", horizontal=True)
+    if st.session_state.get("monitor_source") == UPLOAD_CHOICE:
+        uploads = st.file_uploader(
+            "Log files (JSONL, CSV, Parquet, OTLP JSON traces, the app's read log): one per day, or any split",
+            type=["jsonl", "ndjson", "json", "csv", "parquet"],
+            accept_multiple_files=True,
+            key="monitor_upload",
+        )
+        if not uploads:
+            st.info("Choose one or more log files.")
+            return None
+        try:
+            with st.spinner("Reading the logs…", show_time=True):
+                logs = cache.monitor_logs([(upload.name, upload.getvalue()) for upload in uploads])
+        except LogFormatError as exc:
+            st.error(str(exc))
+            return None
+    else:
+        with st.spinner("Building the demo log…"):
+            logs = cache.monitor_demo_logs()
+        st.caption("More turns score under the floor on 2026-01-21; every score is 0.05 lower on 2026-01-26.")
+    if logs.issues:
+        st.warning(f"{logs.bad_rows:,} bad row(s) were skipped; the other rows are used.")
+        st.dataframe(
+            pd.DataFrame([{"file": i.file, "line": i.line, "field": i.field, "problem": i.message} for i in logs.issues[:MAX_ISSUES_SHOWN]]),
+            hide_index=True,
+            key="monitor_issues",
+        )
+    return logs
+
+
+def floor_and_settings() -> Settings:
+    """The floor (from a floor config, or the slider) and the window controls."""
+    state = st.session_state
+    config_range = None
+    upload = st.file_uploader("Floor config (the JSON Calibrate exports), optional", type=["json"], key="monitor_floor_config")
+    if upload is not None:
+        content = upload.getvalue()
+        digest = hashlib.sha256(content).hexdigest()
+        try:
+            config = _floor_config(content, upload.name)
+        except FloorConfigError as exc:
+            st.error(str(exc))
+            config = None
+        if config is not None:
+            config_range = config.label_range
+            if state.get("_monitor_config_seen") != digest:  # a new config sets the floor once; the slider moves it after
+                state["_monitor_config_seen"] = digest
+                state["monitor_floor"] = round(min(max(config.floor, 0.0), 1.0), 2)
+            st.caption(f"Shipped floor {config.floor:g}" + (f"; labelled {config.label_range[0]:%Y-%m-%d}..{config.label_range[1]:%Y-%m-%d}" if config.label_range else ""))
+    state.setdefault("monitor_floor", round(default_floor(), 2))
+    cols = st.columns(3)
+    floor = cols[0].slider("Floor", 0.0, 1.0, step=0.01, key="monitor_floor")
+    window = cols[1].selectbox("Window", list(WINDOWS), index=1, key="monitor_window_width")
+    margin = cols[2].number_input(
+        "Practical margin (points of no-memory share)", min_value=0.0, max_value=100.0, value=DEFAULT_MARGIN * 100, step=1.0, key="monitor_margin"
+    )
+    baseline_windows = st.number_input(
+        "Baseline: the first N windows (when the floor config's label dates are not in the log)",
+        min_value=1,
+        value=DEFAULT_BASELINE_WINDOWS,
+        step=1,
+        key="monitor_baseline_windows",
+    )
+    return Settings(floor=float(floor), window=window, margin=float(margin) / 100, baseline_windows=int(baseline_windows), config_range=config_range)
+
+
+def _floor_config(content: bytes, name: str):
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "floor.json"
+        path.write_bytes(content)
+        try:
+            return read_floor_config(path)
+        except FloorConfigError as exc:
+            raise FloorConfigError(str(exc).replace(str(path), name)) from None
+
+
+def result(logs: LogSet, settings: Settings) -> MonitorResult:
+    # a cursor per run: the cached database is shared by every session of the server
+    return monitor(logs.con.cursor(), settings)
+
+
+# ------------------------------------------------------------------ charts
+
+
+def show_summary(result: MonitorResult) -> None:
+    b = result.baseline
+    cols = st.columns(4)
+    cols[0].metric("Windows", f"{len(result.windows):,}")
+    cols[1].metric("Turns", f"{sum(w.turns for w in result.windows):,}")
+    cols[2].metric("Baseline no memory", "-" if b.turns == 0 else f"{b.no_memory_share:.1%}")
+    cols[3].metric("Alerts", f"{len(result.alerts):,}")
+    st.caption(f"Baseline: {b.how} ({b.label}), {b.turns:,} turns.")
+    for note in result.notes:
+        st.caption(f"note: {note}")
+    for alert in result.alerts:
+        st.error(alert.line(), icon=":material/warning:")
+
+
+def _alerted(result: MonitorResult, figure: str) -> set:
+    return {a.start for a in result.alerts if a.figure == figure}
+
+
+def show_charts(result: MonitorResult) -> None:
+    windows, s, b = result.windows, result.settings, result.baseline
+    x = [w.start for w in windows]
+    share = go.Figure()
+    if b.turns:
+        share.add_hrect(
+            y0=b.no_memory_share, y1=b.no_memory_share + s.margin, fillcolor="rgba(120,120,120,0.15)", line_width=0,
+            annotation_text="baseline + margin", annotation_position="top left",
+        )
+        share.add_hline(y=b.no_memory_share, line_dash="dot", line_color="gray")
+    share.add_trace(go.Scatter(x=x, y=[w.no_memory_share for w in windows], mode="lines+markers", name="no memory",
+                               customdata=[w.label(s.window) for w in windows], hovertemplate="%{customdata}: %{y:.1%}<extra></extra>"))
+    alerted = _alerted(result, NO_MEMORY)
+    share.add_trace(go.Scatter(x=[w.start for w in windows if w.start in alerted], y=[w.no_memory_share for w in windows if w.start in alerted],
+                               customdata=[w.label(s.window) for w in windows if w.start in alerted],
+                               mode="markers", marker={"symbol": "x", "size": 14, "color": "crimson"}, name="alert"))
+    share.update_layout(title="Turns with no memory at the floor", yaxis_tickformat=".0%", height=320, margin={"t": 40, "b": 20})
+    st.plotly_chart(share, key="monitor_chart", on_select="rerun", selection_mode="points")
+
+    quantiles = go.Figure()
+    for name, values in (("p90", [w.p90 for w in windows]), ("p50", [w.p50 for w in windows]), ("p10", [w.p10 for w in windows])):
+        quantiles.add_trace(go.Scatter(x=x, y=values, mode="lines+markers", name=f"top-1 {name}"))
+    quantiles.add_hline(y=s.floor, line_color="crimson", annotation_text=f"floor {s.floor:g}")
+    drifted = _alerted(result, DRIFT)
+    quantiles.add_trace(go.Scatter(x=[w.start for w in windows if w.start in drifted], y=[w.p50 for w in windows if w.start in drifted],
+                                   mode="markers", marker={"symbol": "x", "size": 14, "color": "crimson"}, name="drift alert"))
+    quantiles.update_layout(title="Top-1 score per window", height=320, margin={"t": 40, "b": 20})
+    st.plotly_chart(quantiles, key="monitor_quantiles")
+
+    turns = go.Figure(go.Bar(x=x, y=[w.turns for w in windows], name="turns"))
+    turns.update_layout(title="Turns per window", height=240, margin={"t": 40, "b": 20})
+    st.plotly_chart(turns, key="monitor_turns")
+
+
+# ------------------------------------------------------------------ one window
+
+
+def pick_window(result: MonitorResult) -> Window | None:
+    """The window picked on the no-memory chart, or in the list (alerts first by default)."""
+    windows = result.windows
+    if not windows:
+        return None
+    state = st.session_state
+    labels = [w.label(result.settings.window) for w in windows]
+    alerted = {a.window for a in result.alerts}
+    chart = state.get("monitor_chart")
+    points = (chart or {}).get("selection", {}).get("points", []) if isinstance(chart, dict) or hasattr(chart, "get") else []
+    if points:
+        point = points[0]
+        # every trace carries the window's label; the line's own index is a fallback
+        label = point.get("customdata")
+        if isinstance(label, list):
+            label = label[0] if label else None
+        if label not in labels and point.get("curve_number") == 0 and isinstance(point.get("point_index"), int):
+            label = labels[point["point_index"]] if 0 <= point["point_index"] < len(labels) else None
+        picked = json.dumps(point, sort_keys=True, default=str)
+        if label in labels and state.get("_monitor_chart_seen") != picked:
+            state["_monitor_chart_seen"] = picked  # a new click picks; an old one does not undo the list
+            state["monitor_window"] = label
+    if state.get("monitor_window") not in labels:
+        state["monitor_window"] = next((label for label in labels if label in alerted), labels[-1])
+    label = st.selectbox(
+        "Window (or click a point on the first chart)",
+        labels,
+        key="monitor_window",
+        format_func=lambda text: f"{text} (alert)" if text in alerted else text,
+    )
+    return windows[labels.index(label)]
+
+
+def show_window(logs: LogSet, result: MonitorResult, window: Window) -> None:
+    s = result.settings
+    st.subheader(f"Turns of {window.label(s.window)}")
+    st.caption(
+        f"{window.turns:,} turns, {window.no_memory_share:.1%} with no memory at {s.floor:g}, "
+        f"{window.kept_per_turn:.2f} kept per turn; "
+        + (f"{window.near_floor:.1%} with a top-1 within {NEAR_FLOOR} of the floor." if window.near_floor is not None else "")
+    )
+    frame = logs.con.cursor().execute(
+        f"""SELECT message_id, ts AS time, top1 AS "top-1", rows AS memories,
+                   coalesce(len(list_filter(scores, lambda v: v >= ?)), 0) AS kept,
+                   coalesce(top1, -1) < ? AS "no memory"
+            FROM {TURNS} WHERE ts >= ? AND ts < ? ORDER BY ts, message_id LIMIT {MAX_TURNS_SHOWN}""",
+        [s.floor, s.floor, window.start, window.end],
+    ).df()
+    st.dataframe(frame, hide_index=True, key="monitor_turns_table", column_config={"top-1": st.column_config.NumberColumn(format="%.3f")})
+    if window.turns > MAX_TURNS_SHOWN:
+        st.caption(f"The first {MAX_TURNS_SHOWN:,} of {window.turns:,} turns.")
+
+
+def _start_session(logs: LogSet, window: Window, window_label: str) -> None:
+    state = st.session_state
+    state.pop("monitor_session_error", None)
+    rows = window_rows(logs.con.cursor(), window.start, window.end)
+    if rows.empty:
+        state["monitor_session_error"] = "This window has no memory to label (every turn came back empty)."
+        return
+    try:
+        session = sampling.save_session(
+            cache.label_store(),
+            str(state.get("monitor_session_name") or ""),
+            rows,
+            method="stratified",
+            size=int(state.get("monitor_session_size", 200)),
+            seed=1,
+            source=f"monitor window {window_label}",
+        )
+    except (SessionExists, ValueError, LabelStoreError) as exc:
+        state["monitor_session_error"] = str(exc)
+        return
+    # the Label page opens on it
+    state["label_session"] = session.name
+    state["monitor_session_created"] = (
+        f"Session {session.name!r} created: {session.size} rows in {session.params.get('turns')} turns of {window_label}, "
+        "stratified by score band."
+    )
+
+
+def session_form(logs: LogSet, result: MonitorResult, window: Window) -> None:
+    label = window.label(result.settings.window)
+    state = st.session_state
+    if state.get("_monitor_session_for") != label:  # a new window: a name and size of its own
+        state["_monitor_session_for"] = label
+        state["monitor_session_name"] = f"monitor-{label.replace(' ', '-').replace(':', '')}"
+        state["monitor_session_size"] = min(200, max(1, window.rows))
+    with st.form("monitor_session_form"):
+        st.markdown("**Label fresh turns from this window**: a session stratified by score band, drawn from exactly these turns.")
+        cols = st.columns(2)
+        cols[0].text_input("Session name", key="monitor_session_name")
+        cols[1].number_input("Size (rows)", min_value=1, step=1, key="monitor_session_size")
+        st.form_submit_button("Start a labelling session", on_click=_start_session, args=(logs, window, label))
+    if error := state.get("monitor_session_error"):
+        st.error(error)
+    if note := state.get("monitor_session_created"):
+        st.success(note)
+        st.page_link("views/label.py", label="Label it now", icon=":material/label:")
+

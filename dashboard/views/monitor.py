@@ -1,0 +1,32 @@
+"""Monitor: the shipped floor over production logs, window by window."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.database.model import LabelStoreError
+from dashboard.ui import monitor_view as view
+from dashboard.ui.access import require_access
+
+st.title("Monitor the floor")
+require_access()  # logs name turns and memories
+st.caption(
+    "Per window: the turns left with no memory at the floor, the top-1 score, and alerts when "
+    "either moves away from the baseline. Pick a window to label fresh turns from it."
+)
+logs = view.log_set()
+if logs is None:
+    st.stop()
+settings = view.floor_and_settings()
+result = view.result(logs, settings)
+view.show_summary(result)
+if not result.windows:
+    st.stop()
+view.show_charts(result)
+window = view.pick_window(result)
+if window is not None:
+    view.show_window(logs, result, window)
+    try:
+        view.session_form(logs, result, window)
+    except LabelStoreError as exc:  # the label database went away: say so, keep the page up
+        st.error(str(exc))

@@ -1,0 +1,94 @@
+"""The DuckDB fast path gives exactly what the validating reader gives on a clean file,
+and hands any file with a bad row to the validating reader, which names it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dashboard.logs.retrieval_log import FAST_MIN_BYTES, read_log, read_log_bytes
+
+TRICKY: list[dict[str, Any]] = [
+    {"message_id": 'm"1', "memory_id": "a\\b", "rank": 1, "score": 1, "query": "café ☕ \u2028 ok", "timestamp": "2026-01-05T09:00:00Z"},
+    {"message_id": 'm"1', "memory_id": "é", "rank": 2.0, "score": -0.25, "user_id": None, "timestamp": "2026-01-05T11:00:00+02:00"},
+    {"message_id": "m2", "memory_id": None, "rank": None, "score": None, "user_id": "sam", "store": "s:1"},
+    {"message_id": "m3", "memory_id": "x", "rank": 3, "score": 0.5, "timestamp": "2026-01-05"},
+]
+
+
+def same(fast, slow):
+    assert fast.columnar and not slow.columnar
+    assert fast.rows.to_dict("records") == slow.rows.to_dict("records")
+    assert fast.empty_turns.to_dict("records") == slow.empty_turns.to_dict("records")
+    assert (fast.summary(), fast.issues, fast.conflicts) == (slow.summary(), slow.issues, slow.conflicts)
+    assert list(fast.rows.dtypes) == list(slow.rows.dtypes)
+
+
+def slow_read(path):
+    # under FAST_MIN_BYTES, bytes in memory take the validating reader
+    return read_log_bytes(path.read_bytes(), str(path))
+
+
+def test_a_clean_jsonl_file_reads_the_same_on_both_paths(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in TRICKY), encoding="utf-8")
+    same(read_log(path), slow_read(path))
+    assert read_log(path).rows["message_id"].tolist() == ['m"1', 'm"1', "m3"]
+    assert read_log(path).rows["memory_id"].tolist() == ["a\\b", "é", "x"]
+
+
+def test_a_clean_csv_and_parquet_file_read_the_same_on_both_paths(tmp_path):
+    table = pa.Table.from_pylist([{k: row.get(k) for k in ("message_id", "memory_id", "rank", "score", "user_id", "timestamp", "store")} for row in TRICKY])
+    pq.write_table(table, tmp_path / "log.parquet")
+    same(read_log(tmp_path / "log.parquet"), slow_read(tmp_path / "log.parquet"))
+    (tmp_path / "log.csv").write_text(
+        "message_id,memory_id,rank,score,timestamp\n"
+        '"m,1",a,1,0.5,2026-01-05T09:00:00Z\n'
+        "m2,,,,2026-01-05T09:00:00Z\n"
+        "m3,b,1,1e-3,\n",
+        encoding="utf-8",
+    )
+    same(read_log(tmp_path / "log.csv"), slow_read(tmp_path / "log.csv"))
+
+
+@pytest.mark.parametrize(
+    "line, field",
+    [
+        ('{"message_id": "m9", "memory_id": "b", "rank": "2", "score": 0.4}', "rank"),  # DuckDB would cast "2"
+        ('{"message_id": 9, "memory_id": "b", "rank": 2, "score": 0.4}', "message_id"),  # ... and 9 to "9"
+        ('{"message_id": "m9", "memory_id": "b", "rank": 2, "score": 0.4, "user_id": true}', "user_id"),
+        ('{"message_id": "m9", "memory_id": "b", "rank": 2, "score": 0.4, "timestamp": "soon"}', "timestamp"),
+        ('{"message_id": "m9", "memory_id": "b", "rank": 2, "score": 0.4}{"message_id": "m9"}', "(line)"),
+        ("null", "(line)"),
+    ],
+)
+def test_one_bad_line_sends_the_file_to_the_validating_reader_which_names_it(tmp_path, line, field):
+    path = tmp_path / "log.jsonl"
+    path.write_text(json.dumps(TRICKY[3]) + "\n" + line + "\n")
+    log = read_log(path)
+    assert [(issue.line, issue.field) for issue in log.issues] == [(2, field)] and not log.columnar
+    assert log.rows["memory_id"].tolist() == ["x"]
+
+
+def test_repeated_pairs_and_blank_lines_take_the_validating_reader(tmp_path):
+    path = tmp_path / "log.jsonl"
+    row = json.dumps(TRICKY[3])
+    path.write_text(f"{row}\n\n{row.replace('0.5', '0.6')}\n")
+    log = read_log(path)
+    assert log.duplicates == 1 and [str(c) for c in log.conflicts] == [
+        f"{path}: line 3, field 'score': repeats line 1 with score 0.6 instead of 0.5; line 1 is kept"
+    ]
+
+
+def test_a_large_upload_takes_the_fast_path_and_keeps_its_name(tmp_path):
+    rows = [{"message_id": f"m{i // 3}", "memory_id": f"k{i}", "rank": i % 3 + 1, "score": 0.5} for i in range(FAST_MIN_BYTES // 50)]
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    assert len(data) >= FAST_MIN_BYTES
+    log = read_log_bytes(data, "week.jsonl")
+    assert len(log.rows) == len(rows) and log.source == "week.jsonl" and log.columnar
+    broken = read_log_bytes(data + b'{"message_id": "m", "memory_id": "z", "rank": 0, "score": 0.1}\n', "week.jsonl")
+    assert [str(i) for i in broken.issues] == [f"week.jsonl: line {len(rows) + 1}, field 'rank': must be 1 or more (ranks are 1-based)"]
