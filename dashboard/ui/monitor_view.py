@@ -33,6 +33,7 @@ from dashboard.monitoring.floor_config import FloorConfigError, read_floor_confi
 from dashboard.monitoring.relation import TURNS, LogSet
 from dashboard.monitoring.windows import NEAR_FLOOR, WINDOWS, Window, window_rows
 from dashboard.ui import cache
+from dashboard.ui.errors import show_error
 
 DEMO_CHOICE = "Demo: 30 synthetic days with two known changes"
 UPLOAD_CHOICE = "Upload log files"
@@ -59,7 +60,7 @@ def log_set() -> LogSet | None:
             with st.spinner("Reading the logs…", show_time=True):
                 logs = cache.monitor_logs([(upload.name, upload.getvalue()) for upload in uploads])
         except LogFormatError as exc:
-            st.error(str(exc))
+            show_error(str(exc))
             return None
     else:
         with st.spinner("Building the demo log…"):
@@ -86,7 +87,7 @@ def floor_and_settings() -> Settings:
         try:
             config = _floor_config(content, upload.name)
         except FloorConfigError as exc:
-            st.error(str(exc))
+            show_error(str(exc))
             config = None
         if config is not None:
             config_range = config.label_range
@@ -143,7 +144,7 @@ def show_summary(result: MonitorResult) -> None:
     for note in result.notes:
         st.caption(f"note: {note}")
     for alert in result.alerts:
-        st.error(alert.line(), icon=":material/warning:")
+        show_error(alert.line())
 
 
 def _alerted(result: MonitorResult, figure: str) -> set:
@@ -282,7 +283,7 @@ def session_form(logs: LogSet, result: MonitorResult, window: Window) -> None:
         cols[1].number_input("Size (rows)", min_value=1, step=1, key="monitor_session_size")
         st.form_submit_button("Start a labelling session", on_click=_start_session, args=(logs, window, label))
     if error := state.get("monitor_session_error"):
-        st.error(error)
+        show_error(error)
     if note := state.get("monitor_session_created"):
         st.success(note)
         st.page_link("views/label.py", label="Label it now", icon=":material/label:")

@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard.database.model import LabelStoreError
 from dashboard.ui import monitor_view as view
 from dashboard.ui.access import require_access
+from dashboard.ui.errors import show_error
 
 st.title("Monitor the floor")
 require_access()  # logs name turns and memories
@@ -29,4 +30,4 @@ if window is not None:
     try:
         view.session_form(logs, result, window)
     except LabelStoreError as exc:  # the label database went away: say so, keep the page up
-        st.error(str(exc))
+        show_error(str(exc))

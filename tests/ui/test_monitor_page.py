@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from page_text import error_texts
+
 from dashboard.database.store import LabelStore
 from dashboard.monitoring.synthetic import DEMO_LOG
 from dashboard.ui import cache
@@ -21,7 +23,7 @@ def open_monitor(app, **state):
 
 def test_the_demo_shows_its_two_known_changes_as_alerts_with_charts(app):
     at = open_monitor(app)
-    alerts = [e.value for e in at.error]
+    alerts = error_texts(at)
     assert any(a.startswith("alert: 2026-01-21: no-memory share") for a in alerts)
     assert any(a.startswith("alert: 2026-01-26: top-1 drift (KS)") for a in alerts)
     figures = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
