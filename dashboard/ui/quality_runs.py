@@ -21,7 +21,7 @@ from dashboard.evaluation import judged_sets, whatif
 from dashboard.evaluation.compare import CompareError, Comparison, compare_runs, inspect_link
 from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
 from dashboard.evaluation.metrics import RunFigures, format_value, run_figures
-from dashboard.evaluation.runs import RunRequest, RunStopped, resume_run, start_run, store_limit
+from dashboard.evaluation.runs import RunRequest, RunStopped, failure_summary, resume_run, start_run, store_limit
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
 from dashboard.labels.model import LabelStoreError
@@ -150,7 +150,15 @@ def _execute(work: Any) -> None:
     try:
         info = work(progress)
         st.session_state["eval_run"] = info.run_id
-        st.success(f"Run **{info.name}** complete: {info.total} questions.")
+        if info.failed:
+            # a store outage must not pass for a finished run: say so, and that Resume asks again
+            errors = [o.error for o in EvalStore(cache.label_store()).outcomes(info.run_id)]
+            st.warning(
+                f"Run **{inert_markdown(info.name)}** is incomplete: {failure_summary(info, errors)}."
+                " They count as returning nothing; Resume asks them again."
+            )
+        else:
+            st.success(f"Run **{inert_markdown(info.name)}** complete: {info.total} questions.")
     except RunStopped as exc:
         st.warning(f"The run stopped and is kept as incomplete: {exc}")
     except ConnectorError as exc:
@@ -163,8 +171,8 @@ def _execute(work: Any) -> None:
 def runs_frame(runs: list[RunInfo]) -> pd.DataFrame:
     return pd.DataFrame(
         [
-            {"run": r.run_id, "name": r.name, "status": r.status, "judged set": f"{r.set_name} ({r.set_hash[:8]})",
-             "store": r.fingerprint, "k": r.k, "started": r.started_at[:19]}
+            {"run": r.run_id, "name": r.name, "status": r.status, "failed": r.failed,
+             "judged set": f"{r.set_name} ({r.set_hash[:8]})", "store": r.fingerprint, "k": r.k, "started": r.started_at[:19]}
             for r in reversed(runs)
         ]
     )
@@ -205,7 +213,11 @@ def show_runs(evals: EvalStore) -> list[RunInfo]:
     if not info.complete:
         st.warning(f"This run is {info.status}: the figures cover the questions it answered only.")
     if figures.errors:
-        st.warning(f"{figures.errors} question(s) failed in this run and count as returning nothing.")
+        errors = [r.error for r in figures.per_query]
+        st.warning(
+            f"{figures.errors} question(s) failed in this run and count as returning nothing"
+            f" ({inert_markdown(failure_summary(info, errors))}); Resume asks them again."
+        )
     for note in info.notes:
         st.caption(f"Store note: {note}")
     metrics_cols = st.columns(4)
