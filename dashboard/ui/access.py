@@ -18,6 +18,7 @@ import hmac
 
 import streamlit as st
 
+from dashboard.display import inert_markdown
 from dashboard.ui.sidebar import secret_value
 
 PASSWORD_ENV = "MEMLENS_PASSWORD"
@@ -78,7 +79,7 @@ def require_access() -> None:
         st.text_input("Password", type="password", key="access_password")
         st.form_submit_button("Unlock", on_click=_check_password, args=(password,))
     if error := st.session_state.get("access_error"):
-        st.error(error)
+        st.error(inert_markdown(error))
     st.stop()
 
 
@@ -87,7 +88,7 @@ def account_menu() -> None:
     once per run, after the gate."""
     identity = logged_in_identity()
     if identity:
-        st.sidebar.caption(f"Signed in as **{identity}**")
+        st.sidebar.caption(f"Signed in as **{inert_markdown(identity)}**")
         st.sidebar.button("Sign out", key="access_logout", on_click=st.logout)
 
 
@@ -106,11 +107,11 @@ def require_reviewer() -> str:
     once per browser session (the page stops until one is given)."""
     identity = logged_in_identity()
     if identity:
-        st.sidebar.caption(f"Labelling as **{identity}** (signed in)")
+        st.sidebar.caption(f"Labelling as **{inert_markdown(identity)}** (signed in)")
         return identity
     name = st.session_state.get(REVIEWER_KEY)
     if name:
-        st.sidebar.caption(f"Labelling as **{name}**")
+        st.sidebar.caption(f"Labelling as **{inert_markdown(name)}**")
         st.sidebar.button("Change reviewer", key="label_change_reviewer", on_click=_change_reviewer)
         return name
     st.info("Who is labelling? Your name goes with every label you give, so agreement between reviewers can be measured.")

@@ -13,7 +13,7 @@ import streamlit as st
 from connectors.base import ConnectorError, Memory, SupportsHistory
 from connectors.registry import REGISTRY
 from dashboard.browse import Scan, find_text_matches, history_matches, history_rows, scan_memories, stored_verdict
-from dashboard.display import TABLE_TEXT_CHARS, clip_text, hits_frame
+from dashboard.display import TABLE_TEXT_CHARS, clip_text, hits_frame, inert_markdown
 from dashboard.logs.read_log import logged_query
 from dashboard.ui import cache
 from dashboard.ui.sidebar import StoreChoice
@@ -67,14 +67,14 @@ def _listing(choice: StoreChoice, user: str | None, size: int, page: int) -> tup
 
 
 def show_listing(choice: StoreChoice, user: str | None) -> None:
-    st.subheader(f"Memories of {user}" if user else "Memories")
+    st.subheader(f"Memories of {inert_markdown(user)}" if user else "Memories")
     cols = st.columns([1, 1, 3])
     size = cols[0].selectbox("Per page", PAGE_SIZES, key="browse_page_size")
     page = int(cols[1].number_input("Page", min_value=1, step=1, key="browse_page"))
     needle = cols[2].text_input("Filter this page", key="browse_filter", placeholder="words in the text or id")
     memories, error = _listing(choice, user, int(size), page)
     if error:
-        st.error(f"The store could not list memories: {error}")
+        st.error(f"The store could not list memories: {inert_markdown(str(error))}")
         return
     if not memories:
         st.info("No memories on this page." if page > 1 else "This store holds no memories for this user.")
@@ -134,7 +134,7 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
         return
     outcome = _check(choice, user, expected)
     if outcome["error"]:
-        st.error(f"The store could not answer: {outcome['error']}")
+        st.error(f"The store could not answer: {inert_markdown(str(outcome['error']))}")
         return
     scan: Scan = outcome["scan"]
     nearest = outcome["nearest"]
@@ -167,7 +167,7 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
         left.caption(f"None among {len(scan.memories):,} memories.")
     right.markdown("**Nearest by embedding** (the store's own search for this text)")
     for note in nearest.notes:
-        right.caption(note)
+        right.caption(inert_markdown(note))
     if nearest.raw_score_kind:
         right.caption(f"The store returns {nearest.raw_score_kind}; scores are normalised so higher is better.")
     if nearest.hits:
@@ -199,7 +199,7 @@ def show_rewrites(choice: StoreChoice, expected: str) -> None:
     assert isinstance(store, SupportsHistory)
     events, error = _history(choice, f"rewrites:{expected}", store.rewrites)
     if error:
-        st.error(f"Mem0's history could not be read: {error}")
+        st.error(f"Mem0's history could not be read: {inert_markdown(str(error))}")
         return
     matches = history_matches(events or [], expected)
     if not matches:
@@ -207,7 +207,7 @@ def show_rewrites(choice: StoreChoice, expected: str) -> None:
         return
     st.markdown("**What Mem0 did to it** (its write history; the history has no user id, so any user's)")
     for match in matches:
-        st.warning(match.message)
+        st.warning(inert_markdown(match.message))
 
 
 def show_history(choice: StoreChoice) -> None:
@@ -222,9 +222,9 @@ def show_history(choice: StoreChoice) -> None:
         return
     events, error = _history(choice, f"memory:{memory_id}", lambda: store.history(memory_id))
     if error:
-        st.error(f"Mem0's history could not be read: {error}")
+        st.error(f"Mem0's history could not be read: {inert_markdown(str(error))}")
         return
     if not events:
-        st.info(f"Mem0 recorded no write for {memory_id}.")
+        st.info(f"Mem0 recorded no write for {inert_markdown(memory_id)}.")
         return
     st.dataframe(pd.DataFrame(history_rows(events)), hide_index=True, width="stretch", key="browse_history_table")

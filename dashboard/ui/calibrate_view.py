@@ -21,6 +21,7 @@ from dashboard.calibration.advice import FloorAdvice
 from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
 from dashboard.calibration.report import floor_choice
 from dashboard.calibration.sweep import Calibration, CalibrationError, LabelledScores, calibrate, evaluate, format_floor
+from dashboard.display import inert_markdown
 from dashboard.floor import default_floor
 from dashboard.labels.demo import DEMO_LABELS, load_demo_labels
 from dashboard.labels.model import LabelStoreError
@@ -75,7 +76,7 @@ def label_source() -> LabelSource | None:
     try:
         return _stored_labels()
     except LabelStoreError as exc:  # the label database went away: say so, keep the page up
-        st.error(f"The label store cannot be read: {exc}. Upload a label file to calibrate meanwhile.")
+        st.error(f"The label store cannot be read: {inert_markdown(str(exc))}. Upload a label file to calibrate meanwhile.")
         return None
 
 
@@ -139,7 +140,7 @@ def _uploaded_labels() -> LabelSource | None:
         with st.spinner(f"Reading {upload.name}…", show_time=True):  # a big file takes seconds
             labels = cache.parsed_label_file(upload.getvalue(), upload.name)
     except LabelFileError as exc:
-        st.error(str(exc))
+        st.error(inert_markdown(str(exc)))
         return None
     return LabelSource(labels, "upload", {"file": upload.name})
 
@@ -166,11 +167,11 @@ def _run_labels() -> LabelSource | None:
 
 def show_issues(labels: LabelFile) -> None:
     for note in labels.notes:
-        st.caption(note)
+        st.caption(inert_markdown(note))
     if not labels.issues:
         return
     st.warning(
-        f"{len(labels.issues)} problem(s) in {labels.source}: {labels.skipped} row(s) skipped, "
+        f"{len(labels.issues)} problem(s) in {inert_markdown(labels.source)}: {labels.skipped} row(s) skipped, "
         f"{len(labels.rows)} usable row(s) used."
     )
     with st.expander("Problems, by line"):
@@ -209,7 +210,7 @@ def scores_or_error(labels: LabelFile) -> LabelledScores | None:
         st.session_state["_scores_memo"] = (labels, scores)
         return scores
     except CalibrationError as exc:
-        st.error(f"Cannot calibrate on {labels.source}: {exc}")
+        st.error(f"Cannot calibrate on {inert_markdown(labels.source)}: {inert_markdown(str(exc))}")
         return None
 
 
@@ -244,7 +245,7 @@ def controls() -> tuple[float, list[float]]:
     text = cols[1].text_input("Floors to list", value=DEFAULT_FLOORS_TEXT, key="calibrate_floors")
     floors, bad = parse_floor_list(text)
     if bad:
-        st.warning(f"Not a number, left out of the floor list: {', '.join(repr(b) for b in bad)}")
+        st.warning(f"Not a number, left out of the floor list: {inert_markdown(', '.join(repr(b) for b in bad))}")
     return float(cost_ratio), floors
 
 
@@ -288,7 +289,7 @@ def show_summary(result: Calibration, current: float, advice: FloorAdvice | None
     cols[2].metric("Not relevant", f"{data.irrelevant_count:,}")
     cols[3].metric("Turns", f"{data.turns:,}" if data.turn is not None else "n/a")
     for note in result.notes:
-        st.caption(note)
+        st.caption(inert_markdown(note))
 
     if result.band:
         st.success(f"Separating band: {result.band.describe()}.")

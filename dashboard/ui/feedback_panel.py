@@ -16,6 +16,7 @@ import streamlit as st
 from connectors.base import ConnectorError, Hit, QueriesBumpUsage, QueryResult, SupportsFeedback
 from connectors.registry import REGISTRY
 from dashboard import feedback
+from dashboard.display import inert_markdown
 from dashboard.logs import read_log as readlog
 from dashboard.ranking.rank_lookup import find_rank, lookup_k
 from dashboard.ui.sidebar import StoreChoice
@@ -71,7 +72,7 @@ def show_rank_lookup(result: QueryResult, choice: StoreChoice, user: str | None)
     if not entry or entry["context"] != _context(choice, user, result):
         return
     if entry["error"]:
-        st.error(f"The lookup failed: {entry['error']}")
+        st.error(f"The lookup failed: {inert_markdown(str(entry['error']))}")
         return
     lookup = entry["lookup"]
     (st.success if lookup.found else st.warning)(lookup.message())
@@ -142,7 +143,7 @@ def show_feedback(result: QueryResult, choice: StoreChoice, user: str | None, ke
         st.text_input("Comment (required): what is wrong with this memory here?", key="feedback_comment", max_chars=500)
     st.button("Review before sending", key="feedback_prepare", on_click=_prepare, args=(context, result, kept, dropped))
     if error := state.get("feedback_error"):
-        st.error(error)
+        st.error(inert_markdown(error))
 
     pending = state.get("feedback_pending")
     if pending:
@@ -174,7 +175,7 @@ def show_feedback(result: QueryResult, choice: StoreChoice, user: str | None, ke
         outcomes = sent["outcomes"]
         failed = [o for o in outcomes if o.error]
         if failed:
-            st.error(f"{len(failed)} of {len(outcomes)} signal(s) failed: {failed[0].error}")
+            st.error(f"{len(failed)} of {len(outcomes)} signal(s) failed: {inert_markdown(str(failed[0].error))}")
         if len(failed) < len(outcomes):
             st.success(f"Sent {len(outcomes) - len(failed)} signal(s). Importance before and after:")
         st.dataframe(pd.DataFrame([o.row() for o in outcomes]), hide_index=True, key="feedback_outcomes_table")

@@ -107,7 +107,7 @@ def sync_url(user: str | None, k: int, floor: float) -> None:
     if {key: st.query_params.get(key) for key in wanted} != wanted or set(st.query_params) - set(wanted):
         st.query_params.from_dict(wanted)
     for warning in st.session_state.pop("_url_warnings", []):
-        st.warning(warning)
+        st.warning(inert_markdown(warning))
 
 
 # ------------------------------------------------------------------ sidebar bits
@@ -167,7 +167,7 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
                 state["result_error"] = f"{type(exc).__name__}: {exc}"
         state["result_key"] = key
     if state.get("result_error"):
-        st.error(f"The store could not answer: {state['result_error']}")
+        st.error(f"The store could not answer: {inert_markdown(state['result_error'])}")
         st.button("Retry", key="retry_query", on_click=lambda: state.pop("result_key", None))
         return None
     return state["result"]
@@ -184,7 +184,7 @@ def current_message_id() -> str:
 def show_notes(result: QueryResult) -> None:
     # A store can send one note per result; 100,000 warning boxes would hang the tab.
     for note in result.notes[:MAX_NOTES]:
-        st.warning(note)
+        st.warning(inert_markdown(note))
     if len(result.notes) > MAX_NOTES:
         st.warning(f"… and {len(result.notes) - MAX_NOTES:,} more notes from the store, not shown.")
     if not result.score_kind.comparable_to_floor:
@@ -338,8 +338,8 @@ def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer:
         # A click that failed is reported even though its row cannot be drawn now.
         for hit in result.hits[:MAX_LABEL_ROWS]:
             if error := st.session_state.pop(f"label_error_{hit.memory_id}", None):
-                st.error(error)
-        st.error(f"Labelling is unavailable: {exc}")
+                st.error(inert_markdown(error))
+        st.error(f"Labelling is unavailable: {inert_markdown(str(exc))}")
         return
     labels = _row_labels(msg, reviewer)
     labels.clear()
@@ -356,7 +356,7 @@ def _label_row(hit: Hit, msg: str, choice: StoreChoice, reviewer: str, store_tex
     if st.session_state.pop(REDRAW_PAGE, False):
         st.rerun()
     if error := st.session_state.pop(f"label_error_{hit.memory_id}", None):
-        st.error(error)
+        st.error(inert_markdown(error))
     text, clipped = clip_text(hit.text)
     cols = st.columns([6, 2, 1.4, 1.6])
     score = f"{hit.score:.3f}" if hit.score is not None else "no score"
@@ -391,7 +391,7 @@ def show_session_labels(include_text: bool) -> None:
     try:
         labels = cache.label_store().labels(reviewer=reviewer)
     except LabelStoreError as exc:
-        st.error(f"Cannot read the labels: {exc}")
+        st.error(f"Cannot read the labels: {inert_markdown(str(exc))}")
         return
     st.session_state[NO_SESSION_LABELS_DRAWN] = not labels
     if not labels:

@@ -36,7 +36,7 @@ def eval_store() -> EvalStore | None:
     try:
         return EvalStore(cache.label_store())
     except LabelStoreError as exc:
-        st.error(f"The label database cannot be reached, so runs cannot be kept: {exc}")
+        st.error(f"The label database cannot be reached, so runs cannot be kept: {inert_markdown(str(exc))}")
         return None
 
 
@@ -47,7 +47,7 @@ def _keep(evals: EvalStore, judged: JudgedSet) -> None:
     evals.save_set(judged)
     st.session_state["eval_set"] = judged.name
     st.session_state["eval_set_message"] = (
-        f"Kept judged set **{judged.name}**: {len(judged.questions)} questions"
+        f"Kept judged set **{inert_markdown(judged.name)}**: {len(judged.questions)} questions"
         + (f"; {len(judged.issues)} {'turn(s)' if judged.source == 'labels' else 'line(s)'} left out" if judged.issues else "")
     )
 
@@ -69,14 +69,14 @@ def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
                 if uploaded.issues:
                     st.session_state["eval_set_issues"] = uploaded.issue_report()
             except JudgedSetError as exc:
-                st.error(str(exc))
+                st.error(inert_markdown(str(exc)))
         promote_name = st.text_input("Name for the promoted set", value="from labels", key="eval_promote_name")
         if st.button("Promote labelled turns to a judged set", key="eval_promote"):
             _promote(evals, promote_name.strip() or "from labels")
     if message := st.session_state.pop("eval_set_message", None):
         st.success(message)
     if issues := st.session_state.pop("eval_set_issues", None):
-        st.warning("Lines skipped:\n\n" + "\n".join(f"- {line}" for line in issues.splitlines()[:50]))
+        st.warning("Lines skipped:\n\n" + "\n".join(f"- {inert_markdown(line)}" for line in issues.splitlines()[:50]))
     names = [DEMO_SET, *[n for n in evals.set_names() if n != "demo"]]
     if st.session_state.get("eval_set") not in names:
         st.session_state["eval_set"] = DEMO_SET
@@ -160,9 +160,9 @@ def _execute(work: Any) -> None:
         else:
             st.success(f"Run **{inert_markdown(info.name)}** complete: {info.total} questions.")
     except RunStopped as exc:
-        st.warning(f"The run stopped and is kept as incomplete: {exc}")
+        st.warning(f"The run stopped and is kept as incomplete: {inert_markdown(str(exc))}")
     except ConnectorError as exc:
-        st.error(f"The store failed: {exc}")
+        st.error(f"The store failed: {inert_markdown(str(exc))}")
 
 
 # ------------------------------------------------------------------ figures
@@ -208,7 +208,7 @@ def show_runs(evals: EvalStore) -> list[RunInfo]:
     n = min(n, info.k)
     judged, figures = figures_of(evals, info, n, floor)
     if figures is None:
-        st.error(f"The judged set this run was judged against ({info.set_name}, {info.set_hash}) is gone.")
+        st.error(f"The judged set this run was judged against ({inert_markdown(info.set_name)}, {info.set_hash}) is gone.")
         return runs
     if not info.complete:
         st.warning(f"This run is {info.status}: the figures cover the questions it answered only.")
@@ -219,7 +219,7 @@ def show_runs(evals: EvalStore) -> list[RunInfo]:
             f" ({inert_markdown(failure_summary(info, errors))}); Resume asks them again."
         )
     for note in info.notes:
-        st.caption(f"Store note: {note}")
+        st.caption(f"Store note: {inert_markdown(note)}")
     metrics_cols = st.columns(4)
     for col, name in zip(metrics_cols, (f"recall@{n}", "mrr", f"ndcg@{n}", "floor_precision"), strict=True):
         col.metric(name, format_value(figures.overall.get(name)))
@@ -263,7 +263,7 @@ def show_compare(evals: EvalStore, runs: list[RunInfo]) -> None:
             raise CompareError(f"run A's judged set ({info_a.set_name}, {info_a.set_hash}) is gone")
         comparison = compare_runs(info_a, evals.outcomes(a), info_b, evals.outcomes(b), judged, metric, floor=floor)
     except CompareError as exc:
-        st.error(f"These runs cannot be compared: {exc}")
+        st.error(f"These runs cannot be compared: {inert_markdown(str(exc))}")
         return
     show_comparison(comparison, judged, floor)
 
@@ -299,7 +299,7 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
         + ", ".join(f"[{inert_markdown(str(row['message_id']))}]({row['inspect']})" for row in rows[:5])
     )
     settings = json.dumps(c.run_b.settings, sort_keys=True)
-    st.caption(f"Run B ran on {c.run_b.fingerprint} with settings {settings}: pick the same store and settings in the sidebar.")
+    st.caption(f"Run B ran on {inert_markdown(c.run_b.fingerprint)} with settings {inert_markdown(settings)}: pick the same store and settings in the sidebar.")
 
 
 # ------------------------------------------------------------------ what-if
@@ -340,7 +340,7 @@ def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
             st.session_state["whatif_result"] = (info.run_id, result)
             result = st.session_state["whatif_result"]
         except whatif.WhatIfError as exc:
-            st.error(str(exc))
+            st.error(inert_markdown(str(exc)))
             return
     if not result or result[0] != info.run_id:
         return
@@ -367,7 +367,7 @@ def show(choice: StoreChoice) -> None:
     judged = judged_set_picker(evals)
     if judged is not None:
         if choice.error:
-            st.error(f"Cannot open the store: {choice.error}")
+            st.error(f"Cannot open the store: {inert_markdown(str(choice.error))}")
         else:
             run_controls(evals, choice, judged)
     runs = show_runs(evals)

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Hit
+from dashboard.display import inert_markdown
 from dashboard.logs import otlp
 from dashboard.logs import read_log as readlog
 from dashboard.ranking import metrics
@@ -197,7 +198,7 @@ def demo_hits(choice: StoreChoice, queries: list[metrics.JudgedQuery], k: int, d
         progress.empty()
         state["quality_demo_key"] = key
     if state.get("quality_demo_error"):
-        st.error(f"The store could not answer a demo query: {state['quality_demo_error']}")
+        st.error(f"The store could not answer a demo query: {inert_markdown(str(state['quality_demo_error']))}")
         st.button("Retry", key="quality_retry", on_click=lambda: state.pop("quality_demo_key", None))
         return None
     return state["quality_demo_hits"]

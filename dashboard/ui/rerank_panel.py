@@ -282,7 +282,7 @@ def show_pasted_ranking(ours: dict, candidate_ids: list[str], settings: RerankSe
         return
     theirs, error = parse_ranking_json(pasted)
     if error:
-        st.error(f"Pasted ranking: {error}")
+        st.error(f"Pasted ranking: {_inert(error)}")
         return
     violations = validate_ranking(
         theirs, candidate_ids, relevance_weight=settings.relevance_weight, recency_weight=settings.recency_weight

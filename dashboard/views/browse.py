@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.display import inert_markdown
 from dashboard.ui import browse_view as view
 from dashboard.ui.access import require_access
 from dashboard.ui.sidebar import store_picker, user_picker
@@ -17,7 +18,7 @@ user = user_picker(choice.store)
 view.warm_model(choice.name)
 
 if choice.error:
-    st.error(f"Cannot open the store: {choice.error}")
+    st.error(f"Cannot open the store: {inert_markdown(str(choice.error))}")
     st.stop()
 
 view.show_expected_check(choice, user)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.compare import compare
+from dashboard.display import inert_markdown
 from dashboard.ui import compare_view as view
 from dashboard.ui.access import require_access
 from dashboard.ui.sidebar import user_picker
@@ -33,7 +34,7 @@ if results is None:
 for side, column in (("a", left), ("b", right)):
     answer = results[side]
     if isinstance(answer, str):
-        column.error(f"{side.upper()} could not answer: {answer}")
+        column.error(f"{side.upper()} could not answer: {inert_markdown(str(answer))}")
     else:
         view.show_side_notes(side, answer, column)
 result_a, result_b = results["a"], results["b"]

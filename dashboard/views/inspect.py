@@ -9,6 +9,7 @@ import streamlit as st
 st.title("Inspect a retrieval")
 st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
 
+from dashboard.display import inert_markdown  # noqa: E402
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
 from dashboard.ui import inspect_view as view  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
@@ -34,7 +35,7 @@ with st.form("query_form"):
     st.form_submit_button("Search", type="primary")
 
 if choice.error:
-    st.error(f"Cannot open the store: {choice.error}")
+    st.error(f"Cannot open the store: {inert_markdown(str(choice.error))}")
     st.stop()
 
 result = view.current_result(choice, user, int(k))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.display import inert_markdown
 from dashboard.labels.model import LabelStoreError
 from dashboard.ui import cache
 from dashboard.ui import label_view as view
@@ -27,4 +28,4 @@ try:
         view.labelling_panel(labels, session, reviewer, choice)
         view.session_results(labels, session)
 except LabelStoreError as exc:  # the label database went away: say so, keep the app up
-    st.error(str(exc))
+    st.error(inert_markdown(str(exc)))

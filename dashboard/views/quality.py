@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.display import inert_markdown
 from dashboard.labels.model import LabelStoreError
 from dashboard.ui import inspect_view, quality_runs, quality_view
 from dashboard.ui.access import require_access
@@ -29,11 +30,11 @@ st.caption(
 )
 settings, k, cutoff = quality_view.controls()
 if choice.error:
-    st.error(f"Cannot open the store: {choice.error}")
+    st.error(f"Cannot open the store: {inert_markdown(str(choice.error))}")
 else:
     quality_view.show_demo_quality(choice, settings, k, cutoff)
 try:
     quality_view.show_labelled_quality(choice, settings, cutoff)
 except LabelStoreError as exc:  # the label database went away: say so, keep the page up
-    st.error(f"The label store cannot be read: {exc}")
+    st.error(f"The label store cannot be read: {inert_markdown(str(exc))}")
 quality_view.show_read_log()
