@@ -129,8 +129,10 @@ def _set_aside_deep_lines(data: bytes, name: str) -> tuple[bytes, list[LineIssue
     newlines = np.flatnonzero(raw == ord("\n"))
     ends = newlines if data.endswith(b"\n") else np.append(newlines, len(raw))
     starts = np.concatenate([[0], newlines + 1])[: len(ends)]
-    # bracket positions only (a log row has one or two), not a count per byte
-    brackets = np.sort(np.concatenate([np.flatnonzero(raw == ord("{")), np.flatnonzero(raw == ord("["))]))
+    opens = raw == ord("{")
+    opens |= raw == ord("[")
+    # bracket positions (in order: a log row has one or two), counted per line
+    brackets = np.flatnonzero(opens)
     per_line = np.searchsorted(brackets, ends) - np.searchsorted(brackets, starts)
     suspects = np.flatnonzero(per_line > MAX_DEPTH)
     if not len(suspects):
