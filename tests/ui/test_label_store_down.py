@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from markdown_text import seen
 
 THEME = "Which UI theme does the user prefer?"
 DOWN_URL = "postgresql://memlens:hunter2secret@127.0.0.1:1/labels?connect_timeout=1"
@@ -21,7 +22,7 @@ def shown(at) -> str:
 
 
 def errors(at) -> str:
-    return "\n".join(e.value for e in at.error)
+    return "\n".join(seen(e.value) for e in at.error)
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -9,6 +9,7 @@ import logging
 import socket
 
 import pytest
+from markdown_text import seen
 from streamlit.testing.v1.element_tree import Block
 
 from connectors.memorysync import NORMALISED_NOTE, USAGE_NOTE
@@ -35,7 +36,7 @@ def everything_rendered(at) -> str:
 
 
 def texts(elements) -> str:
-    return "\n".join(str(e.value) for e in elements)
+    return "\n".join(seen(e.value) for e in elements)
 
 
 def store_query_requests(server) -> int:

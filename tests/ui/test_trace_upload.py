@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf.json_format import MessageToDict
+from markdown_text import seen
 from openinference.semconv.trace import DocumentAttributes, SpanAttributes
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
@@ -63,7 +64,7 @@ def upload(data_dir, traces, *, include_query: bool):
 
 def test_label_page_reads_otlp_traces_and_names_the_broken_span(data_dir, traces):
     at = upload(data_dir, traces, include_query=False)
-    assert "imported 5 rows in 2 turns from 6 read; 1 bad row(s) skipped" in " ".join(at.caption.values)
+    assert "imported 5 rows in 2 turns from 6 read; 1 bad row(s) skipped" in seen(" ".join(at.caption.values))
     issues = at.dataframe[0].value
     assert list(zip(issues["line"], issues["field"], strict=True)) == [(1, "retrieval.documents.0.document.id")]
     assert traces[1] in issues["problem"].iloc[0]

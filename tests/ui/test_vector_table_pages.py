@@ -10,6 +10,7 @@ import lancedb
 import numpy as np
 import psycopg
 import pytest
+from markdown_text import seen
 from pgvector_server import PgVectorServer
 
 from connectors.demo_loader import demo_rows, demo_vectors
@@ -77,7 +78,7 @@ def test_a_wrong_pgvector_setting_is_named_in_the_page(app, stores_env):
     at = app(store="pgvector", user="sam", cfg_pgvector_text_column="body")
     at.run()
     assert not at.exception, at.exception
-    assert any("setting text_column = 'body'" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("setting text_column = 'body'" in seen(e.value) for e in at.error), [e.value for e in at.error]
     assert stores_env not in shown_text(at)
 
 
