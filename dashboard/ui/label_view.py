@@ -302,7 +302,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
             elif kind == "missing":
                 st.warning("Missing: the store no longer has this memory. It can be labelled not relevant or skipped.")
             else:
-                st.error(f"Could not look this memory up: {inert_markdown(text)}")
+                st.error(f"Could not look this memory up: {inert_markdown(str(text))}")
     kind = texts.get(item.memory_id, ("error", None))[0]
     missing = kind == "missing"
     cols = st.columns(4)
