@@ -141,7 +141,8 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
     verdict = stored_verdict(
         expected, outcome["matches"], nearest.hits, scanned=len(scan.memories), complete=scan.complete, user_id=user
     )
-    {"stored": st.success, "reworded": st.warning, "not_found": st.error}[verdict.status](verdict.message)
+    # the verdict quotes memory ids and text from the store
+    {"stored": st.success, "reworded": st.warning, "not_found": st.error}[verdict.status](inert_markdown(verdict.message))
     if verdict.status != "stored" and isinstance(choice.store, SupportsHistory):
         show_rewrites(choice, expected)
     left, right = st.columns(2)

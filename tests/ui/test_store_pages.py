@@ -5,6 +5,7 @@ folders loaded with the demo memories."""
 from __future__ import annotations
 
 import pytest
+from markdown_text import seen
 
 from connectors.chroma import persistent_client
 from connectors.demo_loader import demo_rows, load_chroma, load_qdrant
@@ -95,12 +96,12 @@ def test_browse_says_a_stored_memory_is_stored_and_a_missing_one_was_never_store
     at.text_input(key="browse_expected").input("prefers light UI theme.")
     at.button(key=CHECK).click().run()
     assert not at.exception
-    assert at.success and "Stored as written (sam-02)" in at.success[0].value
-    assert "ranks it #1" in at.success[0].value
+    assert at.success and "Stored as written (sam-02)" in seen(at.success[0].value)
+    assert "ranks it #1" in seen(at.success[0].value)
     at.text_input(key="browse_expected").input("Is allergic to peanuts")
     at.button(key=CHECK).click().run()
-    assert at.error and "probably never stored" in at.error[0].value
-    assert "22 memories of sam" in at.error[0].value
+    assert at.error and "probably never stored" in seen(at.error[0].value)
+    assert "22 memories of sam" in seen(at.error[0].value)
     nearest = next(df.value for df in at.dataframe if "rank" in df.value.columns)
     assert len(nearest) == 5 and "raw score" in nearest.columns
 
@@ -108,7 +109,7 @@ def test_browse_says_a_stored_memory_is_stored_and_a_missing_one_was_never_store
 def test_browse_shows_a_store_error_in_the_page(app, stores_env, monkeypatch, tmp_path):
     monkeypatch.setenv("MEMLENS_QDRANT_PATH", str(tmp_path / "no-such-folder"))
     at = open_browse(app, store="qdrant", user="sam")
-    assert at.error and "No Qdrant folder" in at.error[0].value
+    assert at.error and "No Qdrant folder" in seen(at.error[0].value)
 
 
 # ------------------------------------------------------------------ Compare
