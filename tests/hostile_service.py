@@ -8,6 +8,12 @@ in-house service would. Routes:
                   text, and one whose id is a spreadsheet formula
     POST /huge    100,000 results; the first memory's text is 10 MB
     POST /noisy   100,000 results, none with a text field (one connector note each)
+    POST /markup  results whose ids, scores and breakdown keys are Markdown and HTML
+                  (an <img> pointing back at this service, links, backticks, maths)
+    POST /rejects a 400 whose error message is the same markup
+
+GET requests are only recorded (``fetched``): a browser that drew one of the <img>
+tags would ask for /leak-....
 """
 
 from __future__ import annotations
@@ -57,7 +63,33 @@ def noisy_body() -> dict:
     return {"results": [{"id": f"n{i:06d}", "score": 0.5} for i in range(HUGE_ROWS)]}
 
 
-BODIES = {"/inert": inert_body, "/huge": huge_body, "/noisy": noisy_body}
+def markup(url: str, where: str) -> str:
+    """Text every renderer could act on: an image fetching from this service, a link,
+    backticks breaking a code span, bold, maths."""
+    return f'<img src="{url}/leak-{where}"> ![pic]({url}/leak-{where}.png) [Re-login here]({url}/login) `x` **{where}** $x^2$'
+
+
+def markup_body(url: str) -> dict:
+    return {
+        "results": [
+            {"id": markup(url, "id"), "text": "A memory with a hostile id", "score": 0.9,
+             "debug": {"semantic": 0.8, markup(url, "intent"): "lookup"}},
+            {"id": "m-2", "text": "A memory with a hostile score", "score": markup(url, "score")},
+        ]
+    }
+
+
+def rejects_body(url: str) -> dict:
+    return {"error": {"message": markup(url, "400")}}
+
+
+BODIES = {
+    "/inert": lambda url: inert_body(),
+    "/huge": lambda url: huge_body(),
+    "/noisy": lambda url: noisy_body(),
+    "/markup": markup_body,
+    "/rejects": rejects_body,
+}
 
 
 class HostileService:
@@ -66,6 +98,7 @@ class HostileService:
     def __init__(self):
         self._cache: dict[str, bytes] = {}
         self.requests: list[str] = []
+        self.fetched: list[str] = []
         service = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -77,11 +110,15 @@ class HostileService:
                     self.send_error(404)
                     return
                 body = service.body(self.path)
-                self.send_response(200)
+                self.send_response(400 if self.path == "/rejects" else 200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_GET(self):
+                service.fetched.append(self.path)
+                self.send_error(404)
 
             def log_message(self, *args):  # keep test output quiet
                 pass
@@ -93,7 +130,7 @@ class HostileService:
 
     def body(self, path: str) -> bytes:
         if path not in self._cache:
-            self._cache[path] = json.dumps(BODIES[path](), ensure_ascii=False).encode("utf-8")
+            self._cache[path] = json.dumps(BODIES[path](self.url), ensure_ascii=False).encode("utf-8")
         return self._cache[path]
 
     def write_config(self, directory: Path, route: str) -> Path:
@@ -111,7 +148,8 @@ class HostileService:
             'results = "results"\n'
             'id = "id"\n'
             'text = "text"\n'
-            'score = "score"\n',
+            'score = "score"\n'
+            + ('breakdown = "debug"\n' if route == "/markup" else ""),
             encoding="utf-8",
         )
         return path

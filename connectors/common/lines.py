@@ -79,19 +79,30 @@ class LineIssue:
         return f"{self.file}: {self.at()}"
 
 
+def bounded_json(text: str) -> tuple[Any, str | None]:
+    """(value, None) for JSON text within the bounds every reader keeps, else
+    (None, why not): not JSON, nested more than MAX_DEPTH deep, or a number longer
+    than Python converts. The one place those bounds are applied, for whole lines
+    and for JSON held inside a field (an OTLP attribute, say)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} at column {exc.colno}"
+    except RecursionError:
+        return None, f"nested more than {MAX_DEPTH} levels deep"
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        return None, f"a number too long to read ({exc.args[0].split(':')[0]})"
+    # Counting brackets is C-speed; only a text that might nest deeply is walked.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth_over(value, MAX_DEPTH):
+        return None, f"nested more than {MAX_DEPTH} levels deep"
+    return value, None
+
+
 def parse_line(line: str, number: int, file: str) -> dict[str, Any] | LineIssue:
     """One line as a JSON object, or the issue saying why it is not one."""
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return LineIssue(file, number, LINE, f"not valid JSON: {exc.msg} at column {exc.colno}")
-    except RecursionError:
-        return LineIssue(file, number, LINE, f"nested more than {MAX_DEPTH} levels deep")
-    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
-        return LineIssue(file, number, LINE, f"a number too long to read ({exc.args[0].split(':')[0]})")
-    # Counting brackets is C-speed; only a line that might nest deeply is walked.
-    if line.count("[") + line.count("{") > MAX_DEPTH and _depth_over(obj, MAX_DEPTH):
-        return LineIssue(file, number, LINE, f"nested more than {MAX_DEPTH} levels deep")
+    obj, problem = bounded_json(line)
+    if problem is not None:
+        return LineIssue(file, number, LINE, problem)
     if not isinstance(obj, dict):
         return LineIssue(file, number, LINE, f"expected a JSON object, got {type(obj).__name__}")
     return obj

@@ -6,7 +6,10 @@ Prints both means, the delta, wins / ties / losses for B, the p-value of a paire
 randomisation test and the questions B lost most on. With --fail-if-worse, exit
 status 1 when B is worse than A on the metric by more than DELTA with p < 0.05
 (the regression and its worst questions are named on stderr); 0 otherwise.
-Exit status 2 when the runs cannot be compared.
+Exit status 2 when the runs cannot be compared, and, with --fail-if-worse, when
+either run has failed questions: a store outage is not a regression (resume the
+run, or pass --allow-failures to gate on it anyway, failed questions counting as
+empty answers).
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--fail-if-worse", type=non_negative, default=None, metavar="DELTA",
         help="exit 1 when B is worse than A by more than DELTA with p < 0.05",
     )
+    parser.add_argument(
+        "--allow-failures", action="store_true",
+        help="with --fail-if-worse, gate on runs with failed questions too (they count as empty answers)",
+    )
     parser.set_defaults(handler=run)
     return parser
 
@@ -51,6 +58,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"memlens compare: warning: run {run_id} is {info.status}", file=sys.stderr)
         infos.append(info)
     run_a, run_b = infos
+    failing = [info for info in infos if info.failed]
+    if args.fail_if_worse is not None and failing and not args.allow_failures:
+        from dashboard.evaluation.runs import failure_summary
+
+        for info in failing:
+            print(
+                f"memlens compare: run {info.run_id}: {failure_summary(info, (o.error for o in evals.outcomes(info.run_id)))};"
+                f" a store failure is not a regression: `memlens runs resume {info.run_id}` asks them again,"
+                " or pass --allow-failures to compare anyway",
+                file=sys.stderr,
+            )
+        return EXIT_UNUSABLE
     judged = evals.load_set(run_a.set_name, run_a.set_hash)
     metric = args.metric or f"recall@{min(run_a.k, run_b.k)}"
     try:

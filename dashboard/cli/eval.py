@@ -17,8 +17,13 @@ lines for trec_eval or ranx. --as-of sets the clock the embedded store's recency
 is computed at (ISO 8601; kept with the run, reused by `memlens runs resume`; see
 docs/evaluation.md). Progress goes to stderr.
 
-Exit status: 0 when the run completed, 1 when it stopped early (the run is kept,
-incomplete; `memlens runs resume RUN_ID` finishes it), 2 on unusable input.
+Exit status: 0 when the run completed, 1 when it stopped early or some questions
+failed (the run is kept, incomplete; `memlens runs resume RUN_ID` asks the missing
+and failed questions again), 2 on unusable input. A failed question (the store
+timed out, sent an unreadable body, kept failing after retries, refused the key)
+counts as returning nothing in the figures; the run says how many failed and of
+which kind on stderr (json: ``failed`` and ``failures``). With --allow-failures a
+run that asked every question exits 0 even when some failed.
 """
 
 from __future__ import annotations
@@ -54,8 +59,16 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--keep-text", action="store_true", help="keep the query text with the run (off: ids and scores only)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--trec-run", metavar="FILE", help="also write the run in TREC run format")
+    add_allow_failures(parser)
     parser.set_defaults(handler=run)
     return parser
+
+
+def add_allow_failures(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-failures", action="store_true",
+        help="exit 0 when every question was asked even if the store failed some (they count as empty answers)",
+    )
 
 
 def store_config(args: argparse.Namespace) -> dict[str, Any]:
@@ -117,9 +130,11 @@ def print_progress(done: int, total: int) -> None:
     print(f"\rquestions {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
 
-def report(evals: Any, run_id: str, fmt: str, floor: float | None, trec_run: str | None) -> int:
+def report(evals: Any, run_id: str, fmt: str, floor: float | None, trec_run: str | None, *,
+           allow_failures: bool = False, command: str = "memlens eval") -> int:
     from dashboard.evaluation.export import trec_lines
     from dashboard.evaluation.run_figures import run_figures, table_lines
+    from dashboard.evaluation.runs import failure_kinds, failure_summary
 
     info = evals.run(run_id)
     judged = evals.load_set(info.set_name, info.set_hash)
@@ -130,12 +145,23 @@ def report(evals: Any, run_id: str, fmt: str, floor: float | None, trec_run: str
     if fmt == "json":
         body = {"run_id": run_id, "complete": info.complete, "metrics": figures.overall}
         if not info.complete:
-            body["progress"] = {"done": info.done, "total": info.total}
+            body["progress"] = {"done": info.answered, "total": info.total}
+        if info.failed:
+            body["failed"] = info.failed
+            body["failures"] = failure_kinds(o.error for o in outcomes)
         print(json.dumps(body))
     else:
         print(f"run {run_id} {info.status}", file=sys.stderr)
         print("\n".join(table_lines(figures)))
-    return 0 if info.complete else EXIT_STOPPED
+    if info.failed:
+        print(
+            f"{command}: {failure_summary(info, (o.error for o in outcomes))}; they count as returning nothing in these figures;"
+            f" `memlens runs resume {run_id}` asks them again",
+            file=sys.stderr,
+        )
+    if info.complete or (allow_failures and info.finished):
+        return 0
+    return EXIT_STOPPED
 
 
 def run(args: argparse.Namespace) -> int:
@@ -191,4 +217,4 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNUSABLE
     finally:
         store.close()
-    return report(evals, run_id, args.format, args.floor, args.trec_run)
+    return report(evals, run_id, args.format, args.floor, args.trec_run, allow_failures=args.allow_failures)

@@ -4,8 +4,10 @@
                                                (then as_of=TIME for a run ranked at a set time)
     memlens runs export RUN_ID --format trec   TREC run lines (qid Q0 docid rank score tag)
     memlens runs export RUN_ID --format jsonl  one object per question: ranked hits with scores
-    memlens runs resume RUN_ID                 finish an incomplete run (same store settings;
-                                               secrets from the environment)
+    memlens runs resume RUN_ID                 finish an incomplete run: the missing and the
+                                               failed questions are asked again (same store
+                                               settings; secrets from the environment);
+                                               --allow-failures: exit 0 when some still fail
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ EXIT_UNUSABLE = 2
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
+    from dashboard.cli.eval import add_allow_failures
+
     parser = commands.add_parser("runs", help="list, export or resume saved runs")
     actions = parser.add_subparsers(dest="runs_command", required=True)
     listing = actions.add_parser("list", help="one line per saved run")
@@ -33,6 +37,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     resume = actions.add_parser("resume", help="finish an incomplete run")
     resume.add_argument("run_id", metavar="RUN_ID")
     resume.add_argument("--format", choices=("table", "json"), default="table")
+    add_allow_failures(resume)
     resume.set_defaults(handler=resume_run)
     return parser
 
@@ -96,4 +101,5 @@ def resume_run(args: argparse.Namespace) -> int:
             print(f"memlens runs resume: {exc}", file=sys.stderr)
         finally:
             store.close()
-    return report(evals, info.run_id, args.format, None, None)
+    return report(evals, info.run_id, args.format, None, None, allow_failures=args.allow_failures,
+                  command="memlens runs resume")

@@ -10,28 +10,21 @@ at a set time (``memlens eval --as-of``).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 
 from dashboard.calibration.label_files import LabelFile, from_labels
 from dashboard.database.model import Label
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.storage import QueryOutcome, RunInfo
-
-_SPACE = re.compile(r"\s")
-
-
-def _token(value: str) -> str:
-    # TREC columns are whitespace-separated: an id holding a space would shift them.
-    return _SPACE.sub("_", value) or "_"
+from dashboard.labels.export import trec_token
 
 
 def trec_lines(info: RunInfo, outcomes: Sequence[QueryOutcome]) -> Iterator[str]:
-    tag = _token(info.run_id)
+    tag = trec_token(info.run_id)
     for outcome in outcomes:
         for position, hit in enumerate(sorted(outcome.hits, key=lambda h: h.rank), start=1):
             score = hit.score if hit.score is not None else 0.0
-            yield f"{_token(outcome.message_id)} Q0 {_token(hit.memory_id)} {position} {score!r} {tag}"
+            yield f"{trec_token(outcome.message_id)} Q0 {trec_token(hit.memory_id)} {position} {score!r} {tag}"
 
 
 def jsonl_lines(info: RunInfo, outcomes: Sequence[QueryOutcome]) -> Iterator[str]:

@@ -15,22 +15,30 @@ How the questions are sent depends on the store:
 
 Results are written batch by batch, each batch one transaction. A run whose
 process was killed or whose store went down keeps what it wrote and stays
-incomplete; ``resume_run`` asks only the questions still missing.
+incomplete; ``resume_run`` asks only the questions still missing. A question the
+store failed (a timeout, an unreadable body, an error after retries, a refused
+key) is kept with its error, counts as returning nothing in the figures, and
+leaves the run incomplete: ``resume_run`` asks it again. Each error is kept as
+``Kind: message``, the kind being the connector error's class, so a run can say
+how many failed and why (``failure_kinds``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from connectors.base import (
+    AuthFailed,
+    BadResponse,
     ConnectorError,
     InvalidRequest,
     MemoryStore,
+    NotFound,
     QueryResult,
     RateLimited,
     StoreTimeout,
@@ -49,6 +57,39 @@ RATE_LIMIT_ATTEMPTS = 5
 STORE_DOWN_STREAK = 8
 
 Progress = Callable[[int, int], None]
+# The kinds a failed question's error is counted by, most specific first.
+ERROR_KINDS = (StoreTimeout, StoreUnavailable, AuthFailed, RateLimited, BadResponse, NotFound, InvalidRequest)
+
+
+def error_text(exc: ConnectorError) -> str:
+    """What a failed question keeps: ``Kind: message`` (the kind is the error's class
+    in connectors.base, whatever subclass a connector raised)."""
+    kind = next((k.__name__ for k in ERROR_KINDS if isinstance(exc, k)), "ConnectorError")
+    return f"{kind}: {exc}"
+
+
+def failure_kinds(errors: Iterable[str | None]) -> dict[str, int]:
+    """How many questions failed, by kind, most first, from the questions' errors
+    (None: answered). An error kept before kinds were (no ``Kind:`` prefix) counts
+    as ConnectorError."""
+    counts: dict[str, int] = {}
+    known = {k.__name__ for k in ERROR_KINDS} | {"ConnectorError"}
+    for error in errors:
+        if error is None:
+            continue
+        prefix = error.split(":", 1)[0]
+        kind = prefix if prefix in known else "ConnectorError"
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def failure_summary(info: RunInfo, errors: Iterable[str | None]) -> str:
+    """One sentence: how many questions failed and why, e.g. "52 of 300 questions
+    failed (StoreTimeout 30, BadResponse 22)"; empty when none did."""
+    if not info.failed:
+        return ""
+    kinds = ", ".join(f"{kind} {count}" for kind, count in failure_kinds(errors).items())
+    return f"{info.failed} of {info.total} questions failed ({kinds})"
 
 
 @runtime_checkable
@@ -142,7 +183,8 @@ def _answer(
     progress: Progress | None,
     cancelled: Callable[[], bool] | None,
 ) -> RunInfo:
-    answered = {o.message_id for o in evals.outcomes(info.run_id)}
+    # A failed question is asked again: only answers count as done.
+    answered = {o.message_id for o in evals.outcomes(info.run_id) if o.error is None}
     positions = {q.message_id: i for i, q in enumerate(judged.questions)}
     todo = [q for q in judged.questions if q.message_id not in answered]
     done = len(answered)
@@ -238,7 +280,7 @@ class _BatchAsker:
             results = self.store.query_many([q.query for q in batch], [q.user_id for q in batch], self.k)
         except ConnectorError as exc:
             failure = _store_down(exc)
-            return [(_outcome(q, positions[q.message_id], keep_text, None, str(exc), None), failure) for q in batch]
+            return [(_outcome(q, positions[q.message_id], keep_text, None, error_text(exc), None), failure) for q in batch]
         for result in results:
             for note in result.notes:
                 if note not in self.seen_notes:
@@ -281,11 +323,11 @@ class _PoolAsker:
                 with self.lock:
                     self.rate_limited += 1
                     if delay > MAX_RATE_LIMIT_WAIT:
-                        return None, str(exc), True, 0.0
+                        return None, error_text(exc), True, 0.0
                     self.pause_until = max(self.pause_until, time.monotonic() + delay)
-                last = str(exc)
+                last = error_text(exc)
             except ConnectorError as exc:
-                return None, str(exc), _store_down(exc), (time.perf_counter() - started) * 1000
+                return None, error_text(exc), _store_down(exc), (time.perf_counter() - started) * 1000
         return None, last, True, 0.0
 
     def ask(self, batch: Sequence[JudgedQuestion], positions: dict[str, int], keep_text: bool) -> list[tuple[QueryOutcome, bool]]:

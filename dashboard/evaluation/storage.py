@@ -13,9 +13,10 @@ Tables (created with the label tables, in SQL both databases accept):
                       score, breakdown, weights), latency, error; the query text only
                       when the reviewer opted in
 
-A run is complete only when ``finished_at`` is set and every question has a row:
-a process killed mid-run leaves it incomplete, with its progress, and it can be
-resumed.
+A run is complete only when ``finished_at`` is set and every question has a row
+without an error: a process killed mid-run leaves it incomplete, with its progress,
+and so does a question the store failed (timeout, error after retries, refused
+key); resuming asks the missing and the failed questions again.
 """
 
 from __future__ import annotations
@@ -73,9 +74,11 @@ class RunInfo:
     done: int = 0
     keep_text: bool = False
     notes: list[str] = field(default_factory=list)
+    failed: int = 0  # questions with a row holding an error: asked, not answered
 
     @property
-    def complete(self) -> bool:
+    def finished(self) -> bool:
+        """Every question was asked (some may have failed)."""
         return self.finished_at is not None and self.done >= self.total
 
     @property
@@ -85,8 +88,22 @@ class RunInfo:
         return str(value) if value else None
 
     @property
+    def complete(self) -> bool:
+        """Every question answered: a failed question is not an answer, so a store
+        outage cannot pass for a run that returned nothing."""
+        return self.finished and self.failed == 0
+
+    @property
+    def answered(self) -> int:
+        return self.done - self.failed
+
+    @property
     def status(self) -> str:
-        return "complete" if self.complete else f"incomplete ({self.done} of {self.total})"
+        if self.complete:
+            return "complete"
+        if self.failed:
+            return f"incomplete ({self.answered} of {self.total}; {self.failed} failed)"
+        return f"incomplete ({self.done} of {self.total})"
 
 
 _RUN_COLUMNS = (
@@ -228,13 +245,19 @@ class EvalStore:
         with self.labels._reading():
             rows = self.labels._run(f"SELECT {_RUN_COLUMNS} FROM eval_runs ORDER BY started_at, run_id")
             done = dict(self.labels._run("SELECT run_id, COUNT(*) FROM run_results GROUP BY run_id"))
-        return [_run_info(row, done.get(row[0], 0)) for row in rows]
+            failed = dict(
+                self.labels._run("SELECT run_id, COUNT(*) FROM run_results WHERE error IS NOT NULL GROUP BY run_id")
+            )
+        return [_run_info(row, done.get(row[0], 0), failed.get(row[0], 0)) for row in rows]
 
     def run(self, run_id: str) -> RunInfo | None:
         with self.labels._reading():
             rows = self.labels._run(f"SELECT {_RUN_COLUMNS} FROM eval_runs WHERE run_id = ?", (run_id,))
             done = self.labels._run("SELECT COUNT(*) FROM run_results WHERE run_id = ?", (run_id,))
-        return _run_info(rows[0], done[0][0]) if rows else None
+            failed = self.labels._run(
+                "SELECT COUNT(*) FROM run_results WHERE run_id = ? AND error IS NOT NULL", (run_id,)
+            )
+        return _run_info(rows[0], done[0][0], failed[0][0]) if rows else None
 
     def outcomes(self, run_id: str) -> list[QueryOutcome]:
         with self.labels._reading():
@@ -257,7 +280,7 @@ class EvalStore:
         ]
 
 
-def _run_info(row: tuple, done: int) -> RunInfo:
+def _run_info(row: tuple, done: int, failed: int = 0) -> RunInfo:
     (run_id, name, set_name, set_hash, store, fp, settings, k, started, finished, total, keep_text, notes) = row
     return RunInfo(
         run_id=run_id,
@@ -274,6 +297,7 @@ def _run_info(row: tuple, done: int) -> RunInfo:
         done=int(done),
         keep_text=bool(keep_text),
         notes=json.loads(notes or "[]"),
+        failed=int(failed),
     )
 
 

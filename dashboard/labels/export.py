@@ -9,12 +9,24 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable
 
 from dashboard.database.model import EXPORT_FIELDS, TEXT_FIELDS, Label
 
 # Spreadsheets run a cell that starts with one of these as a formula.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+_SPACE = re.compile(r"\s")
+
+
+def trec_token(value: str) -> str:
+    """An id as one TREC column: TREC files (qrels, runs) are whitespace-separated
+    lines, so an id holding a space would shift the columns and one holding a line
+    break would write a line of its own (a forged judgment). Every whitespace
+    character becomes "_"; an empty id is "_"."""
+    return _SPACE.sub("_", value) or "_"
 
 
 def neutralise_cell(value: object) -> object:
@@ -49,11 +61,11 @@ def to_csv(labels: Iterable[Label], *, include_text: bool = False) -> str:
 def to_qrels(labels: Iterable[Label]) -> str:
     """TREC qrels: `message_id 0 memory_id relevance`. Several reviewers of one
     pair collapse to the majority (ties count as relevant, the cautious side for a
-    judgment set)."""
+    judgment set). Ids go through `trec_token`, so each label is exactly one line."""
     votes: dict[tuple[str, str], list[int]] = {}
     for label in labels:
         votes.setdefault((label.message_id, label.memory_id), []).append(int(label.label == "relevant"))
     lines = []
     for (message, memory), vs in sorted(votes.items()):
-        lines.append(f"{message} 0 {memory} {int(sum(vs) * 2 >= len(vs))}")
+        lines.append(f"{trec_token(message)} 0 {trec_token(memory)} {int(sum(vs) * 2 >= len(vs))}")
     return "\n".join(lines) + ("\n" if lines else "")

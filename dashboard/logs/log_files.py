@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, parse_line
+from connectors.common.lines import LINE, MAX_DEPTH, MAX_RANK, LineIssue, clip, parse_line
 
 REQUIRED_COLUMNS = ("message_id", "memory_id", "rank", "score")
 OPTIONAL_COLUMNS = ("user_id", "query", "timestamp", "store")
@@ -116,6 +116,37 @@ def _set_aside_non_objects(data: bytes, name: str) -> tuple[bytes, list[LineIssu
     return bytes(blanked), issues
 
 
+def _set_aside_deep_lines(data: bytes, name: str) -> tuple[bytes, list[LineIssue]]:
+    """The data with every line nested deeper than MAX_DEPTH (anywhere, an extra
+    field included, which arrow would read and drop) blanked, and an issue for each.
+
+    Counting brackets per line is one vectorised pass; only a line holding more than
+    MAX_DEPTH of them can nest that deep, and only such a line is parsed in Python,
+    by the bounded parser every reader uses (which also refuses over-long numbers)."""
+    if data.count(b"{") + data.count(b"[") <= MAX_DEPTH:  # C-speed: no line can nest that deep
+        return data, []
+    raw = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(raw == ord("\n"))
+    ends = newlines if data.endswith(b"\n") else np.append(newlines, len(raw))
+    starts = np.concatenate([[0], newlines + 1])[: len(ends)]
+    opens = raw == ord("{")
+    opens |= raw == ord("[")
+    # bracket positions (in order: a log row has one or two), counted per line
+    brackets = np.flatnonzero(opens)
+    per_line = np.searchsorted(brackets, ends) - np.searchsorted(brackets, starts)
+    suspects = np.flatnonzero(per_line > MAX_DEPTH)
+    if not len(suspects):
+        return data, []
+    blanked, issues = bytearray(data), []
+    for index in suspects.tolist():
+        start, end = int(starts[index]), int(ends[index])
+        problem = parse_line(data[start:end].decode("utf-8", "replace"), index + 1, name)
+        if isinstance(problem, LineIssue):
+            issues.append(problem)
+            blanked[start:end] = b" " * (end - start)
+    return bytes(blanked), issues
+
+
 _MAX_SINGLE_BLOCK = 2**31 - 1  # arrow's block size is a 32-bit int
 
 
@@ -129,6 +160,8 @@ def read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[L
     error that names no row falls back to halving the block until the failing
     lines stand alone."""
     data, set_aside = _set_aside_non_objects(data, name)
+    data, too_deep = _set_aside_deep_lines(data, name)
+    set_aside = sorted(set_aside + too_deep, key=lambda issue: issue.line)
     line_count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     try:
         table = _parse_json_block(data) if data and not data.isspace() else None

@@ -39,16 +39,20 @@ import binascii
 import hashlib
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from connectors.common.lines import LineIssue
+from connectors.common.lines import LINE, MAX_RANK, LineIssue, bounded_json, echo
 from dashboard.logs.log_files import COLUMNS
 
-SNIFF_BYTES = 4096
+# How many non-blank lines format detection looks at for the first JSON object.
+SNIFF_LINES = 1000
+# OTLP times are unsigned 64-bit nanoseconds (fixed64); a longer one is not a time.
+MAX_NANOS = 2**64 - 1
 OPENINFERENCE_KIND = "openinference.span.kind"
 GENAI_OPERATION = "gen_ai.operation.name"
 GENAI_DOCUMENTS = "gen_ai.retrieval.documents"
@@ -59,41 +63,109 @@ SPANS_PER_LINE = 500  # one ExportTraceServiceRequest per this many reads, as a 
 
 
 def looks_like_otlp(data: bytes) -> bool:
-    """True when the first JSON object of `data` is an OTLP trace request."""
-    head = data[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head.startswith(b"{") and b'"resourceSpans"' in head
+    """True when the first JSON object of `data` is an OTLP trace request.
+
+    Decided by structure, the object's keys: a request has ``resourceSpans`` (a
+    list) and none of a log row's columns. A log whose query, store or extra field
+    merely holds the text "resourceSpans" stays a log."""
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    looked = 0
+    while start < len(data) and looked < SNIFF_LINES:
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line, start = data[start:end], end + 1
+        if not line.strip():
+            continue
+        looked += 1
+        try:
+            value, _ = bounded_json(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            continue
+        if isinstance(value, dict):
+            return isinstance(value.get("resourceSpans"), list) and not value.keys() & set(COLUMNS)
+    return False
 
 
 # ------------------------------------------------------------------ in
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """An attribute value memlens will not turn into a number: why, for the issue."""
+
+    why: str
+
+
+# The longest number text an attribute may hold: a double's shortest form is under
+# 25 characters, an int64 under 21; anything longer is refused before it is converted.
+MAX_NUMBER_CHARS = 64
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or isinstance(value, Unreadable) else str(value)
+
+
+def _number_text(value: Any) -> str | Unreadable:
+    text = str(value)
+    if len(text) > MAX_NUMBER_CHARS:
+        return Unreadable(f"a number of {len(text):,} characters (at most {MAX_NUMBER_CHARS})")
+    return text
+
+
 def _value(any_value: Any) -> Any:
-    """An OTLP AnyValue as a plain Python value (intValue arrives as a string)."""
+    """An OTLP AnyValue as a plain Python value (intValue arrives as a string); a
+    number too long or not a number is `Unreadable`. Nesting is bounded by the line's
+    depth check before this recurses."""
     if not isinstance(any_value, dict):
         return None
     if "stringValue" in any_value:
         return any_value["stringValue"]
     if "intValue" in any_value:
+        text = _number_text(any_value["intValue"])
+        if isinstance(text, Unreadable):
+            return text
         try:
-            return int(any_value["intValue"])
-        except (TypeError, ValueError):
-            return None
+            value = int(text)
+        except ValueError:
+            return Unreadable(f"intValue {echo(any_value['intValue'])} is not a whole number")
+        return value if -(2**63) <= value < 2**63 else Unreadable(f"intValue {echo(text)} is out of the 64-bit range")
     if "doubleValue" in any_value:
         value = any_value["doubleValue"]
-        return float(value) if isinstance(value, (int, float, str)) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            return Unreadable(f"doubleValue {echo(value)} is not a number")
+        text = _number_text(value)
+        if isinstance(text, Unreadable):
+            return text
+        try:
+            return float(text)
+        except ValueError:
+            return Unreadable(f"doubleValue {echo(value)} is not a number")
     if "boolValue" in any_value:
         return bool(any_value["boolValue"])
     if "arrayValue" in any_value:
-        return [_value(v) for v in (any_value["arrayValue"] or {}).get("values", [])]
+        values = _dict(any_value["arrayValue"]).get("values")
+        return [_value(v) for v in values] if isinstance(values, list) else []
     if "kvlistValue" in any_value:
-        return _attributes((any_value["kvlistValue"] or {}).get("values", []))
+        return _attributes(_dict(any_value["kvlistValue"]).get("values", []))
     return None
 
 
 def _attributes(items: Any) -> dict[str, Any]:
     if not isinstance(items, list):
         return {}
-    return {item["key"]: _value(item.get("value")) for item in items if isinstance(item, dict) and "key" in item}
+    return {
+        item["key"]: _value(item.get("value"))
+        for item in items
+        if isinstance(item, dict) and isinstance(item.get("key"), str)
+    }
 
 
 def _hex_id(value: Any) -> str:
@@ -116,56 +188,85 @@ def _is_retriever(attributes: dict[str, Any]) -> bool:
     return str(attributes.get(GENAI_OPERATION, "")).lower() in RETRIEVAL_OPERATIONS
 
 
-def _documents(attributes: dict[str, Any]) -> list[dict[str, Any]]:
-    """[{index, id, score, rank, field}] in index order, from either convention."""
+def _score(value: Any) -> Any:
+    """A document's score as the log's score column takes it; Unreadable when it is
+    a number no float holds (a 400-digit integer in a JSON list, say)."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return Unreadable(f"a number of {len(str(value)):,} digits")
+    if isinstance(value, (float, Unreadable)) or value is None:
+        return value
+    return str(value)
+
+
+def _rank(value: Any, default: int) -> int | Unreadable:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return default
+    return value if -MAX_RANK <= value <= MAX_RANK else Unreadable(f"rank out of range (at most {MAX_RANK:,})")
+
+
+def _documents(attributes: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    """([{id, score, rank, field}] in index order, from either convention; why the
+    GenAI documents text is unreadable, when it is). A document with a value that
+    cannot be read carries ``problem``: (field, message)."""
     flattened: dict[int, dict[str, Any]] = {}
     for key, value in attributes.items():
         if not key.startswith(DOCUMENT_PREFIX):
             continue
         index_text, _, rest = key[len(DOCUMENT_PREFIX) :].partition(".")
-        if not index_text.isdigit():
+        if not index_text.isdigit() or len(index_text) > 9:
             continue
         document = flattened.setdefault(int(index_text), {})
         document[rest.removeprefix("document.")] = value
     documents = []
     for index in sorted(flattened):
         document = flattened[index]
-        metadata = document.get("metadata")
+        prefix = f"{DOCUMENT_PREFIX}{index}.document."
+        metadata, problem = document.get("metadata"), None
         if isinstance(metadata, str):
-            try:
-                metadata = json.loads(metadata)
-            except json.JSONDecodeError:
-                metadata = None
-        rank = metadata.get("rank") if isinstance(metadata, dict) else None
-        documents.append(
-            {
-                "id": document.get("id"),
-                "score": document.get("score"),
-                "rank": rank if isinstance(rank, int) and not isinstance(rank, bool) else index + 1,
-                "field": f"{DOCUMENT_PREFIX}{index}.document.id",
-            }
-        )
+            metadata, why = bounded_json(metadata)
+            if why is not None:
+                problem = (prefix + "metadata", why)
+        rank = _rank(metadata.get("rank") if isinstance(metadata, dict) else None, index + 1)
+        score = _score(document.get("score"))
+        for field, value in ((prefix + "metadata", rank), (prefix + "score", score)):
+            if isinstance(value, Unreadable):
+                problem = (field, value.why)
+        documents.append({"id": document.get("id"), "score": score, "rank": rank, "field": prefix + "id", "problem": problem})
     if documents:
-        return documents
+        return documents, None
     listed = attributes.get(GENAI_DOCUMENTS)
     if isinstance(listed, str):
-        try:
-            listed = json.loads(listed)
-        except json.JSONDecodeError:
-            listed = None
+        listed, why = bounded_json(listed)
+        if why is not None:
+            return [], why
     for index, document in enumerate(listed if isinstance(listed, list) else []):
         document = document if isinstance(document, dict) else {}
+        score = _score(document.get("score"))
+        problem = (f"{GENAI_DOCUMENTS}[{index}].score", score.why) if isinstance(score, Unreadable) else None
         documents.append(
-            {"id": document.get("id"), "score": document.get("score"), "rank": index + 1, "field": f"{GENAI_DOCUMENTS}[{index}].id"}
+            {"id": document.get("id"), "score": score, "rank": index + 1, "field": f"{GENAI_DOCUMENTS}[{index}].id", "problem": problem}
         )
-    return documents
+    return documents, None
 
 
-def _timestamp(nanos: Any) -> str | None:
-    try:
-        value = int(nanos)
-    except (TypeError, ValueError):
+def _timestamp(nanos: Any) -> str | None | Unreadable:
+    """A span's start as ISO 8601; None when it has none; Unreadable when it is not
+    an unsigned 64-bit count of nanoseconds."""
+    if nanos is None or nanos == "":
         return None
+    text = _number_text(nanos)
+    if isinstance(text, Unreadable):
+        return text
+    if isinstance(nanos, bool) or not text.isdigit():
+        return Unreadable(f"{echo(nanos)} is not a whole number of nanoseconds")
+    value = int(text)
+    if value > MAX_NANOS:
+        return Unreadable(f"{echo(text)} is out of range (at most {MAX_NANOS:,})")
     if value <= 0:
         return None
     return datetime.fromtimestamp(value / 1e9, tz=UTC).isoformat(timespec="microseconds")
@@ -173,12 +274,12 @@ def _timestamp(nanos: Any) -> str | None:
 
 def _spans(request: dict[str, Any]) -> Iterable[tuple[dict[str, Any], dict[str, Any]]]:
     """(resource attributes, span) for every span of one request."""
-    for resource_spans in request.get("resourceSpans") or []:
+    for resource_spans in _list(request.get("resourceSpans")):
         if not isinstance(resource_spans, dict):
             continue
-        resource = _attributes((resource_spans.get("resource") or {}).get("attributes"))
-        for scope_spans in resource_spans.get("scopeSpans") or []:
-            for span in (scope_spans or {}).get("spans") or []:
+        resource = _attributes(_dict(resource_spans.get("resource")).get("attributes"))
+        for scope_spans in _list(resource_spans.get("scopeSpans")):
+            for span in _list(_dict(scope_spans).get("spans")):
                 if isinstance(span, dict):
                     yield resource, span
 
@@ -197,19 +298,25 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
         if not raw.strip():
             continue
         try:
-            request = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            issues.append(LineIssue(name, number, "(line)", f"not valid JSON: {getattr(exc, 'msg', exc)}"))
+            # The JSONL reader's bounds, line by line: depth, number length.
+            request, problem = bounded_json(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            request, problem = None, f"not valid UTF-8 at byte {exc.start + 1}"
+        if problem is not None:
+            issues.append(LineIssue(name, number, LINE, problem))
             continue
         if not isinstance(request, dict) or "resourceSpans" not in request:
-            issues.append(LineIssue(name, number, "(line)", "not an OTLP ExportTraceServiceRequest (no resourceSpans)"))
+            issues.append(LineIssue(name, number, LINE, "not an OTLP ExportTraceServiceRequest (no resourceSpans)"))
             continue
         for resource, span in _spans(request):
             attributes = _attributes(span.get("attributes"))
             if not _is_retriever(attributes):
                 continue
             span_id = _hex_id(span.get("spanId"))
-            documents = _documents(attributes)
+            documents, documents_problem = _documents(attributes)
+            if documents_problem is not None:
+                issues.append(LineIssue(name, number, GENAI_DOCUMENTS, f"span {span_id or '(no id)'}: {documents_problem}"))
+                continue
             if not documents and (span.get("status") or {}).get("code") in (2, "STATUS_CODE_ERROR"):
                 continue  # a failed retrieval: the store did not answer, so no turn to count
             if not documents and span_id:
@@ -222,29 +329,36 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
                 issues.append(LineIssue(name, number, "spanId", "a retriever span with no span id: its rows have no turn"))
                 documents_read += len(documents)
                 continue
-            query = attributes.get("input.value") or attributes.get(GENAI_QUERY)
-            user = attributes.get("user.id")
-            store = attributes.get("memlens.store") or resource.get("service.name")
             stamp = _timestamp(span.get("startTimeUnixNano"))
+            if isinstance(stamp, Unreadable):
+                issues.append(LineIssue(name, number, "startTimeUnixNano", f"span {span_id}: {stamp.why}"))
+                documents_read += len(documents)
+                continue
+            query = _text(attributes.get("input.value") or attributes.get(GENAI_QUERY))
+            user = _text(attributes.get("user.id"))
+            store = _text(attributes.get("memlens.store") or resource.get("service.name"))
             for document in documents:
                 documents_read += 1
                 memory_id = document["id"]
                 if document.get("empty"):
                     pass
-                elif memory_id is None or (isinstance(memory_id, str) and not memory_id.strip()):
+                elif memory_id is None or isinstance(memory_id, Unreadable) or (isinstance(memory_id, str) and not memory_id.strip()):
                     issues.append(LineIssue(name, number, document["field"], f"span {span_id}: the document has no id (not guessed from its text)"))
                     continue
-                score = document["score"]
+                if document["problem"] is not None:
+                    field, why = document["problem"]
+                    issues.append(LineIssue(name, number, field, f"span {span_id}: {why}"))
+                    continue
                 rows.append(
                     {
                         "message_id": span_id,
                         "memory_id": None if memory_id is None else str(memory_id),
                         "rank": document["rank"],
-                        "score": score if isinstance(score, (int, float)) and not isinstance(score, bool) else (None if score is None else str(score)),
-                        "user_id": None if user is None else str(user),
-                        "query": str(query) if include_query and query is not None else None,
+                        "score": document["score"],
+                        "user_id": user,
+                        "query": query if include_query else None,
                         "timestamp": stamp,
-                        "store": None if store is None else str(store),
+                        "store": store,
                     }
                 )
                 lines.append(number)

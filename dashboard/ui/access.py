@@ -18,6 +18,7 @@ import hmac
 
 import streamlit as st
 
+from dashboard.display import inert_markdown
 from dashboard.ui import cache
 from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import secret_value
@@ -88,7 +89,7 @@ def account_menu() -> None:
     once per run, after the gate."""
     identity = logged_in_identity()
     if identity:
-        st.sidebar.caption(f"Signed in as **{identity}**")
+        st.sidebar.caption(f"Signed in as **{inert_markdown(identity)}**")
         st.sidebar.button("Sign out", key="access_logout", on_click=st.logout)
 
 

@@ -20,7 +20,7 @@ from dashboard.browse import (
     scan_memories,
     stored_verdict,
 )
-from dashboard.display import MISSING_CELL, SCORE_FORMAT, SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame
+from dashboard.display import MISSING_CELL, SCORE_FORMAT, SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame, inert_markdown
 from dashboard.logs.read_log import logged_query
 from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import StoreChoice
@@ -73,7 +73,7 @@ def _listing(choice: StoreChoice, user: str | None, size: int, page: int) -> tup
 
 
 def show_listing(choice: StoreChoice, user: str | None) -> None:
-    st.subheader(f"Memories of {user}" if user else "Memories")
+    st.subheader(f"Memories of {inert_markdown(user)}" if user else "Memories")
     cols = st.columns([1, 1, 3])
     size = cols[0].selectbox("Per page", PAGE_SIZES, key="browse_page_size")
     page = int(cols[1].number_input("Page", min_value=1, step=1, key="browse_page"))
@@ -166,7 +166,8 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
         neighbour=outcome["neighbour"],
     )
     show = {"stored": st.success, "reworded": st.warning, "related": st.warning, "not_found": st.error}
-    show[verdict.status](verdict.message)
+    # the verdict quotes memory ids and text from the store
+    show[verdict.status](inert_markdown(verdict.message))
     if verdict.status != "stored" and isinstance(choice.store, SupportsHistory):
         show_rewrites(choice, expected)
     # One above the other, full width: side by side, each half was too narrow for its scores.
@@ -215,7 +216,7 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
     else:
         st.markdown("**Nearest by embedding** (the store's own search for this text)")
     for note in nearest.notes:
-        st.caption(note)
+        st.caption(inert_markdown(note))
     if nearest.raw_score_kind:
         st.caption(f"The store returns {nearest.raw_score_kind}; scores are normalised so higher is better.")
     if nearest.hits:
@@ -262,7 +263,7 @@ def show_rewrites(choice: StoreChoice, expected: str) -> None:
         return
     st.markdown("**What Mem0 did to it** (its write history; the history has no user id, so any user's)")
     for match in matches:
-        st.warning(match.message)
+        st.warning(inert_markdown(match.message))
 
 
 def show_history(choice: StoreChoice) -> None:
@@ -280,7 +281,7 @@ def show_history(choice: StoreChoice) -> None:
         show_error(f"Mem0's history could not be read: {error}")
         return
     if not events:
-        st.info(f"Mem0 recorded no write for {memory_id}.")
+        st.info(f"Mem0 recorded no write for {inert_markdown(memory_id)}.")
         return
     st.dataframe(
         pd.DataFrame(history_rows(events)), hide_index=True, width="stretch", placeholder=MISSING_CELL, key="browse_history_table"

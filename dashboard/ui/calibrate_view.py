@@ -31,6 +31,7 @@ from dashboard.calibration.sweep import (
 )
 from dashboard.database.model import LabelStoreError
 from dashboard.demo import DEMO_LABELS, load_demo_labels
+from dashboard.display import inert_markdown
 from dashboard.floor import default_floor, floor_list
 from dashboard.ui import cache, session
 from dashboard.ui import calibration_charts as charts
@@ -173,11 +174,11 @@ def _run_labels() -> LabelSource | None:
 
 def show_issues(labels: LabelFile) -> None:
     for note in labels.notes:
-        st.caption(note)
+        st.caption(inert_markdown(note))
     if not labels.issues:
         return
     st.warning(
-        f"{len(labels.issues)} problem(s) in {labels.source}: {labels.skipped} row(s) skipped, "
+        f"{len(labels.issues)} problem(s) in {inert_markdown(labels.source)}: {labels.skipped} row(s) skipped, "
         f"{len(labels.rows)} usable row(s) used."
     )
     with st.expander("Problems, by line"):
@@ -238,7 +239,7 @@ def controls() -> tuple[float, list[float]]:
     text = cols[1].text_input("Floors to list", value=DEFAULT_FLOORS_TEXT, key="calibrate_floors")
     floors, problems = floor_list(text)
     if problems:
-        st.warning(f"Left out of the floor list: {'; '.join(problems)}.")
+        st.warning(f"Left out of the floor list: {inert_markdown('; '.join(problems))}.")
     return float(cost_ratio), floors
 
 
@@ -282,7 +283,7 @@ def show_summary(result: Calibration, current: float, advice: FloorAdvice | None
     cols[2].metric("Not relevant", f"{data.irrelevant_count:,}")
     cols[3].metric("Turns", f"{data.turns:,}" if data.turn is not None else "n/a")
     for note in result.notes:
-        st.caption(note)
+        st.caption(inert_markdown(note))
 
     if result.band:
         st.success(f"Separating band: {result.band.describe()}.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
 from connectors.base import Hit
@@ -16,7 +18,9 @@ COMPONENT_COLOURS = {
 
 
 def hit_label(hit: Hit) -> str:
-    return f"#{hit.rank} {hit.memory_id}"
+    # Plotly draws <a href>, <b> and friends in its labels: a store's id is escaped
+    # (Plotly shows an entity as its character).
+    return f"#{hit.rank} {html.escape(hit.memory_id)}"
 
 
 KEPT_COLOUR, DROPPED_COLOUR = "#4C78A8", "#BAB0AC"
@@ -47,13 +51,13 @@ def score_breakdown_figure(hits: list[Hit], floor: float, kept_ids: set[str]) ->
         components = [c for c in hits[0].weights if any(c in h.breakdown for h in hits)]
         for component in components:
             fig.add_bar(
-                name=f"{component} × {hits[0].weights[component]:.2f}",
+                name=f"{html.escape(component)} × {hits[0].weights[component]:.2f}",
                 y=labels,
                 x=[h.weights.get(component, 0.0) * h.breakdown.get(component, 0.0) for h in hits],
                 orientation="h",
                 marker_color=COMPONENT_COLOURS.get(component),
                 customdata=[h.breakdown.get(component, 0.0) for h in hits],
-                hovertemplate=f"{component}: %{{customdata:.3f}} → %{{x:.3f}} of the score<extra></extra>",
+                hovertemplate=f"{html.escape(component)}: %{{customdata:.3f}} → %{{x:.3f}} of the score<extra></extra>",
             )
     else:
         fig.add_bar(

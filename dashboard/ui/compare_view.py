@@ -83,7 +83,7 @@ def match_by_picker(choices: dict[str, StoreChoice]) -> str:
 def show_side_notes(side: str, result: QueryResult, container) -> None:
     with container:
         for note in result.notes:
-            st.caption(f"{side.upper()}: {note}")
+            st.caption(f"{side.upper()}: {inert_markdown(note)}")
         if result.raw_score_kind:
             st.info(f"{side.upper()} returns {result.raw_score_kind}; its scores are normalised so higher is better.")
 
@@ -127,7 +127,7 @@ def show_comparison(comparison: StoreComparison, floors: dict[str, float]) -> No
     cols[2].metric("Kept by A only", len(comparison.kept_only_a))
     cols[3].metric("Kept by B only", len(comparison.kept_only_b))
     for note in comparison.notes:
-        st.warning(note)
+        st.warning(inert_markdown(note))
     frame = comparison_frame(comparison)
     # The verdict next to the memory, and numbers narrow: at the end, behind eight
     # columns, the verdict sat off screen.

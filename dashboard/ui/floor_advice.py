@@ -23,6 +23,7 @@ from dashboard.calibration.diagnosis import missed_text
 from dashboard.calibration.label_files import LabelFile
 from dashboard.calibration.segments import SegmentFloor, segment_fields, segment_floors
 from dashboard.calibration.sweep import Calibration, format_floor, shown_interval
+from dashboard.display import inert_markdown
 
 MODE_LABELS = {
     COST_RATIO: "Cost ratio",
@@ -209,6 +210,7 @@ def show_segments(labels: LabelFile, advice: FloorAdvice) -> None:
         },
     )
     # One box for all the shaky segments: a box each would bury the table.
-    shaky = [f"- {segment.title(by)}: {segment.note}." for segment in segments if segment.note]
+    # a segment is named by a user id, store or tag from the labels: inert
+    shaky = [f"- {inert_markdown(segment.title(by))}: {inert_markdown(segment.note)}." for segment in segments if segment.note]
     if shaky:
         st.warning("\n".join(shaky))

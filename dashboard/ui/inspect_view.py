@@ -102,7 +102,7 @@ def sync_url(choice: StoreChoice, user: str | None, k: int, floor: float) -> Non
     # A store setting may be empty on purpose (an empty path: the demo data).
     session.sync_url({**{key: value for key, value in wanted.items() if value}, **store_url_params(choice)})
     for warning in st.session_state.pop("_url_warnings", []):
-        st.warning(warning)
+        st.warning(inert_markdown(warning))
 
 
 # ------------------------------------------------------------------ sidebar bits
@@ -164,7 +164,7 @@ def current_message_id() -> str:
 def show_notes(result: QueryResult) -> None:
     # A store can send one note per result; 100,000 warning boxes would hang the tab.
     for note in result.notes[:MAX_NOTES]:
-        st.warning(note)
+        st.warning(inert_markdown(note))
     if len(result.notes) > MAX_NOTES:
         st.warning(f"… and {len(result.notes) - MAX_NOTES:,} more notes from the store, not shown.")
     if not result.score_kind.comparable_to_floor:

@@ -90,7 +90,7 @@ def log_loader() -> LogImport | None:
     log: LogImport | None = st.session_state.get("label_log")
     if log is None:
         return None
-    st.caption(log.summary())
+    st.caption(inert_markdown(log.summary()))
     if log.issues:
         st.warning(f"{log.bad_rows:,} bad row(s) were skipped; the other rows were imported.")
         st.dataframe(
@@ -184,7 +184,7 @@ def new_session_form(store: LabelStore, log: LogImport | None, drawn_store: str)
 def session_picker(store: LabelStore) -> LabelSession | None:
     sessions = {s.name: s for s in store.sessions()}
     if note := st.session_state.pop("session_created", None):
-        st.success(note)
+        st.success(inert_markdown(note))
     if not sessions:
         st.info("No labelling session yet: read a log and create one below.")
         return None
@@ -192,9 +192,10 @@ def session_picker(store: LabelStore) -> LabelSession | None:
         st.session_state["label_session"] = next(iter(sessions))
     name = st.selectbox("Session", list(sessions), key="label_session")
     session = sessions[name]
-    who = ", ".join(session.reviewers) if session.reviewers else "everyone labels every turn"
+    # reviewer names and the source were typed by whoever made the session: inert
+    who = inert_markdown(", ".join(session.reviewers)) if session.reviewers else "everyone labels every turn"
     st.caption(
-        f"{session.size} rows, {session.method} sample, seed {session.seed}, from {session.source or 'a log'}; "
+        f"{session.size} rows, {session.method} sample, seed {session.seed}, from {inert_markdown(session.source or 'a log')}; "
         f"reviewers: {who}" + (f"; overlap {session.overlap:.0%}" if session.reviewers else "")
         + (f"; drawn on store {code_span(session.drawn_store)}" if session.drawn_store else "")
     )
@@ -289,7 +290,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         )
     queue = labelling.load_queue(store, session.name, reviewer)
     if session.reviewers and not queue.assigned:
-        st.caption(f"{reviewer} is not among this session's reviewers, so every turn is shown.")
+        st.caption(f"{inert_markdown(reviewer)} is not among this session's reviewers, so every turn is shown.")
     total = max(queue.total, 1)
     st.progress(queue.done / total, text=f"{queue.done} of {queue.total} rows done by {reviewer}")
     if error := st.session_state.get("label_error"):
@@ -311,7 +312,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
     turn, item = current
     turns = queue.turns()
     st.subheader(f"Turn {turns.index(turn.message_id) + 1} of {len(turns)}")
-    st.caption(f"message `{turn.message_id}`" + (f" · user `{turn.user_id}`" if turn.user_id else ""))
+    st.caption(f"message {code_span(turn.message_id)}" + (f" · user {code_span(turn.user_id)}" if turn.user_id else ""))
     if turn.query_text:
         st.markdown(f"> {inert_markdown(clip_text(turn.query_text)[0])}")
     else:
@@ -388,7 +389,7 @@ def session_results(store: LabelStore, session: LabelSession) -> None:
     cols[1].metric("Reviewers", len(report.reviewers))
     kappa = report.kappa if report.kappa is not None and report.kappa == report.kappa else None
     cols[2].metric(report.method_name, f"{kappa:.3f}" if kappa is not None else "n/a")
-    st.caption(report.headline())
+    st.caption(inert_markdown(report.headline()))
     if report.disagreements:
         st.markdown(f"**{len(report.disagreements)} disagreement(s) to resolve**")
         st.dataframe(

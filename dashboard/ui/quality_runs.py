@@ -24,7 +24,7 @@ from dashboard.evaluation import weight_search as whatif
 from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
 from dashboard.evaluation.run_compare import CompareError, Comparison, compare_runs, inspect_link
 from dashboard.evaluation.run_figures import RunFigures, format_value, run_figures
-from dashboard.evaluation.runs import RunRequest, RunStopped, resume_run, start_run, store_limit
+from dashboard.evaluation.runs import RunRequest, RunStopped, failure_summary, resume_run, start_run, store_limit
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
 from dashboard.ui import cache, session
@@ -56,7 +56,7 @@ def _keep(evals: EvalStore, judged: JudgedSet) -> None:
     evals.save_set(judged)
     st.session_state["eval_set"] = judged.name
     st.session_state["eval_set_message"] = (
-        f"Kept judged set **{judged.name}**: {len(judged.questions)} questions"
+        f"Kept judged set **{inert_markdown(judged.name)}**: {len(judged.questions)} questions"
         + (f"; {len(judged.issues)} {'turn(s)' if judged.source == 'labels' else 'line(s)'} left out" if judged.issues else "")
     )
 
@@ -85,7 +85,7 @@ def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
     if message := st.session_state.pop("eval_set_message", None):
         st.success(message)
     if issues := st.session_state.pop("eval_set_issues", None):
-        st.warning("Lines skipped:\n\n" + "\n".join(f"- {line}" for line in issues.splitlines()[:50]))
+        st.warning("Lines skipped:\n\n" + "\n".join(f"- {inert_markdown(line)}" for line in issues.splitlines()[:50]))
     names = [DEMO_SET, *[n for n in evals.set_names() if n != "demo"]]
     _restore_set_from_url(names)
     # The set chosen in this browser session (kept across pages); in a new session,
@@ -224,9 +224,17 @@ def _execute(work: Any) -> None:
     try:
         info = work(progress)
         st.session_state["eval_run"] = info.run_id
-        st.success(f"Run **{info.name}** complete: {info.total} questions.")
+        if info.failed:
+            # a store outage must not pass for a finished run: say so, and that Resume asks again
+            errors = [o.error for o in EvalStore(cache.label_store()).outcomes(info.run_id)]
+            st.warning(
+                f"Run **{inert_markdown(info.name)}** is incomplete: {failure_summary(info, errors)}."
+                " They count as returning nothing; Resume asks them again."
+            )
+        else:
+            st.success(f"Run **{inert_markdown(info.name)}** complete: {info.total} questions.")
     except RunStopped as exc:
-        st.warning(f"The run stopped and is kept as incomplete: {exc}")
+        st.warning(f"The run stopped and is kept as incomplete: {inert_markdown(str(exc))}")
     except ConnectorError as exc:
         show_error(f"The store failed: {exc}")
 
@@ -237,8 +245,9 @@ def _execute(work: Any) -> None:
 def runs_frame(runs: list[RunInfo]) -> pd.DataFrame:
     return pd.DataFrame(
         [
-            {"run": r.run_id, "name": r.name, "status": r.status, "judged set": f"{r.set_name} ({r.set_hash[:8]})",
-             "store": r.fingerprint, "k": r.k, "as of": r.as_of or "", "started": r.started_at[:19]}
+            {"run": r.run_id, "name": r.name, "status": r.status, "failed": r.failed,
+             "judged set": f"{r.set_name} ({r.set_hash[:8]})", "store": r.fingerprint, "k": r.k, "as of": r.as_of or "",
+             "started": r.started_at[:19]}
             for r in reversed(runs)
         ]
     )
@@ -279,9 +288,13 @@ def show_runs(evals: EvalStore) -> list[RunInfo]:
     if not info.complete:
         st.warning(f"This run is {info.status}: the figures cover the questions it answered only.")
     if figures.errors:
-        st.warning(f"{figures.errors} question(s) failed in this run and count as returning nothing.")
+        errors = [r.error for r in figures.per_query]
+        st.warning(
+            f"{figures.errors} question(s) failed in this run and count as returning nothing"
+            f" ({inert_markdown(failure_summary(info, errors))}); Resume asks them again."
+        )
     for note in info.notes:
-        st.caption(f"Store note: {note}")
+        st.caption(f"Store note: {inert_markdown(note)}")
     metrics_cols = st.columns(4)
     for col, name in zip(metrics_cols, (f"recall@{n}", "mrr", f"ndcg@{n}", "floor_precision"), strict=True):
         col.metric(name, format_value(figures.overall.get(name)))

@@ -282,7 +282,10 @@ def log_jsonl_files(draw):
             "score": draw(FINITE),
         }
         if draw(st.booleans()):
-            obj["query"] = draw(ANY_TEXT)
+            # a query about traces names OTLP's key: the log is still a log (format by structure)
+            obj["query"] = draw(st.one_of(ANY_TEXT, st.sampled_from(["resourceSpans", "what are resourceSpans?"])))
+        if draw(st.integers(0, 9)) == 0:
+            obj["resourceSpans"] = draw(st.sampled_from([[], [{"scopeSpans": []}], "x"]))
         field = None
         if kind == "truncated":
             field = "(line)"

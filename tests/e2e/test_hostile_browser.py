@@ -134,3 +134,29 @@ def test_a_100000_row_answer_with_a_10_mb_memory_draws_cut_down_and_stays_usable
     expect(kept).to_have_text("55001")
     assert len(code_blocks(page)[0]) < 25_000
     assert service.requests.count("/huge") == 1  # the floor move did not query the service again
+
+
+@pytest.mark.parametrize("route", ["/markup", "/rejects"])
+def test_markup_in_ids_scores_breakdowns_and_store_errors_makes_no_element(page, service, tmp_path, route):
+    """A store's ids, a non-numeric score, a breakdown key and a 400's message are
+    shown as characters: the page has no image or link of theirs, and the browser
+    never asked the store's address for the picture."""
+    open_app(page)
+    choose(page, "store", "HTTP JSON service (TOML-described)")
+    page.get_by_test_id("stSidebar").get_by_text("Store settings").click()
+    box = widget(page, "cfg_http_json_config_path").locator("input")
+    box.fill(str(service.write_config(tmp_path, route)))
+    box.press("Enter")
+    wait_idle(page)
+    query = widget(page, "query").locator("input")
+    query.fill(QUERY)
+    query.press("Enter")
+    wait_idle(page, timeout=120_000)
+    main = page.get_by_test_id("stMain")
+    expected = "Re-login here"
+    expect(main.get_by_text(expected, exact=False).first).to_be_visible(timeout=120_000)
+    wait_idle(page)
+    leaks = main.locator(f"img[src*='{service.url}'], a[href*='{service.url}'], a:has-text('{expected}')")
+    assert leaks.count() == 0
+    assert main.locator("[data-testid=stMarkdownContainer] img, .katex").count() == 0
+    assert not [path for path in service.fetched if path.startswith("/leak")]

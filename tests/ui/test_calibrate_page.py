@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from page_text import error_texts
+from markdown_text import error_texts, seen
 
 from dashboard.calibration.sweep import calibrate, format_floor
 from dashboard.database.store import LabelStore
@@ -161,7 +161,7 @@ def test_an_uploaded_file_is_validated_by_line_and_its_good_rows_calibrated(app)
     at = open_calibrate(app, calibrate_source="Upload a file")
     at.file_uploader(key="calibrate_upload").set_value(("team.jsonl", UPLOAD, "application/jsonl")).run()
     assert not at.exception
-    assert any("3 problem(s) in team.jsonl: 3 row(s) skipped, 4 usable row(s) used" in w.value for w in at.warning)
+    assert any("3 problem(s) in team.jsonl: 3 row(s) skipped, 4 usable row(s) used" in seen(w.value) for w in at.warning)
     problems = at.dataframe[0].value
     assert problems["line"].tolist() == [3, 4, 6]
     assert "duplicate of line 1" in problems["problem"].iloc[2]

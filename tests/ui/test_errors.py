@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from markdown_it import MarkdownIt
-from page_text import error_texts
+from markdown_text import error_texts
 from streamlit.testing.v1 import AppTest
 
 from dashboard.display import WORD_JOINER

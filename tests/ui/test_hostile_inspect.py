@@ -15,6 +15,7 @@ import re
 import pytest
 from hostile_service import BACKTICK_ID, FORMULA_ID, HUGE_ROWS, HUGE_TEXT_CHARS, INERT, HostileService
 from markdown_it import MarkdownIt
+from markdown_text import seen
 
 from dashboard.display import TABLE_TEXT_CHARS, WORD_JOINER
 from dashboard.ui.inspect_view import MAX_LABEL_ROWS, MAX_NOTES, MAX_TABLE_ROWS
@@ -139,7 +140,7 @@ def test_a_100000_row_result_with_a_10_mb_memory_is_cut_down_with_notes(app, ser
 
 def test_100000_connector_notes_are_summarised_not_drawn_one_by_one(app, service, tmp_path):
     at = open_route(app, service, tmp_path, "/noisy")
-    warnings = [w.value for w in at.warning]
+    warnings = [seen(w.value) for w in at.warning]
     notes = [w for w in warnings if w.startswith("results[")]
     assert len(notes) == MAX_NOTES
     assert notes[0] == "results[0] (n000000): no text at 'text'; shown empty."

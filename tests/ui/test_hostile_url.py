@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from markdown_it import MarkdownIt
+from markdown_text import seen
 
 from dashboard.ui.inspect_view import MAX_QUERY_CHARS
 
@@ -23,7 +24,7 @@ def follow(app, params: dict[str, str]):
 
 def warnings(at) -> list[str]:
     """The warnings about the link (other panels may warn about the result)."""
-    return [w.value for w in at.warning if "link" in w.value]
+    return [seen(w.value) for w in at.warning if "link" in w.value]
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from page_text import error_texts
+from markdown_text import error_texts
 
 from connectors.base import StoreTimeout
 from connectors.registry import REGISTRY, StoreSpec

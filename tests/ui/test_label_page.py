@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from page_text import error_texts, plain
+from markdown_text import error_texts, seen
 
 from dashboard.database import open_label_store
 from dashboard.display import inert_markdown
@@ -201,7 +201,7 @@ def test_reviewer_is_asked_once_and_overlap_gives_agreement(label_page, data_dir
     ben.run()
     for n in range(20):
         press(ben, "relevant" if n % 4 else "not_relevant")
-    text = " ".join(ben.caption.values)
+    text = seen(" ".join(ben.caption.values))
     assert "Cohen's kappa" in text and "over 20 row(s)" in text
     assert len(ben.dataframe) >= 1  # the disagreement list
     disagreements = ben.dataframe[-1].value
@@ -232,7 +232,7 @@ def test_the_password_gate_hides_memory_text_until_unlocked(label_page, data_dir
     at.text_input(key="access_password").input("pw-Zebra-42")
     at.button(key="FormSubmitter:access_form-Unlock").click().run()
     assert "label_relevant" in [b.key for b in at.button]
-    shown = json.dumps([plain(str(e.value)) for e in at.main if hasattr(e, "value")], default=str)
+    shown = json.dumps([seen(str(e.value)) for e in at.main if hasattr(e, "value")], default=str)
     assert "pw-Zebra-42" not in shown
     assert at.session_state["access_password"] == ""  # what was typed is not kept
 
@@ -252,9 +252,9 @@ def test_a_broken_upload_lists_every_bad_line_and_keeps_the_rest(label_page, dat
     at.file_uploader(key="log_upload").set_value(("week.jsonl", broken, "application/jsonl")).run()
     at.button(key="log_read").click().run()
     assert not at.exception
-    assert "imported 2 rows in 2 turns from 6 read; 3 bad row(s) skipped; 1 duplicate row(s) merged" in " ".join(
+    assert "imported 2 rows in 2 turns from 6 read; 3 bad row(s) skipped; 1 duplicate row(s) merged" in seen(" ".join(
         at.caption.values
-    )
+    ))
     issues = at.dataframe[0].value
     assert list(zip(issues["line"], issues["field"], strict=True)) == [(2, "rank"), (3, "(line)"), (6, "message_id")]
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from page_text import error_texts
+from markdown_text import error_texts
 
 
 @pytest.fixture(autouse=True)

@@ -4,8 +4,8 @@ ADD and UPDATE, and an expected memory traced to its deletion."""
 from __future__ import annotations
 
 import pytest
+from markdown_text import error_texts
 from mem0_history_data import CAR_AFTER, CAR_BEFORE, CAT, write_history
-from page_text import error_texts
 
 CHECK = "FormSubmitter:browse_check_form-Check"
 

@@ -9,7 +9,7 @@ import logging
 import socket
 
 import pytest
-from page_text import plain
+from markdown_text import seen
 from streamlit.testing.v1.element_tree import Block
 
 from connectors.http.memorysync import NORMALISED_NOTE, USAGE_NOTE
@@ -32,7 +32,7 @@ def node_text(node) -> str:
     """One element's message and value."""
     text = str(getattr(node, "proto", ""))
     try:
-        text += "\n" + repr(node.value) + "\n" + plain(str(node.value))
+        text += "\n" + repr(node.value) + "\n" + seen(str(node.value))
     except Exception:  # blocks and some elements have no value
         pass
     return text
@@ -44,7 +44,7 @@ def everything_rendered(at) -> str:
 
 
 def texts(elements) -> str:
-    return "\n".join(plain(str(e.value)) for e in elements)
+    return "\n".join(seen(str(e.value)) for e in elements)
 
 
 def store_query_requests(server) -> int:

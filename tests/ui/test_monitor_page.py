@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from page_text import error_texts
+from markdown_text import error_texts
 
 from dashboard.database.store import LabelStore
 from dashboard.monitoring.synthetic import DEMO_LOG

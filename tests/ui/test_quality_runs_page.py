@@ -31,7 +31,8 @@ def test_upload_run_compare_and_search_weights(app, data_dir):
     at.button(key="eval_keep_upload").click().run()
     assert not at.exception, at.exception
     assert any("Kept judged set **team**: 38 questions; 1 line(s) left out" in s.value for s in at.success)
-    assert any("team.jsonl: line 39, field 'query'" in w.value for w in at.warning)
+    # the file's own text is shown inert (escaped Markdown)
+    assert any("team.jsonl: line 39, field 'query'" in w.value.replace("\\", "") for w in at.warning)
     assert at.selectbox(key="eval_set").value == "team"
 
     at.number_input(key="eval_k").set_value(5).run()
@@ -105,3 +106,34 @@ def test_labelled_turns_are_promoted_to_a_judged_set(app, data_dir):
     assert any("Kept judged set **week 48**: 2 questions; 1 turn(s) left out" in s.value for s in at.success)
     assert at.selectbox(key="eval_set").value == "week 48"
     assert any("2 questions (2 answerable)" in c.value for c in at.caption)
+
+
+def test_a_run_with_failed_questions_says_how_many_and_why(app, data_dir):
+    from dashboard.database import open_label_store
+    from dashboard.database.model import utc_now
+    from dashboard.evaluation.judged_sets import demo_set
+    from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo, new_run_id
+
+    labels = open_label_store(data_dir / "labels.sqlite")
+    evals = EvalStore(labels)
+    judged = demo_set()
+    digest = evals.save_set(judged)
+    run_id = new_run_id()
+    evals.start_run(RunInfo(run_id, "flaky store", judged.name, digest, "embedded", "embedded:x", {}, 5, utc_now(),
+                            None, len(judged.questions)))
+    outcomes = []
+    for position, question in enumerate(judged.questions):
+        error = ("StoreTimeout: no answer in 10 s" if position < 3 else "AuthFailed: the store refused the key"
+                 if position < 5 else None)
+        hits = [] if error else [RunHit(next(iter(question.grades), "sam-01"), 1, 0.5)]
+        outcomes.append(QueryOutcome(question.message_id, position, question.user_id, hits, 1.0, error))
+    evals.save_outcomes(run_id, outcomes)
+    evals.finish_run(run_id)
+    labels.close()
+    at = quality_page(app)
+    total = len(judged.questions)
+    [table] = [d.value for d in at.dataframe if "failed" in d.value.columns]  # the runs table
+    assert table.loc[0, "failed"] == 5
+    assert table.loc[0, "status"] == f"incomplete ({total - 5} of {total}; 5 failed)"
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert any(f"5 of {total} questions failed (StoreTimeout 3, AuthFailed 2)" in w for w in warnings), warnings

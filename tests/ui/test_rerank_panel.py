@@ -7,7 +7,7 @@ import math
 import re
 
 import pytest
-from page_text import error_texts
+from markdown_text import error_texts
 
 from dashboard.ranking.ranking_json import validate_ranking
 

@@ -5,7 +5,7 @@ folders loaded with the demo memories."""
 from __future__ import annotations
 
 import pytest
-from page_text import error_texts
+from markdown_text import error_texts, seen
 
 from connectors.demo_loader import demo_rows, load_chroma, load_qdrant
 from connectors.vector.chroma import persistent_client
@@ -96,8 +96,8 @@ def test_browse_says_a_stored_memory_is_stored_and_a_missing_one_was_never_store
     at.text_input(key="browse_expected").input("prefers light UI theme.")
     at.button(key=CHECK).click().run()
     assert not at.exception
-    assert at.success and "Stored as written (sam-02)" in at.success[0].value
-    assert "ranks it #1" in at.success[0].value
+    assert at.success and "Stored as written (sam-02)" in seen(at.success[0].value)
+    assert "ranks it #1" in seen(at.success[0].value)
     at.text_input(key="browse_expected").input("Is allergic to peanuts")
     at.button(key=CHECK).click().run()
     assert at.error and "probably never stored" in error_texts(at)[0]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf.json_format import MessageToDict
+from markdown_text import seen
 from openinference.semconv.trace import DocumentAttributes, SpanAttributes
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
@@ -63,7 +64,7 @@ def upload(data_dir, traces, *, include_query: bool):
 
 def test_label_page_reads_otlp_traces_and_names_the_broken_span(data_dir, traces):
     at = upload(data_dir, traces, include_query=False)
-    assert "imported 5 rows in 2 turns from 6 read; 1 bad row(s) skipped" in " ".join(at.caption.values)
+    assert "imported 5 rows in 2 turns from 6 read; 1 bad row(s) skipped" in seen(" ".join(at.caption.values))
     issues = at.dataframe[0].value
     assert list(zip(issues["line"], issues["field"], strict=True)) == [(1, "retrieval.documents.0.document.id")]
     assert traces[1] in issues["problem"].iloc[0]
@@ -83,3 +84,16 @@ def test_quality_page_offers_the_read_log_as_otlp_traces(app, data_dir):
     at.button(key="quality_run_demo").click().run()  # reads to log: opening the page sends none
     assert not at.exception, at.exception
     assert any(b.label == "Download as OpenTelemetry traces (OTLP JSON)" for b in at.download_button)
+
+
+def test_label_page_names_a_trace_line_nested_50000_deep_and_keeps_the_others(data_dir, traces):
+    """A kvlistValue 50,000 levels deep is a bad line on the page, not a traceback,
+    and the good line before it is imported."""
+    deep = '{"kvlistValue": {"values": [{"key": "k", "value": ' * 50_000 + '{"stringValue": "x"}' + "}]}}" * 50_000
+    bad = '{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": "2222222222222222", "attributes": [{"key": "deep", "value": ' + deep + "}]}]}]}]}\n"
+    at = upload(data_dir, (traces[0] + bad.encode(), traces[1]), include_query=False)
+    assert not at.exception, at.exception
+    assert "imported 5 rows in 2 turns" in seen(" ".join(at.caption.values))
+    issues = at.dataframe[0].value
+    assert (2, "(line)") in list(zip(issues["line"], issues["field"], strict=True))
+    assert "nested more than 64 levels deep" in " ".join(issues["problem"])

@@ -10,7 +10,7 @@ import lancedb
 import numpy as np
 import psycopg
 import pytest
-from page_text import error_texts, plain
+from markdown_text import error_texts, seen
 from pgvector_server import PgVectorServer
 
 from connectors.demo_loader import demo_rows, demo_vectors
@@ -55,7 +55,7 @@ def stores_env(tables, monkeypatch):
 
 def shown_text(at) -> str:
     parts = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success") for e in getattr(at, kind)]
-    return "\n".join(plain(str(p)) for p in parts)
+    return "\n".join(seen(str(p)) for p in parts)
 
 
 @pytest.mark.parametrize("store,raw_kind", [("pgvector", "cosine distance"), ("lancedb", "cosine distance")])

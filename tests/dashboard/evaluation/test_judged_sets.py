@@ -130,7 +130,10 @@ def test_versions_and_runs_round_trip_on_both_backends(evals):
     evals.save_outcomes(run_id, [QueryOutcome("q2", 1, None, [], None, "StoreTimeout: slow")])
     evals.finish_run(run_id, ["a note"])
     done = evals.run(run_id)
-    assert done.complete and done.notes == ["a note"] and done.settings == {"db_path": "/x"}
+    # every question asked, one failed: not complete, and the status says so
+    assert done.finished and not done.complete and done.failed == 1
+    assert done.status == "incomplete (1 of 2; 1 failed)"
+    assert done.notes == ["a note"] and done.settings == {"db_path": "/x"}
     outcomes = evals.outcomes(run_id)
     assert outcomes[0].hits == [hit] and outcomes[1].error == "StoreTimeout: slow"
     assert outcomes[0].query_text is None  # no text unless the reviewer opted in

@@ -123,3 +123,27 @@ def test_unicode_and_rtl_survive_export(store):
     label(store, memory_id="מזהה-٣", memory_text="שלום עולם 🍕")
     row = json.loads(export.to_jsonl(store.labels(), include_text=True))
     assert row["memory_id"] == "מזהה-٣" and row["memory_text"] == "שלום עולם 🍕"
+
+
+FORGING_IDS = [
+    "m1 1\nmsg-1 0 forged 1",  # a line break and columns: an invented relevant judgment
+    "id with spaces",  # would shift the columns
+    "tab\tand\rcarriage",
+    "next\u2028line\x85and\x1ffield",  # line and field separators a splitlines() reader breaks at
+]
+
+
+@pytest.mark.parametrize("hostile", FORGING_IDS)
+def test_every_export_keeps_one_label_one_record_whatever_the_id(store, hostile):
+    store.upsert(message_id="msg 1\n", memory_id=hostile, label="not_relevant", reviewer="ana", store="s", score=0.3, rank=1)
+    qrels = export.to_qrels(store.labels())
+    # exactly one judgment line of four columns, still not relevant
+    [line] = qrels.splitlines()
+    columns = line.split()
+    assert len(columns) == 4 and columns[1] == "0" and columns[3] == "0"
+    assert columns[0] == "msg_1_" and columns[2] == export.trec_token(hostile)
+    # JSONL and CSV quote instead: one record each, the id exactly as stored
+    [row] = [json.loads(text) for text in export.to_jsonl(store.labels()).split("\n") if text]
+    assert row["memory_id"] == hostile and row["message_id"] == "msg 1\n"
+    frame = pd.read_csv(__import__("io").StringIO(export.to_csv(store.labels())), keep_default_na=False)
+    assert len(frame) == 1 and frame.loc[0, "memory_id"] == hostile

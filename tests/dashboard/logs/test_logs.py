@@ -192,3 +192,55 @@ def test_bad_lines_are_found_in_a_large_log():
     assert [(i.line, i.field) for i in result.issues] == [(1, "score"), (50_000, "score"), (count, "score")]
     assert len(result.rows) == count - 3
     assert result.rows["line"].is_monotonic_increasing
+
+
+# ------------------------------------------------------------------ hostile shapes
+
+
+def nested(depth: int, leaf: object = 1) -> str:
+    """A JSON value `depth` arrays deep, built as text (json.dumps would recurse)."""
+    return "[" * depth + json.dumps(leaf) + "]" * depth
+
+
+def test_a_line_nested_past_the_bound_in_an_extra_field_is_a_named_bad_line():
+    deep = '{"message_id": "m1", "memory_id": "b", "rank": 2, "score": 0.4, "extra": ' + nested(50_001) + "}"
+    just_over = '{"message_id": "m1", "memory_id": "c", "rank": 3, "score": 0.3, "extra": ' + nested(64) + "}"
+    within = '{"message_id": "m1", "memory_id": "d", "rank": 4, "score": 0.2, "extra": ' + nested(63) + "}"
+    result = read_log_bytes(jsonl(row(), deep, just_over, within), "deep.jsonl")
+    assert result.rows["memory_id"].tolist() == ["a", "d"]
+    assert [str(issue) for issue in result.issues] == [
+        "deep.jsonl: line 2, field '(line)': nested more than 64 levels deep",
+        "deep.jsonl: line 3, field '(line)': nested more than 64 levels deep",
+    ]
+    assert result.rows_read == 4 and result.bad_rows == 2
+
+
+def test_brackets_inside_strings_do_not_make_a_line_bad():
+    many = row(memory="b", query="[" * 500 + "{" * 500)
+    result = read_log_bytes(jsonl(row(), many), "brackets.jsonl")
+    assert result.rows["memory_id"].tolist() == ["a", "b"] and not result.issues
+
+
+@pytest.mark.parametrize(
+    "first_row",
+    [
+        row(query="resourceSpans"),
+        row(query='how do I read "resourceSpans" in a trace?'),
+        row(store='"resourceSpans"'),
+        row(resourceSpans=[]),  # a key of that name beside the log's columns
+        row(extra={"resourceSpans": [{"scopeSpans": []}]}),
+    ],
+    ids=["query", "quoted-query", "store", "extra-key", "nested-key"],
+)
+def test_a_jsonl_log_mentioning_resource_spans_is_read_as_a_log(first_row):
+    result = read_log_bytes(jsonl(first_row, row(memory="b", rank=2)), "week.jsonl")
+    assert result.rows["memory_id"].tolist() == ["a", "b"] and not result.issues
+    assert result.rows_read == 2
+
+
+def test_format_is_told_by_the_first_object_not_by_a_blank_or_broken_first_line():
+    request = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": []}]}]}
+    result = read_log_bytes(b"\n{broken\n" + jsonl(request), "traces.jsonl")
+    # read as traces: the broken line is named, the (empty) request gives no rows
+    assert [(i.line, i.field) for i in result.issues] == [(2, "(line)")]
+    assert len(result.rows) == 0

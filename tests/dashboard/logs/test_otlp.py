@@ -136,7 +136,7 @@ def test_a_document_without_id_is_named_by_line_and_span_id_and_the_rest_kept(de
     assert [str(i) for i in log.issues] == [
         f"traces.json: line 2, field 'retrieval.documents.1.document.id': span {broken}: the document has no id "
         "(not guessed from its text)",
-        "traces.json: line 4, field '(line)': not valid JSON: Expecting property name enclosed in double quotes",
+        "traces.json: line 4, field '(line)': not valid JSON: Expecting property name enclosed in double quotes at column 2",
     ]
     assert log.turns == 2 and len(log.rows) == 5  # 3 + the 2 documents that have ids
     assert set(log.rows["message_id"]) == {good, broken}
@@ -206,3 +206,83 @@ def test_export_spans_follow_both_conventions():
     assert len(span["traceId"]) == 32 and len(span["spanId"]) == 16
     assert int(span["endTimeUnixNano"]) - int(span["startTimeUnixNano"]) == 12_500_000
     assert set(COLUMNS) >= {"message_id", "memory_id", "rank", "score"}
+
+
+# ------------------------------------------------------------------ hostile traces
+
+
+def span_line(span_id: str, documents: list[tuple[str, str]], *, start: str = '"1767225600000000000"',
+              extra_attribute: str | None = None) -> str:
+    """One request line with one OpenInference retriever span, written as text so a
+    test can put in what json.dumps would refuse to build (deep nesting, long numbers);
+    `documents` are (id, score as JSON text)."""
+    attributes = ['{"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}}']
+    for index, (memory_id, score) in enumerate(documents):
+        prefix = f"retrieval.documents.{index}.document."
+        attributes.append(f'{{"key": "{prefix}id", "value": {{"stringValue": "{memory_id}"}}}}')
+        attributes.append(f'{{"key": "{prefix}score", "value": {score}}}')
+    if extra_attribute is not None:
+        attributes.append(f'{{"key": "deep", "value": {extra_attribute}}}')
+    span = f'{{"traceId": "{"a" * 32}", "spanId": "{span_id}", "name": "retrieve", "startTimeUnixNano": {start}, "attributes": [{", ".join(attributes)}]}}'
+    return f'{{"resourceSpans": [{{"resource": {{}}, "scopeSpans": [{{"spans": [{span}]}}]}}]}}'
+
+
+def kvlist(depth: int) -> str:
+    """An AnyValue holding `depth` kvlistValues inside each other."""
+    return '{"kvlistValue": {"values": [{"key": "k", "value": ' * depth + '{"stringValue": "x"}' + "}]}}" * depth
+
+
+GOOD = [("a", '{"doubleValue": 0.9}'), ("b", '{"doubleValue": 0.5}')]
+LONG = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    "bad_line, field, message",
+    [
+        (span_line("2" * 16, GOOD, extra_attribute=kvlist(50_000)), "(line)", "nested more than 64 levels deep"),
+        (span_line("2" * 16, GOOD, start=LONG), "(line)", "a number too long to read"),
+        (span_line("2" * 16, GOOD, start=f'"{LONG}"'), "startTimeUnixNano", "span 2222222222222222: a number of 5,000 characters"),
+        (span_line("2" * 16, GOOD, start='"18446744073709551616"'), "startTimeUnixNano", "span 2222222222222222: '18446744073709551616' is out of range"),
+        (span_line("2" * 16, GOOD, start='"soon"'), "startTimeUnixNano", "span 2222222222222222: 'soon' is not a whole number"),
+        (span_line("2" * 16, [("a", f'{{"doubleValue": {LONG}}}')]), "(line)", "a number too long to read"),
+        (span_line("2" * 16, [("a", f'{{"doubleValue": "{LONG}"}}')]), "retrieval.documents.0.document.score", "span 2222222222222222: a number of 5,000 characters"),
+        (span_line("2" * 16, [("a", f'{{"intValue": "{LONG}"}}')]), "retrieval.documents.0.document.score", "span 2222222222222222: a number of 5,000 characters"),
+        (span_line("2" * 16, [("a", '{"doubleValue": "high"}')]), "retrieval.documents.0.document.score", "span 2222222222222222: doubleValue 'high' is not a number"),
+    ],
+    ids=["kvlist-50000-deep", "start-5000-digit-number", "start-5000-digit-string", "start-past-uint64", "start-text",
+         "score-5000-digit-number", "score-5000-digit-string", "score-5000-digit-int", "score-text"],
+)
+def test_a_hostile_trace_line_is_named_and_the_good_lines_are_kept(bad_line, field, message, tmp_path, capsys):
+    data = "\n".join([span_line("1" * 16, GOOD), bad_line, span_line("3" * 16, GOOD)]).encode() + b"\n"
+    log = read_log_bytes(data, "traces.json")
+    assert [(i.line, i.field) for i in log.issues] == [(2, field)]
+    assert log.issues[0].message.startswith(message)
+    assert log.rows["message_id"].tolist() == ["1" * 16] * 2 + ["3" * 16] * 2
+    assert log.rows["score"].tolist() == [0.9, 0.5, 0.9, 0.5]
+    path = tmp_path / "traces.json"
+    path.write_bytes(data)
+    assert main(["logs", "check", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert "imported 4 rows in 2 turns" in out and f"line 2, field '{field}': {message}" in out
+
+
+def test_genai_documents_text_past_the_bounds_is_named():
+    def genai(span_id: str, documents: str) -> str:
+        attributes = [{"key": "gen_ai.operation.name", "value": {"stringValue": "retrieval"}},
+                      {"key": "gen_ai.retrieval.documents", "value": {"stringValue": documents}}]
+        span = {"spanId": span_id, "startTimeUnixNano": "1", "attributes": attributes}
+        return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+
+    lines = [
+        genai("1" * 16, json.dumps([{"id": "a", "score": 0.5}])),
+        genai("2" * 16, '[{"id": "a", "score": ' + LONG + "}]"),
+        genai("3" * 16, "[" * 100_000 + "]" * 100_000),
+        genai("4" * 16, '[{"id": "a", "score": 1' + "0" * 400 + "}]"),
+    ]
+    log = read_log_bytes("\n".join(lines).encode(), "genai.json")
+    assert log.rows["message_id"].tolist() == ["1" * 16]
+    assert [(i.line, i.field) for i in log.issues] == [
+        (2, "gen_ai.retrieval.documents"), (3, "gen_ai.retrieval.documents"), (4, "gen_ai.retrieval.documents[0].score")
+    ]
+    assert "a number too long to read" in log.issues[0].message
+    assert "nested more than 64 levels deep" in log.issues[1].message
