@@ -189,11 +189,11 @@ def test_a_label_database_from_before_drawn_store_is_migrated_when_opened(target
     else:
         import sqlite3
 
-        conn = sqlite3.connect(target)
-        conn.executescript(old_schema.format(real="REAL"))
-        conn.execute(row)
-        conn.commit()
-        conn.close()
+        db = sqlite3.connect(target)
+        db.executescript(old_schema.format(real="REAL"))
+        db.execute(row)
+        db.commit()
+        db.close()
     for _ in range(2):  # opening twice adds the column once
         store = open_label_store(target)
         try:

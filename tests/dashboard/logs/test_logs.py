@@ -239,7 +239,7 @@ def test_a_jsonl_log_mentioning_resource_spans_is_read_as_a_log(first_row):
 
 
 def test_format_is_told_by_the_first_object_not_by_a_blank_or_broken_first_line():
-    request = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": []}]}]}
+    request: dict[str, object] = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": []}]}]}
     result = read_log_bytes(b"\n{broken\n" + jsonl(request), "traces.jsonl")
     # read as traces: the broken line is named, the (empty) request gives no rows
     assert [(i.line, i.field) for i in result.issues] == [(2, "(line)")]
