@@ -75,7 +75,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="embedded",
         title="Embedded (SQLite + MiniLM)",
-        factory="connectors.embedded.store:open_store",
+        factory="connectors.embedded.factories:open_store",
         local_model=True,
         clock=True,
         description="A local SQLite file of memories with all-MiniLM-L6-v2 embeddings. "
@@ -88,7 +88,7 @@ STORES: list[StoreSpec] = [
                 "text",
                 default="semantic=0.6,recency=0.15,importance=0.15,usage=0.1",
                 help="component=weight pairs; normalised to sum to 1",
-                canonical="connectors.embedded.store:canonical_weights",
+                canonical="connectors.embedded.weights:canonical_weights",
             ),
             ConfigField("half_life_hours", "Recency half-life (hours)", "float", default=72.0),
         ),
@@ -427,7 +427,7 @@ def fingerprint(name: str, config: dict[str, Any]) -> str:
 def open_demo_store(directory: str | Path | None = None, **options: Any) -> Any:
     """The bundled demo memories in `<directory or data dir>/demo.sqlite` (an
     EmbeddedStore), imported on first open and again only when the file changes."""
-    return load_target("connectors.embedded.store:open_demo_store")(directory, **options)
+    return load_target("connectors.embedded.factories:open_demo_store")(directory, **options)
 
 
 def open_embedded_file(path: str | Path, **options: Any) -> Any:
