@@ -1,13 +1,23 @@
-"""The embedded store's SQLite file: its schema, opened for writing or read-only, and
-the check that a file someone names is a memlens store before anything is written to it."""
+"""The embedded store's SQLite file: its schema, opened for writing or read-only, the
+check that a file someone names is a memlens store before anything is written to it,
+and its memories read into the arrays the store's scan runs over."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
+from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
 
 from connectors.base import StoreUnavailable
+from connectors.embedded.importing import _utc
+
+# Rows read per fetch while loading: bounds the Python objects alive at once.
+LOAD_CHUNK_ROWS = 20_000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -83,6 +93,62 @@ def check_is_store(path: Path) -> None:
             "memlens opens only stores it made (`memlens import`) and changed nothing in this file"
         )
 
+
+class Loaded(NamedTuple):
+    """Every memory of the file as arrays, in the order of the memories_user index:
+    each user's memories are one contiguous slice (``by_user``) of every array."""
+
+    ids: np.ndarray
+    by_user: dict[str, slice]
+    created: np.ndarray
+    importance: np.ndarray
+    usage: np.ndarray
+    vectors: np.ndarray
+
+
+def read_memories(db: sqlite3.Connection, dimensions: int) -> Loaded:
+    """The memories table read into arrays, the matrix filled chunk by chunk, so
+    loading never holds a second copy (see EmbeddedStore._ensure_loaded)."""
+    # One read snapshot for the count and the rows (unless a transaction is
+    # already open, which is a snapshot of its own).
+    snapshot = not db.in_transaction
+    if snapshot:
+        db.execute("BEGIN")
+    try:
+        count = db.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+        cursor = db.execute(
+            "SELECT id, user_id, created_at, importance, usage_count, embedding FROM memories"
+            " ORDER BY user_id, created_at"
+        )
+        ids = np.empty(count, dtype=object)
+        created = np.empty(count, dtype=np.float64)
+        importance = np.empty(count, dtype=np.float32)
+        usage = np.empty(count, dtype=np.float32)
+        vectors = np.empty((0, dimensions), dtype=np.float32)
+        users: list[str] = []
+        start = 0
+        while chunk := cursor.fetchmany(LOAD_CHUNK_ROWS):
+            stop = start + len(chunk)
+            ids[start:stop] = [r[0] for r in chunk]
+            users += [r[1] for r in chunk]
+            created[start:stop] = [_utc(datetime.fromisoformat(r[2])).timestamp() for r in chunk]
+            importance[start:stop] = [r[3] for r in chunk]
+            usage[start:stop] = [r[4] for r in chunk]
+            block = np.frombuffer(b"".join(r[5] for r in chunk), dtype=np.float32).reshape(len(chunk), -1)
+            if start == 0:
+                vectors = np.empty((count, block.shape[1]), dtype=np.float32)
+            vectors[start:stop] = block
+            start = stop
+    finally:
+        if snapshot:
+            db.commit()
+    by_user: dict[str, slice] = {}
+    start = 0
+    for user, rows in itertools.groupby(users):
+        stop = start + sum(1 for _ in rows)
+        by_user[user] = slice(start, stop)
+        start = stop
+    return Loaded(ids, by_user, created, importance, usage, vectors)
 
 
 def writable(folder: Path) -> bool:

@@ -17,7 +17,6 @@ inspects.
 from __future__ import annotations
 
 import builtins
-import itertools
 import json
 import math
 import threading
@@ -42,7 +41,7 @@ from connectors.base import (
     check_query,
     context_block,
 )
-from connectors.embedded.files import open_for_writing, open_read_only
+from connectors.embedded.files import open_for_writing, open_read_only, read_memories
 from connectors.embedded.importing import (  # noqa: F401  (public names of this module since before the split)
     DEFAULT_IMPORTANCE,
     IMPORTANCE_MAX,
@@ -56,9 +55,6 @@ from connectors.embedded.weights import parse_weights
 from connectors.embedding import runtime as embedding
 
 DEFAULT_HALF_LIFE_HOURS = 72.0
-
-# Rows read per fetch while loading: bounds the Python objects alive at once.
-LOAD_CHUNK_ROWS = 20_000
 
 # How far one feedback signal moves importance before the streak multiplier.
 FEEDBACK_STEP = {"positive": 0.10, "retrieved": 0.05, "ignored": -0.03, "negative": -0.10}
@@ -106,54 +102,16 @@ class EmbeddedStore:
 
         Rows are read in the order of the memories_user index, so each user's
         memories are one contiguous slice of every array: a per-user query scans a
-        view of the matrix instead of copying that user's rows out of it. The
-        matrix is filled chunk by chunk, so loading never holds a second copy."""
+        view of the matrix instead of copying that user's rows out of it."""
         version = self._data_version()
         if version == self._loaded_version and self._dirty is False:
             return
-        # One read snapshot for the count and the rows (unless a transaction is
-        # already open, which is a snapshot of its own).
-        snapshot = not self._db.in_transaction
-        if snapshot:
-            self._db.execute("BEGIN")
-        try:
-            count = self._db.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-            cursor = self._db.execute(
-                "SELECT id, user_id, created_at, importance, usage_count, embedding FROM memories"
-                " ORDER BY user_id, created_at"
-            )
-            ids = np.empty(count, dtype=object)
-            created = np.empty(count, dtype=np.float64)
-            importance = np.empty(count, dtype=np.float32)
-            usage = np.empty(count, dtype=np.float32)
-            vectors = np.empty((0, embedding.DIMENSIONS), dtype=np.float32)
-            users: list[str] = []
-            start = 0
-            while chunk := cursor.fetchmany(LOAD_CHUNK_ROWS):
-                stop = start + len(chunk)
-                ids[start:stop] = [r[0] for r in chunk]
-                users += [r[1] for r in chunk]
-                created[start:stop] = [_utc(datetime.fromisoformat(r[2])).timestamp() for r in chunk]
-                importance[start:stop] = [r[3] for r in chunk]
-                usage[start:stop] = [r[4] for r in chunk]
-                block = np.frombuffer(b"".join(r[5] for r in chunk), dtype=np.float32).reshape(len(chunk), -1)
-                if start == 0:
-                    vectors = np.empty((count, block.shape[1]), dtype=np.float32)
-                vectors[start:stop] = block
-                start = stop
-        finally:
-            if snapshot:
-                self._db.commit()
-        self._by_user: dict[str, slice] = {}
-        start = 0
-        for user, rows in itertools.groupby(users):
-            stop = start + sum(1 for _ in rows)
-            self._by_user[user] = slice(start, stop)
-            start = stop
-        self._ids, self._created, self._importance, self._usage = ids, created, importance, usage
-        self._usage_component = np.minimum(1.0, np.log1p(usage.astype(np.float64)) / 5.0)
+        loaded = read_memories(self._db, embedding.DIMENSIONS)
+        self._by_user = loaded.by_user
+        self._ids, self._created, self._importance, self._usage = loaded.ids, loaded.created, loaded.importance, loaded.usage
+        self._usage_component = np.minimum(1.0, np.log1p(loaded.usage.astype(np.float64)) / 5.0)
         self._fixed = None
-        self._vectors = vectors
+        self._vectors = loaded.vectors
         self._loaded_version = version
         self._dirty = False
 
