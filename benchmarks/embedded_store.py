@@ -64,7 +64,7 @@ def repeats_for(rows: int) -> int:
 def write_store(path: Path, size: int, users: int, seed: int) -> None:
     """`size` memories with random unit vectors written straight into SQLite, rows
     inserted round-robin over `users` users (u0, u1, ...)."""
-    from connectors.embedded.store import SCHEMA
+    from connectors.embedded.files import SCHEMA
 
     rng = np.random.default_rng(seed)
     db = sqlite3.connect(path)
@@ -241,7 +241,7 @@ def run_child(args: list[str]) -> dict:
 def varied_texts(count: int) -> list[dict]:
     """Demo memories, varied so no two texts are the same: the store would skip
     re-encoding an unchanged text, and real imports are mostly new texts."""
-    from connectors.embedded.store import DEMO_MEMORIES
+    from connectors.embedded.factories import DEMO_MEMORIES
 
     demo = [json.loads(line) for line in DEMO_MEMORIES.read_text(encoding="utf-8").splitlines() if line.strip()]
     prefixes = ["", "As of last week, ", "The user said: ", "Noted in chat: ", "Reminder: ", "From onboarding: "]

@@ -51,7 +51,7 @@ def alternate(a, b, repeat: int) -> tuple[list[float], list[float]]:
 
 
 def main() -> None:
-    from connectors.embedded.store import open_demo_store
+    from connectors.embedded.factories import open_demo_store
     from connectors.http.memorysync import MemorySyncStore, parse_query_body
 
     server_module = load_server_module()

@@ -103,7 +103,8 @@ class StoreCallCounter:
 
 def build_store(path: Path) -> int:
     """Every demo memory, given to sam: enough for k=50 real hits."""
-    from connectors.embedded.store import DEMO_MEMORIES, EmbeddedStore
+    from connectors.embedded.factories import DEMO_MEMORIES
+    from connectors.embedded.store import EmbeddedStore
 
     rows = [json.loads(line) for line in DEMO_MEMORIES.read_text(encoding="utf-8").splitlines() if line.strip()]
     lines = [json.dumps({**row, "id": f"bench-{i:03d}", "user_id": "sam"}) for i, row in enumerate(rows)]

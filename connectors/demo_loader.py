@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from connectors.embedded.store import DEMO_MEMORIES, ImportReport, _parse_jsonl
+from connectors.embedded.factories import DEMO_MEMORIES
+from connectors.embedded.importing import ImportReport, _parse_jsonl
 from connectors.embedding import runtime as embedding
 
 _vector_cache: dict[tuple[str, str], np.ndarray] = {}

@@ -13,10 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from connectors.base import InvalidRequest, MemoryStore, StoreUnavailable
-from connectors.common.allowed import allowed_path, allowed_values, path_roots
+from connectors.common.allowed import allowed_path, allowed_values, destination, path_roots
 
 
 @dataclass(frozen=True)
@@ -75,7 +74,7 @@ STORES: list[StoreSpec] = [
     StoreSpec(
         name="embedded",
         title="Embedded (SQLite + MiniLM)",
-        factory="connectors.embedded.store:open_store",
+        factory="connectors.embedded.factories:open_store",
         local_model=True,
         clock=True,
         description="A local SQLite file of memories with all-MiniLM-L6-v2 embeddings. "
@@ -88,7 +87,7 @@ STORES: list[StoreSpec] = [
                 "text",
                 default="semantic=0.6,recency=0.15,importance=0.15,usage=0.1",
                 help="component=weight pairs; normalised to sum to 1",
-                canonical="connectors.embedded.store:canonical_weights",
+                canonical="connectors.embedded.weights:canonical_weights",
             ),
             ConfigField("half_life_hours", "Recency half-life (hours)", "float", default=72.0),
         ),
@@ -393,8 +392,7 @@ def _canonical_value(field: ConfigField, value: Any) -> Any:
     except (TypeError, ValueError):
         return value
     if field.canonical and isinstance(value, str):
-        module_name, _, attr = field.canonical.partition(":")
-        canonical = getattr(importlib.import_module(module_name), attr)(value)
+        canonical = load_target(field.canonical)(value)
         return value.strip() if canonical is None else canonical
     return value.strip() if isinstance(value, str) else value
 
@@ -427,7 +425,7 @@ def fingerprint(name: str, config: dict[str, Any]) -> str:
 def open_demo_store(directory: str | Path | None = None, **options: Any) -> Any:
     """The bundled demo memories in `<directory or data dir>/demo.sqlite` (an
     EmbeddedStore), imported on first open and again only when the file changes."""
-    return load_target("connectors.embedded.store:open_demo_store")(directory, **options)
+    return load_target("connectors.embedded.factories:open_demo_store")(directory, **options)
 
 
 def open_embedded_file(path: str | Path, **options: Any) -> Any:
@@ -438,28 +436,15 @@ def open_embedded_file(path: str | Path, **options: Any) -> Any:
 # ------------------------------------------------------------------ secrets bound to a host
 
 
-def destination(value: Any) -> str:
-    """Where a setting points: ``scheme://host:port`` for a URL (path ignored, so a
-    key configured for a host works on any of its routes), else the stripped text."""
-    text = str(value or "").strip()
-    try:
-        parts = urlsplit(text)
-        host, port = parts.hostname, parts.port
-    except ValueError:  # an unparsable port: compare the text as it is
-        return text
-    if parts.scheme and host:
-        port = port or {"http": 80, "https": 443}.get(parts.scheme.lower())
-        return f"{parts.scheme.lower()}://{host.lower()}:{port}"
-    return text
+def _bound_field(spec: StoreSpec, secret: ConfigField) -> ConfigField | None:
+    return next((f for f in spec.fields if f.name == secret.bound_to), None)
 
 
 def configured_destination(spec: StoreSpec, secret: ConfigField, environ: Mapping[str, str]) -> str | None:
     """The destination a configured secret belongs with: its ``bound_to`` field's
     value from the environment, else that field's default; None for an unbound secret."""
-    bound = next((f for f in spec.fields if f.name == secret.bound_to), None)
-    if bound is None:
-        return None
-    return destination((environ.get(bound.env) if bound.env else None) or bound.default)
+    bound = _bound_field(spec, secret)
+    return None if bound is None else destination(operator_value(bound, environ))
 
 
 def configured_secret_allowed(
@@ -477,7 +462,7 @@ def bound_value(spec: StoreSpec, secret: ConfigField, config: Mapping[str, Any],
     """Where the settings in ``config`` send ``secret``: its ``bound_to`` setting as
     given there, else what the store is opened with when it is not given (the
     operator's value)."""
-    bound = next((f for f in spec.fields if f.name == secret.bound_to), None)
+    bound = _bound_field(spec, secret)
     if bound is None:
         return None
     given = config.get(bound.name)

@@ -30,7 +30,7 @@ def demo_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_store(demo_dir):
-    from connectors.embedded.store import open_demo_store
+    from connectors.embedded.factories import open_demo_store
 
     store = open_demo_store(demo_dir)
     yield store

@@ -166,8 +166,8 @@ def test_domain_modules_import_no_store_module(path):
 
 def test_the_store_rule_catches_a_domain_module_opening_a_store(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from connectors.embedded.store import open_demo_store\nfrom connectors.registry import create_store\n")
-    assert store_module_imports(bad) == {"connectors.embedded.store", "connectors.embedded.store.open_demo_store"}
+    bad.write_text("from connectors.embedded.factories import open_demo_store\nfrom connectors.registry import create_store\n")
+    assert store_module_imports(bad) == {"connectors.embedded.factories", "connectors.embedded.factories.open_demo_store"}
 
 
 def dashboard_unit(module: str) -> str | None:

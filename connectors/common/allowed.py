@@ -12,6 +12,10 @@ when the operator allowed it, in the environment (or a root-level key of
   path an operator configured for a store setting (``MEMLENS_EMBEDDED_DB``,
   ``MEMLENS_QDRANT_PATH``, ...), or under one of ``MEMLENS_ALLOWED_PATHS``
   (``allowed_path``, the one function that decides).
+
+A secret the operator configured goes only where the operator configured it: to
+the same ``destination`` (scheme, host and port) as the setting it is bound to
+(connectors/registry.py applies the rule to each store's settings).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 from connectors.base import InvalidRequest
 from connectors.common.paths import DATA_DIR_ENV, data_dir
@@ -63,3 +69,18 @@ def allowed_path(value: str, setting: str, roots: Iterable[Path]) -> Path:
         f"operator allowed (the data directory {DATA_DIR_ENV}, the store paths configured in the environment, "
         f"and {ALLOWED_PATHS_ENV})"
     )
+
+
+def destination(value: Any) -> str:
+    """Where a setting points: ``scheme://host:port`` for a URL (path ignored, so a
+    key configured for a host works on any of its routes), else the stripped text."""
+    text = str(value or "").strip()
+    try:
+        parts = urlsplit(text)
+        host, port = parts.hostname, parts.port
+    except ValueError:  # an unparsable port: compare the text as it is
+        return text
+    if parts.scheme and host:
+        port = port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+        return f"{parts.scheme.lower()}://{host.lower()}:{port}"
+    return text

@@ -17,11 +17,8 @@ inspects.
 from __future__ import annotations
 
 import builtins
-import itertools
 import json
 import math
-import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -41,12 +38,10 @@ from connectors.base import (
     NotFound,
     QueryResult,
     ScoreKind,
-    StoreUnavailable,
     check_query,
     context_block,
-    parse_as_of,
 )
-from connectors.common.paths import data_dir
+from connectors.embedded.files import open_for_writing, open_read_only, read_memories
 from connectors.embedded.importing import (  # noqa: F401  (public names of this module since before the split)
     DEFAULT_IMPORTANCE,
     IMPORTANCE_MAX,
@@ -56,84 +51,13 @@ from connectors.embedded.importing import (  # noqa: F401  (public names of this
     _utc,
 )
 from connectors.embedded.scan import Anchored, recency_rate, scan, top_k
+from connectors.embedded.weights import parse_weights
 from connectors.embedding import runtime as embedding
 
-DEFAULT_WEIGHTS = {"semantic": 0.6, "recency": 0.15, "importance": 0.15, "usage": 0.1}
 DEFAULT_HALF_LIFE_HOURS = 72.0
-DEMO_DEFAULT_USER = "sam"
-DEMO_MEMORIES = Path(__file__).resolve().parents[2] / "demo_data" / "memories.jsonl"
-
-# Rows read per fetch while loading: bounds the Python objects alive at once.
-LOAD_CHUNK_ROWS = 20_000
 
 # How far one feedback signal moves importance before the streak multiplier.
 FEEDBACK_STEP = {"positive": 0.10, "retrieved": 0.05, "ignored": -0.03, "negative": -0.10}
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS memories (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    text TEXT NOT NULL,
-    created_at TEXT NOT NULL,            -- ISO 8601, UTC
-    importance REAL NOT NULL DEFAULT 0.5,
-    usage_count INTEGER NOT NULL DEFAULT 0,
-    metadata TEXT NOT NULL DEFAULT '{}',
-    embedding BLOB NOT NULL,             -- float32, unit length
-    model TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS memories_user ON memories(user_id, created_at);
-CREATE TABLE IF NOT EXISTS feedback (
-    memory_id TEXT NOT NULL,
-    signal TEXT NOT NULL,
-    comment TEXT,
-    importance_before REAL NOT NULL,
-    importance_after REAL NOT NULL,
-    at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
-
-
-def parse_weights(weights: dict[str, float] | str | None) -> dict[str, float]:
-    """Weights normalised to sum to 1; accepts a dict or "semantic=0.7,recency=0.3"."""
-    if weights is None or weights == "":
-        parsed = dict(DEFAULT_WEIGHTS)
-    elif isinstance(weights, str):
-        parsed = {}
-        for part in weights.split(","):
-            name, sep, value = part.partition("=")
-            name = name.strip()
-            if not sep or name not in DEFAULT_WEIGHTS:
-                raise InvalidRequest(
-                    f"weights: {part.strip()!r} is not component=value with a component "
-                    f"among {', '.join(DEFAULT_WEIGHTS)}"
-                )
-            try:
-                parsed[name] = float(value)
-            except ValueError:
-                raise InvalidRequest(f"weights: {value.strip()!r} for {name} is not a number") from None
-    else:
-        parsed = {k: float(v) for k, v in weights.items()}
-    unknown = set(parsed) - set(DEFAULT_WEIGHTS)
-    if unknown:
-        raise InvalidRequest(f"weights: unknown component(s) {', '.join(sorted(unknown))}")
-    if any(v < 0 or not math.isfinite(v) for v in parsed.values()):
-        raise InvalidRequest("weights: every weight must be a finite number >= 0")
-    total = sum(parsed.values())
-    if total <= 0:
-        raise InvalidRequest("weights: at least one weight must be above 0")
-    return {k: parsed.get(k, 0.0) / total for k in DEFAULT_WEIGHTS}
-
-
-def canonical_weights(text: str) -> str | None:
-    """Weights as the fingerprint writes them: normalised, every component, in the
-    order of DEFAULT_WEIGHTS ("semantic=1" and "semantic=1,recency=0,..." are one
-    setting); None when the text is not weights."""
-    try:
-        weights = parse_weights(text)
-    except InvalidRequest:
-        return None
-    return ",".join(f"{name}={round(value, 6):g}" for name, value in weights.items())
 
 
 class EmbeddedStore:
@@ -163,16 +87,7 @@ class EmbeddedStore:
         self._now = now or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
         self.read_only = read_only
-        if read_only:
-            self._db = _open_read_only(self.path)
-        else:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.executescript(SCHEMA)
-            except sqlite3.Error as exc:
-                raise StoreUnavailable(f"Cannot open the embedded store at {self.path}: {exc}") from exc
+        self._db = open_read_only(self.path) if read_only else open_for_writing(self.path)
         self._loaded_version: int | None = None
         self._ids: np.ndarray = np.empty(0, dtype=object)
         self._vectors = np.empty((0, embedding.DIMENSIONS), dtype=np.float32)
@@ -187,54 +102,16 @@ class EmbeddedStore:
 
         Rows are read in the order of the memories_user index, so each user's
         memories are one contiguous slice of every array: a per-user query scans a
-        view of the matrix instead of copying that user's rows out of it. The
-        matrix is filled chunk by chunk, so loading never holds a second copy."""
+        view of the matrix instead of copying that user's rows out of it."""
         version = self._data_version()
         if version == self._loaded_version and self._dirty is False:
             return
-        # One read snapshot for the count and the rows (unless a transaction is
-        # already open, which is a snapshot of its own).
-        snapshot = not self._db.in_transaction
-        if snapshot:
-            self._db.execute("BEGIN")
-        try:
-            count = self._db.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-            cursor = self._db.execute(
-                "SELECT id, user_id, created_at, importance, usage_count, embedding FROM memories"
-                " ORDER BY user_id, created_at"
-            )
-            ids = np.empty(count, dtype=object)
-            created = np.empty(count, dtype=np.float64)
-            importance = np.empty(count, dtype=np.float32)
-            usage = np.empty(count, dtype=np.float32)
-            vectors = np.empty((0, embedding.DIMENSIONS), dtype=np.float32)
-            users: list[str] = []
-            start = 0
-            while chunk := cursor.fetchmany(LOAD_CHUNK_ROWS):
-                stop = start + len(chunk)
-                ids[start:stop] = [r[0] for r in chunk]
-                users += [r[1] for r in chunk]
-                created[start:stop] = [_utc(datetime.fromisoformat(r[2])).timestamp() for r in chunk]
-                importance[start:stop] = [r[3] for r in chunk]
-                usage[start:stop] = [r[4] for r in chunk]
-                block = np.frombuffer(b"".join(r[5] for r in chunk), dtype=np.float32).reshape(len(chunk), -1)
-                if start == 0:
-                    vectors = np.empty((count, block.shape[1]), dtype=np.float32)
-                vectors[start:stop] = block
-                start = stop
-        finally:
-            if snapshot:
-                self._db.commit()
-        self._by_user: dict[str, slice] = {}
-        start = 0
-        for user, rows in itertools.groupby(users):
-            stop = start + sum(1 for _ in rows)
-            self._by_user[user] = slice(start, stop)
-            start = stop
-        self._ids, self._created, self._importance, self._usage = ids, created, importance, usage
-        self._usage_component = np.minimum(1.0, np.log1p(usage.astype(np.float64)) / 5.0)
+        loaded = read_memories(self._db, embedding.DIMENSIONS)
+        self._by_user = loaded.by_user
+        self._ids, self._created, self._importance, self._usage = loaded.ids, loaded.created, loaded.importance, loaded.usage
+        self._usage_component = np.minimum(1.0, np.log1p(loaded.usage.astype(np.float64)) / 5.0)
         self._fixed = None
-        self._vectors = vectors
+        self._vectors = loaded.vectors
         self._loaded_version = version
         self._dirty = False
 
@@ -578,121 +455,3 @@ class EmbeddedStore:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
             self._db.commit()
-
-
-def open_store(
-    db_path: str | None = None,
-    weights: str | dict | None = None,
-    half_life_hours: float = DEFAULT_HALF_LIFE_HOURS,
-    model: str | None = None,
-    count_usage: bool = False,
-    progress: Callable[[int, int], None] | None = None,
-    as_of: str | None = None,
-) -> EmbeddedStore:
-    """The registry's factory: a given SQLite file, or the demo store when none.
-
-    ``as_of`` (ISO 8601) is the clock recency is computed at, for evaluating old data
-    (a benchmark, last month's log); empty or None is now.
-
-    A given file must already be a memlens store (``memlens import`` makes one):
-    it is looked at read-only first, so a SQLite database of someone else's gets
-    no memlens tables and is not switched to WAL."""
-    options: dict[str, Any] = dict(weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
-    if as_of:
-        fixed = parse_as_of(as_of)
-        options["now"] = lambda: fixed
-    if db_path:
-        if not Path(db_path).exists():
-            raise StoreUnavailable(f"No embedded store file at {db_path}")
-        check_is_store(Path(db_path))
-        return EmbeddedStore(db_path, **options)
-    return open_demo_store(progress=progress, **options)
-
-
-def _open_read_only(path: Path) -> sqlite3.Connection:
-    """``path`` opened so that nothing is written: ``mode=ro``, or, when even that
-    cannot open a WAL file (its folder is not writable, so no -shm file can be
-    made), ``immutable=1``: in a folder nobody can write, nothing changes the file."""
-    last: sqlite3.Error | None = None
-    for flags in ("mode=ro", "immutable=1"):
-        try:
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True, check_same_thread=False, timeout=30)
-            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-            return db
-        except sqlite3.Error as exc:
-            last = exc
-    raise StoreUnavailable(f"Cannot open the embedded store at {path} read-only: {last}")
-
-
-STORE_COLUMNS = {"id", "user_id", "text", "created_at", "embedding", "model"}
-
-
-def check_is_store(path: Path) -> None:
-    """StoreUnavailable unless ``path`` is a SQLite file with memlens's memories
-    table; decided from a read-only connection that writes nothing."""
-    try:
-        db = _open_read_only(path)
-    except StoreUnavailable:
-        raise StoreUnavailable(f"{path} cannot be opened as a SQLite file (nothing was changed)") from None
-    try:
-        columns = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
-    except sqlite3.DatabaseError:  # "file is not a database"
-        columns = set()
-    finally:
-        db.close()
-    if not STORE_COLUMNS <= columns:
-        raise StoreUnavailable(
-            f"{path} is not a memlens store (no memories table with {', '.join(sorted(STORE_COLUMNS))}); "
-            "memlens opens only stores it made (`memlens import`) and changed nothing in this file"
-        )
-
-
-def open_demo_store(
-    directory: str | Path | None = None,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-    **options: Any,
-) -> EmbeddedStore:
-    """The bundled demo memories in `<data dir>/demo.sqlite`, imported on first
-    open and again only when demo_data/memories.jsonl changes. In a data directory
-    the server cannot write, a demo store already there is opened read-only."""
-    import hashlib
-
-    folder = Path(directory or data_dir())
-    path = folder / "demo.sqlite"
-    if not _writable(folder):
-        return _read_only_demo(path, options)
-    store = EmbeddedStore(path, **options)
-    try:
-        source = DEMO_MEMORIES.read_bytes()
-    except OSError as exc:
-        raise StoreUnavailable(f"The demo memories are missing: {DEMO_MEMORIES} ({exc})") from exc
-    digest = hashlib.sha256(source).hexdigest()
-    if store.meta("demo_source") != digest:
-        report = store.import_jsonl(DEMO_MEMORIES, progress=progress)
-        store.delete_except(report.ids)  # a memory removed from the file leaves the demo
-        # A broken demo line must not stop the demo: the rest is imported and the
-        # problem is kept for the page to show with every result.
-        store.set_meta("demo_import_issues", report.summary() if report.issues else "")
-        store.set_meta("demo_source", digest)
-        store.set_meta("default_user", DEMO_DEFAULT_USER)
-    return store
-
-
-def _writable(folder: Path) -> bool:
-    """Can this process create files in ``folder`` (or create ``folder``)?"""
-    while not folder.exists() and folder.parent != folder:
-        folder = folder.parent
-    return os.access(folder, os.W_OK | os.X_OK)
-
-
-def _read_only_demo(path: Path, options: dict[str, Any]) -> EmbeddedStore:
-    from connectors.common.paths import DATA_DIR_ENV
-
-    if not path.exists():
-        raise StoreUnavailable(
-            f"The data directory {path.parent} cannot be written and holds no demo store: set {DATA_DIR_ENV} "
-            "to a folder this server can write, or choose another store"
-        )
-    options = {**options, "count_usage": False}  # nothing may be written
-    return EmbeddedStore(path, read_only=True, **options)

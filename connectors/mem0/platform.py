@@ -29,8 +29,8 @@ from typing import Any
 import httpx
 
 from connectors.base import AuthFailed, BadResponse, InvalidRequest, Memory, NotFound, QueryResult, ScoreKind, check_query
+from connectors.common.allowed import destination
 from connectors.mem0.scores import hits_from_search, memory_from_item, optional_threshold, results_list
-from connectors.registry import destination
 
 # The Platform's v3 search hides hits under 0.1 unless told otherwise (API docs).
 PLATFORM_DEFAULT_THRESHOLD = 0.1

@@ -47,8 +47,8 @@ from typing import Any, TypeVar
 import httpx
 
 from connectors.base import BadResponse, ConnectorError, InvalidRequest
+from connectors.common.allowed import destination
 from connectors.http.base import HttpBoundary
-from connectors.registry import destination
 
 log = logging.getLogger(__name__)
 

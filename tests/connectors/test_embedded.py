@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from connectors.base import InvalidRequest, MemoryStore, NotFound, SupportsFeedback
-from connectors.embedded.store import DEFAULT_WEIGHTS, EmbeddedStore, open_demo_store, parse_weights
+from connectors.embedded.factories import open_demo_store
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.weights import DEFAULT_WEIGHTS, parse_weights
 from connectors.embedding import runtime as embedding
 
 THEME = "Which UI theme does the user prefer?"
@@ -221,7 +223,7 @@ def test_unknown_user_returns_no_hits(small_store):
 
 
 def test_demo_store_reports_a_bad_line_and_still_opens(tmp_path, monkeypatch):
-    import connectors.embedded.store as embedded
+    import connectors.embedded.factories as embedded
 
     source = write_jsonl(
         tmp_path / "demo.jsonl",
@@ -252,7 +254,7 @@ def test_an_empty_user_id_does_not_search_every_user(small_store):
 
 
 def test_a_memory_removed_from_the_demo_file_leaves_the_demo_store(tmp_path, monkeypatch):
-    import connectors.embedded.store as embedded
+    import connectors.embedded.factories as embedded
 
     rows = [{"id": f"s{i}", "user_id": "sam", "text": f"Fact number {i}", "age_days": i} for i in range(3)]
     source = write_jsonl(tmp_path / "demo.jsonl", rows)

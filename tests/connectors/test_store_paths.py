@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from connectors.base import InvalidRequest, StoreUnavailable
-from connectors.embedded.store import open_demo_store, open_store
+from connectors.embedded.factories import open_demo_store, open_store
 from connectors.registry import check_visitor_settings, create_store
 
 

@@ -29,7 +29,7 @@ class CountingStore:
     name = "counting"
 
     def __init__(self):
-        from connectors.embedded.store import open_demo_store
+        from connectors.embedded.factories import open_demo_store
 
         self.inner = open_demo_store()
         self.score_kind = self.inner.score_kind

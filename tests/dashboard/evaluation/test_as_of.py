@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from connectors.base import InvalidRequest, parse_as_of
-from connectors.embedded.store import EmbeddedStore, open_store
+from connectors.embedded.factories import open_store
+from connectors.embedded.store import EmbeddedStore
 from dashboard.cli.main import main
 from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
 from dashboard.evaluation.runs import RunRequest, RunStopped, start_run

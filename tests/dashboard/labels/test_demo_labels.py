@@ -18,7 +18,7 @@ from dashboard.demo import (
 @pytest.fixture(scope="module")
 def fresh_demo_store(tmp_path_factory):
     """A demo store of its own: a shared one may have had feedback move importance."""
-    from connectors.embedded.store import open_demo_store
+    from connectors.embedded.factories import open_demo_store
 
     store = open_demo_store(tmp_path_factory.mktemp("demo-labels"))
     yield store
