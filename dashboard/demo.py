@@ -13,31 +13,21 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from connectors.base import MemoryStore
-from connectors.common.lines import LineIssue, json_objects
 from connectors.registry import REGISTRY, fingerprint
 from dashboard.calibration.label_files import LabelFile, read_label_file
 from dashboard.database.model import Label
+from dashboard.judged import DEMO_QUERIES, JudgedQuestion, read_questions
 from dashboard.labels.export import to_jsonl
 
 DEMO_DATA = Path(__file__).resolve().parents[1] / "demo_data"
-DEMO_QUERIES = DEMO_DATA / "queries.jsonl"
 DEMO_LABELS = DEMO_DATA / "demo_labels.jsonl"
 DEMO_REVIEWER = "demo-judgments"
 DEMO_K = 5
 SCORE_DECIMALS = 6  # enough to place a hit against any floor; keeps the file stable
-
-
-@dataclass
-class DemoQuery:
-    message_id: str
-    user_id: str
-    query: str
-    relevant: list[str]
 
 
 def demo_store_fingerprint() -> str:
@@ -47,23 +37,7 @@ def demo_store_fingerprint() -> str:
     return fingerprint(spec.name, {f.name: f.default for f in spec.fields})
 
 
-def read_queries(path: Path = DEMO_QUERIES) -> tuple[list[DemoQuery], list[LineIssue]]:
-    """The demo queries, and an issue per line that could not be used."""
-    queries: list[DemoQuery] = []
-    problems: list[LineIssue] = []
-    for number, obj in json_objects(path.read_text(encoding="utf-8"), path.name, problems):
-        missing = [f for f in ("message_id", "user_id", "query") if not isinstance(obj.get(f), str) or not obj[f]]
-        relevant = obj.get("relevant", [])
-        if missing:
-            problems.append(LineIssue(path.name, number, missing[0], "required, a non-empty string"))
-        elif not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
-            problems.append(LineIssue(path.name, number, "relevant", "must be a list of memory ids"))
-        else:
-            queries.append(DemoQuery(obj["message_id"], obj["user_id"], obj["query"], relevant))
-    return queries, problems
-
-
-def judge(store: MemoryStore, queries: list[DemoQuery], *, k: int = DEMO_K, at: str | None = None) -> list[Label]:
+def judge(store: MemoryStore, queries: list[JudgedQuestion], *, k: int = DEMO_K, at: str | None = None) -> list[Label]:
     """One label per returned hit: relevant iff the query's judgments list its id."""
     stamp = at or datetime.now(UTC).isoformat(timespec="seconds")
     store_name = demo_store_fingerprint()
@@ -103,9 +77,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from connectors.registry import open_demo_store
 
-    queries, problems = read_queries(args.queries)
+    queries, problems = read_questions(args.queries)
     for problem in problems:
         print(problem, file=sys.stderr)
+    if not queries:
+        # An unreadable or empty queries file must not overwrite the bundled labels.
+        print(f"{args.queries}: no usable query; {args.out} left as it was", file=sys.stderr)
+        return 1
     # A fresh store, so memory ages (and so recency) are those the demo file states.
     with tempfile.TemporaryDirectory(prefix="memlens-demo-labels-") as directory:
         store = open_demo_store(directory)

@@ -240,3 +240,20 @@ def test_no_ui_module_imports_a_page_module(path):
 @pytest.mark.parametrize("path", modules("dashboard/views/*.py"), ids=lambda p: p.name)
 def test_each_page_imports_only_its_own_page_module(path):
     assert page_modules_imported(path) <= {f"{path.stem}_view"}, f"{path.name} reaches into another page's module"
+
+
+# dashboard/judged.py is the one model of a judged question, read by ranking,
+# evaluation and the demo tools: it imports no other part of dashboard/, so any of
+# them can build on it without a cycle.
+def dashboard_imports(path: Path) -> set[str]:
+    return {m for m in imported_modules(path) if m.split(".")[0] == "dashboard"}
+
+
+def test_the_judged_question_model_is_a_leaf():
+    assert dashboard_imports(ROOT / "dashboard" / "judged.py") == set()
+
+
+def test_the_leaf_rule_catches_an_import_of_dashboard(tmp_path):
+    bad = tmp_path / "judged.py"
+    bad.write_text("from connectors.common.lines import LineIssue\nfrom dashboard.ranking.metrics import grades_from_labels\n")
+    assert dashboard_imports(bad) == {"dashboard.ranking.metrics", "dashboard.ranking.metrics.grades_from_labels"}

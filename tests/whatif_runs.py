@@ -7,8 +7,9 @@ from __future__ import annotations
 import random
 
 from dashboard.database.model import utc_now
-from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
+from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo
+from dashboard.judged import JudgedQuestion
 
 OWN_WEIGHTS = {"semantic": 0.6, "recency": 0.15, "importance": 0.15, "usage": 0.1}
 QUESTIONS = 20

@@ -2,9 +2,10 @@
 
 A judged set comes from one of three places:
 
-    JSONL          the demo queries' format: message_id, user_id, query, relevant,
-                   answerable; optional ``grades`` {memory_id: 0-3} for graded
-                   relevance and optional ``tags`` (e.g. a question category)
+    JSONL          the demo queries' format, read by dashboard/judged.py (the one
+                   model and parser of judged questions): message_id, user_id,
+                   query, relevant, answerable; optional ``grades`` {memory_id: 0-3}
+                   for graded relevance and optional ``tags`` (e.g. a question category)
     TREC           qrels (``qid 0 docid grade``) plus a topics file
                    (``message_id<TAB>query[<TAB>user_id]``); a topic with no
                    relevant docid is an unanswerable question
@@ -25,36 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from connectors.common.lines import LineIssue, json_objects
-from dashboard.ranking.metrics import DEMO_QUERIES, grades_from_labels
-
-MAX_GRADE = 3
+from connectors.common.lines import LineIssue
+from dashboard.judged import DEMO_QUERIES, MAX_GRADE, JudgedQuestion, check_grade, parse_jsonl
+from dashboard.ranking.metrics import grades_from_labels
 
 
 class JudgedSetError(ValueError):
     """A judged set that cannot be used at all (unreadable file, no usable question)."""
-
-
-@dataclass(frozen=True)
-class JudgedQuestion:
-    message_id: str
-    user_id: str | None
-    query: str
-    grades: dict[str, int]  # memory id -> grade; > 0 is relevant, 0 judged not relevant
-    tags: tuple[str, ...] = ()
-
-    @property
-    def answerable(self) -> bool:
-        return any(g > 0 for g in self.grades.values())
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "message_id": self.message_id,
-            "user_id": self.user_id,
-            "query": self.query,
-            "grades": dict(sorted(self.grades.items())),
-            "tags": list(self.tags),
-        }
 
 
 @dataclass
@@ -82,77 +60,6 @@ def content_hash(questions: Iterable[JudgedQuestion]) -> str:
         sorted((q.as_dict() for q in questions), key=lambda d: d["message_id"]), sort_keys=True, ensure_ascii=False
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-
-def _grade(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        return None
-    return int(value) if 0 <= value <= MAX_GRADE else None
-
-
-def _check_tags(tags: Any) -> tuple[str, ...] | None:
-    if tags is None:
-        return ()
-    if isinstance(tags, str):
-        return (tags,)
-    if isinstance(tags, list) and all(isinstance(t, str) and t for t in tags):
-        return tuple(tags)
-    return None
-
-
-def parse_jsonl(text: str, source: str = "judged.jsonl") -> tuple[list[JudgedQuestion], list[LineIssue]]:
-    """Questions from JSONL; a bad line is named with its number and field, the
-    good lines are used, and a message_id seen twice keeps its first line."""
-    questions: list[JudgedQuestion] = []
-    issues: list[LineIssue] = []
-    seen: dict[str, int] = {}
-    for number, obj in json_objects(text.lstrip("\ufeff"), source, issues):
-
-        def bad(name: str, message: str, number: int = number) -> None:
-            issues.append(LineIssue(source, number, name, message))
-
-        message_id, query, user_id = obj.get("message_id"), obj.get("query"), obj.get("user_id")
-        relevant, answerable, grades = obj.get("relevant", []), obj.get("answerable"), obj.get("grades")
-        tags = _check_tags(obj.get("tags"))
-        if not isinstance(message_id, str) or not message_id.strip():
-            bad("message_id", "required, a non-empty string")
-            continue
-        if not isinstance(query, str) or not query.strip():
-            bad("query", "required, a non-empty string")
-            continue
-        if user_id is not None and not isinstance(user_id, str):
-            bad("user_id", f"must be a string or null, got {user_id!r}")
-            continue
-        if not isinstance(relevant, list) or not all(isinstance(m, str) and m for m in relevant):
-            bad("relevant", "a list of memory ids (strings)")
-            continue
-        if grades is not None and (
-            not isinstance(grades, dict) or any(_grade(g) is None for g in grades.values())
-        ):
-            bad("grades", f"an object of memory id -> whole number 0-{MAX_GRADE}")
-            continue
-        if tags is None:
-            bad("tags", "a string or a list of non-empty strings")
-            continue
-        judged = {memory_id: 1 for memory_id in relevant}
-        judged.update({m: int(g) for m, g in (grades or {}).items()})
-        is_answerable = any(g > 0 for g in judged.values())
-        if answerable is not None and not isinstance(answerable, bool):
-            bad("answerable", f"true or false, got {answerable!r}")
-            continue
-        if answerable is not None and answerable != is_answerable:
-            bad(
-                "answerable",
-                f"is {str(answerable).lower()} but {sum(g > 0 for g in judged.values())} memory id(s) are "
-                "judged relevant: an answerable question needs one, an unanswerable one none",
-            )
-            continue
-        if message_id in seen:
-            bad("message_id", f"{message_id!r} already used on line {seen[message_id]}")
-            continue
-        seen[message_id] = number
-        questions.append(JudgedQuestion(message_id, user_id, query, judged, tags))
-    return questions, issues
 
 
 def parse_trec(
@@ -188,7 +95,7 @@ def parse_trec(
             continue
         qid, _, docid, grade_text = parts
         try:
-            grade = _grade(float(grade_text))
+            grade = check_grade(float(grade_text))
         except ValueError:
             grade = None
         if grade is None:

@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from dashboard.evaluation.judged_sets import JudgedQuestion
 from dashboard.evaluation.storage import QueryOutcome
+from dashboard.judged import JudgedQuestion
 from dashboard.ranking import metrics as ir
 
 

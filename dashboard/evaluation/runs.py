@@ -45,8 +45,9 @@ from connectors.base import (
     StoreUnavailable,
 )
 from dashboard.database.model import utc_now
-from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
+from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo, new_run_id
+from dashboard.judged import JudgedQuestion
 
 BATCH_SIZE = 64
 CONCURRENCY = 4

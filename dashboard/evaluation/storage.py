@@ -28,7 +28,8 @@ from typing import Any
 
 from dashboard.database.model import utc_now
 from dashboard.database.store import LabelStore
-from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
+from dashboard.evaluation.judged_sets import JudgedSet
+from dashboard.judged import JudgedQuestion
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.evaluation.judged_sets import JudgedQuestion
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
+from dashboard.judged import JudgedQuestion
 
 METRICS = ("recall", "precision", "mrr", "ndcg", "hit_rate")
 HELD_OUT_SHARE = 0.3

@@ -21,22 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import MemoryStore
-from dashboard.demo import DEMO_DATA, DEMO_K, DEMO_QUERIES, SCORE_DECIMALS, DemoQuery, demo_store_fingerprint, read_queries
+from dashboard.demo import DEMO_DATA, DEMO_K, SCORE_DECIMALS, demo_store_fingerprint
+from dashboard.judged import DEMO_QUERIES, JudgedQuestion, read_questions
 
 SAMPLE_LOG = DEMO_DATA / "sample_log.jsonl"
 FIRST_TIMESTAMP = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
-def read_demo_queries(path: Path = DEMO_QUERIES) -> list[DemoQuery]:
-    """The demo queries; a ValueError naming the first bad line (the demo file is
-    ours: it must be whole)."""
-    queries, problems = read_queries(path)
-    if problems:
-        raise ValueError(str(problems[0]))
-    return queries
-
-
-def log_rows(store: MemoryStore, queries: list[DemoQuery], *, k: int = DEMO_K) -> list[dict[str, Any]]:
+def log_rows(store: MemoryStore, queries: list[JudgedQuestion], *, k: int = DEMO_K) -> list[dict[str, Any]]:
     # the same `store` value as live labels of the demo store and the demo labels
     store_name = demo_store_fingerprint()
     rows = []
@@ -68,7 +60,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from connectors.registry import open_demo_store
 
-    queries = read_demo_queries(args.queries)
+    queries, problems = read_questions(args.queries)
+    if problems:
+        # The demo file is ours: the sample log is written from the whole file or not at all.
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"{args.out} left as it was", file=sys.stderr)
+        return 1
     # A fresh store, so memory ages (and so recency) are those the demo file states.
     with tempfile.TemporaryDirectory(prefix="memlens-demo-log-") as directory:
         store = open_demo_store(directory)

@@ -28,14 +28,12 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from connectors.base import Hit
-from connectors.common.lines import LineIssue, json_objects
+from dashboard.judged import JudgedQuestion
 from dashboard.ranking.rerank import RerankResult, RerankSettings, rerank
 
-DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 DEFAULT_CUTOFF = 3
 PRECISION_TARGET = 0.85  # docs/domain.md, "Ranking by relevance and recency": top-3 precision above 0.85
 
@@ -267,59 +265,6 @@ def stale_but_convincing(
     return sorted(found, key=lambda s: (-s.age_hours, s.message_id, s.entry_id))
 
 
-# ------------------------------------------------------------------ judged queries from a file
-
-
-@dataclass(frozen=True)
-class JudgedQuery:
-    message_id: str
-    user_id: str | None
-    query: str
-    relevant: tuple[str, ...]
-    answerable: bool
-
-    def grades(self) -> dict[str, int]:
-        return {memory_id: 1 for memory_id in self.relevant}
-
-
-def parse_queries(text: str, source: str = "queries.jsonl") -> tuple[list[JudgedQuery], list[LineIssue]]:
-    """Judged queries from JSONL (message_id, user_id, query, relevant, answerable).
-    A bad line is reported with its number and field; the good lines are used. A
-    message_id seen twice keeps the first line."""
-    queries: list[JudgedQuery] = []
-    issues: list[LineIssue] = []
-    seen: dict[str, int] = {}
-    for number, obj in json_objects(text, source, issues):
-
-        def bad(name: str, message: str, number: int = number) -> None:
-            issues.append(LineIssue(source, number, name, message))
-
-        message_id, query, user_id = obj.get("message_id"), obj.get("query"), obj.get("user_id")
-        relevant, answerable = obj.get("relevant"), obj.get("answerable")
-        if not isinstance(message_id, str) or not message_id.strip():
-            bad("message_id", "required, a non-empty string")
-        elif not isinstance(query, str) or not query.strip():
-            bad("query", "required, a non-empty string")
-        elif user_id is not None and not isinstance(user_id, str):
-            bad("user_id", f"must be a string or null, got {user_id!r}")
-        elif not isinstance(relevant, list) or not all(isinstance(m, str) and m for m in relevant):
-            bad("relevant", "required, a list of memory ids (strings)")
-        elif not isinstance(answerable, bool):
-            bad("answerable", f"required, true or false, got {answerable!r}")
-        elif answerable != bool(relevant):
-            bad(
-                "answerable",
-                f"is {str(answerable).lower()} but relevant lists {len(relevant)} memory id(s): "
-                "an answerable query needs at least one relevant memory, an unanswerable one none",
-            )
-        elif message_id in seen:
-            bad("message_id", f"{message_id!r} already used on line {seen[message_id]}")
-        else:
-            seen[message_id] = number
-            queries.append(JudgedQuery(message_id, user_id, query, tuple(dict.fromkeys(relevant)), answerable))
-    return queries, issues
-
-
 # ------------------------------------------------------------------ labelled sessions
 
 
@@ -372,12 +317,13 @@ def cases_from_labels(
     return cases
 
 
-def cases_from_queries(queries: Sequence[JudgedQuery], hits_by_message: Mapping[str, list[Hit]]) -> list[EvalCase]:
+def cases_from_queries(queries: Sequence[JudgedQuestion], hits_by_message: Mapping[str, list[Hit]]) -> list[EvalCase]:
+    """One case per judged question the store was asked (the Quality page's demo queries)."""
     return [
         EvalCase(
             message_id=q.message_id,
             hits=list(hits_by_message[q.message_id]),
-            grades=q.grades(),
+            grades=dict(q.grades),
             user_id=q.user_id,
             query=q.query,
         )

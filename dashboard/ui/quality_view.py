@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Hit
+from dashboard.judged import DEMO_QUERIES, JudgedQuestion, parse_jsonl
 from dashboard.logs import otlp
 from dashboard.logs import read_log as readlog
 from dashboard.ranking import metrics
@@ -162,7 +163,7 @@ def show_stale_but_convincing(report: QualityReport, key_prefix: str) -> None:
 # ------------------------------------------------------------------ demo queries
 
 
-def demo_hits(choice: StoreChoice, queries: list[metrics.JudgedQuery], k: int, digest: str) -> dict[str, list[Hit]] | None:
+def demo_hits(choice: StoreChoice, queries: list[JudgedQuestion], k: int, digest: str) -> dict[str, list[Hit]] | None:
     """The store's hits for every demo query, read once per (store, k, file)."""
     state = st.session_state
     key = (choice.fingerprint, k, digest)
@@ -208,11 +209,13 @@ def demo_hits(choice: StoreChoice, queries: list[metrics.JudgedQuery], k: int, d
 def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cutoff: int) -> None:
     st.header("Demo queries")
     try:
-        raw = metrics.DEMO_QUERIES.read_bytes()
+        raw = DEMO_QUERIES.read_bytes()
     except OSError as exc:
-        show_error(f"Cannot read the demo queries at {metrics.DEMO_QUERIES}: {exc}")
+        show_error(f"Cannot read the demo queries at {DEMO_QUERIES}: {exc}")
         return
-    queries, issues = metrics.parse_queries(raw.decode("utf-8", errors="replace"), source=metrics.DEMO_QUERIES.name)
+    # The bytes are read here (not through judged.read_questions) because their hash
+    # keys the store's answers kept in session state.
+    queries, issues = parse_jsonl(raw.decode("utf-8", errors="replace"), source=DEMO_QUERIES.name)
     if issues:
         st.warning(
             f"{len(issues)} line(s) of the demo queries were skipped:\n" + "\n".join(f"- {i}" for i in issues)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dashboard.cli.main import main
 from dashboard.evaluation.storage import open_eval_store
-from dashboard.ranking.metrics import DEMO_QUERIES
+from dashboard.judged import DEMO_QUERIES
 
 
 def test_page_and_cli_give_the_same_settings_the_same_fingerprint(app, data_dir, demo_store, monkeypatch, capsys):

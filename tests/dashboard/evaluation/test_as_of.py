@@ -15,9 +15,10 @@ from connectors.base import InvalidRequest, parse_as_of
 from connectors.embedded.factories import open_store
 from connectors.embedded.store import EmbeddedStore
 from dashboard.cli.main import main
-from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
+from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.runs import RunRequest, RunStopped, start_run
 from dashboard.evaluation.storage import open_eval_store
+from dashboard.judged import JudgedQuestion
 
 AS_OF = datetime(2023, 5, 8, tzinfo=UTC)
 HALF_LIFE = 72.0

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from dashboard.cli.main import main
-from dashboard.evaluation.judged_sets import DEMO_QUERIES
+from dashboard.judged import DEMO_QUERIES
 
 OTHER_KEY = "msk-other-host-key-0000"
 

@@ -10,8 +10,9 @@ import pytest
 from dashboard.database import open_label_store
 from dashboard.database.model import utc_now
 from dashboard.evaluation import judged_sets
-from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet, JudgedSetError
+from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo, new_run_id
+from dashboard.judged import JudgedQuestion
 
 
 def line(**fields) -> str:

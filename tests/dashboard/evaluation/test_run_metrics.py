@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from ranx import Qrels, Run, evaluate
 
-from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
+from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_compare import compare_runs, inspect_link, paired_randomisation_p
 from dashboard.evaluation.run_figures import run_figures
 from dashboard.evaluation.storage import QueryOutcome, RunHit, RunInfo
+from dashboard.judged import JudgedQuestion
 
 
 def generated(seed: int, questions: int = 300, k: int = 10):

@@ -14,9 +14,10 @@ import pytest
 from connectors.embedded.store import EmbeddedStore
 from dashboard.database import open_label_store
 from dashboard.evaluation import weight_search as whatif
-from dashboard.evaluation.judged_sets import JudgedQuestion, JudgedSet
+from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.runs import RunRequest, start_run
 from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit
+from dashboard.judged import JudgedQuestion
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 FACTS = [

@@ -11,8 +11,9 @@ from dashboard.demo import (
     demo_store_fingerprint,
     judge,
     load_demo_labels,
-    read_queries,
+    main,
 )
+from dashboard.judged import DEMO_QUERIES, read_questions
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def fresh_demo_store(tmp_path_factory):
 
 def test_bundled_labels_follow_the_judgments_of_the_demo_queries():
     labels = load_demo_labels()
-    queries, problems = read_queries()
+    queries, problems = read_questions(DEMO_QUERIES)
     assert problems == [] and labels.issues == []
     assert {row.reviewer for row in labels.rows} == {DEMO_REVIEWER}
     assert {row.store for row in labels.rows} == {demo_store_fingerprint()}
@@ -44,7 +45,7 @@ def test_bundled_labels_follow_the_judgments_of_the_demo_queries():
 
 
 def test_bundled_labels_are_what_the_demo_store_returns_now(fresh_demo_store):
-    queries, _ = read_queries()
+    queries, _ = read_questions(DEMO_QUERIES)
     fresh = judge(fresh_demo_store, queries)
     bundled = load_demo_labels().rows
     assert [(row.message_id, row.memory_id, row.rank, row.label) for row in fresh] == [
@@ -54,3 +55,12 @@ def test_bundled_labels_are_what_the_demo_store_returns_now(fresh_demo_store):
     for label, row in zip(fresh, bundled, strict=True):
         assert label.score == pytest.approx(row.score, abs=1e-4)
 
+
+
+def test_an_unreadable_queries_file_is_named_and_the_labels_are_left_as_they_were(tmp_path, capsys):
+    out = tmp_path / "labels.jsonl"
+    out.write_text("kept\n", encoding="utf-8")
+    assert main(["--queries", str(tmp_path / "gone.jsonl"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "gone.jsonl: line 0, field '(file)': cannot read" in err and "left as it was" in err
+    assert out.read_text(encoding="utf-8") == "kept\n"

@@ -1,9 +1,8 @@
 """Retrieval metrics: hand-computed cases, agreement with ranx on random runs,
-averaging, judged queries from a file, labelled sessions, stale-but-convincing."""
+averaging, judged questions as cases, labelled sessions, stale-but-convincing."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ import pytest
 from ranx import Qrels, Run, evaluate
 
 from connectors.base import Hit
+from dashboard.judged import JudgedQuestion
 from dashboard.ranking import metrics
 from dashboard.ranking.rerank import RerankSettings
 
@@ -170,39 +170,6 @@ def test_stale_but_convincing_finds_old_strong_matches():
     assert found[0].age_hours == pytest.approx(24 * 200)
 
 
-def test_parse_queries_reports_bad_lines_and_keeps_good_ones():
-    text = "\n".join(
-        [
-            '{"message_id": "q1", "user_id": "sam", "query": "Where?", "relevant": ["sam-01"], "answerable": true}',
-            "{not json",
-            '{"message_id": "q2", "user_id": "sam", "query": "", "relevant": [], "answerable": false}',
-            '{"message_id": "q3", "user_id": "sam", "query": "Pets?", "relevant": "sam-14", "answerable": true}',
-            '{"message_id": "q4", "user_id": "sam", "query": "Pizza?", "relevant": ["sam-02"], "answerable": false}',
-            '{"message_id": "q1", "user_id": "sam", "query": "Again", "relevant": [], "answerable": false}',
-            "",
-            '{"message_id": "q5", "user_id": null, "query": "Pizza?", "relevant": [], "answerable": false, "extra": 1}',
-        ]
-    )
-    queries, issues = metrics.parse_queries(text, source="q.jsonl")
-    assert [q.message_id for q in queries] == ["q1", "q5"]
-    assert queries[0].grades() == {"sam-01": 1}
-    assert [(i.line, i.field) for i in issues] == [
-        (2, "(line)"),
-        (3, "query"),
-        (4, "relevant"),
-        (5, "answerable"),
-        (6, "message_id"),
-    ]
-    assert str(issues[3]).startswith("q.jsonl: line 5, field 'answerable':")
-
-
-def test_the_bundled_demo_queries_parse_cleanly():
-    queries, issues = metrics.parse_queries(metrics.DEMO_QUERIES.read_text(encoding="utf-8"))
-    assert issues == []
-    assert len(queries) >= 20
-    assert any(q.answerable for q in queries) and any(not q.answerable for q in queries)
-
-
 @dataclass
 class LabelRow:
     message_id: str
@@ -242,12 +209,20 @@ def test_cases_from_labels_rebuild_the_store_order_and_ages():
     assert report.cases[0].reranked.relevance_source == "score"
 
 
-def test_a_query_holding_a_unicode_line_separator_stays_on_its_line():
-    text = (
-        json.dumps({"message_id": "q1", "user_id": "sam", "query": "Where\u2028now?", "relevant": [], "answerable": False}, ensure_ascii=False)
-        + "\r\n"
-        + '{"message_id": "q2", "user_id": "sam", "query": "Pets?", "relevant": ["sam-14"], "answerable": true}\n'
-    )
-    queries, issues = metrics.parse_queries(text)
-    assert issues == []
-    assert [q.query for q in queries] == ["Where\u2028now?", "Pets?"]
+def test_judged_questions_become_cases_with_their_grades_user_and_query():
+    questions = [
+        JudgedQuestion("q1", "sam", "Where?", {"sam-01": 2, "sam-02": 0}),
+        JudgedQuestion("q2", None, "Pizza?", {}),
+        JudgedQuestion("q3", "sam", "Never asked", {"sam-03": 1}),
+    ]
+    hits = {"q1": [hit("sam-02", 1, 0.9, 5), hit("sam-01", 2, 0.8, 5)], "q2": []}
+    cases = metrics.cases_from_queries(questions, hits)
+    assert [(c.message_id, c.user_id, c.query, c.grades) for c in cases] == [
+        ("q1", "sam", "Where?", {"sam-01": 2, "sam-02": 0}),
+        ("q2", None, "Pizza?", {}),
+    ]
+    # graded relevance reaches the metrics: sam-01 (grade 2) at rank 2 of the store's order
+    report = metrics.compare_orders(cases, settings=RerankSettings(), now=NOW, k=2)
+    assert report.cases[0].store.precision == pytest.approx(1 / 2)
+    assert report.store.answerable == 1
+    assert metrics.judged_ids_check(cases).judged == {"sam-01"}
