@@ -1,8 +1,8 @@
 """The order the Label page offers a session's turns in, so people label where a
 judge is least sure, or where two judges disagree. Pure.
 
-A turn stays whole (its rows in session order); turns are sorted by their rows
-that the reviewer has not labelled yet:
+A turn stays whole (its rows in session order); turns are sorted by their graded
+rows:
 
 - by one judge's uncertainty: a grade 0-3 is read as relevant at ``RELEVANT_GRADE``
   or more, so grades 1 and 2 sit next to the boundary and 0 and 3 far from it; a
@@ -11,14 +11,17 @@ that the reviewer has not labelled yet:
   row (one relevant, the other not) first, then by the widest gap in grade, then
   by the first judge's uncertainty.
 
-Turns with no remaining row graded (or graded by only one of the two judges) keep
-session order after the graded ones: the judge says nothing about them. The order
-only changes which turn comes next; progress still counts people's labels.
+Turns with no row graded (or graded by only one of the two judges) keep session
+order after the graded ones: the judge says nothing about them. The order reads
+the judge labels only, not what has been labelled, so it stays put while a
+reviewer works: a turn begun is finished before the next (no jump mid-turn, no
+second lookup of its memories), and the next turn is the most uncertain one left.
+The order only changes which turn comes next; progress still counts people's labels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 from dashboard.database.judge_labels import RELEVANT_GRADE, JudgeLabel
@@ -47,13 +50,11 @@ def order_items(
     items: Sequence[Item],
     judgments: Iterable[JudgeLabel],
     order: tuple[str, ...],
-    is_done: Callable[[Item], bool] = lambda item: False,
 ) -> list[Item]:
     """`items` (a reviewer's rows, session order) with whole turns reordered.
 
     `order` is ``(SESSION,)``, ``(UNCERTAINTY, source)`` or ``(DISAGREEMENT, source_a,
-    source_b)``; `is_done` says which rows the reviewer already labelled or skipped
-    (those do not rank a turn)."""
+    source_b)``."""
     kind = order[0] if order else SESSION
     if kind == SESSION:
         return list(items)
@@ -74,8 +75,6 @@ def order_items(
         position, rows = position_and_rows
         keys: list[tuple[float, ...]] = []
         for row in rows:
-            if is_done(row):
-                continue
             key = (row.message_id, row.memory_id)
             if key not in first or (second is not None and key not in second):
                 continue
@@ -87,7 +86,7 @@ def order_items(
                 split = (a >= RELEVANT_GRADE) != (b >= RELEVANT_GRADE)
                 keys.append((-float(split), -float(abs(a - b)), -uncertainty(a)))
         if not keys:
-            return (1, (), position)  # nothing graded left: after the graded turns, in session order
+            return (1, (), position)  # nothing graded: after the graded turns, in session order
         return (0, min(keys), position)
 
     ordered = sorted(enumerate(turns.values()), key=rank)

@@ -54,12 +54,10 @@ def test_turns_come_by_their_most_uncertain_remaining_row_and_stay_whole():
     assert sorted(ordered, key=lambda r: r.position) == rows  # nothing lost, nothing added
 
 
-def test_rows_already_labelled_do_not_rank_their_turn():
+def test_the_order_reads_only_the_judge_so_a_turn_begun_keeps_its_place():
+    """Labelling a turn's uncertain row does not send the rest of that turn to the back."""
     rows = items({"t1": ["x"], "t2": ["y", "z"]})
     judged = [grade("t1", "x", 0), grade("t2", "y", 2), grade("t2", "z", 3)]
-    done = {("t2", "y")}
-    ordered = order_items(rows, judged, (UNCERTAINTY, A), is_done=lambda r: (r.message_id, r.memory_id) in done)
-    assert turn_order(ordered) == ["t1", "t2"]  # t2's uncertain row is labelled; what is left is as sure as t1
     assert turn_order(order_items(rows, judged, (UNCERTAINTY, A))) == ["t2", "t1"]
 
 
