@@ -29,16 +29,16 @@ from dashboard.calibration.sweep import (
     format_floor,
     shown_interval,
 )
-from dashboard.database.judge_labels import JudgeLabel
-from dashboard.database.model import Label, LabelStoreError
+from dashboard.database.model import LabelStoreError
 from dashboard.demo import DEMO_LABELS, load_demo_labels
-from dashboard.display import code_span, inert_markdown
+from dashboard.display import inert_markdown
 from dashboard.floor import default_floor, floor_list
-from dashboard.judging.agreement import JudgeAgreement, judge_agreement
-from dashboard.judging.label_source import JUDGE, PEOPLE, PEOPLE_ELSE_JUDGE, MergedLabels, merge_labels
+from dashboard.judging.agreement import JudgeAgreement
+from dashboard.judging.label_source import JUDGE, PEOPLE_ELSE_JUDGE, MergedLabels, merge_labels
 from dashboard.ui import cache, session
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
+from dashboard.ui import label_source as label_source_ui
 from dashboard.ui.errors import show_error
 
 SOURCE_STORE = "Label store"
@@ -48,8 +48,6 @@ ALL = "(all)"
 DEFAULT_FLOORS_TEXT = "0.15, 0.20, 0.25, 0.30, 0.35, 0.40"
 MAX_TABLE_ROWS = 2_000
 MAX_ISSUES_SHOWN = 200
-LABEL_PEOPLE = "People"
-LABEL_PEOPLE_ELSE_JUDGE = "People, else the judge"
 
 
 @dataclass
@@ -101,58 +99,10 @@ def _label_date(stamp: str) -> date | None:
         return None
 
 
-def _label_rule(sources: list[str]) -> tuple[str, str | None]:
-    """The "Label source" radio: people, one judge, or people where present else a
-    judge (the judge picked beside it). Without judge labels there is no choice."""
-    if not sources:
-        return PEOPLE, None
-    cols = st.columns([2, 1])
-    choice = cols[0].radio(
-        "Label source",
-        [LABEL_PEOPLE, *sources, LABEL_PEOPLE_ELSE_JUDGE],
-        key="calibrate_label_source",
-        horizontal=True,
-        help="A judge's grade counts as relevant at 2 or more. Judge labels carry no reviewer; "
-        "their store is the one people's labels of the same message name.",
-    )
-    if choice == LABEL_PEOPLE:
-        return PEOPLE, None
-    if choice == LABEL_PEOPLE_ELSE_JUDGE:
-        judge = cols[1].selectbox("Judge for pairs no person labelled", sources, key="calibrate_fill_judge")
-        return PEOPLE_ELSE_JUDGE, judge
-    return JUDGE, choice
-
-
-def _agreement(people: list[Label], judgments: list[JudgeLabel], source: str) -> JudgeAgreement:
-    """judge_agreement, computed again only when the labels change (its bootstrap
-    is not free, and the page reruns on every control)."""
-    digest = hashlib.sha1(source.encode())
-    for row in people:
-        digest.update(f"{row.message_id}\x1f{row.memory_id}\x1f{row.reviewer}\x1f{row.label}\x1e".encode())
-    for j in judgments:
-        digest.update(f"{j.message_id}\x1f{j.memory_id}\x1f{j.source}\x1f{j.grade}\x1e".encode())
-    memo = st.session_state.get("_judge_agreement_memo")
-    if memo is None or memo[0] != digest.hexdigest():
-        memo = (digest.hexdigest(), judge_agreement(people, judgments, source))
-        st.session_state["_judge_agreement_memo"] = memo
-    return memo[1]
-
-
 def show_agreement(source: LabelSource) -> None:
-    """Beside any figure computed from judge labels: how far the judge agrees with
-    people, or plainly that nothing is labelled by both yet."""
-    found = source.agreement
-    if found is None:
-        return
-    used = source.filters.get("judge_labels", 0)
-    if not found.count:
-        st.warning(
-            f"{used:,} of these labels come from the judge {code_span(found.source)}, and no pair is labelled "
-            "by both a person and this judge, so its agreement with people is unknown: label some of the "
-            "same pairs on the Label page before trusting these figures."
-        )
-        return
-    st.info(f"{used:,} of these labels come from a judge. {inert_markdown(found.headline())}.", icon="⚖️")
+    """Beside the figures whenever a judge supplied some of the labels."""
+    if source.agreement is not None:
+        label_source_ui.show_agreement(source.agreement, source.filters.get("judge_labels", 0))
 
 
 def _stored_labels() -> LabelSource:
@@ -169,7 +119,7 @@ def _stored_labels() -> LabelSource:
         )
         return LabelSource(load_demo_labels(), "demo")
 
-    rule, judge = _label_rule(sources)
+    rule, judge = label_source_ui.label_rule(sources, "calibrate_label_source", "calibrate_fill_judge")
     stamps = [row.updated_at for row in everything]
     if judge is not None:
         judgments = store.judgments(source=judge)
@@ -215,7 +165,7 @@ def _stored_labels() -> LabelSource:
     filters.update(label_source=rule, judge=judge, people_labels=merged.from_people, judge_labels=merged.from_judge)
     if rule == JUDGE and reviewer != ALL:
         st.caption("Judge labels have no reviewer: the Reviewer filter applies to the agreement with people only.")
-    found = _agreement(labels, judgments, judge)
+    found = label_source_ui.agreement(labels, judgments, judge)
     kappa = found.kappa if found.kappa is not None and found.kappa == found.kappa else None  # NaN is not JSON
     filters["agreement"] = {"kappa": kappa, "kappa_interval": found.kappa_interval, "pairs": found.count}
     name = "label store" if rule == PEOPLE_ELSE_JUDGE else f"label store ({judge})"

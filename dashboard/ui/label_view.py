@@ -290,16 +290,17 @@ def turn_order(store: LabelStore, queue: labelling.ReviewerQueue) -> None:
         return
     orders: list[tuple[str, ...]] = [(SESSION,), *((UNCERTAINTY, s) for s in sources)]
     orders += [(DISAGREEMENT, a, b) for i, a in enumerate(sources) for b in sources[i + 1 :]]
-    if st.session_state.get("label_order") not in orders:
-        st.session_state["label_order"] = (SESSION,)
-    order = st.selectbox(
+    by_title = {_order_title(order): order for order in orders}  # sources are distinct, so titles are
+    if st.session_state.get("label_order") not in by_title:
+        st.session_state["label_order"] = _order_title((SESSION,))
+    title = st.selectbox(
         "Order turns",
-        orders,
+        list(by_title),
         key="label_order",
-        format_func=_order_title,
         help="Label first where the judge's grade is next to the relevant / not relevant boundary (1 or 2), "
         "or where two judges disagree. Turns no judge graded come last, in session order.",
     )
+    order = by_title[title]
     if order[0] == SESSION:
         return
     try:
