@@ -385,7 +385,7 @@ def test_a_session_opened_against_another_store_names_both_and_offers_no_labels(
     other = label_page(label_reviewer="ana", label_session="drawn on demo", cfg_embedded_db_path=str(tmp_path / "other.sqlite"))
     other.run()
     assert not other.exception, other.exception
-    [error] = [e.value for e in other.error]
+    [error] = error_texts(other)
     assert session.drawn_store in error and "no labels are offered" in error
     other_fingerprint = next(f for f in re.findall(r"embedded:[0-9a-f]+", error) if f != session.drawn_store)
     assert other_fingerprint != session.drawn_store
