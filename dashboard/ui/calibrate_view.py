@@ -151,6 +151,8 @@ def _stored_labels() -> LabelSource:
         "to": until.isoformat() if until else None,
     }
     if judge is None:
+        if not everything:
+            st.info("No person has labelled yet: pick a judge under Label source to calibrate on its labels.")
         return LabelSource(from_labels(labels), "store", filters)
     merged: MergedLabels = merge_labels(
         labels,

@@ -107,3 +107,16 @@ def test_a_judge_no_person_checked_is_said_plainly(app, judged):
     assert "no pair is labelled by both a person and this judge" in note
     assert "agreement with people is unknown" in note
     assert floor_json(at)["filters"]["agreement"] == {"kappa": None, "kappa_interval": None, "pairs": 0}
+
+
+def test_with_judge_labels_only_the_page_points_to_the_judge_and_calibrates_on_it(app, data_dir):
+    store = LabelStore(data_dir / "labels.sqlite")
+    for memory, grade, score in [("a", 3, 0.8), ("b", 0, 0.2)]:
+        store.save_judgment(message_id="m1", memory_id=memory, source=CE, grade=grade, reason="", store_score=score)
+    store.close()
+    at = open_calibrate(app)
+    assert not any("Demo data" in box.value for box in at.info)
+    assert any("No person has labelled yet" in box.value for box in at.info)
+    pick(at, CE)
+    assert metric(at, "Labelled hits") == "2"
+    assert any("no pair is labelled by both" in note for note in agreement_notes(at))
