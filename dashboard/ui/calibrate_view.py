@@ -33,9 +33,12 @@ from dashboard.database.model import LabelStoreError
 from dashboard.demo import DEMO_LABELS, load_demo_labels
 from dashboard.display import inert_markdown
 from dashboard.floor import default_floor, floor_list
+from dashboard.judging.agreement import JudgeAgreement
+from dashboard.judging.label_source import JUDGE, PEOPLE_ELSE_JUDGE, MergedLabels, merge_labels
 from dashboard.ui import cache, session
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
+from dashboard.ui import label_source as label_source_ui
 from dashboard.ui.errors import show_error
 
 SOURCE_STORE = "Label store"
@@ -52,6 +55,8 @@ class LabelSource:
     labels: LabelFile
     kind: str  # "store" | "upload" | "demo"
     filters: dict[str, Any] = field(default_factory=dict)
+    # Set when any label came from a judge: how far that judge agrees with people.
+    agreement: JudgeAgreement | None = None
 
 
 # ------------------------------------------------------------------ the floor from Inspect
@@ -94,10 +99,17 @@ def _label_date(stamp: str) -> date | None:
         return None
 
 
+def show_agreement(source: LabelSource) -> None:
+    """Beside the figures whenever a judge supplied some of the labels."""
+    if source.agreement is not None:
+        label_source_ui.show_agreement(source.agreement, source.filters.get("judge_labels", 0))
+
+
 def _stored_labels() -> LabelSource:
     store = cache.label_store()
     everything = store.labels()
-    if not everything:
+    sources = store.judge_sources()
+    if not everything and not sources:
         st.info(
             "**Demo data.** The label store has no labels yet, so this page shows the bundled demo "
             f"judgments (`demo_data/{DEMO_LABELS.name}`: the demo queries run against the demo store "
@@ -107,7 +119,14 @@ def _stored_labels() -> LabelSource:
         )
         return LabelSource(load_demo_labels(), "demo")
 
-    days = sorted(d for d in (_label_date(row.updated_at) for row in everything) if d)
+    rule, judge = label_source_ui.label_rule(sources, "calibrate_label_source", "calibrate_fill_judge")
+    stamps = [row.updated_at for row in everything]
+    if judge is not None:
+        judgments = store.judgments(source=judge)
+        stamps += [j.created_at for j in judgments]
+    else:
+        judgments = []
+    days = sorted(d for d in (_label_date(stamp) for stamp in stamps) if d)
     cols = st.columns(3)
     store_name = cols[0].selectbox("Store", [ALL, *store.stores()], key="calibrate_store")
     reviewer = cols[1].selectbox("Reviewer", [ALL, *store.reviewers()], key="calibrate_reviewer")
@@ -117,20 +136,42 @@ def _stored_labels() -> LabelSource:
     dates = tuple(picked) if isinstance(picked, (tuple, list)) else (picked,)
     since = dates[0] if dates else None
     until = dates[-1] if dates else None
+    # updated_at is an ISO timestamp: everything on the last day sorts before the next day.
+    until_text = (until + timedelta(days=1)).isoformat() if until else None
     labels = store.labels(
         store=None if store_name == ALL else store_name,
         reviewer=None if reviewer == ALL else reviewer,
         since=since.isoformat() if since else None,
-        # updated_at is an ISO timestamp: everything on the last day sorts before the next day.
-        until=(until + timedelta(days=1)).isoformat() if until else None,
+        until=until_text,
     )
-    filters = {
+    filters: dict[str, Any] = {
         "store": None if store_name == ALL else store_name,
         "reviewer": None if reviewer == ALL else reviewer,
         "from": since.isoformat() if since else None,
         "to": until.isoformat() if until else None,
     }
-    return LabelSource(from_labels(labels), "store", filters)
+    if judge is None:
+        if not everything:
+            st.info("No person has labelled yet: pick a judge under Label source to calibrate on its labels.")
+        return LabelSource(from_labels(labels), "store", filters)
+    merged: MergedLabels = merge_labels(
+        labels,
+        judgments,
+        rule,
+        judge,
+        stores={row.message_id: row.store for row in everything},
+        store=filters["store"],
+        since=since.isoformat() if since else None,
+        until=until_text,
+    )
+    filters.update(label_source=rule, judge=judge, people_labels=merged.from_people, judge_labels=merged.from_judge)
+    if rule == JUDGE and reviewer != ALL:
+        st.caption("Judge labels have no reviewer: the Reviewer filter applies to the agreement with people only.")
+    found = label_source_ui.agreement(labels, judgments, judge)
+    kappa = found.kappa if found.kappa is not None and found.kappa == found.kappa else None  # NaN is not JSON
+    filters["agreement"] = {"kappa": kappa, "kappa_interval": found.kappa_interval, "pairs": found.count}
+    name = "label store" if rule == PEOPLE_ELSE_JUDGE else f"label store ({judge})"
+    return LabelSource(from_labels(merged.labels, source=name), "store", filters, agreement=found)
 
 
 def _uploaded_labels() -> LabelSource | None:

@@ -20,6 +20,7 @@ from dashboard.database.model import NOT_RELEVANT, RELEVANT, LabelStoreError
 from dashboard.database.sessions import LabelSession, SessionExists
 from dashboard.database.store import LabelStore
 from dashboard.display import clip_text, code_span, inert_markdown
+from dashboard.judging.label_order import DISAGREEMENT, SESSION, UNCERTAINTY, order_items
 from dashboard.labels import export, labelling, sampling
 from dashboard.labels.agreement import agreement
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
@@ -269,6 +270,46 @@ def judge_suggestions(store: LabelStore, message_id: str) -> dict[str, list[Judg
         return {}
 
 
+def _order_title(order: tuple[str, ...]) -> str:
+    if order[0] == UNCERTAINTY:
+        return f"Where {order[1]} is least sure first"
+    if order[0] == DISAGREEMENT:
+        return f"Where {order[1]} and {order[2]} disagree first"
+    return "Session order"
+
+
+def turn_order(store: LabelStore, queue: labelling.ReviewerQueue) -> None:
+    """The "Order turns" select: session order, or the remaining turns by a judge's
+    uncertainty or two judges' disagreement (dashboard/judging/label_order.py). It
+    reorders ``queue.items`` in place; what is done, and so the progress, is unchanged."""
+    try:
+        sources = store.judge_sources()
+    except LabelStoreError:
+        return  # a suggestion is a help: without judge labels the session order stands
+    if not sources:
+        return
+    orders: list[tuple[str, ...]] = [(SESSION,), *((UNCERTAINTY, s) for s in sources)]
+    orders += [(DISAGREEMENT, a, b) for i, a in enumerate(sources) for b in sources[i + 1 :]]
+    by_title = {_order_title(order): order for order in orders}  # sources are distinct, so titles are
+    if st.session_state.get("label_order") not in by_title:
+        st.session_state["label_order"] = _order_title((SESSION,))
+    title = st.selectbox(
+        "Order turns",
+        list(by_title),
+        key="label_order",
+        help="Label first where the judge's grade is next to the relevant / not relevant boundary (1 or 2), "
+        "or where two judges disagree. Turns no judge graded come last, in session order.",
+    )
+    order = by_title[title]
+    if order[0] == SESSION:
+        return
+    try:
+        judged = store.judgments(message_ids=queue.turns())
+    except LabelStoreError:
+        return
+    queue.items = order_items(queue.items, judged, order)
+
+
 def _status_text(status: str | None) -> str:
     return {"relevant": "✅ relevant", "not_relevant": "❌ not relevant", "skip": "⏭ skipped"}.get(status or "", "")
 
@@ -289,6 +330,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
             "sidebar's store is the one its log came from."
         )
     queue = labelling.load_queue(store, session.name, reviewer)
+    turn_order(store, queue)
     if session.reviewers and not queue.assigned:
         st.caption(f"{inert_markdown(reviewer)} is not among this session's reviewers, so every turn is shown.")
     total = max(queue.total, 1)

@@ -16,12 +16,14 @@ import streamlit as st
 
 from connectors.base import ConnectorError, Hit
 from dashboard.judged import DEMO_QUERIES, JudgedQuestion, parse_jsonl
+from dashboard.judging.label_source import merge_labels
 from dashboard.logs import otlp
 from dashboard.logs import read_log as readlog
 from dashboard.ranking import metrics
 from dashboard.ranking.metrics import QualityReport
 from dashboard.ranking.rerank import RerankSettings
 from dashboard.ui import cache
+from dashboard.ui import label_source as label_source_ui
 from dashboard.ui.errors import show_error
 from dashboard.ui.rerank_panel import RELEVANCE_SOURCE_TEXT, rerank_controls, settings_text
 from dashboard.ui.sidebar import StoreChoice, missing_users_warning
@@ -291,7 +293,18 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
     if st.session_state.get("quality_label_reviewer") not in reviewers:
         st.session_state["quality_label_reviewer"] = ALL_REVIEWERS
     reviewer = cols[1].selectbox("Reviewer", reviewers, key="quality_label_reviewer")
-    labels = labels_db.labels(store=store_fingerprint, reviewer=None if reviewer == ALL_REVIEWERS else reviewer)
+    rule, judge = label_source_ui.label_rule(labels_db.judge_sources(), "quality_label_source", "quality_fill_judge")
+    people = labels_db.labels(store=store_fingerprint, reviewer=None if reviewer == ALL_REVIEWERS else reviewer)
+    labels, found, from_judge = people, None, 0
+    if judge is not None:
+        judgments = labels_db.judgments(source=judge)
+        # A judge label's store is the one people's labels of its message name (any reviewer's).
+        here = people if reviewer == ALL_REVIEWERS else labels_db.labels(store=store_fingerprint)
+        merged = merge_labels(
+            people, judgments, rule, judge, stores={row.message_id: row.store for row in here}, store=store_fingerprint
+        )
+        labels, from_judge = merged.labels, merged.from_judge
+        found = label_source_ui.agreement(people, judgments, judge)
     if not labels:
         st.info("No labels for this store and reviewer.")
         return
@@ -308,6 +321,8 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
         )
     )
     report = metrics.compare_orders(cases, settings=settings, now=datetime.now(UTC), k=cutoff)
+    if found is not None:  # beside the figures whenever a judge supplied some of the labels
+        label_source_ui.show_agreement(found, from_judge)
     show_headline(report, "quality_labels")
     with st.expander("Per message", expanded=False):
         st.dataframe(per_query_frame(report, show_query=False), hide_index=True, width="stretch", key="quality_labels_per_query")

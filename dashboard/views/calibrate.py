@@ -28,6 +28,7 @@ cost_ratio, floors = view.controls()
 mode = advice_ui.mode_controls(cost_ratio)
 result = view.calibration(data, floors, cost_ratio)
 advice = advice_ui.floor_advice(result, mode)
+view.show_agreement(source)  # beside the figures whenever a judge supplied labels
 view.show_summary(result, floor, advice)
 view.show_charts(result, floor, advice)
 view.show_sweep_table(result, advice)

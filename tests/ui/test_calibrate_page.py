@@ -257,7 +257,7 @@ def test_floors_outside_zero_to_one_are_left_out_with_a_message_naming_them(app)
     at = open_calibrate(app)
     at.text_input(key="calibrate_floors").input("0.2, 2, -1, abc").run()
     assert not at.exception
-    warning = next(w.value for w in at.warning if "Left out of the floor list" in w.value)
+    warning = next(seen(w.value) for w in at.warning if "Left out of the floor list" in w.value)
     assert "'2' is outside [0, 1]" in warning and "'-1' is outside [0, 1]" in warning and "'abc' is not a number" in warning
     requested = at.session_state["_calibration_memo"][1].requested
     assert list(np.round(requested.floor, 2)) == [0.2]

@@ -385,7 +385,7 @@ def test_a_session_opened_against_another_store_names_both_and_offers_no_labels(
     other = label_page(label_reviewer="ana", label_session="drawn on demo", cfg_embedded_db_path=str(tmp_path / "other.sqlite"))
     other.run()
     assert not other.exception, other.exception
-    [error] = [e.value for e in other.error]
+    [error] = error_texts(other)
     assert session.drawn_store in error and "no labels are offered" in error
     other_fingerprint = next(f for f in re.findall(r"embedded:[0-9a-f]+", error) if f != session.drawn_store)
     assert other_fingerprint != session.drawn_store
@@ -418,3 +418,46 @@ def test_a_judge_suggestion_shows_on_its_row_and_a_key_accepts_it(label_page, da
     assert (saved.memory_id, saved.label, saved.reviewer) == (first.memory_id, "relevant", "ana")
     assert at.get("progress")[0].proto.text.startswith("1 of ")
     assert at.button(key="label_accept_suggestion").disabled  # the next row has no suggestion
+
+
+def test_turns_can_come_where_the_judge_is_least_sure_and_progress_counts_people_only(label_page, data_dir):
+    log = read_log(SAMPLE_LOG)
+    make_session(data_dir, "ordered", log.rows, method="turns", size=3, seed=2)
+    store = labels_db(data_dir)
+    items = store.session_items("ordered")
+    turns = list(dict.fromkeys(item.message_id for item in items))
+    first_turn, last_turn = turns[0], turns[-1]
+    for item in items:  # sure about the first turn (grade 3), unsure about the last (grade 2)
+        if item.message_id in (first_turn, last_turn):
+            grade = 3 if item.message_id == first_turn else 2
+            store.save_judgment(message_id=item.message_id, memory_id=item.memory_id, source="judge:a@m",
+                                grade=grade, reason="r")
+    middle = next(i for i in items if i.message_id == turns[1])
+    store.save_judgment(message_id=middle.message_id, memory_id=middle.memory_id, source="judge:b@m", grade=0, reason="r")
+    store.close()
+    at = label_page(label_reviewer="ana", label_session="ordered")
+    at.run()
+    assert not at.exception, at.exception
+    order = at.selectbox(key="label_order")
+    assert order.value == "Session order"
+    assert order.options == [
+        "Session order",
+        "Where judge:a@m is least sure first",
+        "Where judge:b@m is least sure first",
+        "Where judge:a@m and judge:b@m disagree first",
+    ]
+    assert any(first_turn in c.value for c in at.caption if c.value.startswith("message"))
+
+    order.select("Where judge:a@m is least sure first").run()
+    assert not at.exception, at.exception
+    assert at.subheader[0].value.startswith("Turn 1 of 3")
+    assert any(last_turn in c.value for c in at.caption if c.value.startswith("message"))  # the unsure turn first
+    assert at.get("progress")[0].proto.text.startswith("0 of ")  # judge labels are not people's
+    press(at, "relevant")
+    assert at.get("progress")[0].proto.text.startswith("1 of ")
+    store = labels_db(data_dir)
+    try:
+        [saved] = store.session_labels("ordered")
+    finally:
+        store.close()
+    assert saved.message_id == last_turn
