@@ -9,8 +9,10 @@ from dashboard.evaluation.storage import open_eval_store
 from dashboard.judged import DEMO_QUERIES
 
 
-def test_page_and_cli_give_the_same_settings_the_same_fingerprint(app, data_dir, demo_store, monkeypatch, capsys):
+def test_page_and_cli_give_the_same_settings_the_same_fingerprint(app, data_dir, demo_dir, demo_store, monkeypatch, capsys):
     monkeypatch.delenv("MEMLENS_LABELS_URL", raising=False)
+    # the data dir's demo.sqlite links to the session's shared demo store: the operator allows its folder
+    monkeypatch.setenv("MEMLENS_ALLOWED_PATHS", str(demo_dir))
     db = data_dir / "demo.sqlite"
     at = app(cfg_embedded_db_path=str(db))
     at.run()
