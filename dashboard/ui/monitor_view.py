@@ -17,6 +17,7 @@ import streamlit as st
 
 from dashboard.database.model import LabelStoreError
 from dashboard.database.sessions import SessionExists
+from dashboard.display import inert_markdown
 from dashboard.floor import default_floor
 from dashboard.labels import sampling
 from dashboard.logs.log_files import LogFormatError
@@ -143,8 +144,9 @@ def show_summary(result: MonitorResult) -> None:
     st.caption(f"Baseline: {b.how} ({b.label}), {b.turns:,} turns.")
     for note in result.notes:
         st.caption(f"note: {note}")
+    # An alert is news about the traffic, not a fault of the page: a warning box.
     for alert in result.alerts:
-        show_error(alert.line())
+        st.warning(inert_markdown(alert.line()), icon=":material/notifications_active:")
 
 
 def _alerted(result: MonitorResult, figure: str) -> set:

@@ -73,7 +73,9 @@ def inspect(app, service, tmp_path, route):
     return at
 
 
-def test_ids_scores_and_breakdown_keys_from_a_store_are_inert_on_inspect(app, service, tmp_path):
+def test_ids_scores_and_breakdown_keys_from_a_store_are_inert_on_inspect(app, service, tmp_path, monkeypatch):
+    # a named reviewer, as a deployment sets one: Inspect then draws the label rows too
+    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
     at = inspect(app, service, tmp_path, "/markup")
     shown = assert_inert(at, markup(service.url, "id"))
     # the hostile id is on the page (label row, notes), as its characters

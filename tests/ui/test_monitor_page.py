@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from markdown_text import error_texts
+from markdown_text import seen
 
 from dashboard.database.store import LabelStore
 from dashboard.monitoring.synthetic import DEMO_LOG
@@ -23,7 +23,7 @@ def open_monitor(app, **state):
 
 def test_the_demo_shows_its_two_known_changes_as_alerts_with_charts(app):
     at = open_monitor(app)
-    alerts = error_texts(at)
+    alerts = [seen(w.value) for w in at.warning]
     assert any(a.startswith("alert: 2026-01-21: no-memory share") for a in alerts)
     assert any(a.startswith("alert: 2026-01-26: top-1 drift (KS)") for a in alerts)
     figures = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from markdown_text import seen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "connectors"))  # langgraph_factory
 
@@ -22,7 +23,7 @@ FACTORY_KEY = "cfg_langgraph_factory"
 
 
 def errors(at) -> str:
-    return " ".join(e.value for e in at.error)
+    return " ".join(seen(e.value) for e in at.error)
 
 
 def test_the_langgraph_factory_is_picked_from_the_operators_list(app, monkeypatch):
