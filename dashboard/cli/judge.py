@@ -57,7 +57,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
     parser.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
     parser.add_argument("--labels", default=None, help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
-    parser.set_defaults(handler=run, weights=None)
+    # store_config reads eval's --weights and --as-of; this command ranks at the store's own defaults
+    parser.set_defaults(handler=run, weights=None, as_of=None)
     return parser
 
 

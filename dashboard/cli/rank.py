@@ -45,7 +45,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--threshold", type=non_negative, default=0.3, help="relevance under this is excluded (default 0.3)")
     parser.add_argument("--stale-after", type=positive_number, default=None, help="hours after which a memory is stale (default: none)")
     parser.add_argument("--labels", default=None, help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
-    parser.set_defaults(handler=run, weights=None)
+    # store_config reads eval's --weights and --as-of; this command ranks at the store's own defaults
+    parser.set_defaults(handler=run, weights=None, as_of=None)
     return parser
 
 

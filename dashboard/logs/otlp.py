@@ -321,7 +321,7 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
                 continue  # a failed retrieval: the store did not answer, so no turn to count
             if not documents and span_id:
                 # the store returned nothing: one empty-turn row (no memory_id, rank or score)
-                documents = [{"id": None, "score": None, "rank": None, "field": "", "empty": True}]
+                documents = [{"id": None, "score": None, "rank": None, "field": "", "problem": None, "empty": True}]
             if not documents:
                 issues.append(LineIssue(name, number, "retrieval.documents", f"span {span_id or '(no id)'}: a retriever span with no documents"))
                 continue
