@@ -16,7 +16,8 @@ def test_an_alert_window_starts_a_labelling_session(page, screenshots, server):
     open_app(page, "monitor")
     wait_idle(page)
     expect(page.get_by_text("alert: 2026-01-26: top-1 drift (KS)")).to_be_visible()
-    expect(page.locator(".js-plotly-plot")).to_have_count(3)
+    # the chart code loads lazily in the browser: on a busy machine it takes longer than expect's 5 s
+    expect(page.locator(".js-plotly-plot")).to_have_count(3, timeout=30_000)
     # 30 windows: type to narrow the list (it only draws the options in view), then pick
     widget(page, "monitor_window").get_by_role("combobox").click()
     page.keyboard.type("2026-01-26")
