@@ -23,6 +23,8 @@ from connectors.common.failures import call_library, failure_kind
 from connectors.vector.lancedb_store import open_store as open_lancedb
 from connectors.vector.langgraph_store import open_store as open_langgraph
 
+REMOTE_EMBEDDER_FACTORY = "langgraph_factory:remote_embedder_store"
+
 
 def closed_port() -> int:
     with socket.socket() as sock:
@@ -114,15 +116,17 @@ def test_lancedb_turns_a_refused_connection_into_unavailable(lancedb_store, refu
 
 def test_langgraph_store_whose_embedding_service_refuses_is_unavailable(monkeypatch, refused_url):
     # Before: BadResponse("LangGraph embed a probe failed: ConnectError: ...").
+    monkeypatch.setenv("MEMLENS_LANGGRAPH_FACTORY", REMOTE_EMBEDDER_FACTORY)  # as the operator allows it
     monkeypatch.setattr(langgraph_factory, "EMBEDDER_URL", refused_url + "/embed")
     with pytest.raises(StoreUnavailable, match=r"LangGraph embed a probe: unreachable \(ConnectError\)"):
-        open_langgraph("langgraph_factory:remote_embedder_store", namespace="memories,{user_id}")
+        open_langgraph(REMOTE_EMBEDDER_FACTORY, namespace="memories,{user_id}")
 
 
 def test_langgraph_store_whose_embedding_service_never_answers_is_a_timeout(monkeypatch, silent_url):
+    monkeypatch.setenv("MEMLENS_LANGGRAPH_FACTORY", REMOTE_EMBEDDER_FACTORY)  # as the operator allows it
     monkeypatch.setattr(langgraph_factory, "EMBEDDER_URL", silent_url + "/embed")
     with pytest.raises(StoreTimeout, match="LangGraph embed a probe: timed out"):
-        open_langgraph("langgraph_factory:remote_embedder_store", namespace="memories,{user_id}")
+        open_langgraph(REMOTE_EMBEDDER_FACTORY, namespace="memories,{user_id}")
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,8 @@ mid-run leaves the run incomplete with its progress, and resuming finishes it.""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from connectors.http.memorysync import open_store
@@ -25,6 +27,18 @@ def evals(tmp_path):
 
 def request_for(server) -> RunRequest:
     return RunRequest(demo_set(), "memorysync", "memorysync:test", {"base_url": server.url}, k=5)
+
+
+def deployment_env(server, data_dir, root) -> dict[str, str]:
+    """The environment of a deployment whose operator configured this MemorySync:
+    the key is bound to MEMORYSYNC_BASE_URL, so the CLI sends it only there."""
+    return {
+        **os.environ,
+        "MEMLENS_DATA_DIR": str(data_dir),
+        "MEMORYSYNC_BASE_URL": server.url,
+        "MEMORYSYNC_API_KEY": API_KEY,
+        "PYTHONPATH": str(root),
+    }
 
 
 def test_a_429_pauses_every_worker_for_retry_after(memorysync_server, evals):
@@ -65,7 +79,6 @@ def test_a_store_failing_mid_run_leaves_it_incomplete_and_resume_finishes_it(mem
 
 def test_memlens_eval_on_a_hosted_store_keeps_no_secret_and_no_text(memorysync_server, tmp_path):
     import json
-    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -73,7 +86,7 @@ def test_memlens_eval_on_a_hosted_store_keeps_no_secret_and_no_text(memorysync_s
     root = Path(__file__).resolve().parents[3]
     config = tmp_path / "memorysync.json"
     config.write_text(json.dumps({"base_url": memorysync_server.url, "max_retries": 0}))
-    env = {**os.environ, "MEMLENS_DATA_DIR": str(tmp_path), "MEMORYSYNC_API_KEY": API_KEY, "PYTHONPATH": str(root)}
+    env = deployment_env(memorysync_server, tmp_path, root)
     env.pop("MEMLENS_LABELS_URL", None)
 
     def memlens(*args: str) -> subprocess.CompletedProcess:
@@ -120,7 +133,6 @@ def test_questions_a_flaky_store_failed_leave_the_run_incomplete_and_resume_asks
 
 def test_a_store_refusing_the_key_fails_the_eval_and_the_gate_until_resumed(memorysync_server, tmp_path):
     import json
-    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -128,7 +140,7 @@ def test_a_store_refusing_the_key_fails_the_eval_and_the_gate_until_resumed(memo
     root = Path(__file__).resolve().parents[3]
     config = tmp_path / "memorysync.json"
     config.write_text(json.dumps({"base_url": memorysync_server.url, "max_retries": 0}))
-    env = {**os.environ, "MEMLENS_DATA_DIR": str(tmp_path), "MEMORYSYNC_API_KEY": API_KEY, "PYTHONPATH": str(root)}
+    env = deployment_env(memorysync_server, tmp_path, root)
     env.pop("MEMLENS_LABELS_URL", None)
     queries = str(root / "demo_data" / "queries.jsonl")
 
@@ -164,7 +176,6 @@ def test_a_store_refusing_the_key_fails_the_eval_and_the_gate_until_resumed(memo
 
 def test_allow_failures_lets_a_finished_run_with_failures_exit_0(memorysync_server, tmp_path):
     import json
-    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -172,7 +183,7 @@ def test_allow_failures_lets_a_finished_run_with_failures_exit_0(memorysync_serv
     root = Path(__file__).resolve().parents[3]
     config = tmp_path / "memorysync.json"
     config.write_text(json.dumps({"base_url": memorysync_server.url, "max_retries": 0}))
-    env = {**os.environ, "MEMLENS_DATA_DIR": str(tmp_path), "MEMORYSYNC_API_KEY": API_KEY, "PYTHONPATH": str(root)}
+    env = deployment_env(memorysync_server, tmp_path, root)
     env.pop("MEMLENS_LABELS_URL", None)
     memorysync_server.inject(401, {"error": {"code": "unauthorized", "message": "bad key"}}, route=QUERY, times=3)
     done = subprocess.run([sys.executable, "-m", "dashboard.cli.main", "eval", str(root / "demo_data" / "queries.jsonl"),
