@@ -18,7 +18,7 @@ import hmac
 
 import streamlit as st
 
-from dashboard.display import inert_markdown
+from dashboard.display import code_span
 from dashboard.ui import cache
 from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import secret_value
@@ -89,7 +89,10 @@ def account_menu() -> None:
     once per run, after the gate."""
     identity = logged_in_identity()
     if identity:
-        st.sidebar.caption(f"Signed in as **{inert_markdown(identity)}**")
+        # Said once, here, for every page: labels carry this identity (ui/reviewer.py
+        # adds no second line). A code span keeps it inert without the word joiner
+        # inert_markdown puts after '@' (no autolink), so the address reads and copies as given.
+        st.sidebar.caption(f"Signed in as {code_span(identity)}; your labels carry this identity.")
         st.sidebar.button("Sign out", key="access_logout", on_click=st.logout)
 
 

@@ -51,8 +51,7 @@ def sidebar_box() -> str | None:
     """Inspect's sidebar `reviewer` box: shows the session's reviewer (given on any
     page) and changes it for every page. Signed in, the identity instead."""
     if identity := logged_in_identity():
-        st.sidebar.caption(f"Labelling as **{inert_markdown(identity)}** (signed in)")
-        return identity
+        return identity  # access.account_menu already says who is signed in, on every page
     name = current() or ""
     # Seeded on every run from the session's name: the box is the Inspect page's
     # widget, and the name may have been given on Label since.
@@ -84,8 +83,7 @@ def require() -> str:
     (the page stops until a name is given); "Change reviewer" asks again."""
     identity = logged_in_identity()
     if identity:
-        st.sidebar.caption(f"Labelling as **{inert_markdown(identity)}** (signed in)")
-        return identity
+        return identity  # access.account_menu already says who is signed in, on every page
     name = current()
     if name and not st.session_state.get(_CHANGING):
         st.sidebar.caption(f"Labelling as **{inert_markdown(name)}**")

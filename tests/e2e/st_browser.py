@@ -141,7 +141,12 @@ def screenshot(page: Page, path: Path, *, full_page: bool = True, height: int | 
 
 
 def choose(page: Page, key: str, option: str) -> None:
-    """Pick `option` in the keyed selectbox: open it, click the option."""
+    """Pick `option` in the keyed selectbox: open it, click the option.
+
+    The box is first scrolled to the middle of its pane, as a person scrolls to it:
+    a box at the very bottom edge of the window (the sidebar's End user, below the
+    store settings) only takes focus on a click, its list never opening."""
+    widget(page, key).evaluate("element => element.scrollIntoView({block: 'center'})")
     widget(page, key).get_by_role("combobox").click()
     page.get_by_role("option", name=option, exact=True).click()
     wait_idle(page)
