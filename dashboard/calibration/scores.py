@@ -24,6 +24,12 @@ class CalibrationError(ValueError):
     """Labelled rows that cannot be calibrated on; the message says which and why."""
 
 
+class TooFewLabels(CalibrationError):
+    """Nothing is wrong with the rows, there are just not enough of them yet: no
+    labelled row at all, or rows of one class only. A page shows this as the next
+    step to take (a warning), not as a fault."""
+
+
 def _rows(row_name: str, numbers: Sequence[int]) -> str:
     """"row 4" / "rows 2, 3, 7 and 12 more": which rows, without flooding a message."""
     shown = ", ".join(str(n) for n in numbers[:_SHOWN_PROBLEM_ROWS])
@@ -77,7 +83,7 @@ def labelled_scores(
     n = len(score_array)
     numbers = np.asarray(row_numbers) if row_numbers is not None else np.arange(1, n + 1)
     if n == 0 and len(label_array) == 0:
-        raise CalibrationError("No labelled rows: label some retrievals first (or load a label file).")
+        raise TooFewLabels("No labelled rows: label some retrievals first (or load a label file).")
     if len(label_array) != n:
         raise CalibrationError(f"{n} scores but {len(label_array)} labels: every row needs both.")
 
@@ -95,7 +101,7 @@ def labelled_scores(
     if relevant_count in (0, n):
         only = RELEVANT if relevant_count else NOT_RELEVANT
         every = f"All {n} labelled rows are" if n > 1 else "The only labelled row is"
-        raise CalibrationError(
+        raise TooFewLabels(
             f"{every} {only!r}: a floor is chosen between the two classes, "
             f"so label at least one {NOT_RELEVANT if relevant_count else RELEVANT!r} hit too."
         )

@@ -20,6 +20,7 @@ import streamlit as st
 from dashboard.calibration.advice import FloorAdvice
 from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
 from dashboard.calibration.report import floor_choice
+from dashboard.calibration.scores import TooFewLabels
 from dashboard.calibration.sweep import (
     Calibration,
     CalibrationError,
@@ -257,6 +258,10 @@ def scores_or_error(labels: LabelFile) -> LabelledScores | None:
         scores = labels.labelled_scores()
         st.session_state["_scores_memo"] = (labels, scores)
         return scores
+    except TooFewLabels as exc:
+        # Not a fault: the reviewer's next step, so a warning rather than an error box.
+        st.warning(inert_markdown(f"Not enough labels to calibrate on {labels.source} yet: {exc}"))
+        return None
     except CalibrationError as exc:
         show_error(f"Cannot calibrate on {labels.source}: {exc}")
         return None

@@ -133,7 +133,9 @@ def test_labels_of_one_class_only_show_why_they_cannot_calibrate(app, data_dir):
     label(store, "m2", "b", "relevant", 0.7)
     store.close()
     at = open_calibrate(app)
-    assert any("All 2 labelled rows are 'relevant'" in e for e in error_texts(at))
+    # the next step to take, not a fault: a warning, and no error box
+    assert any("All 2 labelled rows are 'relevant'" in seen(w.value) for w in at.warning)
+    assert not error_texts(at)
     assert not at.get("plotly_chart")
 
 
@@ -176,7 +178,6 @@ def test_an_uploaded_file_is_validated_by_line_and_its_good_rows_calibrated(app)
     [
         ("labels.csv", b"id,relevance\nm1,1\n", "must name the columns 'score' and 'label'"),
         ("labels.jsonl", b'{"score": 0.5, "label": "relevant"}\n\xff\n', "not UTF-8"),
-        ("labels.jsonl", b'{"score": 0.5, "label": "relevant"}\n', "The only labelled row is 'relevant'"),
     ],
 )
 def test_an_unusable_upload_says_why(app, name, content, message):
@@ -184,6 +185,17 @@ def test_an_unusable_upload_says_why(app, name, content, message):
     at.file_uploader(key="calibrate_upload").set_value((name, content, "text/plain")).run()
     assert not at.exception
     assert any(message in e for e in error_texts(at))
+    assert not at.get("plotly_chart")
+
+
+def test_an_upload_of_one_class_asks_for_the_other_class(app):
+    at = open_calibrate(app, calibrate_source="Upload a file")
+    upload = ("labels.jsonl", b'{"score": 0.5, "label": "relevant"}\n', "text/plain")
+    at.file_uploader(key="calibrate_upload").set_value(upload).run()
+    assert not at.exception
+    warned = [seen(w.value) for w in at.warning]
+    assert any("The only labelled row is 'relevant'" in w and "'not_relevant'" in w for w in warned), warned
+    assert not error_texts(at)
     assert not at.get("plotly_chart")
 
 
