@@ -57,7 +57,10 @@ def score_breakdown_figure(hits: list[Hit], floor: float, kept_ids: set[str]) ->
                 orientation="h",
                 marker_color=COMPONENT_COLOURS.get(component),
                 customdata=[h.breakdown.get(component, 0.0) for h in hits],
-                hovertemplate=f"{html.escape(component)}: %{{customdata:.3f}} → %{{x:.3f}} of the score<extra></extra>",
+                # The component's name comes from the store: it enters the hover through
+                # the trace's name, so a "%{...}" in it is shown, not read as a template.
+                meta=[html.escape(component)],
+                hovertemplate="%{meta[0]}: %{customdata:.3f} → %{x:.3f} of the score<extra></extra>",
             )
     else:
         fig.add_bar(

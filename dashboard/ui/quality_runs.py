@@ -18,7 +18,7 @@ from connectors.base import ConnectorError, MemoryStore
 from connectors.registry import REGISTRY, public_config
 from dashboard import store_link
 from dashboard.database.model import LabelStoreError
-from dashboard.display import inert_markdown
+from dashboard.display import code_span, inert_markdown
 from dashboard.evaluation import judged_sets
 from dashboard.evaluation import weight_search as whatif
 from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
@@ -444,9 +444,11 @@ def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="whatif_table")
     text = whatif.weights_to_apply(shown, info.store)
     if text is not None and recommended is not None:
-        st.button(f"Use {text} as the embedded store's weights", key="whatif_apply", on_click=_apply_weights, args=(text,))
+        # The weight names come from the store's breakdown: shown as text, never as Markdown.
+        st.button(inert_markdown(f"Use {text} as the embedded store's weights"), key="whatif_apply",
+                  on_click=_apply_weights, args=(text,))
         floor = f" --floor {recommended.threshold:g}" if recommended.threshold > 0 else ""
-        st.caption(f"On the command line: `memlens eval ... --weights {text}{floor}`")
+        st.caption(f"On the command line: {code_span(f'memlens eval ... --weights {text}{floor}')}")
 
 
 def show(choice: StoreChoice) -> None:

@@ -30,3 +30,16 @@ def test_moving_the_floor_draws_what_a_rebuild_at_that_floor_draws(weighted):
     for floor in (0.2, 0.75, 0.0):
         kept = {h.memory_id for h in rows if h.score >= floor}
         assert move_floor(figure, rows, floor, kept).to_dict() == score_breakdown_figure(rows, floor, kept).to_dict()
+
+
+def test_a_component_named_like_a_hover_template_is_shown_as_its_name():
+    # A store names its score components; "%{x}" or markup in a name must reach the
+    # hover as the name itself, not as a template field or HTML.
+    name = "%{x}<b>boost</b>"
+    rows = [
+        Hit(memory_id="m1", rank=1, text="t", score=0.6, raw_score=0.6, breakdown={name: 0.6}, weights={name: 1.0})
+    ]
+    (bar,) = score_breakdown_figure(rows, 0.5, {"m1"}).data
+    assert name not in bar.hovertemplate and "%{x}<b>" not in bar.hovertemplate
+    assert bar.meta == ("%{x}&lt;b&gt;boost&lt;/b&gt;",)
+    assert bar.hovertemplate.startswith("%{meta[0]}: ")
