@@ -310,6 +310,10 @@ class SupportsHistory(Protocol):
 
 # ---------------------------------------------------------------- errors
 
+# What any failure of a store at an address a page's visitor typed says (the details
+# go to the server log): see connectors/common/typed_address.py.
+TYPED_ADDRESS_FAILED = "could not reach the store at that address"
+
 
 class ConnectorError(Exception):
     """Base of every store failure; its message is what the page shows."""

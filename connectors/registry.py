@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 
 from connectors.base import InvalidRequest, MemoryStore, StoreUnavailable
 from connectors.common.allowed import allowed_path, allowed_values, destination, path_roots
+from connectors.common.typed_address import guarded_store
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ STORES: list[StoreSpec] = [
         "built with; distances are turned into higher-is-better scores, the raw value kept.",
         fields=(
             ConfigField("path", "Local folder (or leave empty and give a URL)", "path", env="MEMLENS_QDRANT_PATH", default=""),
-            ConfigField("url", "Server URL", "text", env="MEMLENS_QDRANT_URL", default=""),
+            ConfigField("url", "Server URL", "text", env="MEMLENS_QDRANT_URL", default="", address=True),
             ConfigField("api_key", "API key (server only)", "secret", env="QDRANT_API_KEY", bound_to="url"),
             ConfigField("collection", "Collection", "text", env="MEMLENS_QDRANT_COLLECTION", default="memories"),
             ConfigField("vector_name", "Named vector (if the collection has several)", "text", default=""),
@@ -210,7 +212,7 @@ STORES: list[StoreSpec] = [
         "was built with; l2 / cosine / ip distances become higher-is-better scores, the raw value kept.",
         fields=(
             ConfigField("path", "Persistent folder (or leave empty and give a URL)", "path", env="MEMLENS_CHROMA_PATH", default=""),
-            ConfigField("url", "Server URL", "text", env="MEMLENS_CHROMA_URL", default=""),
+            ConfigField("url", "Server URL", "text", env="MEMLENS_CHROMA_URL", default="", address=True),
             ConfigField("collection", "Collection", "text", env="MEMLENS_CHROMA_COLLECTION", default="memories"),
             ConfigField("id_field", "Metadata key of the memory id (empty: Chroma id)", "text", default=""),
             ConfigField("text_field", "Metadata key of the text (document: the document)", "text", default="document"),
@@ -317,7 +319,19 @@ def create_store(
     config = dict(config or {})
     if visitor_environ is not None:
         config = check_visitor_settings(name, config, visitor_environ)
-    return spec.load_factory()(**config)
+    factory = spec.load_factory()
+    if config.get("typed_address") and not _takes_typed_address(factory):
+        # A store reached through a client library: its failures are made one message here.
+        del config["typed_address"]
+        return guarded_store(spec.title, lambda: factory(**config))
+    return factory(**config)
+
+
+def _takes_typed_address(factory: Callable[..., Any]) -> bool:
+    """Whether the factory makes a typed address's failures one message itself (the
+    HTTP connectors do, in their request path; their factories pass **options on)."""
+    parameters = inspect.signature(factory).parameters.values()
+    return any(p.name == "typed_address" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 # ------------------------------------------------------------------ what a visitor may name

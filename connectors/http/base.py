@@ -40,6 +40,7 @@ from typing import Any
 import httpx
 
 from connectors.base import (
+    TYPED_ADDRESS_FAILED,
     AuthFailed,
     BadResponse,
     ConnectorError,
@@ -56,7 +57,6 @@ __all__ = ["REDACTED", "HttpBoundary", "HttpReply", "redact"]
 log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
-TYPED_ADDRESS_FAILED = "could not reach the store at that address"
 MAX_MESSAGE_CHARS = 300
 
 

@@ -128,3 +128,20 @@ def test_the_operators_url_keeps_its_detailed_messages(app, ms_env):
     at = app(store="memorysync", query="Which UI theme does the user prefer?")
     at.run()
     assert "Project is re-indexing" in errors(at)
+
+
+@pytest.mark.parametrize(("store", "title"), [("qdrant", "Qdrant collection"), ("chroma", "Chroma collection")])
+def test_a_typed_qdrant_or_chroma_url_fails_with_one_message_whatever_listens_there(app, store, title, caplog):
+    # These stores talk through their client library, which words each failure its own way.
+    seen_messages = {}
+    with caplog.at_level(logging.WARNING, logger="connectors.common.typed_address"):
+        for kind in ("closed", "http", "hangup"):
+            with listening(kind) as url:
+                at = app(store=store, query="Which UI theme does the user prefer?", **{f"cfg_{store}_url": url})
+                at.run()
+                assert not at.exception
+                seen_messages[kind] = errors(at).replace(url, "URL").replace(url.split("//")[1], "HOST")
+    assert set(seen_messages.values()) == {
+        f"Cannot open the store: {title}: could not reach the store at that address"
+    }, seen_messages
+    assert title in caplog.text  # the details are in the server log
