@@ -241,10 +241,16 @@ def inspect_app():
     at.session_state["query"] = QUERY
     at.session_state["user"] = "sam"
     at.session_state["k"] = K
+    at.session_state["label_reviewer"] = "bench"
     at.run()
     if at.exception:
         raise RuntimeError(f"the page raised: {[e.value for e in at.exception]}")
     return at
+
+
+def model_order_shown(at) -> bool:
+    """The LLM ranker's table (the model's order beside the store's) is on the page."""
+    return any("model rank" in d.value.columns for d in at.dataframe)
 
 
 def ranker_panel_moves(timer: ScriptRunTimer, fragments: FragmentRerun, counter: StoreCallCounter) -> dict:
@@ -264,7 +270,7 @@ def ranker_panel_moves(timer: ScriptRunTimer, fragments: FragmentRerun, counter:
             opened.button(key="llm_rank_run").click()
             ask_wall, ask_script = timed_run(opened, timer)
             outcome = opened.session_state[OUTCOME_KEY][1]
-            if outcome.status != "valid" or not [d for d in opened.dataframe if d.key == "llm_rank_orders"]:
+            if outcome.status != "valid" or not model_order_shown(opened):
                 raise RuntimeError(f"the ranking was not shown: {outcome.status}")
             requests = len(server.received)
             page_before = {id(at): at.session_state["store_calls"] for at in (closed, opened)}
@@ -277,7 +283,7 @@ def ranker_panel_moves(timer: ScriptRunTimer, fragments: FragmentRerun, counter:
                     at.slider(key="floor").set_value(round(0.06 + 0.045 * i, 2))
                     runs[f"{name} fragment"].append(timed_run(at, timer, fragments, fragment_ids(at)[0]))
                     refresh(at, timer)
-            still_shown = bool([d for d in opened.dataframe if d.key == "llm_rank_orders"])
+            still_shown = model_order_shown(opened)
             page_calls = sum(at.session_state["store_calls"] - page_before[id(at)] for at in (closed, opened))
             return {
                 "runs": runs,
@@ -369,6 +375,7 @@ def main() -> None:
         at.session_state["query"] = QUERY
         at.session_state["user"] = "sam"
         at.session_state["k"] = K
+        at.session_state["label_reviewer"] = "bench"  # no label button is drawn before a reviewer is named
         first_wall, first_script = timed_run(at, timer)
         hits = at.session_state["result"].hits
         if len(hits) != K:
