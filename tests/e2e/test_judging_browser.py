@@ -23,7 +23,7 @@ REVIEWER = "ana-judged"
 SESSION = "judged-e2e"
 SOURCE = f"judge:umbrela@{MODEL}"
 GRADES = {0: "unrelated", 1: "related", 2: "partly answers", 3: "answers"}
-STOP = {"the", "does", "what", "which", "who", "where", "when", "how", "user", "user's", "for", "and", "with"}
+STOP = {"the", "does", "what", "which", "who", "where", "when", "how", "user", "user's", "for", "and", "with", "her", "his", "she", "has", "was"}
 
 
 def words(text: str) -> set[str]:
@@ -117,13 +117,13 @@ def test_the_llm_ranker_shows_the_models_order_beside_the_stores(tab, model, scr
     # Nothing goes to the model until the box naming its host is ticked.
     consent = widget(tab, "llm_rank_send_text")
     expect(consent).to_contain_text(f"Send this query and the text of these 5 memories to {model.url.removesuffix('/v1')} ({MODEL})")
-    expect(widget(tab, "llm_rank_run").locator("button")).to_be_disabled()
+    expect(widget(tab, "llm_rank_run").get_by_role("button", name="Rank with the model")).to_be_disabled()
     before = len(model.received)
     tab.wait_for_timeout(500)
     assert len(model.received) == before
     consent.locator("label").click()
     wait_idle(tab)
-    widget(tab, "llm_rank_run").locator("button").click()
+    widget(tab, "llm_rank_run").get_by_role("button", name="Rank with the model").click()
     wait_idle(tab)
 
     [asked] = [r.body for r in model.received[before:]]
@@ -149,7 +149,7 @@ def test_the_llm_ranker_shows_the_models_order_beside_the_stores(tab, model, scr
     picture(tab, screenshots / "inspect-llm-ranker.png", tab.get_by_role("heading", name="What-if re-ranking"), panel)
 
     # Asking again with nothing changed is answered from the ranking cache: no request.
-    widget(tab, "llm_rank_run").locator("button").click()
+    widget(tab, "llm_rank_run").get_by_role("button", name="Rank with the model").click()
     wait_idle(tab)
     expect(widget(tab, "llm_ranker").get_by_text("From the ranking cache")).to_be_visible()
     assert len(model.received) == before + 1
