@@ -62,7 +62,7 @@ class Model:
 def model():
     answers = Model()
     with ChatModelServer(answers) as server:
-        server.answers = answers  # type: ignore[attr-defined]
+        server.answers = answers
         yield server
 
 
