@@ -114,11 +114,13 @@ def run(args: argparse.Namespace) -> int:
             log_stores = set()
         config = store_config(args)
         store = create_store(args.store, with_secrets(args.store, config))
-    except (ValueError, ConnectorError, JudgedSetError) as exc:
+    except (ValueError, OSError, ConnectorError, JudgedSetError) as exc:  # a bad log names its file and line
         print(f"memlens rank: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     finally:
         labels.close()
+    if args.judged and not is_log:
+        print("memlens rank: --judged is for a log; a run is scored on its own judged set", file=sys.stderr)
     opened = fingerprint(args.store, config)
     if log_stores - {opened}:
         print(f"memlens rank: the log names the store(s) {', '.join(sorted(log_stores))}; memory text is read by id "
@@ -141,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
               f"{'retrieval log does not carry' if is_log else 'run does not keep'}: it is read from the store by id, "
               "so give the store that answered (--db FILE, or --store NAME --config FILE)", file=sys.stderr)
     if not total:
-        if not is_log:
+        if not is_log and not missing:
             print("memlens rank: no question of the run has both candidates and a judged set entry", file=sys.stderr)
         return EXIT_UNUSABLE
     from dashboard.judging.ranker import FALLBACK, RETRIED, VALID
