@@ -23,6 +23,15 @@ Store calls are counted twice: the page's own counter
 (st.session_state["store_calls"], bumped before each query) and a wrapper around
 every public EmbeddedStore method, over 20 floor moves and 20 label clicks after
 the first query. Target: 0 queries; every other method call is listed.
+
+With the LLM ranker panel open (docs/judging.md): a chat model configured (the
+loopback OpenAI-compatible server of the tests, tests/chat_model_server.py, doing
+the formula's sums) and a ranking already asked on one app, its model order shown;
+a second app, the same page with the same model configured but no ranking asked,
+is the baseline. Floor moves alternate between the two (each a full rerun and a
+floor-fragment rerun; the two apps take turns going first), and every store method
+call and model request made during them is counted. Targets: no store call and no model request, and the floor
+fragment with the panel open within the same 30 ms.
 """
 
 from __future__ import annotations
@@ -45,6 +54,9 @@ QUERY = "Where does the user live?"
 K = 50
 MOVES = 20
 LABELS = 20
+# Two apps share the ranker-panel comparison, and one floor move costs little next to
+# the machine's noise: twice the moves there, so the medians settle.
+RANKER_MOVES = 40
 STORE_METHODS = ("query", "get", "list", "users", "count", "feedback", "meta", "import_rows", "import_jsonl")
 
 
@@ -212,6 +224,85 @@ def refresh(at, timer: ScriptRunTimer) -> None:
     del timer.runs[before:]
 
 
+def load_server_module():
+    """tests/chat_model_server.py, the loopback model server the tests use."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("chat_model_server", ROOT / "tests" / "chat_model_server.py")
+    assert spec is not None and spec.loader is not None  # a .py file always has both
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["chat_model_server"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def inspect_app():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.session_state["query"] = QUERY
+    at.session_state["user"] = "sam"
+    at.session_state["k"] = K
+    at.session_state["label_reviewer"] = "bench"
+    at.run()
+    if at.exception:
+        raise RuntimeError(f"the page raised: {[e.value for e in at.exception]}")
+    return at
+
+
+def model_order_shown(at) -> bool:
+    """The LLM ranker's table (the model's order beside the store's) is on the page."""
+    return any("model rank" in d.value.columns for d in at.dataframe)
+
+
+def ranker_panel_moves(timer: ScriptRunTimer, fragments: FragmentRerun, counter: StoreCallCounter) -> dict:
+    """Floor moves with the LLM ranker's answer on the page, against the same page
+    with the model configured and nothing asked, interleaved in one process."""
+    from dashboard.ui.llm_ranker_panel import OUTCOME_KEY
+
+    server_module = load_server_module()
+    names = ("MEMLENS_LLM_BASE_URL", "MEMLENS_LLM_MODEL")
+    with server_module.ChatModelServer(server_module.formula_ranker) as server:
+        os.environ["MEMLENS_LLM_BASE_URL"] = server.url
+        os.environ["MEMLENS_LLM_MODEL"] = "loopback-ranker"
+        try:
+            closed = inspect_app()
+            opened = inspect_app()
+            opened.checkbox(key="llm_rank_send_text").check().run()
+            opened.button(key="llm_rank_run").click()
+            ask_wall, ask_script = timed_run(opened, timer)
+            outcome = opened.session_state[OUTCOME_KEY][1]
+            if outcome.status != "valid" or not model_order_shown(opened):
+                raise RuntimeError(f"the ranking was not shown: {outcome.status}")
+            requests = len(server.received)
+            page_before = {id(at): at.session_state["store_calls"] for at in (closed, opened)}
+            counter.calls.clear()
+            runs: dict[str, list[tuple[float, float]]] = {name: [] for name in ("closed full", "open full", "closed fragment", "open fragment")}
+            for i in range(RANKER_MOVES):
+                pair = ((closed, "closed"), (opened, "open"))
+                for at, name in pair if i % 2 == 0 else pair[::-1]:  # ABBA: neither always runs first
+                    at.slider(key="floor").set_value(round(0.05 + 0.045 * i, 2))
+                    runs[f"{name} full"].append(timed_run(at, timer))
+                    at.slider(key="floor").set_value(round(0.06 + 0.045 * i, 2))
+                    runs[f"{name} fragment"].append(timed_run(at, timer, fragments, fragment_ids(at)[0]))
+                    refresh(at, timer)
+            still_shown = model_order_shown(opened)
+            page_calls = sum(at.session_state["store_calls"] - page_before[id(at)] for at in (closed, opened))
+            return {
+                "runs": runs,
+                "ask": (ask_wall, ask_script),
+                "candidates": len(outcome.payload["ranked_results"]),
+                "store_calls": Counter(counter.calls),
+                "page_calls": page_calls,
+                "model_requests": len(server.received) - requests,
+                "still_shown": still_shown,
+            }
+        finally:
+            for name in names:
+                os.environ.pop(name, None)
+
+
 def calibrate_reruns(rows: int, repeat: int = 3) -> dict[str, float]:
     """The Calibrate page on an uploaded file of `rows` labels: script-run ms of a
     rerun that changes only the floor list, after (the upload parsed once, cached by
@@ -258,6 +349,9 @@ def calibrate_reruns(rows: int, repeat: int = 3) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calibrate-rows", type=int, default=1_000_000, help="labels in the Calibrate upload (0: skip)")
+    parser.add_argument(
+        "--no-ranker-panel", dest="ranker_panel", action="store_false", help="skip the floor moves with the LLM ranker panel open"
+    )
     args = parser.parse_args()
     import logging
 
@@ -285,6 +379,7 @@ def main() -> None:
         at.session_state["query"] = QUERY
         at.session_state["user"] = "sam"
         at.session_state["k"] = K
+        at.session_state["label_reviewer"] = "bench"  # no label button is drawn before a reviewer is named
         first_wall, first_script = timed_run(at, timer)
         hits = at.session_state["result"].hits
         if len(hits) != K:
@@ -317,6 +412,7 @@ def main() -> None:
         calls_after_labels = counter.calls - calls_after_moves
         page_calls_total = at.session_state["store_calls"] - page_calls_before
         where = profile_floor_moves(at)
+        ranker = ranker_panel_moves(timer, fragments, counter) if args.ranker_panel else None
     finally:
         timer.close()
         counter.close()
@@ -373,6 +469,31 @@ def main() -> None:
             else "; no other store method was called either."
         )
     )
+    if ranker is not None:
+        r = ranker["runs"]
+        open_fragment = median(x[1] for x in r["open fragment"])
+        model_asked = ranker["model_requests"]
+        body += (
+            f"\n\nWith the LLM ranker panel open: a loopback chat model ranked the {ranker['candidates']} candidates "
+            f"(one request, {ranker['ask'][1]:.0f} ms script run including the model's answer); the same page with the "
+            f"model configured and nothing asked is the baseline. {RANKER_MOVES} floor moves on each, alternating, each a full "
+            "rerun and a floor-fragment rerun:\n\n"
+            + table(
+                ["rerun", "n", "script run (ms)", "vs empty page", "AppTest wall (ms)", "slowest script run (ms)"],
+                [
+                    row("panel without a ranking (baseline): floor move, full rerun", r["closed full"], empty_script),
+                    row("panel with the model's ranking shown: floor move, full rerun", r["open full"], empty_script),
+                    row("panel without a ranking (baseline): floor move, floor fragment", r["closed fragment"], empty_script),
+                    row("panel with the model's ranking shown: floor move, floor fragment", r["open fragment"], empty_script),
+                ],
+            )
+            + f"\n\nTarget (floor fragment with the panel open at most 30 ms): {open_fragment:.1f} ms "
+            f"({'met' if open_fragment <= 30 else 'NOT met'}). Store calls during those {4 * RANKER_MOVES} reruns: page counter "
+            f"{ranker['page_calls']}, every store method: {listing(ranker['store_calls'])}; model requests: {model_asked}. "
+            f"Target (no store call, no model request): "
+            + ("met" if not ranker["page_calls"] and not ranker["store_calls"] and not model_asked else "NOT met")
+            + f". The model's order was still on the page after the last move: {'yes' if ranker['still_shown'] else 'NO'}."
+        )
     if args.calibrate_rows:
         c = calibrate_reruns(args.calibrate_rows)
         body += (

@@ -45,6 +45,7 @@ class Pair:
     score: float | None
     user_id: str | None
     query: str | None
+    store: str | None = None  # the store the target names for this hit (None: the one opened)
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -76,8 +77,7 @@ def target_pairs(target: str, labels: Any) -> list[Pair]:
             raise ValueError(f"{target}: the log has no query text (a `query` column), which a judge needs")
         return [
             Pair(str(r.message_id), str(r.memory_id), int(r.rank), float(r.score),
-                 None if "user_id" not in rows.columns or r.user_id is None or r.user_id != r.user_id else str(r.user_id),
-                 None if r.query is None or r.query != r.query else str(r.query))
+                 _text(r, "user_id"), None if r.query is None or r.query != r.query else str(r.query), _text(r, "store"))
             for r in rows.itertuples(index=False)
         ]
     session = labels.session(target)
@@ -85,7 +85,10 @@ def target_pairs(target: str, labels: Any) -> list[Pair]:
         items = labels.session_items(target)
         if not any(item.query_text for item in items):
             raise ValueError(f"session {target!r} kept no query text (create it with the text kept), which a judge needs")
-        return [Pair(i.message_id, i.memory_id, i.rank, i.score, i.user_id, i.query_text) for i in items]
+        return [
+            Pair(i.message_id, i.memory_id, i.rank, i.score, i.user_id, i.query_text, i.store or session.store)
+            for i in items
+        ]
     from dashboard.evaluation.storage import EvalStore
 
     evals = EvalStore(labels)
@@ -95,7 +98,7 @@ def target_pairs(target: str, labels: Any) -> list[Pair]:
     judged = evals.load_set(info.set_name, info.set_hash)
     queries = {q.message_id: q.query for q in judged.questions} if judged else {}
     return [
-        Pair(o.message_id, h.memory_id, h.rank, h.score, o.user_id, queries.get(o.message_id))
+        Pair(o.message_id, h.memory_id, h.rank, h.score, o.user_id, queries.get(o.message_id), info.fingerprint)
         for o in evals.outcomes(target)
         for h in sorted(o.hits, key=lambda h: h.rank)
     ]
@@ -138,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         no_query = sum(1 for p in pairs if not p.query)
         if args.limit is not None:
             todo = todo[: args.limit]
-        store = _open_store(args)
+        store, opened = _open_store(args)
     except (ValueError, ConnectorError, LabelStoreError) as exc:
         print(f"memlens judge: {exc}", file=sys.stderr)
         labels.close()
@@ -166,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
                 labels.save_judgment(
                     message_id=pair.message_id, memory_id=pair.memory_id, source=judge.source, grade=judgment.grade,
                     reason=judgment.reason, score=judgment.score, rank=pair.rank, store_score=pair.score,
+                    store=pair.store or opened,  # as a person's label names it, so a store filter keeps it
                 )
                 graded += 1
             else:
@@ -186,8 +190,16 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else 0
 
 
-def _open_store(args: argparse.Namespace) -> Any:
-    from connectors.registry import create_store
+def _text(row: Any, column: str) -> str | None:
+    """A log row's optional text column, None when absent or empty."""
+    value = getattr(row, column, None)
+    return None if value is None or value != value or value == "" else str(value)
+
+
+def _open_store(args: argparse.Namespace) -> tuple[Any, str]:
+    """The store memory text is read from, and its fingerprint (what a label names)."""
+    from connectors.registry import create_store, fingerprint
     from dashboard.cli.eval import store_config, with_secrets
 
-    return create_store(args.store, with_secrets(args.store, store_config(args)))
+    config = store_config(args)
+    return create_store(args.store, with_secrets(args.store, config)), fingerprint(args.store, config)

@@ -3,7 +3,7 @@
     memlens run [streamlit args]     start the dashboard (the demo store by default)
     memlens calibrate FILE           the floor trade-off of a label file (see cli/calibrate.py)
     memlens agreement SESSION        reviewer agreement and disagreements of a labelling session (--judge NAME: a judge's too)
-    memlens rank RUN --send-text     the LLM ranker over a saved run's candidates, against the store's and the formula's order
+    memlens rank RUN_OR_LOG --send-text  the LLM ranker over a saved run's or a log's candidates, against the store's and the formula's order
     memlens judge TARGET --judge C   grade a log's, session's or run's pairs with a judge, saved as they arrive
     memlens import MEMORIES --db F   build or update an embedded store file from memory JSONL
     memlens eval JUDGED --k K ...    run a judged set against a store, save the run, print its metrics
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     from dashboard.cli import judge as judge_cli  # memlens judge LOG_OR_SESSION_OR_RUN --judge CONFIG
 
     judge_cli.add_parser(commands)
-    from dashboard.cli import rank as rank_cli  # memlens rank RUN --send-text
+    from dashboard.cli import rank as rank_cli  # memlens rank RUN_OR_LOG --send-text
 
     rank_cli.add_parser(commands)
     from dashboard.cli import monitor as monitor_cli  # memlens monitor LOG... --floor F | --floor-config FLOOR.json

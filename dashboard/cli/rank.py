@@ -1,19 +1,24 @@
-"""`memlens rank RUN --db FILE --send-text`: the LLM ranker over a saved run's
-candidates, and how its order compares with the store's and the formula's.
+"""`memlens rank RUN_OR_LOG --db FILE --send-text`: the LLM ranker over a saved run's
+candidates, or over each turn of a retrieval log, and how its order compares with
+the store's and the formula's.
 
     memlens rank run-20260301-abcd --db store.sqlite --send-text --k 3
+    memlens rank retrievals.jsonl --db store.sqlite --send-text --judged judged.jsonl
 
-For every question of the run, the memories it returned (text and creation time
-read from the store by id) go through the ranking prompt with the re-rank
-defaults (or --relevance-weight, --half-life, --threshold, --stale-after); the
-answer is validated, retried once, and the formula's ranking used when it fails
-(docs/judging.md). Printed: the validity rate (valid on the first answer), the
-retry rate, the fallback rate, then precision@k, nDCG@k and MRR of the LLM order,
-the store's and the formula's on the run's judged set (each order keeps only the
-entries it returns), with a paired randomisation test of LLM vs each other order
-as in `memlens compare`.
+For every question of the run (or turn of the log), the memories it returned (text
+and creation time read from the store by id: a log holds ids and scores only) go
+through the ranking prompt with the re-rank defaults (or --relevance-weight,
+--half-life, --threshold, --stale-after); the answer is validated, retried once,
+and the formula's ranking used when it fails (docs/judging.md). A log's query text
+is its ``query`` column, else the judged set's question of the same message id; its
+clock is the turn's ``timestamp`` when the log has one. Printed: the validity rate
+(valid on the first answer), the retry rate, the fallback rate, then precision@k,
+nDCG@k and MRR of the LLM order, the store's and the formula's on the run's judged
+set (a log's: --judged; each order keeps only the entries it returns), with a
+paired randomisation test of LLM vs each other order as in `memlens compare`.
 
-Exit status: 0 when it ran, 2 on unusable input (no model, no --send-text, no run).
+Exit status: 0 when it ran, 2 on unusable input (no model, no --send-text, no run
+or log, no query text, memories the store does not hold).
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,9 +39,24 @@ EXIT_UNUSABLE = 2
 METRICS = ("precision", "ndcg", "reciprocal_rank")
 
 
+@dataclass
+class Turn:
+    """One question of a run or one turn of a log: what the ranker is given."""
+
+    message_id: str
+    user_id: str | None
+    query: str | None
+    hits: list[Any]  # (memory_id, rank, score, raw_score, breakdown, weights) in the store's order
+    grades: dict[str, int] | None  # the judged set's, None when the turn is not in one
+    now: datetime | None = None  # the log's timestamp for the turn, if any
+
+
 def add_parser(commands: Any) -> argparse.ArgumentParser:
-    parser = commands.add_parser("rank", help="run the LLM ranker over a saved run's candidates")
-    parser.add_argument("run_id", metavar="RUN", help="a saved run's id (memlens runs list)")
+    parser = commands.add_parser("rank", help="run the LLM ranker over a saved run's or a retrieval log's candidates")
+    parser.add_argument(
+        "run_id", metavar="RUN_OR_LOG",
+        help="a saved run's id (memlens runs list) or a retrieval log file (JSONL, CSV, Parquet, OTLP)",
+    )
     parser.add_argument("--send-text", action="store_true", help="allow the query and memory text to go to the configured model")
     parser.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file (where memory text is read)")
     parser.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
@@ -44,6 +66,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--half-life", type=positive_number, default=72.0, help="recency half-life in hours (default 72)")
     parser.add_argument("--threshold", type=non_negative, default=0.3, help="relevance under this is excluded (default 0.3)")
     parser.add_argument("--stale-after", type=positive_number, default=None, help="hours after which a memory is stale (default: none)")
+    parser.add_argument(
+        "--judged", metavar="FILE_OR_NAME", default=None,
+        help="for a log: a judged-set file (JSONL) or a kept set's name, for the metrics (a run uses its own)",
+    )
     parser.add_argument("--labels", default=None, help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
     # store_config reads eval's --weights and --as-of; this command ranks at the store's own defaults
     parser.set_defaults(handler=run, weights=None, as_of=None)
@@ -51,16 +77,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from connectors.base import ConnectorError, Hit
+    from connectors.base import ConnectorError
     from connectors.common.paths import data_dir
-    from connectors.registry import create_store
+    from connectors.registry import create_store, fingerprint
     from dashboard.cli.eval import store_config, with_secrets
     from dashboard.database import label_store_target, open_label_store
-    from dashboard.evaluation.run_compare import paired_randomisation_p
-    from dashboard.evaluation.storage import EvalStore
+    from dashboard.evaluation.judged_sets import JudgedSetError
     from dashboard.judging.client import ChatClient, config_from_environ
-    from dashboard.judging.ranker import FALLBACK, RETRIED, VALID, RankCache, rank_with_model
-    from dashboard.ranking.metrics import evaluate_ranking
     from dashboard.ranking.rerank import RerankSettings
 
     try:
@@ -81,64 +104,182 @@ def run(args: argparse.Namespace) -> int:
         args.half_life, relevance_weight=args.relevance_weight, recency_weight=round(1 - args.relevance_weight, 10),
         relevance_threshold=args.threshold, staleness_cutoff_hours=args.stale_after,
     )
+    is_log = Path(args.run_id).is_file()
     labels = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
     try:
-        evals = EvalStore(labels)
-        info = evals.run(args.run_id)
-        if info is None:
-            print(f"memlens rank: no saved run {args.run_id!r} (memlens runs list)", file=sys.stderr)
-            return EXIT_UNUSABLE
-        judged = evals.load_set(info.set_name, info.set_hash)
-        outcomes = evals.outcomes(args.run_id)
-        store = create_store(args.store, with_secrets(args.store, store_config(args)))
-    except (ValueError, ConnectorError) as exc:
+        if is_log:
+            turns, log_stores = _log_turns(Path(args.run_id), _judged_set(args.judged, labels))
+        else:
+            turns = _run_turns(args.run_id, labels)
+            log_stores = set()
+        config = store_config(args)
+        store = create_store(args.store, with_secrets(args.store, config))
+    except (ValueError, OSError, ConnectorError, JudgedSetError) as exc:  # a bad log names its file and line
         print(f"memlens rank: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     finally:
         labels.close()
-    questions = {q.message_id: q for q in judged.questions} if judged else {}
+    if args.judged and not is_log:
+        print("memlens rank: --judged is for a log; a run is scored on its own judged set", file=sys.stderr)
+    opened = fingerprint(args.store, config)
+    if log_stores - {opened}:
+        print(f"memlens rank: the log names the store(s) {', '.join(sorted(log_stores))}; memory text is read by id "
+              f"from {opened} (--db / --store), which should be the store that answered", file=sys.stderr)
     print(f"sending query and memory text to {model.host} ({model.model})", file=sys.stderr)
     client = ChatClient(model, send_text=True)
-    cache = RankCache()
-    now = datetime.now(UTC)
-    statuses: list[str] = []
-    retried = 0
-    scores: dict[str, dict[str, list[float]]] = {order: {m: [] for m in METRICS} for order in ("llm", "store", "formula")}
     try:
-        for number, outcome in enumerate(outcomes, start=1):
-            question = questions.get(outcome.message_id)
-            if question is None or not outcome.hits:
-                continue
-            hits = []
-            for run_hit in sorted(outcome.hits, key=lambda h: h.rank):
-                memory = store.get(run_hit.memory_id, user_id=outcome.user_id)
-                hits.append(Hit(run_hit.memory_id, run_hit.rank, memory.text if memory else "", run_hit.score,
-                                run_hit.raw_score, dict(run_hit.breakdown), dict(run_hit.weights),
-                                memory.created_at if memory else None))
-            ranked = rank_with_model(client, hits, query=question.query, settings=settings, now=now,
-                                     query_label=outcome.message_id, cache=cache)
-            statuses.append(ranked.status)
-            retried += ranked.retried
-            formula_order = [r["entry_id"] for r in ranked.formula["ranked_results"] if not r["excluded"] and not r["stale"]]
-            for order, ids in (("llm", ranked.returned_order()), ("store", [h.memory_id for h in hits]), ("formula", formula_order)):
-                figures = evaluate_ranking(outcome.message_id, ids, question.grades, args.k)
-                for metric in METRICS:
-                    value = getattr(figures, metric)
-                    scores[order][metric].append(np.nan if value is None else float(value))
-            print(f"\rquestions {number}/{len(outcomes)}", end="", file=sys.stderr, flush=True)
+        ranked = _rank_turns(turns, store, client, settings, args.k, "turn" if is_log else "question")
     finally:
         print(file=sys.stderr)
         client.close()
         store.close()
+    statuses, retried, scores, missing = ranked
     total = len(statuses)
+    what = "turn" if is_log else "question"
+    if missing:
+        first_turn, first_memory = missing[0]
+        print(f"memlens rank: {len(missing)} {what}(s) left out: memory {first_memory!r} of {first_turn!r} (and any "
+              f"others) is not in the store {opened}. The ranker needs each candidate's text, which a "
+              f"{'retrieval log does not carry' if is_log else 'run does not keep'}: it is read from the store by id, "
+              "so give the store that answered (--db FILE, or --store NAME --config FILE)", file=sys.stderr)
     if not total:
-        print("memlens rank: no question of the run has both candidates and a judged set entry", file=sys.stderr)
+        if not is_log and not missing:
+            print("memlens rank: no question of the run has both candidates and a judged set entry", file=sys.stderr)
         return EXIT_UNUSABLE
-    print(f"run {args.run_id}: {total} question(s) ranked by {model.model}")
+    from dashboard.judging.ranker import FALLBACK, RETRIED, VALID
+
+    if is_log:
+        print(f"log {Path(args.run_id).name}: {total} turn(s) ranked by {model.model}")
+    else:
+        print(f"run {args.run_id}: {total} question(s) ranked by {model.model}")
     print(f"valid on the first answer {statuses.count(VALID) / total:.1%}, retried {retried / total:.1%} "
           f"(valid after retry {statuses.count(RETRIED) / total:.1%}), fell back to the formula {statuses.count(FALLBACK) / total:.1%}")
     print(f"tokens: {client.usage.prompt_tokens} prompt + {client.usage.completion_tokens} completion")
-    names = {"precision": f"precision@{args.k}", "ndcg": f"ndcg@{args.k}", "reciprocal_rank": f"mrr@{args.k}"}
+    if not scores["llm"]["precision"]:
+        print("no judged set: pass --judged FILE_OR_NAME for precision, nDCG and MRR of the three orders")
+        return 0
+    _print_metrics(scores, args.k, total)
+    return 0
+
+
+def _judged_set(judged: str | None, labels: Any) -> Any:
+    """--judged: a judged-set file, else a set kept in the label database; None without it."""
+    if judged is None:
+        return None
+    from dashboard.evaluation import judged_sets
+    from dashboard.evaluation.storage import EvalStore
+
+    if Path(judged).exists():
+        found = judged_sets.read_file(judged)
+        if found.issues:
+            print(found.issue_report(), file=sys.stderr)
+        return found
+    kept = EvalStore(labels).load_set(judged)
+    if kept is None:
+        raise ValueError(f"--judged {judged}: neither a file nor a kept judged set")
+    return kept
+
+
+def _run_turns(run_id: str, labels: Any) -> list[Turn]:
+    from dashboard.evaluation.storage import EvalStore
+
+    evals = EvalStore(labels)
+    info = evals.run(run_id)
+    if info is None:
+        raise ValueError(f"no saved run {run_id!r} (memlens runs list), and no file of that name")
+    judged = evals.load_set(info.set_name, info.set_hash)
+    questions = {q.message_id: q for q in judged.questions} if judged else {}
+    turns = []
+    for outcome in evals.outcomes(run_id):
+        question = questions.get(outcome.message_id)
+        if question is None or not outcome.hits:
+            continue
+        hits = [(h.memory_id, h.rank, h.score, h.raw_score, dict(h.breakdown), dict(h.weights))
+                for h in sorted(outcome.hits, key=lambda h: h.rank)]
+        turns.append(Turn(outcome.message_id, outcome.user_id, question.query, hits, question.grades))
+    return turns
+
+
+def _log_turns(path: Path, judged: Any) -> tuple[list[Turn], set[str]]:
+    """Each logged turn's candidates in rank order, with its query (the log's, else
+    the judged set's), grades and clock; and the stores the log names."""
+    from dashboard.logs.retrieval_log import read_log
+
+    imported = read_log(path, include_query=True)
+    if imported.issues:
+        print(f"memlens rank: {len(imported.issues)} bad row(s) left out, first: {imported.issues[0]}", file=sys.stderr)
+    rows = imported.rows
+    questions = judged.by_id() if judged is not None else {}
+    turns: list[Turn] = []
+    no_query = 0
+    for message_id, group in rows.groupby("message_id", sort=False):
+        group = group.sort_values("rank")
+        first = group.iloc[0]
+        question = questions.get(str(message_id))
+        query = _text(first.get("query")) or (question.query if question else None)
+        if not query:
+            no_query += 1
+            continue
+        hits: list[Any] = [(str(r.memory_id), int(r.rank), float(r.score), None, {}, {}) for r in group.itertuples(index=False)]
+        turns.append(Turn(str(message_id), _text(first.get("user_id")), query, hits,
+                          question.grades if question else None, _clock(first.get("timestamp"))))
+    if not turns:
+        raise ValueError(
+            f"{path}: no turn has query text. The ranker needs each turn's message: a `query` column in the log "
+            "(or gen_ai.retrieval.query.text in a trace), or --judged naming a judged set with the same message ids"
+        )
+    if no_query:
+        print(f"memlens rank: {no_query} turn(s) without query text left out (no `query` in the log"
+              f"{' nor in the judged set' if judged is not None else '; --judged can supply it'})", file=sys.stderr)
+    stores = {str(v) for v in rows["store"].dropna().unique() if str(v)} if "store" in rows.columns else set()
+    return turns, stores
+
+
+def _rank_turns(turns: list[Turn], store: Any, client: Any, settings: Any, k: int, what: str) -> tuple[Any, ...]:
+    """Rank every turn whose memories the store holds; the statuses, retries, the
+    metrics of each order (turns in a judged set) and the (turn, memory) left out."""
+    from connectors.base import Hit
+    from dashboard.judging.ranker import RankCache, rank_with_model
+    from dashboard.ranking.metrics import evaluate_ranking
+
+    cache = RankCache()
+    started = datetime.now(UTC)
+    statuses: list[str] = []
+    retried = 0
+    missing: list[tuple[str, str]] = []
+    scores: dict[str, dict[str, list[float]]] = {order: {m: [] for m in METRICS} for order in ("llm", "store", "formula")}
+    for number, turn in enumerate(turns, start=1):
+        hits: list[Hit] = []
+        for memory_id, rank, score, raw_score, breakdown, weights in turn.hits:
+            memory = store.get(memory_id, user_id=turn.user_id)
+            if memory is None:
+                break
+            hits.append(Hit(memory_id, rank, memory.text, score, raw_score, breakdown, weights, memory.created_at))
+        if len(hits) < len(turn.hits):  # ranking without a memory's text would judge an empty passage
+            missing.append((turn.message_id, turn.hits[len(hits)][0]))
+            continue
+        ranked = rank_with_model(client, hits, query=turn.query or "", settings=settings, now=turn.now or started,
+                                 query_label=turn.message_id, cache=cache)
+        statuses.append(ranked.status)
+        retried += ranked.retried
+        if turn.grades is not None:
+            formula_order = [r["entry_id"] for r in ranked.formula["ranked_results"] if not r["excluded"] and not r["stale"]]
+            for order, ids in (("llm", ranked.returned_order()), ("store", [h.memory_id for h in hits]), ("formula", formula_order)):
+                figures = evaluate_ranking(turn.message_id, ids, turn.grades, k)
+                for metric in METRICS:
+                    value = getattr(figures, metric)
+                    scores[order][metric].append(np.nan if value is None else float(value))
+        print(f"\r{what}s {number}/{len(turns)}", end="", file=sys.stderr, flush=True)
+    return statuses, retried, scores, missing
+
+
+def _print_metrics(scores: dict[str, dict[str, list[float]]], k: int, total: int) -> None:
+    from dashboard.evaluation.run_compare import paired_randomisation_p
+
+    judged = len(scores["llm"]["precision"])
+    if judged < total:
+        print(f"metrics over the {judged} of {total} ranked in the judged set")
+    names = {"precision": f"precision@{k}", "ndcg": f"ndcg@{k}", "reciprocal_rank": f"mrr@{k}"}
     for metric in METRICS:
         llm = np.array(scores["llm"][metric])
         line = [f"{names[metric]:<14} llm {np.nanmean(llm):.4f}"]
@@ -148,4 +289,20 @@ def run(args: argparse.Namespace) -> int:
             p = paired_randomisation_p(llm[both] - theirs[both]) if both.any() else float("nan")
             line.append(f"{other} {np.nanmean(theirs):.4f} (p {p:.3f})")
         print("  ".join(line))
-    return 0
+
+
+def _text(value: Any) -> str | None:
+    """A log cell as text, None when absent, empty or NaN."""
+    return None if value is None or value != value or value == "" else str(value)
+
+
+def _clock(value: Any) -> datetime | None:
+    """The turn's logged time as the ranker's clock (UTC when the log gives no zone)."""
+    text = _text(value)
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS judge_labels (
     rank INTEGER,
     store_score {real},
     created_at TEXT NOT NULL,
+    store TEXT,
     PRIMARY KEY (message_id, memory_id, source)
 );
 """
@@ -41,7 +42,9 @@ GRADES = {0: "unrelated", 1: "related", 2: "partly answers", 3: "answers"}
 # (UMBRELA and TREC RAG read 2 and 3 as relevant).
 RELEVANT_GRADE = 2
 JUDGE_PREFIX = "judge:"
-JUDGE_COLUMNS = ("message_id", "memory_id", "source", "grade", "reason", "score", "rank", "store_score", "created_at")
+JUDGE_COLUMNS = (
+    "message_id", "memory_id", "source", "grade", "reason", "score", "rank", "store_score", "created_at", "store"
+)
 EXPORT_FIELDS = ("message_id", "memory_id", "source", "grade", "score", "rank", "store_score", "created_at")
 
 
@@ -66,6 +69,10 @@ class JudgeLabel:
     rank: int | None
     store_score: float | None
     created_at: str
+    # The fingerprint of the store whose hit was graded (as a person's label names
+    # it), so a store filter keeps a message only a judge graded; None for labels
+    # written before memlens recorded it.
+    store: str | None = None
 
     @property
     def relevant(self) -> bool:
@@ -96,6 +103,7 @@ class JudgeLabelMethods:
         score: float | None = None,
         rank: int | None = None,
         store_score: float | None = None,
+        store: str | None = None,
     ) -> None:
         """One judge label, written at once (last write wins), so a killed run keeps it."""
         if not source.startswith(JUDGE_PREFIX):
@@ -104,11 +112,12 @@ class JudgeLabelMethods:
             raise ValueError(f"grade must be 0, 1, 2 or 3, got {grade!r}")
         with self._transaction(lock_key="\x1f".join((message_id, memory_id, source))):
             self._run(
-                """INSERT INTO judge_labels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                f"""INSERT INTO judge_labels ({', '.join(JUDGE_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (message_id, memory_id, source) DO UPDATE SET
                      grade=excluded.grade, reason=excluded.reason, score=excluded.score,
-                     rank=excluded.rank, store_score=excluded.store_score, created_at=excluded.created_at""",
-                (message_id, memory_id, source, grade, reason, score, rank, store_score, utc_now()),
+                     rank=excluded.rank, store_score=excluded.store_score, created_at=excluded.created_at,
+                     store=excluded.store""",
+                (message_id, memory_id, source, grade, reason, score, rank, store_score, utc_now(), store),
             )
 
     def judgments(self, *, source: str | None = None, message_ids: Iterable[str] | None = None) -> list[JudgeLabel]:

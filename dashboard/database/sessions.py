@@ -68,7 +68,8 @@ CREATE TABLE IF NOT EXISTS session_skips (
 # Columns added after their table first shipped, as (table, column, SQL type): a
 # label database an older memlens created gets them when it is opened, NULL in the
 # rows it already holds.
-ADDED_COLUMNS = (("label_sessions", "drawn_store", "TEXT"),)
+# (judge_labels.store: the store a judge's grade was for, recorded since the judges came.)
+ADDED_COLUMNS = (("label_sessions", "drawn_store", "TEXT"), ("judge_labels", "store", "TEXT"))
 
 
 class SessionExists(ValueError):

@@ -4,9 +4,10 @@ person labelled the pair and the judge's elsewhere. Pure.
 A judge label becomes a binary label the way agreement reads it (relevant at grade
 ``RELEVANT_GRADE`` or more), with the store's score and rank it was graded at and
 the judge's source as its reviewer, so the calibration reads it like a person's
-label and every figure still says where a label came from. Judge labels carry no
-store: a pair's store is the one people's labels of the same message name, and a
-message only a judge graded has none (so a store filter leaves it out).
+label and every figure still says where a label came from. Its store is the one
+`memlens judge` recorded (the store the graded hits came from); a judge label
+written before that was recorded takes the store people's labels of the same
+message name, and has none when no person labelled the message.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def merge_labels(
 ) -> MergedLabels:
     """The labels `rule` picks. `people` are already filtered as the page asks;
     `judgments` are those of `source` (others are ignored). `stores` maps a message
-    id to the store people's labels name for it; `store`, `since` and `until`
+    id to the store people's labels name for it, for judge labels that recorded none; `store`, `since` and `until`
     filter the judge labels as the people's were (by store and by the ISO time
     they were written, `until` exclusive)."""
     if rule not in RULES:
@@ -77,7 +78,7 @@ def merge_labels(
     for judgment in judgments:
         if judgment.source != source:
             continue
-        label = judge_as_label(judgment, stores.get(judgment.message_id, ""))
+        label = judge_as_label(judgment, judgment.store or stores.get(judgment.message_id, ""))
         if store is not None and label.store != store:
             continue
         if (since and label.updated_at < since) or (until and label.updated_at >= until):

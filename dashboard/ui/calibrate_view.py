@@ -129,7 +129,9 @@ def _stored_labels() -> LabelSource:
         judgments = []
     days = sorted(d for d in (_label_date(stamp) for stamp in stamps) if d)
     cols = st.columns(3)
-    store_name = cols[0].selectbox("Store", [ALL, *store.stores()], key="calibrate_store")
+    # A store only the picked judge graded (its labels record it) can be picked too.
+    stores = sorted(set(store.stores()) | {j.store for j in judgments if j.store})
+    store_name = cols[0].selectbox("Store", [ALL, *stores], key="calibrate_store")
     reviewer = cols[1].selectbox("Reviewer", [ALL, *store.reviewers()], key="calibrate_reviewer")
     picked = cols[2].date_input(
         "Labelled between", value=(days[0], days[-1]) if days else None, key="calibrate_dates"

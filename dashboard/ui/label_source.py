@@ -31,7 +31,7 @@ def label_rule(sources: list[str], key: str, judge_key: str) -> tuple[str, str |
         key=key,
         horizontal=True,
         help="A judge's grade counts as relevant at 2 or more. Judge labels carry no reviewer; "
-        "their store is the one people's labels of the same message name.",
+        "their store is the one the judged memories were read from.",
     )
     if choice == LABEL_PEOPLE:
         return PEOPLE, None

@@ -80,6 +80,12 @@ def orders_frame(result: QueryResult, outcome: RankOutcome) -> pd.DataFrame:
 
 @st.fragment
 def show_llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime, message_id: str, include_text: bool) -> None:
+    # One keyed container: the panel can be found (and pictured) as one block.
+    with st.container(key="llm_ranker"):
+        _llm_ranker(result, settings, now, message_id, include_text)
+
+
+def _llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime, message_id: str, include_text: bool) -> None:
     st.markdown("**Ask an LLM ranker**")
     config, problem = model_config()
     if problem:

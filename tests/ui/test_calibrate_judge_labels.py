@@ -120,3 +120,25 @@ def test_with_judge_labels_only_the_page_points_to_the_judge_and_calibrates_on_i
     pick(at, CE)
     assert metric(at, "Labelled hits") == "2"
     assert any("no pair is labelled by both" in note for note in agreement_notes(at))
+
+
+def test_a_judge_label_that_recorded_its_store_survives_the_store_filter(app, judged):
+    store = LabelStore(judged / "labels.sqlite")
+    # m6 only the judge graded, on ana's store; m8 on a store no person labelled.
+    store.save_judgment(message_id="m6", memory_id="q", source=UMBRELA, grade=3, reason="r", store_score=0.7,
+                        rank=1, store="embedded:aaaa1111")
+    for memory, grade, score in [("r", 0, 0.2), ("s", 3, 0.6)]:
+        store.save_judgment(message_id="m8", memory_id=memory, source=UMBRELA, grade=grade, reason="r",
+                            store_score=score, rank=1, store="embedded:bbbb2222")
+    store.close()
+    at = open_calibrate(app)
+    pick(at, UMBRELA)
+    assert at.selectbox(key="calibrate_store").options == ["(all)", "embedded:aaaa1111", "embedded:bbbb2222"]
+    at.selectbox(key="calibrate_store").select("embedded:aaaa1111").run()
+    assert not at.exception, at.exception
+    # m0-m2 (store from ana's labels of them) and m6 (its own); m5 recorded no store and nobody else labelled it.
+    assert metric(at, "Labelled hits") == "4"
+    assert floor_json(at)["filters"]["store"] == "embedded:aaaa1111"
+    at.selectbox(key="calibrate_store").select("embedded:bbbb2222").run()
+    assert not at.exception, at.exception
+    assert metric(at, "Labelled hits") == "2"

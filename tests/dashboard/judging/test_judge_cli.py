@@ -11,6 +11,7 @@ from chat_model_server import ChatModelServer, Reply
 from dashboard.cli.main import main
 from dashboard.database.sessions import LabelSession, SessionItem
 from dashboard.database.store import LabelStore
+from dashboard.judging.label_source import JUDGE, merge_labels
 
 
 def grade_by_length(body) -> Reply:
@@ -92,3 +93,23 @@ def test_agreement_with_a_judge_keeps_the_people_lines_and_adds_the_judge(model,
     assert "people relevant" in out and "  ana: " in out and "  ben: " in out
     assert main(["agreement", "s1", "--labels", str(labels_path), "--judge", "nobody"]) == 1
     assert "no judge labels from 'nobody'" in capsys.readouterr().err
+
+
+def test_a_turn_only_the_judge_graded_survives_a_store_filter(model, setup, capsys, demo_store):
+    labels_path, base, _ = setup
+    store = LabelStore(labels_path)
+    memory = demo_store.list(user_id=None, limit=1)[0]
+    only_judge = [SessionItem(0, "q-new", memory.memory_id, 1, 0.4, memory.user_id, None, "a question nobody labelled")]
+    store.create_session(LabelSession(name="s2", method="uniform", size=1, keep_text=True, store="embedded:1"), only_judge)
+    store.close()
+    assert main(["judge", "s2", *base, "--send-text"]) == 0
+    capsys.readouterr()
+    store = LabelStore(labels_path)
+    judged = store.judgments(source="judge:umbrela@grader")
+    people = store.labels(store="embedded:1")
+    store.close()
+    assert [j.store for j in judged] == ["embedded:1"]  # the session's store, as a person's label would name it
+    # Calibrate's and Quality's rule with the store picked: the message no person labelled is kept.
+    merged = merge_labels(people, judged, JUDGE, "judge:umbrela@grader",
+                          stores={lab.message_id: lab.store for lab in people}, store="embedded:1")
+    assert [(lab.message_id, lab.store) for lab in merged.labels] == [("q-new", "embedded:1")]

@@ -72,6 +72,21 @@ def test_judge_labels_follow_the_store_and_date_filters():
     assert set(pairs(merged)) == {("q1", "c")}  # until is exclusive
 
 
+def test_a_judge_label_that_recorded_its_store_survives_the_store_filter_without_people():
+    # q3 was graded by the judge only; `memlens judge` recorded the store it read it from.
+    mine = JudgeLabel("q3", "f", UMBRELA, 3, "a reason", None, 1, 0.7, "2026-01-02T11:00:00", store="s1")
+    elsewhere = JudgeLabel("q4", "g", UMBRELA, 3, "a reason", None, 1, 0.7, "2026-01-02T11:00:00", store="s2")
+    merged = merge_labels([], [*JUDGE_LABELS, mine, elsewhere], JUDGE, UMBRELA, stores={"q1": "s1"}, store="s1")
+    assert set(pairs(merged)) == {("q1", "a"), ("q1", "c"), ("q3", "f")}  # q4 is another store's
+    assert pairs(merged)[("q3", "f")] == ("relevant", UMBRELA, "s1", 0.7)
+    # The recorded store wins over the one people's labels of the message name.
+    merged = merge_labels([], [mine], JUDGE, UMBRELA, stores={"q3": "s2"}, store="s1")
+    assert set(pairs(merged)) == {("q3", "f")}
+    # People where present, else the judge: the judge-only message is filled in.
+    merged = merge_labels(PEOPLE_LABELS, [mine], PEOPLE_ELSE_JUDGE, UMBRELA, stores={"q1": "s1"}, store="s1")
+    assert (merged.from_people, merged.from_judge) == (2, 1)
+
+
 def test_a_bad_rule_or_a_missing_judge_is_refused():
     with pytest.raises(ValueError, match="one of people, judge, people_else_judge"):
         merge_labels([], [], "mixed")

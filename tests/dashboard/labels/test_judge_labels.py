@@ -29,6 +29,25 @@ def test_a_judge_label_keeps_its_source_grade_and_reason_and_survives_reopening(
     again.close()
 
 
+def test_a_judge_label_keeps_the_store_it_was_graded_for_and_an_older_file_gains_the_column(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path)  # judge_labels as the first memlens with judges wrote it: no store column
+    old.execute(
+        "CREATE TABLE judge_labels (message_id TEXT NOT NULL, memory_id TEXT NOT NULL, source TEXT NOT NULL,"
+        " grade INTEGER NOT NULL CHECK (grade BETWEEN 0 AND 3), reason TEXT NOT NULL, score REAL, rank INTEGER,"
+        " store_score REAL, created_at TEXT NOT NULL, PRIMARY KEY (message_id, memory_id, source))"
+    )
+    old.execute("INSERT INTO judge_labels VALUES ('q0', 'm0', ?, 1, 'old', NULL, 1, 0.3, '2026-01-01T00:00:00')", (SOURCE,))
+    old.commit()
+    old.close()
+    store = LabelStore(path)
+    store.save_judgment(message_id="q1", memory_id="m1", source=SOURCE, grade=2, reason="partly", store="embedded:ab12")
+    assert [(j.message_id, j.store) for j in store.judgments()] == [("q0", None), ("q1", "embedded:ab12")]
+    store.close()
+
+
 def test_people_readers_never_see_judge_labels(store):
     store.upsert(message_id="q1", memory_id="m1", label="relevant", reviewer="ana", store="embedded:1")
     store.save_judgment(message_id="q1", memory_id="m1", source=SOURCE, grade=0, reason="off topic")

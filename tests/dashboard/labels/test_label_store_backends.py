@@ -205,3 +205,10 @@ def test_a_label_database_from_before_drawn_store_is_migrated_when_opened(target
             assert new is not None and new.drawn_store == "embedded:x"
         finally:
             store.close()
+
+
+def test_a_judge_label_keeps_its_store_on_both_backends(store):
+    store.save_judgment(message_id="q1", memory_id="m1", source="judge:umbrela@m", grade=3, reason="answers",
+                        rank=1, store_score=0.6, store="embedded:ab12")
+    store.save_judgment(message_id="q1", memory_id="m2", source="judge:umbrela@m", grade=0, reason="off")
+    assert [(j.memory_id, j.grade, j.store) for j in store.judgments()] == [("m1", 3, "embedded:ab12"), ("m2", 0, None)]
