@@ -5,7 +5,6 @@ k or store changes."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
@@ -53,12 +52,12 @@ def restore_from_url() -> None:
     # every hit. Writing the value back on every run keeps the reviewer's floor.
     state["floor"] = state.get("floor", session.inspect_floor(default_floor()))
     if state.get("_url_restored"):
-        state.pop(HOLD_HEAVY_PARTS, None)  # only the session's first run holds them back
+        state.pop(HOLD_REST, None)  # only the session's first run holds the rest back
         return
     state["_url_restored"] = True
     params = st.query_params
     if params.get("query"):
-        state[HOLD_HEAVY_PARTS] = True  # a shared link opens with its result: see show_heavy_parts
+        state[HOLD_REST] = True  # a shared link opens with its result: see ask_for_the_rest
     state.setdefault("k", 5)
     state.setdefault("floor", default_floor())
     state.setdefault("query", "")
@@ -236,13 +235,14 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
 
 # The browser draws an element only once it has loaded and evaluated the code for its
 # kind, and that work blocks the page: the Plotly chart's code takes about 1.2 s, the
-# code view's (st.code, the prompt block) about 0.5 s. On a shared link's first run the
-# result, drawn with light elements, came out together with them, 2 s after the run
-# ended. So on that run the chart and the prompt block wait until the browser has
-# painted the result (a metric and the table): this small component then asks for
-# them, and the floor fragment reruns with them (benchmarks/cold_start.py and
-# benchmarks/RESULTS.md have the figures).
-HOLD_HEAVY_PARTS = "_inspect_hold_heavy_parts"
+# code view's (st.code, the prompt block) about 0.5 s, and every other kind of element
+# on the page adds its own. On a shared link's first run the result came out together
+# with all of them, 2 s after the run ended. So that run draws the sidebar and the
+# result (the summary and the table) only; this small component waits until the
+# browser has painted them and then asks for the rest of the page (the chart, the
+# prompt block, feedback, labels, the re-rank panel), which a second run draws
+# (benchmarks/cold_start.py and benchmarks/RESULTS.md have the figures).
+HOLD_REST = "_inspect_hold_rest_of_page"
 _WHEN_RESULT_DRAWN_JS = """
 export default function ({ setTriggerValue }) {
   let sent = false;
@@ -257,7 +257,7 @@ export default function ({ setTriggerValue }) {
     requestAnimationFrame(() => setTimeout(() => setTriggerValue("drawn", true), 0));
   };
   const observer = new MutationObserver(() => drawn() && send());
-  const timer = setTimeout(send, 5000); // never hold them back for long
+  const timer = setTimeout(send, 5000); // never hold the rest back for long
   observer.observe(document.body, { childList: true, subtree: true });
   if (drawn()) send();
   return () => {
@@ -269,14 +269,15 @@ export default function ({ setTriggerValue }) {
 _when_result_drawn = st.components.v2.component("memlens_result_drawn", js=_WHEN_RESULT_DRAWN_JS)
 
 
-def show_heavy_parts(draw: Callable[[], None]) -> None:
-    """Draw the chart and the prompt block (`draw`), or, on a shared link's first
-    run, a note and the component that asks for them once the result is painted."""
-    if not st.session_state.get(HOLD_HEAVY_PARTS):
-        draw()
-        return
-    st.caption("Drawing the score chart and the prompt block…")
-    _when_result_drawn(key="result_drawn", on_drawn_change=lambda: st.session_state.pop(HOLD_HEAVY_PARTS, None))
+def holding_the_rest() -> bool:
+    """True on a shared link's first run: the page draws the result and waits."""
+    return bool(st.session_state.get(HOLD_REST))
+
+
+def ask_for_the_rest() -> None:
+    """The component that reruns the page once the browser has painted the result."""
+    st.caption("Loading the score chart, the prompt block and the labels…")
+    _when_result_drawn(key="result_drawn", on_drawn_change=lambda: st.session_state.pop(HOLD_REST, None))
 
 
 def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:

@@ -61,18 +61,19 @@ def floor_dependent_parts() -> None:
     kept, dropped = apply_floor(result.hits, floor)
     view.show_summary(result, kept, dropped, floor)
     view.show_hits_table(result, kept)
-
-    def chart_and_prompt_block() -> None:
-        view.show_chart(result, floor, kept)
-        view.show_prompt_block(prompt_block(kept, dropped, result.context))
-
-    view.show_heavy_parts(chart_and_prompt_block)  # after the result is painted, on a link's first run
+    if view.holding_the_rest():
+        return  # a shared link's first run: the rest follows once the result is painted
+    view.show_chart(result, floor, kept)
+    view.show_prompt_block(prompt_block(kept, dropped, result.context))
     # Feedback is planned from kept/dropped, so it moves with the floor.
     show_feedback(result, choice, user, kept, dropped)
 
 
 floor_dependent_parts()
 if result is None:
+    st.stop()
+if view.holding_the_rest():
+    view.ask_for_the_rest()
     st.stop()
 
 # Imported here, once the result is on its way: the re-rank panel brings the judge's
