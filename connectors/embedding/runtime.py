@@ -135,29 +135,6 @@ def encoder(model: str | None = None) -> Encoder:
     return found
 
 
-_warm_up_started: set[str] = set()
-
-
-def warm_up_in_background(model: str | None = None) -> None:
-    """Open `model`'s encoder on a daemon thread, once per process and model: a
-    caller that needs it soon starts it before its own imports instead of after
-    them (the dashboard's first page view: the model loads beside pandas and the
-    pages). A failure is left for the first real use to raise."""
-    path = resolve_model_path(model)
-    with _lock:
-        if path in _warm_up_started:
-            return
-        _warm_up_started.add(path)
-
-    def load() -> None:
-        try:
-            encoder(path)
-        except Exception as exc:  # the query that needs the model reports it
-            log.debug("warming up %s failed: %s", path, exc)
-
-    threading.Thread(target=load, name="memlens-encoder-warm-up", daemon=True).start()
-
-
 def backend_description(model: str | None = None) -> str | None:
     """What a page shows about how queries are embedded; None until the encoder
     for `model` is open (asking must not load a model)."""
