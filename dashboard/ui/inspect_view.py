@@ -244,10 +244,11 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
 # (benchmarks/cold_start.py and benchmarks/RESULTS.md have the figures).
 HOLD_REST = "_inspect_hold_rest_of_page"
 _WHEN_RESULT_DRAWN_JS = """
-export default function ({ setTriggerValue }) {
+export default function ({ data, setTriggerValue }) {
   let sent = false;
   const drawn = () =>
-    document.querySelector('[data-testid="stMetricValue"]') && document.querySelector('[data-testid="stDataFrame"]');
+    document.querySelector('[data-testid="stMetricValue"]') &&
+    (!data.table || document.querySelector('[data-testid="stDataFrame"]'));
   const send = () => {
     if (sent) return;
     sent = true;
@@ -274,10 +275,15 @@ def holding_the_rest() -> bool:
     return bool(st.session_state.get(HOLD_REST))
 
 
-def ask_for_the_rest() -> None:
-    """The component that reruns the page once the browser has painted the result."""
+def ask_for_the_rest(result: QueryResult) -> None:
+    """The component that reruns the page once the browser has painted the result
+    (its metrics, and its table when there are hits)."""
     st.caption("Loading the score chart, the prompt block and the labels…")
-    _when_result_drawn(key="result_drawn", on_drawn_change=lambda: st.session_state.pop(HOLD_REST, None))
+    _when_result_drawn(
+        key="result_drawn",
+        data={"table": bool(result.hits)},
+        on_drawn_change=lambda: st.session_state.pop(HOLD_REST, None),
+    )
 
 
 def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:

@@ -73,7 +73,7 @@ floor_dependent_parts()
 if result is None:
     st.stop()
 if view.holding_the_rest():
-    view.ask_for_the_rest()
+    view.ask_for_the_rest(result)
     st.stop()
 
 # Imported here, once the result is on its way: the re-rank panel brings the judge's
