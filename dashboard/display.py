@@ -4,11 +4,12 @@ hits table the Inspect and Browse pages draw. Pure."""
 from __future__ import annotations
 
 import re
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from connectors.base import Hit
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_TEXT_LIMIT = 2_000
 TABLE_TEXT_CHARS = 300  # memory text in a table cell: enough to recognise it
@@ -102,4 +103,8 @@ def hits_frame(hits: list[Hit], kept_ids: set[str] | None = None, *, breakdown: 
         if kept_ids is not None:
             row["status"] = "kept" if hit.memory_id in kept_ids else "dropped"
         rows.append(row)
+    # pandas is imported here, not with the module: the pages import this module
+    # before their first paint (see dashboard/app.py), and pandas takes 0.3 s or more.
+    import pandas as pd
+
     return pd.DataFrame(rows)

@@ -15,21 +15,25 @@ import tempfile
 import threading
 from concurrent.futures import Future
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from connectors.base import MemoryStore
 from connectors.common.paths import data_dir
 from connectors.registry import check_visitor_settings, create_store
-from dashboard.calibration.label_files import LabelFile, parse_label_bytes
 from dashboard.database import label_store_target, open_label_store
 from dashboard.database.model import LabelStoreError
 from dashboard.database.store import LABELS_URL_ENV, LabelStore
-from dashboard.evaluation.judged_sets import JudgedSet
-from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
-from dashboard.logs.log_files import LogFormatError
-from dashboard.monitoring.relation import LogSet, open_logs
-from dashboard.monitoring.synthetic import DEMO_LOG, synthetic_log, write_daily
+
+# Every page imports this module before its first paint (see dashboard/app.py): the
+# label-file parser, the judged sets and the Monitor's DuckDB relation (with numpy,
+# pandas and pyarrow) are imported when first used, not here.
+if TYPE_CHECKING:
+    from dashboard.calibration.label_files import LabelFile
+    from dashboard.evaluation.judged_sets import JudgedSet
+    from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
+    from dashboard.monitoring.relation import LogSet
 
 
 def open_store(name: str, config_json: str) -> MemoryStore:
@@ -138,6 +142,12 @@ def parsed_label_file(content: bytes, name: str) -> LabelFile:
     return _parsed_label_file(hashlib.sha256(content).hexdigest(), name, content)
 
 
+def parse_label_bytes(content: bytes, *, source: str) -> LabelFile:
+    from dashboard.calibration.label_files import parse_label_bytes as parse
+
+    return parse(content, source=source)
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _parsed_label_file(digest: str, name: str, _content: bytes) -> LabelFile:
     # A LabelFileError propagates and is not cached: the page shows it each run.
@@ -165,6 +175,12 @@ def model_warmup() -> Future:
     return future
 
 
+def open_logs(paths: list[str]) -> LogSet:
+    from dashboard.monitoring.relation import open_logs as open_relation
+
+    return open_relation(paths)
+
+
 def monitor_logs(files: list[tuple[str, bytes]]) -> LogSet:
     """Uploaded logs as the monitor's relation and turns, built once per content: a
     floor move or a window pick reruns SQL over the cached turns, never re-reads
@@ -177,6 +193,8 @@ def monitor_logs(files: list[tuple[str, bytes]]) -> LogSet:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _monitor_logs(digest: str, _files: list[tuple[str, bytes]]) -> LogSet:
+    from dashboard.logs.log_files import LogFormatError
+
     # DuckDB reads files: the uploads go to a folder of their own, kept while the
     # cached relation (which scans them) lives
     folder = Path(tempfile.mkdtemp(prefix="memlens-monitor-"))
@@ -202,6 +220,8 @@ def _monitor_logs(digest: str, _files: list[tuple[str, bytes]]) -> LogSet:
 @st.cache_resource(show_spinner=False)
 def monitor_demo_logs() -> LogSet:
     """The Monitor page's demo: 30 synthetic days with two known changes."""
+    from dashboard.monitoring.synthetic import DEMO_LOG, synthetic_log, write_daily
+
     folder = Path(tempfile.mkdtemp(prefix="memlens-monitor-demo-"))
     paths = write_daily(synthetic_log(**DEMO_LOG), folder)  # type: ignore[arg-type]  # DEMO_LOG holds ints only
     return open_logs([str(p) for p in paths])

@@ -52,9 +52,12 @@ def restore_from_url() -> None:
     # every hit. Writing the value back on every run keeps the reviewer's floor.
     state["floor"] = state.get("floor", session.inspect_floor(default_floor()))
     if state.get("_url_restored"):
+        state.pop(HOLD_REST, None)  # only the session's first run holds the rest back
         return
     state["_url_restored"] = True
     params = st.query_params
+    if params.get("query"):
+        state[HOLD_REST] = True  # a shared link opens with its result: see ask_for_the_rest
     state.setdefault("k", 5)
     state.setdefault("floor", default_floor())
     state.setdefault("query", "")
@@ -227,6 +230,59 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
             "text": st.column_config.TextColumn("text", width="medium"),
         },
         placeholder=MISSING_CELL,
+    )
+
+
+# The browser draws an element only once it has loaded and evaluated the code for its
+# kind, and that work blocks the page: the Plotly chart's code takes about 1.2 s, the
+# code view's (st.code, the prompt block) about 0.5 s, and every other kind of element
+# on the page adds its own. On a shared link's first run the result came out together
+# with all of them, 2 s after the run ended. So that run draws the sidebar and the
+# result (the summary and the table) only; this small component waits until the
+# browser has painted them and then asks for the rest of the page (the chart, the
+# prompt block, feedback, labels, the re-rank panel), which a second run draws
+# (benchmarks/cold_start.py and benchmarks/RESULTS.md have the figures).
+HOLD_REST = "_inspect_hold_rest_of_page"
+_WHEN_RESULT_DRAWN_JS = """
+export default function ({ data, setTriggerValue }) {
+  let sent = false;
+  const drawn = () =>
+    document.querySelector('[data-testid="stMetricValue"]') &&
+    (!data.table || document.querySelector('[data-testid="stDataFrame"]'));
+  const send = () => {
+    if (sent) return;
+    sent = true;
+    observer.disconnect();
+    clearTimeout(timer);
+    // After the frame that shows the result is painted.
+    requestAnimationFrame(() => setTimeout(() => setTriggerValue("drawn", true), 0));
+  };
+  const observer = new MutationObserver(() => drawn() && send());
+  const timer = setTimeout(send, 5000); // never hold the rest back for long
+  observer.observe(document.body, { childList: true, subtree: true });
+  if (drawn()) send();
+  return () => {
+    observer.disconnect();
+    clearTimeout(timer);
+  };
+}
+"""
+_when_result_drawn = st.components.v2.component("memlens_result_drawn", js=_WHEN_RESULT_DRAWN_JS)
+
+
+def holding_the_rest() -> bool:
+    """True on a shared link's first run: the page draws the result and waits."""
+    return bool(st.session_state.get(HOLD_REST))
+
+
+def ask_for_the_rest(result: QueryResult) -> None:
+    """The component that reruns the page once the browser has painted the result
+    (its metrics, and its table when there are hits)."""
+    st.caption("Loading the score chart, the prompt block and the labels…")
+    _when_result_drawn(
+        key="result_drawn",
+        data={"table": bool(result.hits)},
+        on_drawn_change=lambda: st.session_state.pop(HOLD_REST, None),
     )
 
 

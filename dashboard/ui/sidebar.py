@@ -13,7 +13,6 @@ from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUn
 from connectors.registry import REGISTRY, ConfigField, fingerprint, offered_values, with_configured_secrets
 from dashboard import store_link
 from dashboard.display import clip_text, inert_markdown
-from dashboard.evaluation.judged_sets import users_missing
 from dashboard.ui import cache, session
 
 DEFAULT_STORE = "embedded"
@@ -286,6 +285,8 @@ def missing_users_warning(store: MemoryStore | None, asked: list[str | None]) ->
     held = store_users(store)
     if held is None:
         return None
+    from dashboard.evaluation.judged_sets import users_missing  # not before the first paint (app.py)
+
     missing = users_missing(asked, held)
     if not missing:
         return None

@@ -16,7 +16,6 @@ from dashboard.ui import session  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
 from dashboard.ui.errors import show_store_error  # noqa: E402
 from dashboard.ui.feedback_panel import show_feedback, show_rank_lookup  # noqa: E402
-from dashboard.ui.rerank_panel import show_rerank_panel  # noqa: E402
 from dashboard.ui.sidebar import store_picker, user_picker, warm_model  # noqa: E402
 
 require_access()  # the page shows memory text
@@ -62,6 +61,8 @@ def floor_dependent_parts() -> None:
     kept, dropped = apply_floor(result.hits, floor)
     view.show_summary(result, kept, dropped, floor)
     view.show_hits_table(result, kept)
+    if view.holding_the_rest():
+        return  # a shared link's first run: the rest follows once the result is painted
     view.show_chart(result, floor, kept)
     view.show_prompt_block(prompt_block(kept, dropped, result.context))
     # Feedback is planned from kept/dropped, so it moves with the floor.
@@ -71,6 +72,13 @@ def floor_dependent_parts() -> None:
 floor_dependent_parts()
 if result is None:
     st.stop()
+if view.holding_the_rest():
+    view.ask_for_the_rest(result)
+    st.stop()
+
+# Imported here, once the result is on its way: the re-rank panel brings the judge's
+# HTTP client (httpx), a quarter of a second on a cold server.
+from dashboard.ui.rerank_panel import show_rerank_panel  # noqa: E402
 
 msg = view.current_message_id()  # one id per result: labels and the re-rank export
 view.show_labelling(result, msg, choice, reviewer, store_text)

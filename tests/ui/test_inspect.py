@@ -301,3 +301,24 @@ def test_the_hit_table_fits_its_breakdown_columns_and_shows_missing_cells_as_a_d
     assert config["text"]["width"] == "medium"
     assert config["importance"]["type_config"]["format"] == SCORE_FORMAT
     assert hits.proto.placeholder == MISSING_CELL
+
+
+def test_a_shared_link_shows_the_result_first_and_the_rest_on_the_next_run(app):
+    # A link's first run draws the result (metrics, table) and holds the chart, the
+    # prompt block and the labels back until the browser has painted it (a component
+    # asks; AppTest has no browser, so the next run stands in for its request).
+    at = app()
+    at.query_params.update({"query": THEME, "user": "sam", "k": "5"})
+    at.run()
+    assert not at.exception
+    assert [m.label for m in at.metric][:4] == ["Returned", "Kept", "Dropped", "Latency"]
+    assert "sam-02" in list(table(at)["memory id"])
+    assert any(c.value.startswith("Loading the score chart") for c in at.caption)
+    assert not at.code and not at.get("plotly_chart")
+    assert not [b for b in at.button if (b.key or "").startswith("relevant_")]
+    at.run()
+    assert not at.exception
+    assert "Prefers light UI theme" in at.code[0].value
+    assert at.get("plotly_chart")
+    assert [b for b in at.button if (b.key or "").startswith("relevant_")]
+    assert not any(c.value.startswith("Loading the score chart") for c in at.caption)
