@@ -54,13 +54,16 @@ FROM turns GROUP BY 1 ORDER BY 1
 
 # each measured command runs in a process of its own and prints its peak memory last
 CHILD = """
-import json, sys, time
+import json, resource, sys, time
 sys.path.insert(0, {root!r})
-started = time.perf_counter()
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+started, cpu_started = time.perf_counter(), cpu()
 {body}
-elapsed = time.perf_counter() - started
+elapsed, cpu_seconds = time.perf_counter() - started, cpu() - cpu_started
 peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024
-print(json.dumps({{"seconds": elapsed, "peak_mib": peak, "windows": windows}}))
+print(json.dumps({{"seconds": elapsed, "cpu_seconds": cpu_seconds, "peak_mib": peak, "windows": windows}}))
 """
 
 MONITOR_BODY = """

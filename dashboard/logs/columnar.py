@@ -49,11 +49,11 @@ def connect() -> duckdb.DuckDBPyConnection:
 
 def file_kind(path: str) -> str:
     """jsonl, csv or parquet for DuckDB; "validate" for what only memlens reads."""
-    from dashboard.logs import otlp, read_log
-
     kind = detect_format(path)
     if kind != "jsonl":
         return kind
+    from dashboard.logs import otlp, read_log  # (and pandas) only for JSON: Parquet and CSV never need them
+
     with open(path, "rb") as handle:
         head = handle.read(SNIFF_BYTES)
     if otlp.looks_like_otlp(head) or read_log.looks_like_read_log(head):

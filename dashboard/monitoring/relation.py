@@ -28,14 +28,18 @@ from __future__ import annotations
 import glob
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 from connectors.common.lines import LineIssue
 from dashboard.logs.columnar import connect, fast_source, file_kind, probe
 from dashboard.logs.log_files import LogFormatError
-from dashboard.logs.retrieval_log import LogImport, read_log
+
+if TYPE_CHECKING:  # the validating reader (and pandas, pyarrow) only for a file that needs it
+    import pyarrow as pa
+
+    from dashboard.logs.retrieval_log import LogImport
 
 RELATION = "retrievals"
 TURNS = "turns"
@@ -97,6 +101,8 @@ def expand_paths(patterns: list[str]) -> list[str]:
 
 def _validated_table(log: LogImport, index: int) -> pa.Table:
     """The good rows and empty turns of a validated file, in the relation's columns."""
+    import pyarrow as pa
+
     rows = log.rows
     empty = log.empty_turns
     columns = {
@@ -199,6 +205,8 @@ def _read_validated(logs: LogSet, index: int) -> None:
     name = f"validated_{index}"
     if name in {row[0] for row in logs.con.execute("SHOW TABLES").fetchall()}:
         return
+    from dashboard.logs.retrieval_log import read_log
+
     log = read_log(logs.files[index])
     logs.issues.extend(log.issues)
     logs.conflicts.extend(log.conflicts)
@@ -222,45 +230,54 @@ def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: f
     of the earliest file; `conflicts` counts repeats whose scores differ). `scores`
     keeps each turn's memory scores, so any floor can be applied later; with `floor`
     instead, only the count kept at that floor is kept. Returns the sources that
-    had bad rows."""
-    kept = f", count(*) FILTER (WHERE good_rows > 0 AND score >= {float(floor)!r}) AS kept_at_floor" if floor is not None else ""
-    score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS scores" if scores else ""
+    had bad rows: then the table is not used, those files are read by the
+    validating reader and the table is built again. So the table that stays is
+    always built from good rows only, and the aggregates need no filter for bad
+    ones (filters on every aggregate of ten million rows cost a third of the scan)."""
+    kept = f", count(*) FILTER (WHERE score >= {float(floor)!r}) AS kept_at_floor" if floor is not None else ""
+    score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL) AS scores" if scores else ""
     con.execute(
         f"""
         CREATE OR REPLACE TABLE {TURNS} AS
         WITH pairs AS (
-            SELECT message_id, memory_id,
-                   arg_min(score, source) FILTER (WHERE NOT bad) AS score,
-                   (min(score) FILTER (WHERE NOT bad)) <> (max(score) FILTER (WHERE NOT bad)) AS conflict,
-                   count(*) FILTER (WHERE NOT bad) AS good_rows,
-                   min(ts) FILTER (WHERE NOT bad) AS ts,
-                   count(*) FILTER (WHERE bad) AS bad_rows
+            SELECT message_id, memory_id, arg_min(score, source) AS score, count(*) AS repeats, min(ts) AS ts, bool_or(bad) AS bad
             FROM {RELATION}
             GROUP BY message_id, memory_id
         )
         SELECT message_id,
                min(ts) AS ts,
-               count(*) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS rows,
+               count(memory_id) AS rows,
                max(score) AS top1,
-               coalesce(sum(good_rows) FILTER (WHERE memory_id IS NOT NULL), 0)
-                   - count(*) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS merged,
-               count(*) FILTER (WHERE conflict) AS conflicts,
-               sum(bad_rows) AS bad_rows,
-               bool_or(good_rows > 0) AS has_good
+               coalesce(sum(repeats) FILTER (WHERE memory_id IS NOT NULL), 0) - count(memory_id) AS merged,
+               CAST(0 AS BIGINT) AS conflicts,
+               bool_or(bad) AS bad
                {score_list}{kept}
         FROM pairs
         GROUP BY message_id
         """
     )
-    found = con.execute(f"SELECT coalesce(sum(bad_rows), 0), count(*) FILTER (WHERE NOT has_good OR message_id IS NULL) FROM {TURNS}").fetchone()
+    found = con.execute(f"SELECT coalesce(bool_or(bad), false), coalesce(sum(merged), 0) FROM {TURNS}").fetchone()
     assert found is not None
-    bad_rows, no_turn = int(found[0]), int(found[1])
-    # which files the bad rows are in: a second scan, but only when a row is bad (the
-    # clean case is one scan). Keeping the sources per turn instead, as a list, made
-    # the one scan of a clean month three times slower.
-    bad = [int(row[0]) for row in con.execute(f"SELECT DISTINCT source FROM {RELATION} WHERE bad").fetchall()] if bad_rows else []
-    if no_turn:
-        # a message id seen only in bad rows is no turn
-        con.execute(f"DELETE FROM {TURNS} WHERE NOT has_good OR message_id IS NULL")
-    return bad
+    if found[0]:
+        # which files the bad rows are in: a second scan, but only when a row is bad
+        # (the clean case is one scan)
+        return [int(row[0]) for row in con.execute(f"SELECT DISTINCT source FROM {RELATION} WHERE bad").fetchall()]
+    if found[1]:
+        # repeats whose scores differ, counted per turn: a second scan, only for a log
+        # with repeated pairs (two more aggregates on every pair made the one scan slower)
+        con.execute(
+            f"""
+            UPDATE {TURNS} SET conflicts = disagreeing.pairs
+            FROM (
+                SELECT message_id, count(*) AS pairs
+                FROM (
+                    SELECT message_id FROM {RELATION} WHERE memory_id IS NOT NULL
+                    GROUP BY message_id, memory_id HAVING count(*) > 1 AND min(score) <> max(score)
+                )
+                GROUP BY message_id
+            ) AS disagreeing
+            WHERE {TURNS}.message_id = disagreeing.message_id
+            """
+        )
+    return []
 
