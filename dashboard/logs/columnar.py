@@ -25,11 +25,12 @@ from connectors.common.lines import MAX_RANK
 from dashboard.logs.log_files import detect_format
 
 SNIFF_BYTES = 4096
-# DuckDB's own memory. Past it, grouping a month of rows by (turn, memory) spills
-# to a temporary folder instead of growing: DuckDB's default is 80% of the RAM, and
-# 10,000,000 rows took 1.9 GiB with it. At this cap they take about 1.1 GiB, in
-# about the same time (benchmarks/monitor.py).
-MEMORY_LIMIT = "1GB"
+# DuckDB's own memory. Past it, grouping the rows by (turn, memory) spills to a
+# temporary folder instead of growing (DuckDB's default is 80% of the RAM): a month
+# of 10,000,000 rows fits under it (about 1.3 GiB for the whole command), a longer
+# one spills. A lower cap made that month spill too, a third slower
+# (benchmarks/monitor.py).
+MEMORY_LIMIT = "1.5GB"
 # A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, query
 
 

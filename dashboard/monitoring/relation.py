@@ -233,30 +233,32 @@ def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: f
     had bad rows: then the table is not used, those files are read by the
     validating reader and the table is built again. So the table that stays is
     always built from good rows only, and the aggregates need no filter for bad
-    ones (filters on every aggregate of ten million rows cost a third of the scan)."""
+    ones (filters on every aggregate of ten million rows cost a third of the scan).
+    A bad row is grouped under no message_id (a row without one is bad anyway), so
+    one turn with a NULL message_id says there were bad rows, without an aggregate."""
     kept = f", count(*) FILTER (WHERE score >= {float(floor)!r}) AS kept_at_floor" if floor is not None else ""
     score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL) AS scores" if scores else ""
     con.execute(
         f"""
         CREATE OR REPLACE TABLE {TURNS} AS
         WITH pairs AS (
-            SELECT message_id, memory_id, arg_min(score, source) AS score, count(*) AS repeats, min(ts) AS ts, bool_or(bad) AS bad
+            SELECT CASE WHEN NOT bad THEN message_id END AS message_id, memory_id,
+                   arg_min(score, source) AS score, count(*) AS repeats, min(ts) AS ts
             FROM {RELATION}
-            GROUP BY message_id, memory_id
+            GROUP BY 1, 2
         )
         SELECT message_id,
                min(ts) AS ts,
                count(memory_id) AS rows,
                max(score) AS top1,
                coalesce(sum(repeats) FILTER (WHERE memory_id IS NOT NULL), 0) - count(memory_id) AS merged,
-               CAST(0 AS BIGINT) AS conflicts,
-               bool_or(bad) AS bad
+               CAST(0 AS BIGINT) AS conflicts
                {score_list}{kept}
         FROM pairs
         GROUP BY message_id
         """
     )
-    found = con.execute(f"SELECT coalesce(bool_or(bad), false), coalesce(sum(merged), 0) FROM {TURNS}").fetchone()
+    found = con.execute(f"SELECT count(*) FILTER (WHERE message_id IS NULL), coalesce(sum(merged), 0) FROM {TURNS}").fetchone()
     assert found is not None
     if found[0]:
         # which files the bad rows are in: a second scan, but only when a row is bad
