@@ -123,7 +123,7 @@ def _json_source(path: str, index: int) -> str:
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL")
 
 
-def _table_source(reader: str, types: dict[str, str], index: int, *, csv: bool) -> str:
+def _table_source(reader: str, types: dict[str, str], index: int | str, *, csv: bool) -> str:
     """CSV (every column text) and Parquet (any column types): cast, then check. A
     column already of the right type is used as it is: turning ten million numbers
     or timestamps into text and back would cost more than the rest of the scan."""
@@ -153,12 +153,13 @@ def _table_source(reader: str, types: dict[str, str], index: int, *, csv: bool) 
     else:
         ts_text, ts = text("timestamp"), f"TRY_CAST({text('timestamp')} AS TIMESTAMPTZ)"
     return f"""
-        SELECT message_id, memory_id, rank, score, ts, user_id, store, {index} AS source,
+        SELECT message_id, memory_id, rank, score, ts, user_id, store, source,
                {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad, query
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score, {ts_text} AS ts_text, {ts} AS ts,
-                   {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query, ({unparsed}) AS unparsed
+                   {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query, ({unparsed}) AS unparsed,
+                   {index} AS source
             FROM {reader}
         )"""
 
@@ -179,6 +180,25 @@ def fast_source(con: duckdb.DuckDBPyConnection, path: str, kind: str, index: int
     if not {"message_id", "memory_id", "rank", "score"} <= set(types):
         return None
     return _table_source(reader, types, index, csv=kind == "csv")
+
+
+def parquet_sources(con: duckdb.DuckDBPyConnection, paths: dict[int, str]) -> list[str]:
+    """Parquet files (by source index) as few SELECTs as there are schemas: one
+    ``read_parquet`` over every file of a schema, each row's ``source`` from its
+    file. DuckDB splits a Parquet scan by row group, and a day's file often holds
+    one: a SELECT per file read a month of daily files on one core, a list of files
+    is read on all of them."""
+    groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    for index, path in paths.items():
+        types = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_quote(path)})").fetchall()
+        groups.setdefault(tuple((str(row[0]), str(row[1])) for row in types), []).append(index)
+    selects = []
+    for schema, indexes in groups.items():
+        files = ", ".join(_quote(paths[index]) for index in indexes)
+        # file_index counts the files of this list from 0: map it to the source index
+        source = f"[{', '.join(str(index) for index in indexes)}][CAST(file_index AS BIGINT) + 1]"
+        selects.append(_table_source(f"read_parquet([{files}])", dict(schema), source, csv=False))
+    return selects
 
 
 def probe(con: duckdb.DuckDBPyConnection, source: str) -> bool:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from connectors.common.lines import LineIssue
-from dashboard.logs.columnar import connect, fast_source, file_kind, probe
+from dashboard.logs.columnar import connect, fast_source, file_kind, parquet_sources, probe
 from dashboard.logs.log_files import LogFormatError
 
 if TYPE_CHECKING:  # the validating reader (and pandas, pyarrow) only for a file that needs it
@@ -60,6 +60,7 @@ class LogSet:
     validated_files: list[str] = field(default_factory=list)  # read by the validating reader
     # how each file is read: a DuckDB SELECT (fast), or by index the validating reader
     sources: dict[int, str] = field(default_factory=dict, repr=False)
+    parquet: set[int] = field(default_factory=set, repr=False)  # the sources that are Parquet files
     validate: list[int] = field(default_factory=list, repr=False)
 
     @property
@@ -160,6 +161,8 @@ def open_logs(
             validate.append(index)
         else:
             sources[index] = source
+            if kind == "parquet":
+                logs.parquet.add(index)
     _define_relation(logs, scores=scores, floor=floor)
     return logs
 
@@ -171,7 +174,10 @@ def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None) 
         for index in validate:
             _read_validated(logs, index)
         columns = ", ".join(RELATION_COLUMNS)
-        parts = [f"SELECT {columns} FROM ({source})" for source in sources.values()]
+        # the Parquet files read together (all cores), the rest one SELECT each
+        together = parquet_sources(con, {index: logs.files[index] for index in sources if index in logs.parquet})
+        alone = [source for index, source in sources.items() if index not in logs.parquet]
+        parts = [f"SELECT {columns} FROM ({source})" for source in together + alone]
         parts += [f"SELECT {columns} FROM validated_{index}" for index in validate]
         if not parts:
             con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS {_empty_relation()}")
