@@ -11,7 +11,6 @@ from datetime import datetime
 from pathlib import Path
 
 
-
 class FloorConfigError(ValueError):
     """The floor config cannot be used; the message names the file and the field."""
 
