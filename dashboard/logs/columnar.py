@@ -16,6 +16,7 @@ monitor's relation (dashboard.monitoring.relation), which keeps the scan in Duck
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 
@@ -31,6 +32,7 @@ SNIFF_BYTES = 4096
 # one spills. A lower cap made that month spill too, a third slower
 # (benchmarks/monitor.py).
 MEMORY_LIMIT = "1.5GB"
+_CONNECTIONS = itertools.count()
 # A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, query
 
 
@@ -41,9 +43,11 @@ def connect() -> duckdb.DuckDBPyConnection:
     # no progress bar: a long scan would otherwise draw one into the command's output
     con.execute("SET enable_progress_bar = false")
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-    # a spill goes to the system's temporary folder, one folder per process (DuckDB's
-    # default, .tmp in the working directory, may be read-only under cron)
-    spill = os.path.join(tempfile.gettempdir(), f"memlens-duckdb-{os.getpid()}")
+    # a spill goes to the system's temporary folder (DuckDB's default, .tmp in the
+    # working directory, may be read-only under cron), one folder per connection: the
+    # page's sessions each hold one, and two databases must not share spill files.
+    # DuckDB makes the folder only when it spills, and removes it when closed.
+    spill = os.path.join(tempfile.gettempdir(), f"memlens-duckdb-{os.getpid()}-{next(_CONNECTIONS)}")
     con.execute(f"SET temp_directory = {_quote(spill)}")
     return con
 
