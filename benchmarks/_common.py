@@ -94,8 +94,14 @@ def rows_per_second_table(
     cases: Sequence[tuple[str, Callable[[], object]]], rows: int, repeat: int, first: str, ratio: str
 ) -> str:
     """Each case timed `repeat` times (median seconds) and tabled with its rows per
-    second and its time against the first case, the baseline (column `ratio`)."""
-    timings = {label: median(timed(fn, repeat=repeat, warmup=0)) / 1000 for label, fn in cases}
+    second and its time against the first case, the baseline (column `ratio`).
+    The runs are interleaved (every case once, then again), so a burst of load from
+    other work on the machine falls on all the cases alike, not on one of them."""
+    runs: dict[str, list[float]] = {label: [] for label, _ in cases}
+    for _ in range(repeat):
+        for label, fn in cases:
+            runs[label] += timed(fn, repeat=1, warmup=0)
+    timings = {label: median(times) / 1000 for label, times in runs.items()}
     base = timings[cases[0][0]]
     return table(
         [first, "rows", "median s", "rows/s", ratio],

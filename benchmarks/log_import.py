@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.log_import")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--duckdb-only", action="store_true", help="only the target: memlens against DuckDB read_json")
     args = parser.parse_args(argv)
     rows, repeat = args.rows, args.repeat
 
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             ("memlens read_log, CSV", lambda: read_log(paths["csv"])),
             ("memlens read_log, Parquet", lambda: read_log(paths["parquet"])),
         ]
-        body = rows_per_second_table(cases, rows, repeat, "import", "time / json.loads loop")
+        body = "" if args.duckdb_only else rows_per_second_table(cases, rows, repeat, "import", "time / json.loads loop")
         against_duckdb = [
             ("DuckDB read_json into an Arrow table, JSONL (no validation)", lambda: duckdb_read_json(paths["jsonl"])),
             ("memlens read_log, JSONL", lambda: read_log(paths["jsonl"])),

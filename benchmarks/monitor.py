@@ -54,13 +54,16 @@ FROM turns GROUP BY 1 ORDER BY 1
 
 # each measured command runs in a process of its own and prints its peak memory last
 CHILD = """
-import json, sys, time
+import json, resource, sys, time
 sys.path.insert(0, {root!r})
-started = time.perf_counter()
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+started, cpu_started = time.perf_counter(), cpu()
 {body}
-elapsed = time.perf_counter() - started
+elapsed, cpu_seconds = time.perf_counter() - started, cpu() - cpu_started
 peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024
-print(json.dumps({{"seconds": elapsed, "peak_mib": peak, "windows": windows}}))
+print(json.dumps({{"seconds": elapsed, "cpu_seconds": cpu_seconds, "peak_mib": peak, "windows": windows}}))
 """
 
 MONITOR_BODY = """
@@ -123,11 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     if hand != ours:
         problems.append(f"the windows differ: hand {hand[:2]}..., memlens {ours[:2]}...")
     base = median(r["seconds"] for r in results[next(iter(cases))])
+    # CPU seconds (user + system, every thread) as well: on a machine shared with other
+    # work the wall time says as much about the others as about the two runs
+    base_cpu = median(r["cpu_seconds"] for r in results[next(iter(cases))])
     body = table(
-        ["run", "rows", "windows", "median s", "rows/s", "time / hand-written query", "peak memory MiB"],
+        ["run", "rows", "windows", "median s", "rows/s", "time / hand-written query", "median CPU s", "CPU / hand-written", "peak memory MiB"],
         [
             [name, f"{rows:,}", len(runs[0]["windows"]), median(r["seconds"] for r in runs), f"{rows / median(r['seconds'] for r in runs):,.0f}",
-             f"{median(r['seconds'] for r in runs) / base:.2f}x", max(r["peak_mib"] for r in runs)]
+             f"{median(r['seconds'] for r in runs) / base:.2f}x", median(r["cpu_seconds"] for r in runs),
+             f"{median(r['cpu_seconds'] for r in runs) / base_cpu:.2f}x", max(r["peak_mib"] for r in runs)]
             for name, runs in results.items()
         ],
     )

@@ -16,12 +16,23 @@ monitor's relation (dashboard.monitoring.relation), which keeps the scan in Duck
 
 from __future__ import annotations
 
+import itertools
+import os
+import tempfile
+
 import duckdb
 
 from connectors.common.lines import MAX_RANK
 from dashboard.logs.log_files import detect_format
 
 SNIFF_BYTES = 4096
+# DuckDB's own memory. Past it, grouping the rows by (turn, memory) spills to a
+# temporary folder instead of growing (DuckDB's default is 80% of the RAM): a month
+# of 10,000,000 rows fits under it (about 1.3 GiB for the whole command), a longer
+# one spills. A lower cap made that month spill too, a third slower
+# (benchmarks/monitor.py).
+MEMORY_LIMIT = "1.5GB"
+_CONNECTIONS = itertools.count()
 # A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, query
 
 
@@ -31,16 +42,23 @@ def connect() -> duckdb.DuckDBPyConnection:
     con.execute("SET GLOBAL TimeZone = 'UTC'")  # GLOBAL: cursors of this database too
     # no progress bar: a long scan would otherwise draw one into the command's output
     con.execute("SET enable_progress_bar = false")
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    # a spill goes to the system's temporary folder (DuckDB's default, .tmp in the
+    # working directory, may be read-only under cron), one folder per connection: the
+    # page's sessions each hold one, and two databases must not share spill files.
+    # DuckDB makes the folder only when it spills, and removes it when closed.
+    spill = os.path.join(tempfile.gettempdir(), f"memlens-duckdb-{os.getpid()}-{next(_CONNECTIONS)}")
+    con.execute(f"SET temp_directory = {_quote(spill)}")
     return con
 
 
 def file_kind(path: str) -> str:
     """jsonl, csv or parquet for DuckDB; "validate" for what only memlens reads."""
-    from dashboard.logs import otlp, read_log
-
     kind = detect_format(path)
     if kind != "jsonl":
         return kind
+    from dashboard.logs import otlp, read_log  # (and pandas) only for JSON: Parquet and CSV never need them
+
     with open(path, "rb") as handle:
         head = handle.read(SNIFF_BYTES)
     if otlp.looks_like_otlp(head) or read_log.looks_like_read_log(head):
@@ -68,9 +86,10 @@ def _checks(message_id: str, memory_id: str, rank: str, score: str, ts_text: str
 
 def _json_source(path: str, index: int) -> str:
     """read_json with every field as DuckDB's JSON text (strings keep their quotes),
-    so a field of the wrong JSON type is seen without parsing each value again: a
-    string starts with a quote, a number does not. Comparing first characters is
-    several times cheaper than json_type() on every field."""
+    so a field of the wrong JSON type is seen: a string starts with a quote, a number
+    does not. Comparing first characters is several times cheaper than json_type()
+    on every field. (Typed columns, as in a plain read_json, would be cheaper still,
+    but DuckDB casts silently there: "2" to 2, 9 to "9", 1.5 to a rank of 2.)"""
     names = ("message_id", "memory_id", "rank", "score", "user_id", "query", "timestamp", "store")
     columns = ", ".join(f"'{c}': 'JSON'" for c in names)
 
@@ -78,11 +97,10 @@ def _json_source(path: str, index: int) -> str:
         return f"({column} IS NULL OR starts_with({column}, chr(34)))"
 
     def text(column: str) -> str:
-        # the quotes off; a value with an escape (\" or \\) is decoded by the JSON path
-        return (
-            f"CASE WHEN NOT starts_with({column}, chr(34)) THEN NULL WHEN contains({column}, chr(92)) THEN {column} ->> '$' "
-            f"ELSE substr({column}, 2, length({column}) - 2) END"
-        )
+        # the string's value, escapes decoded. A value of another JSON type gives its
+        # JSON text here, but its row is bad (wrong_type below) and never used. The
+        # JSON path is cheaper than taking the quotes off with substr (measured)
+        return f"({column} ->> '$')"
 
     def number(column: str) -> str:
         # the JSON text of a string ('"2"') does not cast: a number given as text is NULL
@@ -109,7 +127,7 @@ def _json_source(path: str, index: int) -> str:
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL")
 
 
-def _table_source(reader: str, types: dict[str, str], index: int, *, csv: bool) -> str:
+def _table_source(reader: str, types: dict[str, str], index: int | str, *, csv: bool) -> str:
     """CSV (every column text) and Parquet (any column types): cast, then check. A
     column already of the right type is used as it is: turning ten million numbers
     or timestamps into text and back would cost more than the rest of the scan."""
@@ -139,12 +157,13 @@ def _table_source(reader: str, types: dict[str, str], index: int, *, csv: bool) 
     else:
         ts_text, ts = text("timestamp"), f"TRY_CAST({text('timestamp')} AS TIMESTAMPTZ)"
     return f"""
-        SELECT message_id, memory_id, rank, score, ts, user_id, store, {index} AS source,
+        SELECT message_id, memory_id, rank, score, ts, user_id, store, source,
                {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad, query
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score, {ts_text} AS ts_text, {ts} AS ts,
-                   {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query, ({unparsed}) AS unparsed
+                   {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query, ({unparsed}) AS unparsed,
+                   {index} AS source
             FROM {reader}
         )"""
 
@@ -165,6 +184,25 @@ def fast_source(con: duckdb.DuckDBPyConnection, path: str, kind: str, index: int
     if not {"message_id", "memory_id", "rank", "score"} <= set(types):
         return None
     return _table_source(reader, types, index, csv=kind == "csv")
+
+
+def parquet_sources(con: duckdb.DuckDBPyConnection, paths: dict[int, str]) -> list[str]:
+    """Parquet files (by source index) as few SELECTs as there are schemas: one
+    ``read_parquet`` over every file of a schema, each row's ``source`` from its
+    file. DuckDB splits a Parquet scan by row group, and a day's file often holds
+    one: a SELECT per file read a month of daily files on one core, a list of files
+    is read on all of them."""
+    groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    for index, path in paths.items():
+        types = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_quote(path)})").fetchall()
+        groups.setdefault(tuple((str(row[0]), str(row[1])) for row in types), []).append(index)
+    selects = []
+    for schema, indexes in groups.items():
+        files = ", ".join(_quote(paths[index]) for index in indexes)
+        # file_index counts the files of this list from 0: map it to the source index
+        source = f"[{', '.join(str(index) for index in indexes)}][CAST(file_index AS BIGINT) + 1]"
+        selects.append(_table_source(f"read_parquet([{files}])", dict(schema), source, csv=False))
+    return selects
 
 
 def probe(con: duckdb.DuckDBPyConnection, source: str) -> bool:

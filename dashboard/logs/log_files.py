@@ -13,12 +13,15 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from connectors.common.lines import LINE, MAX_DEPTH, MAX_RANK, LineIssue, clip, parse_line
+
+if TYPE_CHECKING:  # imported where used: `memlens monitor` over Parquet never needs pandas
+    import pandas as pd
 
 REQUIRED_COLUMNS = ("message_id", "memory_id", "rank", "score")
 OPTIONAL_COLUMNS = ("user_id", "query", "timestamp", "store")
@@ -259,6 +262,8 @@ def read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[L
 
 
 def _json_frame(table: pa.Table) -> pd.DataFrame:
+    import pandas as pd
+
     # arrow-backed floats keep a JSON null (missing) apart from a NaN (not finite)
     return table.to_pandas(types_mapper={pa.float64(): pd.ArrowDtype(pa.float64())}.get)
 

@@ -32,7 +32,6 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pandas as pd
 
 from dashboard.monitoring.windows import Window, top1_histograms, window_figures
 
@@ -191,6 +190,8 @@ def choose_baseline(windows: list[Window], settings: Settings) -> tuple[list[Win
 
 def parse_range(text: str) -> tuple[datetime, datetime]:
     """FROM..TO as UTC; a date-only TO runs to the end of that day."""
+    import pandas as pd  # only for --baseline: the command otherwise starts without pandas
+
     low_text, sep, high_text = text.partition("..")
     if not sep or not low_text.strip() or not high_text.strip():
         raise ValueError(f"{text!r}: give the baseline as FROM..TO, e.g. 2026-01-01..2026-01-07")

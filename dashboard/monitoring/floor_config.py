@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import pandas as pd
-
 
 class FloorConfigError(ValueError):
     """The floor config cannot be used; the message names the file and the field."""
@@ -26,6 +24,8 @@ class FloorConfig:
 
 
 def _stamp(value: object, path: str, name: str) -> datetime:
+    import pandas as pd  # only for a floor config: the command otherwise starts without pandas
+
     try:
         stamp = pd.Timestamp(str(value))
     except ValueError:

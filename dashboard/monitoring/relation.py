@@ -28,14 +28,18 @@ from __future__ import annotations
 import glob
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 from connectors.common.lines import LineIssue
-from dashboard.logs.columnar import connect, fast_source, file_kind, probe
+from dashboard.logs.columnar import connect, fast_source, file_kind, parquet_sources, probe
 from dashboard.logs.log_files import LogFormatError
-from dashboard.logs.retrieval_log import LogImport, read_log
+
+if TYPE_CHECKING:  # the validating reader (and pandas, pyarrow) only for a file that needs it
+    import pyarrow as pa
+
+    from dashboard.logs.retrieval_log import LogImport
 
 RELATION = "retrievals"
 TURNS = "turns"
@@ -56,6 +60,7 @@ class LogSet:
     validated_files: list[str] = field(default_factory=list)  # read by the validating reader
     # how each file is read: a DuckDB SELECT (fast), or by index the validating reader
     sources: dict[int, str] = field(default_factory=dict, repr=False)
+    parquet: set[int] = field(default_factory=set, repr=False)  # the sources that are Parquet files
     validate: list[int] = field(default_factory=list, repr=False)
 
     @property
@@ -97,6 +102,8 @@ def expand_paths(patterns: list[str]) -> list[str]:
 
 def _validated_table(log: LogImport, index: int) -> pa.Table:
     """The good rows and empty turns of a validated file, in the relation's columns."""
+    import pyarrow as pa
+
     rows = log.rows
     empty = log.empty_turns
     columns = {
@@ -154,6 +161,8 @@ def open_logs(
             validate.append(index)
         else:
             sources[index] = source
+            if kind == "parquet":
+                logs.parquet.add(index)
     _define_relation(logs, scores=scores, floor=floor)
     return logs
 
@@ -165,7 +174,10 @@ def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None) 
         for index in validate:
             _read_validated(logs, index)
         columns = ", ".join(RELATION_COLUMNS)
-        parts = [f"SELECT {columns} FROM ({source})" for source in sources.values()]
+        # the Parquet files read together (all cores), the rest one SELECT each
+        together = parquet_sources(con, {index: logs.files[index] for index in sources if index in logs.parquet})
+        alone = [source for index, source in sources.items() if index not in logs.parquet]
+        parts = [f"SELECT {columns} FROM ({source})" for source in together + alone]
         parts += [f"SELECT {columns} FROM validated_{index}" for index in validate]
         if not parts:
             con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS {_empty_relation()}")
@@ -199,6 +211,8 @@ def _read_validated(logs: LogSet, index: int) -> None:
     name = f"validated_{index}"
     if name in {row[0] for row in logs.con.execute("SHOW TABLES").fetchall()}:
         return
+    from dashboard.logs.retrieval_log import read_log
+
     log = read_log(logs.files[index])
     logs.issues.extend(log.issues)
     logs.conflicts.extend(log.conflicts)
@@ -222,40 +236,56 @@ def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: f
     of the earliest file; `conflicts` counts repeats whose scores differ). `scores`
     keeps each turn's memory scores, so any floor can be applied later; with `floor`
     instead, only the count kept at that floor is kept. Returns the sources that
-    had bad rows."""
-    kept = f", count(*) FILTER (WHERE good_rows > 0 AND score >= {float(floor)!r}) AS kept_at_floor" if floor is not None else ""
-    score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS scores" if scores else ""
+    had bad rows: then the table is not used, those files are read by the
+    validating reader and the table is built again. So the table that stays is
+    always built from good rows only, and the aggregates need no filter for bad
+    ones (filters on every aggregate of ten million rows cost a third of the scan).
+    A bad row is grouped under no message_id (a row without one is bad anyway), so
+    one turn with a NULL message_id says there were bad rows, without an aggregate."""
+    kept = f", count(*) FILTER (WHERE score >= {float(floor)!r}) AS kept_at_floor" if floor is not None else ""
+    score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL) AS scores" if scores else ""
     con.execute(
         f"""
         CREATE OR REPLACE TABLE {TURNS} AS
         WITH pairs AS (
-            SELECT message_id, memory_id,
-                   arg_min(score, source) FILTER (WHERE NOT bad) AS score,
-                   (min(score) FILTER (WHERE NOT bad)) <> (max(score) FILTER (WHERE NOT bad)) AS conflict,
-                   count(*) FILTER (WHERE NOT bad) AS good_rows,
-                   min(ts) FILTER (WHERE NOT bad) AS ts,
-                   count(*) FILTER (WHERE bad) AS bad_rows,
-                   min(source) FILTER (WHERE bad) AS bad_source
+            SELECT CASE WHEN NOT bad THEN message_id END AS message_id, memory_id,
+                   arg_min(score, source) AS score, count(*) AS repeats, min(ts) AS ts
             FROM {RELATION}
-            GROUP BY message_id, memory_id
+            GROUP BY 1, 2
         )
         SELECT message_id,
                min(ts) AS ts,
-               count(*) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS rows,
+               count(memory_id) AS rows,
                max(score) AS top1,
-               coalesce(sum(good_rows) FILTER (WHERE memory_id IS NOT NULL), 0)
-                   - count(*) FILTER (WHERE memory_id IS NOT NULL AND good_rows > 0) AS merged,
-               count(*) FILTER (WHERE conflict) AS conflicts,
-               sum(bad_rows) AS bad_rows,
-               list(DISTINCT bad_source) FILTER (WHERE bad_rows > 0) AS bad_sources,
-               bool_or(good_rows > 0) AS has_good
+               coalesce(sum(repeats) FILTER (WHERE memory_id IS NOT NULL), 0) - count(memory_id) AS merged,
+               CAST(0 AS BIGINT) AS conflicts
                {score_list}{kept}
         FROM pairs
         GROUP BY message_id
         """
     )
-    bad = [int(row[0]) for row in con.execute(f"SELECT DISTINCT unnest(bad_sources) FROM {TURNS} WHERE bad_rows > 0").fetchall()]
-    # a message id seen only in bad rows is no turn
-    con.execute(f"DELETE FROM {TURNS} WHERE NOT has_good OR message_id IS NULL")
-    return bad
+    found = con.execute(f"SELECT count(*) FILTER (WHERE message_id IS NULL), coalesce(sum(merged), 0) FROM {TURNS}").fetchone()
+    assert found is not None
+    if found[0]:
+        # which files the bad rows are in: a second scan, but only when a row is bad
+        # (the clean case is one scan)
+        return [int(row[0]) for row in con.execute(f"SELECT DISTINCT source FROM {RELATION} WHERE bad").fetchall()]
+    if found[1]:
+        # repeats whose scores differ, counted per turn: a second scan, only for a log
+        # with repeated pairs (two more aggregates on every pair made the one scan slower)
+        con.execute(
+            f"""
+            UPDATE {TURNS} SET conflicts = disagreeing.pairs
+            FROM (
+                SELECT message_id, count(*) AS pairs
+                FROM (
+                    SELECT message_id FROM {RELATION} WHERE memory_id IS NOT NULL
+                    GROUP BY message_id, memory_id HAVING count(*) > 1 AND min(score) <> max(score)
+                )
+                GROUP BY message_id
+            ) AS disagreeing
+            WHERE {TURNS}.message_id = disagreeing.message_id
+            """
+        )
+    return []
 

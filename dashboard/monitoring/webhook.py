@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:  # imported when a post is made: most runs have no alert to post
+    import httpx
 
 WEBHOOK_ENV = "MEMLENS_MONITOR_WEBHOOK"
 TIMEOUT_SECONDS = 10.0
@@ -38,6 +39,8 @@ def webhook_url(given: str | None, environ: dict[str, str] | None = None, secret
 def post(url: str, payload: dict[str, Any], *, client: httpx.Client | None = None) -> str | None:
     """Post `payload` as JSON; None when the hook took it, else what went wrong
     (without the URL, which httpx's own messages may quote)."""
+    import httpx
+
     own = client is None
     client = client or httpx.Client(timeout=TIMEOUT_SECONDS)
     try:

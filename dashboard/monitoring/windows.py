@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
-import pandas as pd
 
 from dashboard.monitoring.relation import RELATION, TURNS
+
+if TYPE_CHECKING:  # window_rows' frame: DuckDB imports pandas for it, the command never does
+    import pandas as pd
 
 WINDOWS = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "1w": timedelta(weeks=1)}
 _MICROSECONDS = {name: int(step.total_seconds() * 1_000_000) for name, step in WINDOWS.items()}

@@ -90,6 +90,19 @@ def test_repeated_pairs_are_merged_and_empty_turn_rows_counted(tmp_path):
     assert (window.turns, window.no_memory, window.kept_per_turn) == (2, 1, 0.5)
 
 
+def test_a_repeat_that_disagrees_keeps_the_earliest_files_score_and_is_counted(tmp_path):
+    header = "message_id,memory_id,rank,score,timestamp\n"
+    first, second = tmp_path / "2026-01-01.csv", tmp_path / "2026-01-02.csv"
+    first.write_text(header + "m1,a,1,0.5,2026-01-01T00:00:00Z\nm1,b,2,0.3,2026-01-01T00:00:00Z\n")
+    # m1/a again, scored 0.2 this time (under the floor); m1/b again with the same score
+    second.write_text(header + "m1,a,1,0.2,2026-01-02T00:00:00Z\nm1,b,2,0.3,2026-01-02T00:00:00Z\n")
+    logs = open_logs([str(first), str(second)])
+    assert logs.counts() == {"turns": 1, "rows": 2, "empty_turns": 0, "no_timestamp": 0, "merged": 2, "conflicts": 1}
+    (window,) = window_figures(logs.con, 0.4)
+    # the kept score is the first file's 0.5: the turn keeps a memory at 0.4
+    assert (window.turns, window.no_memory, window.kept_per_turn, window.p50) == (1, 0, 1.0, 0.5)
+
+
 def test_otlp_and_the_read_log_join_the_same_relation(tmp_path):
     read_log = tmp_path / "reads.jsonl"
     read_log.write_text(
