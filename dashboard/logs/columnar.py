@@ -70,13 +70,27 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+# Blank is what the validating reader calls blank: empty after Python's str.strip(),
+# whose whitespace (tabs, \x1c-\x1f, U+3000, ...) is more than DuckDB's trim() strips.
+_WHITESPACE = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+
+
+def _blank(column: str) -> str:
+    # An id that starts with a character no whitespace is (nearly every id) is not
+    # blank: decided on its first character, which is cheaper than trimming every id.
+    return (
+        f"(CASE WHEN unicode({column}) BETWEEN 33 AND 132 OR unicode({column}) BETWEEN 161 AND 5759 THEN false "
+        f"ELSE trim({column}, {_quote(_WHITESPACE)}) = '' END)"
+    )
+
+
 def _checks(message_id: str, memory_id: str, rank: str, score: str, ts_text: str, ts: str, extra_bad: str = "false") -> str:
     """The `bad` column: the row-level rules of retrieval_log, in SQL."""
     empty_turn = f"({memory_id} IS NULL AND {rank} IS NULL AND {score} IS NULL)"
     # NULL (e.g. trim of a missing memory_id) is not a finding: coalesce to false
     return f"""coalesce((
-        {message_id} IS NULL OR trim({message_id}) = ''
-        OR ({memory_id} IS NULL AND NOT {empty_turn}) OR trim({memory_id}) = ''
+        {message_id} IS NULL OR {_blank(message_id)}
+        OR ({memory_id} IS NULL AND NOT {empty_turn}) OR {_blank(memory_id)}
         OR (NOT {empty_turn} AND ({rank} IS NULL OR {rank} <> floor({rank}) OR {rank} < 1 OR {rank} > {MAX_RANK}))
         OR (NOT {empty_turn} AND ({score} IS NULL OR NOT isfinite({score})))
         OR ({ts_text} IS NOT NULL AND {ts} IS NULL)

@@ -64,6 +64,9 @@ def test_a_clean_csv_and_parquet_file_read_the_same_on_both_paths(tmp_path):
         ('{"message_id": "m9", "memory_id": "b", "rank": 2, "score": 0.4, "timestamp": "soon"}', "timestamp"),
         ('{"message_id": "m9", "memory_id": "b", "rank": 2, "score": 0.4}{"message_id": "m9"}', "(line)"),
         ("null", "(line)"),
+        # blank as the validating reader's str.strip() sees it, not only spaces
+        ('{"message_id": "m9", "memory_id": "\\t", "rank": 2, "score": 0.4}', "memory_id"),
+        ('{"message_id": "\\u3000 ", "memory_id": "b", "rank": 2, "score": 0.4}', "message_id"),
     ],
 )
 def test_one_bad_line_sends_the_file_to_the_validating_reader_which_names_it(tmp_path, line, field):
