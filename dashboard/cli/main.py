@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import subprocess
 import sys
@@ -32,49 +33,45 @@ def _run(args: argparse.Namespace) -> int:
     return subprocess.call(command, env=env)
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Each command and the module that adds it, in the order `memlens --help` lists them.
+COMMANDS = (
+    ("calibrate", "dashboard.cli.calibrate"),  # memlens calibrate FILE
+    ("agreement", "dashboard.cli.agreement"),  # memlens agreement SESSION
+    ("import", "dashboard.cli.import_memories"),  # memlens import MEMORIES.jsonl --db FILE
+    ("eval", "dashboard.cli.eval"),  # memlens eval JUDGED --k K
+    ("compare", "dashboard.cli.compare"),  # memlens compare RUN_A RUN_B
+    ("runs", "dashboard.cli.runs"),  # memlens runs list|export|resume
+    ("whatif", "dashboard.cli.whatif"),  # memlens whatif RUN_ID --metric M
+    ("logs", "dashboard.cli.logs"),  # memlens logs check FILE / logs export --otlp FILE
+    ("judge", "dashboard.cli.judge"),  # memlens judge LOG_OR_SESSION_OR_RUN --judge CONFIG
+    ("rank", "dashboard.cli.rank"),  # memlens rank RUN --send-text
+    ("monitor", "dashboard.cli.monitor"),  # memlens monitor LOG... --floor F | --floor-config FLOOR.json
+)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only` (a command's name) just that command's, so
+    `memlens eval` does not import what `memlens logs` or `memlens monitor` need
+    (pandas, DuckDB, httpx: about a second of every start). A command's own
+    arguments, help and errors are the same either way."""
     parser = argparse.ArgumentParser(prog="memlens", description="Inspect and calibrate agent memory retrieval.")
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="start the dashboard")
-    run.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed to `streamlit run`")
-    run.set_defaults(handler=_run)
-    from dashboard.cli import calibrate as calibrate_cli  # memlens calibrate FILE
-
-    calibrate_cli.add_parser(commands)
-    from dashboard.cli import agreement as agreement_cli  # memlens agreement SESSION
-
-    agreement_cli.add_parser(commands)
-    from dashboard.cli import compare as compare_cli  # memlens compare RUN_A RUN_B
-    from dashboard.cli import eval as eval_cli  # memlens eval JUDGED --k K
-    from dashboard.cli import import_memories as import_cli  # memlens import MEMORIES.jsonl --db FILE
-    from dashboard.cli import runs as runs_cli  # memlens runs list|export|resume
-
-    import_cli.add_parser(commands)
-    eval_cli.add_parser(commands)
-    compare_cli.add_parser(commands)
-    runs_cli.add_parser(commands)
-    from dashboard.cli import whatif as whatif_cli  # memlens whatif RUN_ID --metric M
-
-    whatif_cli.add_parser(commands)
-    from dashboard.cli import logs as logs_cli  # memlens logs check FILE / logs export --otlp FILE
-
-    logs_cli.add_parser(commands)
-    from dashboard.cli import judge as judge_cli  # memlens judge LOG_OR_SESSION_OR_RUN --judge CONFIG
-
-    judge_cli.add_parser(commands)
-    from dashboard.cli import rank as rank_cli  # memlens rank RUN --send-text
-
-    rank_cli.add_parser(commands)
-    from dashboard.cli import monitor as monitor_cli  # memlens monitor LOG... --floor F | --floor-config FLOOR.json
-
-    monitor_cli.add_parser(commands)
+    if only in (None, "run"):
+        run = commands.add_parser("run", help="start the dashboard")
+        run.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed to `streamlit run`")
+        run.set_defaults(handler=_run)
+    for name, module in COMMANDS:
+        if only in (None, name):
+            importlib.import_module(module).add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from dashboard.database.model import LabelStoreError
 
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    named = words[0] if words and words[0] in {"run", *(name for name, _ in COMMANDS)} else None
+    args = build_parser(named).parse_args(argv)
     try:
         return args.handler(args)
     except LabelStoreError as exc:

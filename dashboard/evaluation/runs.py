@@ -13,7 +13,8 @@ How the questions are sent depends on the store:
   answers 429 with ``retry_after``, every worker waits that long before its next
   request, so memlens backs off as one client, not several.
 
-Results are written batch by batch, each batch one transaction. A run whose
+Results are written batch by batch, each batch one transaction (in batches of
+questions of about one length for a ``query_many`` store, not in file order). A run whose
 process was killed or whose store went down keeps what it wrote and stays
 incomplete; ``resume_run`` asks only the questions still missing. A question the
 store failed (a timeout, an unreadable body, an error after retries, a refused
@@ -191,7 +192,16 @@ def _answer(
     done = len(answered)
     if progress:
         progress(done, info.total)
-    asker = _BatchAsker(store, info.k) if isinstance(store, SupportsQueryMany) else _PoolAsker(store, info.k)
+    asker: _BatchAsker | _PoolAsker
+    if isinstance(store, SupportsQueryMany):
+        asker = _BatchAsker(store, info.k)
+        # A batch is encoded padded to its longest question, so batches of questions
+        # of about one length, longest first (as sentence-transformers orders one
+        # encode call): in file order one long question in a batch made the whole
+        # batch cost as much as 64 long ones. Each answer keeps its position.
+        todo.sort(key=lambda q: -len(q.query))
+    else:
+        asker = _PoolAsker(store, info.k)
     try:
         return _answer_all(evals, info, todo, positions, done, asker, progress, cancelled)
     finally:
