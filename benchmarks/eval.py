@@ -37,6 +37,7 @@ Run: ``python -m benchmarks.eval [--rounds R] [--page] [--before DIR] [--in-proc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -150,9 +151,9 @@ def _page_data(data: Path, judged) -> Path:
 
 class PageServer:
     """`streamlit run dashboard/app.py` from the tree `code` (as `memlens run`
-    starts it) with the store file as the sidebar's default, and a Chromium to drive it."""
+    starts it) with the store file as the sidebar's default, driven by `browser`."""
 
-    def __init__(self, code: Path, directory: Path, db: Path, judged, label: str):
+    def __init__(self, code: Path, directory: Path, db: Path, judged, label: str, browser):
         self.data = _page_data(directory / f"page-data-{label}", judged)
         port = _free_port()
         self.url = f"http://127.0.0.1:{port}"
@@ -172,12 +173,10 @@ class PageServer:
             except OSError:
                 pass
             if time.monotonic() > deadline or self.process.poll() is not None:
+                self.close()
                 raise RuntimeError(f"streamlit did not start: see streamlit-{label}.log")
             time.sleep(0.25)
-        from playwright.sync_api import sync_playwright
-
-        self.playwright = sync_playwright().start()
-        self.browser = self.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        self.browser = browser
 
     def run(self) -> tuple[float, float]:
         """A new browser session opens Quality, picks the set, clicks Start run:
@@ -204,8 +203,6 @@ class PageServer:
             context.close()
 
     def close(self) -> None:
-        self.browser.close()
-        self.playwright.stop()
         os.killpg(self.process.pid, signal.SIGTERM)
         try:
             self.process.wait(timeout=20)
@@ -239,7 +236,7 @@ def main() -> None:
     times: dict[str, list[float]] = {}
     servers: dict[str, PageServer] = {}
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         directory = Path(tmp)
         memories, judged_file = _eval_data.write(directory)
         judged = read_file(judged_file)
@@ -263,8 +260,14 @@ def main() -> None:
                 code, directory, judged_file, db, f"cli{suffix.strip(' ()')}"
             )
         if args.page:
+            from playwright.sync_api import sync_playwright
+
+            playwright = stack.enter_context(sync_playwright())
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            stack.callback(browser.close)
             for suffix, code in trees.items():
-                servers[suffix] = PageServer(code, directory, db, judged, suffix.strip(" ()") or "after")
+                servers[suffix] = PageServer(code, directory, db, judged, suffix.strip(" ()") or "after", browser)
+                stack.callback(servers[suffix].close)
                 contenders[f"Quality page{suffix}"] = servers[suffix]
         if args.in_process:
 
@@ -292,8 +295,7 @@ def main() -> None:
                     times.setdefault(name, []).append(contender())  # type: ignore[operator]
                     line.append(f"{name} {times[name][-1]:.1f} s")
             print(f"round {round_number + 1}: " + "; ".join(line) + f"; load {os.getloadavg()[0]:.1f}", flush=True)
-        for server in servers.values():
-            server.close()
+        stack.close()  # the servers and the browser
 
         phases = {}
         for suffix, code in trees.items():
