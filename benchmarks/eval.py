@@ -40,6 +40,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -75,37 +76,44 @@ def _env(code: Path, data: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _process(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
-    """Seconds from the process's start to its exit, and its stdout."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _process(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
+    """Seconds from the process's start to its exit, the CPU seconds it used (all its
+    threads: far less moved by the other work on a shared machine than wall time), and its stdout."""
+    cpu = _children_cpu()
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"{command[1:3]} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return seconds, done.stdout
+    return seconds, _children_cpu() - cpu, done.stdout
 
 
 def eval_command(judged_file: Path, db: Path) -> list[str]:
     return ["eval", str(judged_file), "--db", str(db), "--k", str(K), "--format", "json"]
 
 
-def cli_run(code: Path, directory: Path, judged_file: Path, db: Path, label: str) -> float:
+def cli_run(code: Path, directory: Path, judged_file: Path, db: Path, label: str) -> tuple[float, float]:
     """`memlens eval` from the tree `code` as a process into a fresh data directory."""
     data = Path(tempfile.mkdtemp(prefix=f"cli-{label}-", dir=directory))
-    seconds, out = _process([PYTHON, "-m", "dashboard.cli.main", *eval_command(judged_file, db)], _env(code, data), code)
+    seconds, cpu, out = _process([PYTHON, "-m", "dashboard.cli.main", *eval_command(judged_file, db)], _env(code, data), code)
     if not json.loads(out)["complete"]:
         raise RuntimeError(f"memlens eval ({label}) did not complete: {out}")
-    return seconds
+    return seconds, cpu
 
 
-def baseline_run(directory: Path, judged_file: Path, db: Path, model_dir: str, onnx_dir: Path | None) -> float:
+def baseline_run(directory: Path, judged_file: Path, db: Path, model_dir: str, onnx_dir: Path | None) -> tuple[float, float]:
     command = [PYTHON, str(BASELINE), str(judged_file), str(db), "--k", str(K), "--model", model_dir]
     if onnx_dir is not None:
         command += ["--onnx", str(onnx_dir)]
-    seconds, out = _process(command, _env(ROOT, directory / "baseline-data"), directory)
+    seconds, cpu, out = _process(command, _env(ROOT, directory / "baseline-data"), directory)
     if json.loads(out)["questions"] != 2000:
         raise RuntimeError(f"the baseline did not rank every question: {out}")
-    return seconds
+    return seconds, cpu
 
 
 def cli_phases(code: Path, directory: Path, judged_file: Path, db: Path, label: str) -> dict[str, float]:
@@ -178,10 +186,16 @@ class PageServer:
             time.sleep(0.25)
         self.browser = browser
 
-    def run(self) -> tuple[float, float]:
+    def cpu(self) -> float:
+        """The server process's CPU seconds so far (/proc/PID/stat utime + stime)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def run(self) -> tuple[float, float, float]:
         """A new browser session opens Quality, picks the set, clicks Start run:
         seconds from the click to the completion message, and to the end of that
-        script run (the figures, the comparison and the rest of the page drawn)."""
+        script run (the figures, the comparison and the rest of the page drawn),
+        and the server's CPU seconds from the click to the message."""
         context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
         context.set_default_timeout(TIMEOUT_S * 1000)
         page = context.new_page()
@@ -193,12 +207,14 @@ class PageServer:
             page.wait_for_timeout(500)
             page.wait_for_selector(IDLE)
             button = page.locator(".st-key-eval_start").get_by_role("button")
+            cpu = self.cpu()
             started = time.perf_counter()
             button.click()
             page.get_by_text("complete: 2000 questions", exact=False).first.wait_for()
             complete = time.perf_counter() - started
+            cpu = self.cpu() - cpu
             page.wait_for_selector(IDLE)
-            return complete, time.perf_counter() - started
+            return complete, time.perf_counter() - started, cpu
         finally:
             context.close()
 
@@ -234,6 +250,7 @@ def main() -> None:
     args = parser.parse_args()
     trees = {"": ROOT} if args.before is None else {"": ROOT, " (before)": args.before.resolve()}
     times: dict[str, list[float]] = {}
+    cpus: dict[str, list[float]] = {}  # CPU seconds, same rounds
     servers: dict[str, PageServer] = {}
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
@@ -271,13 +288,13 @@ def main() -> None:
                 contenders[f"Quality page{suffix}"] = servers[suffix]
         if args.in_process:
 
-            def in_process() -> float:
+            def in_process() -> tuple[float, float]:
                 labels = open_label_store(Path(tempfile.mkdtemp(dir=directory)) / "labels.sqlite")
                 request = RunRequest(judged, "embedded", "embedded:bench", {}, K)
-                begun = time.perf_counter()
+                begun, cpu = time.perf_counter(), time.process_time()
                 assert start_run(store, EvalStore(labels), request).complete
                 labels.close()
-                return time.perf_counter() - begun
+                return time.perf_counter() - begun, time.process_time() - cpu
 
             contenders["start_run in-process (model and store open)"] = in_process
         names = list(contenders)
@@ -287,13 +304,16 @@ def main() -> None:
             for name in names[shift:] + names[:shift]:
                 contender = contenders[name]
                 if isinstance(contender, PageServer):
-                    complete, drawn = contender.run()
+                    complete, drawn, cpu = contender.run()
                     times.setdefault(name, []).append(complete)
+                    cpus.setdefault(name, []).append(cpu)
                     times.setdefault(name + ", drawn", []).append(drawn)
-                    line.append(f"{name} {complete:.1f} s (drawn {drawn:.1f} s)")
+                    line.append(f"{name} {complete:.1f} s (drawn {drawn:.1f} s, CPU {cpu:.1f} s)")
                 else:
-                    times.setdefault(name, []).append(contender())  # type: ignore[operator]
-                    line.append(f"{name} {times[name][-1]:.1f} s")
+                    wall, cpu = contender()  # type: ignore[operator]
+                    times.setdefault(name, []).append(wall)
+                    cpus.setdefault(name, []).append(cpu)
+                    line.append(f"{name} {wall:.1f} s (CPU {cpu:.1f} s)")
             print(f"round {round_number + 1}: " + "; ".join(line) + f"; load {os.getloadavg()[0]:.1f}", flush=True)
         stack.close()  # the servers and the browser
 
@@ -315,29 +335,31 @@ def main() -> None:
             ]
         store.close()
 
-    base = median(times[names[0]])
-    rows = [
-        [name, median(values), median(values) * 1000 / 2000, median(values) / base, " / ".join(f"{v:.1f}" for v in values)]
-        for name, values in times.items()
-    ]
+    base, base_cpu = median(times[names[0]]), median(cpus[names[0]])
+    rows = []
+    for name, values in times.items():
+        used = median(cpus[name]) if name in cpus else None
+        rows.append([name, median(values), median(values) * 1000 / 2000, f"{median(values) / base:.2f}x",
+                     "" if used is None else used, "" if used is None else f"{used / base_cpu:.2f}x",
+                     " / ".join(f"{v:.1f}" for v in values)])  # fmt: skip
     body = (
         f"2,000 questions, 6,000 memories in 10 users, k={K}; import (encode 6,000 memories) took {import_s:.1f} s; "
         f"each contender a process of its own timed start to exit (the page: click to message), median of "
         f"{args.rounds} interleaved rounds, order rotated each round; load {os.getloadavg()[0]:.1f} at the end.\n\n"
-        + table(["contender", "median s", "ms / question", "x baseline", "rounds (s)"], rows)
+        + table(["contender", "median s", "ms / question", "x baseline", "CPU s", "CPU x baseline", "rounds (s)"], rows)
     )
     verdicts = []
     for suffix in trees:
-        cli_s = median(times[f"memlens eval{suffix}"])
+        cli_s, cli_cpu = median(times[f"memlens eval{suffix}"]), median(cpus[f"memlens eval{suffix}"])
         verdicts.append(
             f"memlens eval{suffix}: {cli_s / base:.2f}x the baseline "
-            f"({'met' if cli_s / base <= TARGET else 'NOT met'}; target {TARGET}x)"
+            f"({'met' if cli_s / base <= TARGET else 'NOT met'}; target {TARGET}x); CPU {cli_cpu / base_cpu:.2f}x"
         )
         if args.page:
-            page_s = median(times[f"Quality page{suffix}"])
+            page_s, page_cpu = median(times[f"Quality page{suffix}"]), median(cpus[f"Quality page{suffix}"])
             verdicts.append(
                 f"Quality page{suffix}: {page_s / cli_s:.2f}x memlens eval{suffix} "
-                f"({'met' if page_s / cli_s <= TARGET else 'NOT met'}; target {TARGET}x)"
+                f"({'met' if page_s / cli_s <= TARGET else 'NOT met'}; target {TARGET}x); CPU {page_cpu / cli_cpu:.2f}x"
             )
     body += "\n\n" + "\n".join(f"- {v}" for v in verdicts)
     body += "\n\nWhere the time went (one instrumented run each, seconds; benchmarks/_eval_phases.py):\n\n" + phase_table(phases)
