@@ -31,7 +31,8 @@ as extra rows.
 
 Targets (issue 24): the CLI at most 1.2x the baseline; the page's run at most 1.2x
 the CLI's.
-Run: ``python -m benchmarks.eval [--rounds R] [--page] [--before DIR] [--in-process] [--one-by-one N]``.
+Run: ``python -m benchmarks.eval [--rounds R] [--page] [--before DIR] [--in-process] [--one-by-one N]``
+(``--onnx-baseline-only --no-phases``: more rounds of the CLI and the page in the same time).
 """
 
 from __future__ import annotations
@@ -247,6 +248,9 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="also time start_run in this process")
     parser.add_argument("--one-by-one", type=int, default=0, metavar="N", help="also time query() on N questions")
     parser.add_argument("--title", default="", help="added to the RESULTS.md heading")
+    parser.add_argument("--onnx-baseline-only", action="store_true",
+                        help="leave out the sentence-transformers baseline (more rounds of the rest in the time)")  # fmt: skip
+    parser.add_argument("--no-phases", action="store_true", help="leave out the instrumented runs")
     args = parser.parse_args()
     trees = {"": ROOT} if args.before is None else {"": ROOT, " (before)": args.before.resolve()}
     times: dict[str, list[float]] = {}
@@ -272,6 +276,8 @@ def main() -> None:
             "baseline, ONNX: the same script on memlens's ONNX encoder": lambda: baseline_run(
                 directory, judged_file, db, model_dir, onnx_dir),
         }  # fmt: skip
+        if args.onnx_baseline_only:  # the first contender is what "x baseline" divides by
+            del contenders["baseline: plain script, sentence-transformers encode + numpy top-k"]
         for suffix, code in trees.items():
             contenders[f"memlens eval{suffix}"] = lambda code=code, suffix=suffix: cli_run(
                 code, directory, judged_file, db, f"cli{suffix.strip(' ()')}"
@@ -318,9 +324,9 @@ def main() -> None:
         stack.close()  # the servers and the browser
 
         phases = {}
-        for suffix, code in trees.items():
+        for suffix, code in ({} if args.no_phases else trees).items():
             phases[f"memlens eval{suffix}"] = cli_phases(code, directory, judged_file, db, suffix.strip(" ()") or "after")
-        if args.page:
+        if args.page and not args.no_phases:
             for suffix, code in trees.items():
                 phases[f"Quality page{suffix}, AppTest"] = page_phases(
                     code, directory, db, judged, suffix.strip(" ()") or "after"
@@ -362,7 +368,10 @@ def main() -> None:
                 f"({'met' if page_s / cli_s <= TARGET else 'NOT met'}; target {TARGET}x); CPU {page_cpu / cli_cpu:.2f}x"
             )
     body += "\n\n" + "\n".join(f"- {v}" for v in verdicts)
-    body += "\n\nWhere the time went (one instrumented run each, seconds; benchmarks/_eval_phases.py):\n\n" + phase_table(phases)
+    if phases:
+        body += "\n\nWhere the time went (one instrumented run each, seconds; benchmarks/_eval_phases.py):\n\n" + phase_table(
+            phases
+        )
     report("Evaluation run, 2,000 questions (benchmarks/eval.py)" + (f", {args.title}" if args.title else ""), body)
 
 
