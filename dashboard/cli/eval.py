@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -127,28 +126,6 @@ def with_secrets(name: str, config: dict[str, Any]) -> dict[str, Any]:
     return full
 
 
-def open_model_meanwhile(store: str, config: dict[str, Any]) -> None:
-    """Open the embedding model on a thread while the judged set, the label database
-    and the store are read, for a store that embeds its queries locally: opening it
-    (onnxruntime's import and session, about a second) then overlaps that reading
-    instead of following it. The run's first encoding waits for it."""
-    from connectors.registry import REGISTRY
-
-    spec = REGISTRY.get(store)
-    if spec is None or not spec.local_model:
-        return
-
-    def open_model() -> None:
-        from connectors.embedding import runtime as embedding
-
-        try:
-            embedding.encoder(config.get("model") or None)
-        except Exception:  # the run's own first encoding opens it again and says why
-            pass
-
-    threading.Thread(target=open_model, name="memlens-model-open", daemon=True).start()
-
-
 def print_progress(done: int, total: int) -> None:
     print(f"\rquestions {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
@@ -199,7 +176,6 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"memlens eval: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    open_model_meanwhile(args.store, config)
     evals = open_eval_store(dict(os.environ))
     if Path(args.judged).exists():
         try:
