@@ -55,6 +55,7 @@ from connectors.embedded.weights import parse_weights
 from connectors.embedding import runtime as embedding
 
 DEFAULT_HALF_LIFE_HOURS = 72.0
+TEXT_READ_IDS = 900  # memory ids per text read
 
 # How far one feedback signal moves importance before the streak multiplier.
 FEEDBACK_STEP = {"positive": 0.10, "retrieved": 0.05, "ignored": -0.03, "negative": -0.10}
@@ -180,11 +181,20 @@ class EmbeddedStore:
         results = []
         with self._lock:
             self._ensure_loaded()
-            for text, user_id, vector in zip(texts, user_ids, vectors, strict=True):
+            scanned = []
+            for user_id, vector in zip(user_ids, vectors, strict=True):
                 scan_started = time.perf_counter()
                 rows = slice(None) if user_id is None else self._by_user.get(user_id, slice(0, 0))
-                hits = self._rank(vector, rows, k)
-                latency_ms = encode_ms + (time.perf_counter() - scan_started) * 1000
+                best, columns = self._scan(vector, rows, k)
+                scanned.append((rows, best, columns, time.perf_counter() - scan_started))
+            # The texts of every hit in the batch in one read, not one read per question.
+            started = time.perf_counter()
+            found = self._texts([self._ids[rows][i] for rows, best, _, _ in scanned for i in best])
+            read_ms = (time.perf_counter() - started) * 1000 / len(texts)
+            for text, (rows, best, columns, scan_s) in zip(texts, scanned, strict=True):
+                built = time.perf_counter()
+                hits = self._hits(rows, best, columns, found)
+                latency_ms = encode_ms + read_ms + (scan_s + time.perf_counter() - built) * 1000
                 results.append(QueryResult(query=text, hits=hits, latency_ms=latency_ms))
         return results
 
@@ -209,6 +219,13 @@ class EmbeddedStore:
 
     def _rank(self, query_vector: np.ndarray, rows: slice, k: int) -> list[Hit]:
         best, columns = self._scan(query_vector, rows, k)
+        return self._hits(rows, best, columns, self._texts([self._ids[rows][i] for i in best]))
+
+    def _hits(
+        self, rows: slice, best: list[int], columns: dict[str, np.ndarray], texts: dict[str, tuple[str, dict, str]]
+    ) -> list[Hit]:
+        """The hits at positions `best` within `rows`, from a scan's columns and the
+        memories' (text, metadata, user) by id."""
         if not best:
             return []
         score, semantic = columns["score"], columns["semantic"]
@@ -219,7 +236,6 @@ class EmbeddedStore:
         local_ids = self._ids[rows]
         now = self._now().timestamp()
         w = self.weights
-        texts = self._texts([local_ids[i] for i in best])
         hits = []
         for rank, i in enumerate(best, start=1):
             memory_id = local_ids[i]
@@ -269,13 +285,15 @@ class EmbeddedStore:
         return [Neighbour(ids[i], texts[ids[i]][0], float(similarity[i])) for i in best]
 
     def _texts(self, ids: list[str]) -> dict[str, tuple[str, dict, str]]:
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self._db.execute(
-            f"SELECT id, text, metadata, user_id FROM memories WHERE id IN ({marks})", ids
-        ).fetchall()
-        return {r[0]: (r[1], json.loads(r[2]), r[3]) for r in rows}
+        found: dict[str, tuple[str, dict, str]] = {}
+        unique = list(dict.fromkeys(ids))
+        # In parts: SQLite caps the parameters of one statement (999 in older builds).
+        for start in range(0, len(unique), TEXT_READ_IDS):
+            part = unique[start : start + TEXT_READ_IDS]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(f"SELECT id, text, metadata, user_id FROM memories WHERE id IN ({marks})", part)
+            found.update((r[0], (r[1], json.loads(r[2]), r[3])) for r in rows)
+        return found
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
         with self._lock:

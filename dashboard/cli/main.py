@@ -3,7 +3,7 @@
     memlens run [streamlit args]     start the dashboard (the demo store by default)
     memlens calibrate FILE           the floor trade-off of a label file (see cli/calibrate.py)
     memlens agreement SESSION        reviewer agreement and disagreements of a labelling session (--judge NAME: a judge's too)
-    memlens rank RUN_OR_LOG --send-text  the LLM ranker over a saved run's or a log's candidates, against the store's and the formula's order
+    memlens rank RUN --send-text     the LLM ranker over a saved run's candidates, against the store's and the formula's order
     memlens judge TARGET --judge C   grade a log's, session's or run's pairs with a judge, saved as they arrive
     memlens import MEMORIES --db F   build or update an embedded store file from memory JSONL
     memlens eval JUDGED --k K ...    run a judged set against a store, save the run, print its metrics
@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import subprocess
 import sys
@@ -32,62 +33,45 @@ def _run(args: argparse.Namespace) -> int:
     return subprocess.call(command, env=env)
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Each command and the module that adds it, in the order `memlens --help` lists them.
+COMMANDS = (
+    ("calibrate", "dashboard.cli.calibrate"),  # memlens calibrate FILE
+    ("agreement", "dashboard.cli.agreement"),  # memlens agreement SESSION
+    ("import", "dashboard.cli.import_memories"),  # memlens import MEMORIES.jsonl --db FILE
+    ("eval", "dashboard.cli.eval"),  # memlens eval JUDGED --k K
+    ("compare", "dashboard.cli.compare"),  # memlens compare RUN_A RUN_B
+    ("runs", "dashboard.cli.runs"),  # memlens runs list|export|resume
+    ("whatif", "dashboard.cli.whatif"),  # memlens whatif RUN_ID --metric M
+    ("logs", "dashboard.cli.logs"),  # memlens logs check FILE / logs export --otlp FILE
+    ("judge", "dashboard.cli.judge"),  # memlens judge LOG_OR_SESSION_OR_RUN --judge CONFIG
+    ("rank", "dashboard.cli.rank"),  # memlens rank RUN_OR_LOG --send-text
+    ("monitor", "dashboard.cli.monitor"),  # memlens monitor LOG... --floor F | --floor-config FLOOR.json
+)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only` (a command's name) just that command's, so
+    `memlens eval` does not import what `memlens logs` or `memlens monitor` need
+    (pandas, DuckDB, httpx: about a second of every start). A command's own
+    arguments, help and errors are the same either way."""
     parser = argparse.ArgumentParser(prog="memlens", description="Inspect and calibrate agent memory retrieval.")
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="start the dashboard")
-    run.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed to `streamlit run`")
-    run.set_defaults(handler=_run)
-    from dashboard.cli import calibrate as calibrate_cli  # memlens calibrate FILE
-
-    calibrate_cli.add_parser(commands)
-    from dashboard.cli import agreement as agreement_cli  # memlens agreement SESSION
-
-    agreement_cli.add_parser(commands)
-    from dashboard.cli import compare as compare_cli  # memlens compare RUN_A RUN_B
-    from dashboard.cli import eval as eval_cli  # memlens eval JUDGED --k K
-    from dashboard.cli import import_memories as import_cli  # memlens import MEMORIES.jsonl --db FILE
-    from dashboard.cli import runs as runs_cli  # memlens runs list|export|resume
-
-    import_cli.add_parser(commands)
-    eval_cli.add_parser(commands)
-    compare_cli.add_parser(commands)
-    runs_cli.add_parser(commands)
-    from dashboard.cli import whatif as whatif_cli  # memlens whatif RUN_ID --metric M
-
-    whatif_cli.add_parser(commands)
-    from dashboard.cli import logs as logs_cli  # memlens logs check FILE / logs export --otlp FILE
-
-    logs_cli.add_parser(commands)
-    from dashboard.cli import judge as judge_cli  # memlens judge LOG_OR_SESSION_OR_RUN --judge CONFIG
-
-    judge_cli.add_parser(commands)
-    from dashboard.cli import rank as rank_cli  # memlens rank RUN_OR_LOG --send-text
-
-    rank_cli.add_parser(commands)
-    from dashboard.cli import monitor as monitor_cli  # memlens monitor LOG... --floor F | --floor-config FLOOR.json
-
-    monitor_cli.add_parser(commands)
-    return parser
-
-
-def _monitor_parser() -> argparse.ArgumentParser:
-    """The parser of `memlens monitor` alone (the same arguments, usage and errors).
-    A cron job runs the command every hour or day; importing every other command's
-    modules with it took a second longer than reading a day's log."""
-    from dashboard.cli import monitor as monitor_cli
-
-    parser = argparse.ArgumentParser(prog="memlens", description="Inspect and calibrate agent memory retrieval.")
-    monitor_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    if only in (None, "run"):
+        run = commands.add_parser("run", help="start the dashboard")
+        run.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed to `streamlit run`")
+        run.set_defaults(handler=_run)
+    for name, module in COMMANDS:
+        if only in (None, name):
+            importlib.import_module(module).add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from dashboard.database.model import LabelStoreError
 
-    argv = sys.argv[1:] if argv is None else argv
-    parser = _monitor_parser() if argv[:1] == ["monitor"] else build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    named = words[0] if words and words[0] in {"run", *(name for name, _ in COMMANDS)} else None
+    args = build_parser(named).parse_args(argv)
     try:
         return args.handler(args)
     except LabelStoreError as exc:

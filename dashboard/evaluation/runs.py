@@ -8,12 +8,14 @@ How the questions are sent depends on the store:
 
 - a store that can answer many queries at once (``query_many``, the embedded
   store) gets them in batches, so questions are encoded 64 at a time instead of
-  one by one (encoding is most of a query's cost);
+  one by one (encoding is most of a query's cost), each batch asked while the one
+  before it is saved;
 - any other store gets a few queries at a time from a small thread pool. When it
   answers 429 with ``retry_after``, every worker waits that long before its next
   request, so memlens backs off as one client, not several.
 
-Results are written batch by batch, each batch one transaction. A run whose
+Results are written batch by batch, each batch one transaction (in batches of
+questions of about one length for a ``query_many`` store, not in file order). A run whose
 process was killed or whose store went down keeps what it wrote and stays
 incomplete; ``resume_run`` asks only the questions still missing. A question the
 store failed (a timeout, an unreadable body, an error after retries, a refused
@@ -28,7 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -191,7 +193,16 @@ def _answer(
     done = len(answered)
     if progress:
         progress(done, info.total)
-    asker = _BatchAsker(store, info.k) if isinstance(store, SupportsQueryMany) else _PoolAsker(store, info.k)
+    asker: _BatchAsker | _PoolAsker
+    if isinstance(store, SupportsQueryMany):
+        asker = _BatchAsker(store, info.k)
+        # A batch is encoded padded to its longest question, so batches of questions
+        # of about one length, longest first (as sentence-transformers orders one
+        # encode call): in file order one long question in a batch made the whole
+        # batch cost as much as 64 long ones. Each answer keeps its position.
+        todo.sort(key=lambda q: -len(q.query))
+    else:
+        asker = _PoolAsker(store, info.k)
     try:
         return _answer_all(evals, info, todo, positions, done, asker, progress, cancelled)
     finally:
@@ -209,29 +220,41 @@ def _answer_all(
     cancelled: Callable[[], bool] | None,
 ) -> RunInfo:
     down_streak = 0
-    for start in range(0, len(todo), BATCH_SIZE):
-        if cancelled and cancelled():
-            raise RunStopped(f"run {info.run_id} cancelled after {done} of {info.total} questions", info.run_id)
-        batch = todo[start : start + BATCH_SIZE]
-        outcomes = asker.ask(batch, positions, info.keep_text)
-        # A store that went down: keep the answers before the outage, drop the
-        # failures (resuming asks them again) and stop.
-        kept = []
-        for outcome, failure in outcomes:
-            down_streak = down_streak + 1 if failure else 0
-            if down_streak >= STORE_DOWN_STREAK:
-                kept = [o for o, f in outcomes if not f]
-                evals.save_outcomes(info.run_id, kept)
-                raise RunStopped(
-                    f"run {info.run_id} stopped after {done + len(kept)} of {info.total} questions: "
-                    f"the store failed {down_streak} times in a row ({outcome.error})",
-                    info.run_id,
-                )
-            kept.append(outcome)
-        evals.save_outcomes(info.run_id, kept)
-        done += len(kept)
-        if progress:
-            progress(done, info.total)
+    batches = [todo[start : start + BATCH_SIZE] for start in range(0, len(todo), BATCH_SIZE)]
+    # A query_many store is asked one batch ahead, on a thread: its encoding (most of
+    # a batch, and it lets go of the GIL) runs while this thread builds and saves the
+    # answers before it. Any other store is asked batch by batch, so a store that
+    # went down gets no batch of requests more than the ones that found it down.
+    ahead = isinstance(asker, _BatchAsker)
+    # Leaving the block (done, cancelled, or the page rerun) waits for a batch in
+    # flight; a batch asked ahead and not saved is asked again on resume.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-ahead") as worker:
+        pending: Future | None = None
+        for number, batch in enumerate(batches):
+            if cancelled and cancelled():
+                raise RunStopped(f"run {info.run_id} cancelled after {done} of {info.total} questions", info.run_id)
+            outcomes = pending.result() if pending is not None else asker.ask(batch, positions, info.keep_text)
+            pending = None
+            if ahead and number + 1 < len(batches):
+                pending = worker.submit(asker.ask, batches[number + 1], positions, info.keep_text)
+            # A store that went down: keep the answers before the outage, drop the
+            # failures (resuming asks them again) and stop.
+            kept = []
+            for outcome, failure in outcomes:
+                down_streak = down_streak + 1 if failure else 0
+                if down_streak >= STORE_DOWN_STREAK:
+                    kept = [o for o, f in outcomes if not f]
+                    evals.save_outcomes(info.run_id, kept)
+                    raise RunStopped(
+                        f"run {info.run_id} stopped after {done + len(kept)} of {info.total} questions: "
+                        f"the store failed {down_streak} times in a row ({outcome.error})",
+                        info.run_id,
+                    )
+                kept.append(outcome)
+            evals.save_outcomes(info.run_id, kept)
+            done += len(kept)
+            if progress:
+                progress(done, info.total)
     evals.finish_run(info.run_id, notes=asker.notes())
     finished = evals.run(info.run_id)
     assert finished is not None

@@ -60,6 +60,27 @@ def test_import_reports_what_it_encoded(world):
     assert "encoding 6000/6000" in world["imported"].stderr
 
 
+def test_eval_starts_without_the_other_commands_libraries(world, tmp_path):
+    """`memlens eval` builds its own command's parser only: what `logs`, `monitor`
+    and `judge` need (pandas, DuckDB, httpx), the dashboard's Streamlit and Plotly,
+    and torch are never imported, so none of them slows its start."""
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(world["judged"].read_text().splitlines(keepends=True)[:5]))
+    heavy = ("pandas", "duckdb", "httpx", "streamlit", "plotly", "torch")
+    code = (
+        "import sys; from dashboard.cli.main import main; code = main(sys.argv[1:]); "
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr); sys.exit(code)"
+    )
+    env = {**world["env"], "MEMLENS_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run(
+        [sys.executable, "-c", code, "eval", str(small), "--db", str(world["db"]), "--k", "3", "--format", "json"],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["complete"] is True
+    assert done.stderr.splitlines()[-1] == "[]"
+
+
 def test_every_metric_agrees_with_ranx_on_the_runs_own_trec_export(world):
     run = world["run"]
     assert run["complete"] is True and set(run["metrics"]) >= {f"recall@{K}", "mrr", f"ndcg@{K}"}
