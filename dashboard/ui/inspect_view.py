@@ -27,6 +27,7 @@ from dashboard.labels import export
 from dashboard.logs import read_log as readlog
 from dashboard.ui import cache, session
 from dashboard.ui import reviewer as reviewer_ui
+from dashboard.ui.charts import move_floor, score_breakdown_figure
 from dashboard.ui.errors import show_error
 from dashboard.ui.sidebar import StoreChoice, store_url_params
 
@@ -302,10 +303,6 @@ def ask_for_the_rest(result: QueryResult) -> None:
 def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:
     if not result.hits:
         return
-    # Plotly is imported here, not with the module: a shared link's first view draws
-    # no chart, and the import takes half a second or more on a new server.
-    from dashboard.ui.charts import move_floor, score_breakdown_figure
-
     hits = result.hits[:MAX_CHART_BARS]
     kept_ids = {h.memory_id for h in kept}
     # The bars depend on the result only: built once per result, then only the
