@@ -81,6 +81,24 @@ def code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def _cell(text: str) -> str:
+    """One Markdown table cell: on one line (a line break would end the row) and inert."""
+    return inert_markdown(" ".join(text.split()))
+
+
+def hits_markdown_table(hits: list[Hit], kept_ids: set[str]) -> str:
+    """The hits as a Markdown table: rank, id, status, score, clipped text. Drawn by
+    Streamlit's Markdown element, whose code every page has loaded already, where the
+    interactive table's grid code is half a megabyte to fetch and run first."""
+    lines = ["| rank | memory id | status | score | text |", "|---:|---|---|---:|---|"]
+    for hit in hits:
+        score = MISSING_CELL if hit.score is None else f"{hit.score:.{SHOWN_DECIMALS}f}"
+        status = "kept" if hit.memory_id in kept_ids else "dropped"
+        text = clip_text(hit.text, TABLE_TEXT_CHARS)[0]
+        lines.append(f"| {hit.rank} | {_cell(hit.memory_id)} | {status} | {score} | {_cell(text)} |")
+    return "\n".join(lines)
+
+
 def hits_frame(hits: list[Hit], kept_ids: set[str] | None = None, *, breakdown: bool = False) -> pd.DataFrame:
     """One row per hit: rank, id, clipped text, score (and the raw score when the
     connector mapped it). With `breakdown`, a column per score component any hit

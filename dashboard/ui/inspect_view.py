@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.embedding import runtime as embedding
 from connectors.registry import REGISTRY
 from dashboard.database.model import LabelStoreError, message_id
-from dashboard.display import MISSING_CELL, SCORE_FORMAT, bounded_json, clip_text, code_span, hits_frame, inert_markdown
+from dashboard.display import (
+    MISSING_CELL,
+    SCORE_FORMAT,
+    bounded_json,
+    clip_text,
+    code_span,
+    hits_frame,
+    hits_markdown_table,
+    inert_markdown,
+)
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import export
 from dashboard.logs import read_log as readlog
@@ -199,12 +207,18 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
     if not hits:
         st.info("The store returned no memories for this query.")
         return
+    kept_ids = {h.memory_id for h in kept}
+    if holding_the_rest():
+        # A shared link's first view: the same rows as Markdown, which needs no code
+        # the page has not loaded; the interactive table replaces it on the next run
+        # (see ask_for_the_rest).
+        st.markdown(hits_markdown_table(hits, kept_ids))
+        return
     # Only the status column depends on the floor: the rest is built once per result.
     memo = st.session_state.get("_table_memo")
     if memo is None or memo[0] is not result:
         memo = (result, hits_frame(hits, set(), breakdown=True))
         st.session_state["_table_memo"] = memo
-    kept_ids = {h.memory_id for h in kept}
     frame = memo[1].assign(status=["kept" if h.memory_id in kept_ids else "dropped" for h in hits])
     # Status next to the id: at the end, behind the breakdown columns, it sat off
     # screen on a laptop-wide window and a reviewer had to scroll to see it.
@@ -248,7 +262,7 @@ export default function ({ data, setTriggerValue }) {
   let sent = false;
   const drawn = () =>
     document.querySelector('[data-testid="stMetricValue"]') &&
-    (!data.table || document.querySelector('[data-testid="stDataFrame"]'));
+    (!data.table || document.querySelector('[data-testid="stMarkdownContainer"] table'));
   const send = () => {
     if (sent) return;
     sent = true;
@@ -448,6 +462,8 @@ def show_session_labels(include_text: bool) -> None:
     if not labels:
         st.caption("No labels yet.")
         return
+    import pandas as pd  # here, not with the module: a shared link's first view needs no pandas
+
     st.dataframe(
         pd.DataFrame([row.export_row(include_text) for row in labels]), hide_index=True, width="stretch"
     )

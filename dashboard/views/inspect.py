@@ -15,7 +15,6 @@ from dashboard.ui import reviewer as reviewer_ui  # noqa: E402
 from dashboard.ui import session  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
 from dashboard.ui.errors import show_store_error  # noqa: E402
-from dashboard.ui.feedback_panel import show_feedback, show_rank_lookup  # noqa: E402
 from dashboard.ui.sidebar import store_picker, user_picker, warm_model  # noqa: E402
 
 require_access()  # the page shows memory text
@@ -65,7 +64,10 @@ def floor_dependent_parts() -> None:
         return  # a shared link's first run: the rest follows once the result is painted
     view.show_chart(result, floor, kept)
     view.show_prompt_block(prompt_block(kept, dropped, result.context))
-    # Feedback is planned from kept/dropped, so it moves with the floor.
+    # Feedback is planned from kept/dropped, so it moves with the floor. Imported
+    # here: it brings pandas, which a shared link's first view does not need.
+    from dashboard.ui.feedback_panel import show_feedback
+
     show_feedback(result, choice, user, kept, dropped)
 
 
@@ -77,7 +79,8 @@ if view.holding_the_rest():
     st.stop()
 
 # Imported here, once the result is on its way: the re-rank panel brings the judge's
-# HTTP client (httpx), a quarter of a second on a cold server.
+# HTTP client (httpx), a quarter of a second on a cold server, and the rank lookup pandas.
+from dashboard.ui.feedback_panel import show_rank_lookup  # noqa: E402
 from dashboard.ui.rerank_panel import show_rerank_panel  # noqa: E402
 
 msg = view.current_message_id()  # one id per result: labels and the re-rank export

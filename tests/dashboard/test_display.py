@@ -11,9 +11,19 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
+from markdown_text import table_rows
 
 from connectors.base import Hit
-from dashboard.display import TABLE_TEXT_CHARS, WORD_JOINER, bounded_json, clip_text, code_span, hits_frame, inert_markdown
+from dashboard.display import (
+    TABLE_TEXT_CHARS,
+    WORD_JOINER,
+    bounded_json,
+    clip_text,
+    code_span,
+    hits_frame,
+    hits_markdown_table,
+    inert_markdown,
+)
 
 RENDER = MarkdownIt("commonmark", {"html": True})
 # One line of text from any script; line ends are Markdown's own business (a code
@@ -93,3 +103,24 @@ def test_hits_frame_shows_components_and_floor_status_only_when_asked():
     assert inspect["raw score"].isna()[0] and inspect["raw score"][1] == 0.6  # only where it differs
     browse = hits_frame(hits)
     assert list(browse.columns) == ["rank", "memory id", "text", "score", "raw score"]  # no components, no status
+
+
+# Any text a store may hold, line breaks and table pipes included.
+STORE_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60) | MARKUP
+
+
+@settings(max_examples=200, deadline=None)
+@given(memory_id=STORE_TEXT, text=STORE_TEXT)
+def test_the_markdown_hits_table_shows_each_hit_on_its_own_row_as_plain_text(memory_id, text):
+    hits = [Hit(memory_id, 1, text, 0.5), Hit("m2", 2, "short", None)]
+    table = hits_markdown_table(hits, {"m2"})
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(table)
+    # A table and nothing else: no link, picture, emphasis or HTML from a memory.
+    assert set(re.findall(r"<(\w+)", rendered)) <= {"table", "thead", "tbody", "tr", "th", "td"}
+    rows = table_rows(table)
+    assert [row["rank"] for row in rows] == ["1", "2"]
+    assert [row["status"] for row in rows] == ["dropped", "kept"]
+    assert [row["score"] for row in rows] == ["0.500", "-"]
+    # The cell holds the text with its runs of blanks and line breaks as one space.
+    assert rows[0]["memory id"] == " ".join(memory_id.split())
+    assert rows[0]["text"] == " ".join(clip_text(text, TABLE_TEXT_CHARS)[0].split())

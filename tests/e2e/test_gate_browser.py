@@ -36,6 +36,8 @@ def test_every_page_and_deep_link_is_behind_the_password(tmp_path, browser):
             assert title not in main, link
             assert page.locator(".st-key-store").count() == 0, link  # no store picker
             assert page.locator("[data-testid=stDataFrame]").count() == 0, link
+            # A shared link's first view draws its hits as a Markdown table: none either.
+            assert page.locator("[data-testid=stMarkdownContainer] table").count() == 0, link
         # Nothing behind the gate ran: no label database, no read log, no demo store.
         assert sorted(p.name for p in data.iterdir()) == []
         page.locator("input[type=password]").fill("wrong")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from markdown_text import error_texts
+from markdown_text import error_texts, markdown_table
 
 from connectors.base import StoreTimeout
 from connectors.registry import REGISTRY, StoreSpec
@@ -135,6 +135,7 @@ def test_pizza_scenario(app):
     at.slider(key="floor").set_value(round(theme_score - 0.01, 2)).run()
     assert statuses(at)[frame.loc[frame["text"] == "Prefers light UI theme", "memory id"].iloc[0]] == "kept"
     assert "Prefers light UI theme" in at.code[0].value
+    assert "sam-02" in list(table(at)["memory id"])  # the interactive table has replaced it
     # The chart is drawn with the floor on it.
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert any(shape.get("x0") == pytest.approx(round(theme_score - 0.01, 2)) for shape in figure["layout"]["shapes"])
@@ -220,7 +221,8 @@ def test_url_carries_query_user_k_and_floor(app):
     assert not follow.exception
     assert follow.text_input(key="query").value == THEME
     assert follow.slider(key="floor").value == pytest.approx(0.5)
-    assert list(table(follow)["memory id"]) == list(table(at)["memory id"])
+    # The link's first view shows the same memories (as a light table; the grid follows).
+    assert [row["memory id"] for row in markdown_table(follow)] == list(table(at)["memory id"])
 
 
 @pytest.mark.parametrize(
@@ -271,6 +273,7 @@ def test_an_unreachable_label_database_is_a_message_not_a_traceback(app, monkeyp
     # The retrieval itself is still shown: the table, the prompt block.
     assert "sam-02" in list(table(at)["memory id"])
     assert "Prefers light UI theme" in at.code[0].value
+    assert "sam-02" in list(table(at)["memory id"])  # the interactive table has replaced it
 
 
 def test_breakdown_columns_are_numbers_shown_to_three_decimals(app):
@@ -312,13 +315,15 @@ def test_a_shared_link_shows_the_result_first_and_the_rest_on_the_next_run(app):
     at.run()
     assert not at.exception
     assert [m.label for m in at.metric][:4] == ["Returned", "Kept", "Dropped", "Latency"]
-    assert "sam-02" in list(table(at)["memory id"])
+    # The result's memories are on screen, in a Markdown table that needs no grid code.
+    assert "sam-02" in [row["memory id"] for row in markdown_table(at)]
     assert any(c.value.startswith("Loading the score chart") for c in at.caption)
-    assert not at.code and not at.get("plotly_chart")
+    assert not at.code and not at.get("plotly_chart") and not at.dataframe
     assert not [b for b in at.button if (b.key or "").startswith("relevant_")]
     at.run()
     assert not at.exception
     assert "Prefers light UI theme" in at.code[0].value
+    assert "sam-02" in list(table(at)["memory id"])  # the interactive table has replaced it
     assert at.get("plotly_chart")
     assert [b for b in at.button if (b.key or "").startswith("relevant_")]
     assert not any(c.value.startswith("Loading the score chart") for c in at.caption)
