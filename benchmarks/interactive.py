@@ -224,19 +224,6 @@ def refresh(at, timer: ScriptRunTimer) -> None:
     del timer.runs[before:]
 
 
-def load_server_module():
-    """tests/chat_model_server.py, the loopback model server the tests use."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("chat_model_server", ROOT / "tests" / "chat_model_server.py")
-    assert spec is not None and spec.loader is not None  # a .py file always has both
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["chat_model_server"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def inspect_app():
     from streamlit.testing.v1 import AppTest
 
@@ -259,6 +246,7 @@ def model_order_shown(at) -> bool:
 def ranker_panel_moves(timer: ScriptRunTimer, fragments: FragmentRerun, counter: StoreCallCounter) -> dict:
     """Floor moves with the LLM ranker's answer on the page, against the same page
     with the model configured and nothing asked, interleaved in one process."""
+    from benchmarks.judging import load_server_module  # tests/chat_model_server.py, the loopback model
     from dashboard.ui.llm_ranker_panel import OUTCOME_KEY
 
     server_module = load_server_module()
