@@ -106,7 +106,7 @@ def test_hits_frame_shows_components_and_floor_status_only_when_asked():
 
 
 # Any text a store may hold, line breaks and table pipes included.
-STORE_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60) | MARKUP
+STORE_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=60) | MARKUP
 
 
 @settings(max_examples=200, deadline=None)
