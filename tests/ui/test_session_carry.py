@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from markdown_text import markdown_table
 
 DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 SEARCH = "FormSubmitter:query_form-Search"
@@ -28,8 +29,12 @@ def open_page(app, page: str | None = None, params: dict[str, str] | None = None
 
 
 def hit_ids(at) -> list[str]:
-    table = next(d.value for d in at.dataframe if "semantic" in d.value.columns)
-    return list(table["memory id"])
+    """The hits' ids in the order the page shows them: the interactive table, or on a
+    shared link's first view the Markdown table drawn before it."""
+    table = next((d.value for d in at.dataframe if "semantic" in d.value.columns), None)
+    if table is not None:
+        return list(table["memory id"])
+    return [row["memory id"] for row in markdown_table(at)]
 
 
 def keep_team_set(at, name: str = "team") -> None:
