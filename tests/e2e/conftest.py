@@ -143,8 +143,15 @@ def browser():
 
 @pytest.fixture
 def page(browser, server):
-    """A fresh browser context (a new Streamlit session) that fails the test if the
-    app showed an exception box, or if the server logged a traceback meanwhile."""
+    with checked_page(browser, server) as tab:
+        yield tab
+
+
+@contextlib.contextmanager
+def checked_page(browser, server: Server) -> Iterator:
+    """A fresh browser context (a new Streamlit session) on `server` that fails the
+    test if the app showed an exception box, or if the server logged a traceback
+    meanwhile."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     context.set_default_timeout(30_000)
     tab = context.new_page()

@@ -11,7 +11,7 @@ import re
 
 import pytest
 from chat_model_server import ChatModelServer, Reply, formula_ranker
-from conftest import running_streamlit
+from conftest import checked_page, running_streamlit
 from playwright.sync_api import expect
 from st_browser import ask, choose, grid_rows, grid_with_column, open_app, wait_idle, widget
 
@@ -77,20 +77,8 @@ def app(tmp_path_factory, model):
 
 @pytest.fixture
 def tab(browser, app):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    page.base_url = app.url  # read by st_browser.open_app
-    log_start = app.log_path.stat().st_size
-    try:
+    with checked_page(browser, app) as page:
         yield page
-        exceptions = page.locator("[data-testid=stException]")
-        assert exceptions.count() == 0, exceptions.first.inner_text()
-        with open(app.log_path, "rb") as log:
-            log.seek(log_start)
-            assert "Traceback" not in log.read().decode("utf-8", "replace")
-    finally:
-        context.close()
 
 
 def picture(page, path, top, bottom) -> None:
