@@ -177,21 +177,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"memlens eval: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     evals = open_eval_store(dict(os.environ))
-    if Path(args.judged).exists():
-        try:
-            judged = judged_sets.read_file(args.judged, name=args.set_name, topics=args.topics)
-        except judged_sets.JudgedSetError as exc:
-            print(f"memlens eval: {exc}", file=sys.stderr)
-            return EXIT_UNUSABLE
-        if judged.issues:
-            print(judged.issue_report(), file=sys.stderr)
-            print(f"{judged.source}: {len(judged.issues)} line(s) skipped; running the other {len(judged.questions)}", file=sys.stderr)
-    else:
-        loaded = evals.load_set(args.judged)
-        if loaded is None:
-            print(f"memlens eval: {args.judged} is neither a file nor a kept judged set", file=sys.stderr)
-            return EXIT_UNUSABLE
-        judged = loaded
+    try:
+        loaded = judged_sets.file_or_kept(args.judged, evals, name=args.set_name, topics=args.topics)
+    except judged_sets.JudgedSetError as exc:
+        print(f"memlens eval: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    if loaded is None:
+        print(f"memlens eval: {args.judged} is neither a file nor a kept judged set", file=sys.stderr)
+        return EXIT_UNUSABLE
+    judged = loaded
+    if judged.issues:  # a kept set has none: its file's bad lines were reported when it was kept
+        print(judged.issue_report(), file=sys.stderr)
+        print(f"{judged.source}: {len(judged.issues)} line(s) skipped; running the other {len(judged.questions)}", file=sys.stderr)
     try:
         store = create_store(args.store, with_secrets(args.store, config))
     except ConnectorError as exc:

@@ -169,15 +169,12 @@ def _judged_set(judged: str | None, labels: Any) -> Any:
     from dashboard.evaluation import judged_sets
     from dashboard.evaluation.storage import EvalStore
 
-    if Path(judged).exists():
-        found = judged_sets.read_file(judged)
-        if found.issues:
-            print(found.issue_report(), file=sys.stderr)
-        return found
-    kept = EvalStore(labels).load_set(judged)
-    if kept is None:
+    found = judged_sets.file_or_kept(judged, EvalStore(labels))
+    if found is None:
         raise ValueError(f"--judged {judged}: neither a file nor a kept judged set")
-    return kept
+    if found.issues:
+        print(found.issue_report(), file=sys.stderr)
+    return found
 
 
 def _run_turns(run_id: str, labels: Any) -> list[Turn]:

@@ -131,6 +131,18 @@ def from_labels(
     return questions, issues
 
 
+def file_or_kept(
+    text: str, kept: Any, *, name: str | None = None, topics: str | Path | None = None
+) -> JudgedSet | None:
+    """What a command's judged-set argument names: the file at `text` when there is
+    one (read_file), else the set kept under that name (`kept`, an EvalStore); None
+    when it is neither."""
+    if Path(text).exists():
+        return read_file(text, name=name, topics=topics)
+    loaded: JudgedSet | None = kept.load_set(text)
+    return loaded
+
+
 def read_file(
     path: str | Path, *, name: str | None = None, topics: str | Path | None = None
 ) -> JudgedSet:
