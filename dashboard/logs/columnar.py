@@ -17,10 +17,14 @@ monitor's relation (dashboard.monitoring.relation), which keeps the scan in Duck
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import tempfile
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from connectors.common.lines import MAX_RANK
 from dashboard.logs.log_files import detect_format
@@ -33,7 +37,7 @@ SNIFF_BYTES = 4096
 # (benchmarks/monitor.py).
 MEMORY_LIMIT = "1.5GB"
 _CONNECTIONS = itertools.count()
-# A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, query
+# A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, unsure, query
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -98,14 +102,75 @@ def _checks(message_id: str, memory_id: str, rank: str, score: str, ts_text: str
     ), false)"""
 
 
-def _json_source(path: str, index: int) -> str:
-    """read_json with every field as DuckDB's JSON text (strings keep their quotes),
-    so a field of the wrong JSON type is seen: a string starts with a quote, a number
-    does not. Comparing first characters is several times cheaper than json_type()
-    on every field. (Typed columns, as in a plain read_json, would be cheaper still,
-    but DuckDB casts silently there: "2" to 2, 9 to "9", 1.5 to a rank of 2.)"""
-    names = ("message_id", "memory_id", "rank", "score", "user_id", "query", "timestamp", "store")
-    columns = ", ".join(f"'{c}': 'JSON'" for c in names)
+# The JSON fields that hold text. Each is read one of two ways (``_json_source``):
+# as VARCHAR, which costs least, or as JSON text, which shows its JSON type.
+TEXT_FIELDS = ("message_id", "memory_id", "user_id", "query", "timestamp", "store")
+SAMPLE_BYTES = 1 << 16
+
+
+def _unsure(column: str) -> str:
+    """True where a VARCHAR read of a JSON field may hold what was not a string.
+    DuckDB turns a number, true/false, an object or an array into text (9 into '9',
+    NaN into 'NaN'), which cannot be told from the string '9' once read; every such
+    text casts to a double, is true/false, or starts with a bracket. Only the first
+    character is looked at for nearly every id: a cast is tried only on text that
+    starts like a number (a digit, a sign, a dot, n/N/i/I for NaN and Infinity)."""
+    first = f"unicode({column})"
+    maybe_number = f"({first} BETWEEN 48 AND 57 OR {first} IN (43, 45, 46, 73, 78, 105, 110))"
+    return (
+        f"({column} IS NOT NULL AND CASE WHEN {maybe_number} THEN TRY_CAST({column} AS DOUBLE) IS NOT NULL"
+        f" WHEN {first} IN (91, 123) THEN true WHEN {first} IN (102, 116) THEN {column} IN ('true', 'false') ELSE false END)"
+    )
+
+
+def looks_like_other_json(value: str) -> bool:
+    """The Python side of ``_unsure``: a string a non-string JSON value could have been read as."""
+    if value in ("true", "false") or value[:1] in ("{", "["):
+        return True
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def exact_text_fields(path: str) -> frozenset[str]:
+    """The text fields to read as JSON text from the start: those whose values in the
+    file's first lines include a non-string, or a string a non-string could be read as
+    (numeric ids such as "12345"). A log like that would otherwise find it out at the
+    end of a VARCHAR scan and be read a second time."""
+    with open(path, "rb") as handle:
+        head = handle.read(SAMPLE_BYTES)
+    lines = head.split(b"\n")
+    if len(head) == SAMPLE_BYTES:
+        lines = lines[:-1]  # the last one may be cut short
+    exact = set()
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # the scan finds it
+        if not isinstance(row, dict):
+            continue
+        for name in TEXT_FIELDS:
+            value = row.get(name)
+            if value is not None and (not isinstance(value, str) or looks_like_other_json(value)):
+                exact.add(name)
+    return frozenset(exact)
+
+
+def _json_source(path: str, index: int, exact: frozenset[str] | set[str] = frozenset(TEXT_FIELDS)) -> str:
+    """read_json with rank and score as DuckDB's JSON text, and each text field as
+    VARCHAR or, when in `exact`, as JSON text too (strings keep their quotes).
+
+    JSON text shows a field of the wrong JSON type: a string starts with a quote, a
+    number does not. Typed columns alone would not: DuckDB casts silently there ("2"
+    to 2, 9 to "9", 1.5 to a rank of 2). But JSON text costs a second parse of every
+    value to get a string's value out, so a text field is read as VARCHAR unless it is
+    in `exact`; a VARCHAR value a non-string could have become (``_unsure``) marks its
+    row ``unsure``, and bad, so the file is read again with every text field exact
+    (retrieval_log._read_fast) before any row is called bad."""
+    columns = ", ".join(f"'{c}': '{'JSON' if c in exact or c not in TEXT_FIELDS else 'VARCHAR'}'" for c in (*TEXT_FIELDS, "rank", "score"))
 
     def is_text(column: str) -> str:
         return f"({column} IS NULL OR starts_with({column}, chr(34)))"
@@ -114,7 +179,7 @@ def _json_source(path: str, index: int) -> str:
         # the string's value, escapes decoded. A value of another JSON type gives its
         # JSON text here, but its row is bad (wrong_type below) and never used. The
         # JSON path is cheaper than taking the quotes off with substr (measured)
-        return f"({column} ->> '$')"
+        return f"({column} ->> '$')" if column in exact else column
 
     def number(column: str) -> str:
         # the JSON text of a string ('"2"') does not cast: a number given as text is NULL
@@ -123,19 +188,114 @@ def _json_source(path: str, index: int) -> str:
     # a field of the wrong JSON type (a number for an id, text for a score) is bad,
     # as the validating reader says; its value above is then NULL
     wrong_type = " OR ".join(
-        [f"NOT {is_text(c)}" for c in ("message_id", "memory_id", "user_id", "query", "timestamp", "store")]
+        [f"NOT {is_text(c)}" for c in TEXT_FIELDS if c in exact]
         + [f"({c} IS NOT NULL AND {number(c)} IS NULL)" for c in ("rank", "score")]
     )
+    unsure = " OR ".join(_unsure(c) for c in TEXT_FIELDS if c not in exact) or "false"
     return f"""
         SELECT message_id, memory_id, rank, score, ts, user_id, store, {index} AS source,
-               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "wrong_type")} AS bad, query
+               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "wrong_type OR unsure")} AS bad,
+               coalesce(unsure, false) AS unsure, query
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score,
                    {text("timestamp")} AS ts_text, TRY_CAST({text("timestamp")} AS TIMESTAMPTZ) AS ts,
-                   {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query, ({wrong_type}) AS wrong_type
+                   {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query,
+                   ({wrong_type}) AS wrong_type, ({unsure}) AS unsure
             FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited')
         )"""
+
+
+# ------------------------------------------------------------------ a JSONL file read into memory
+# What retrieval_log.read_log takes for a JSONL file: one scan at nearly the cost of
+# a plain typed read_json, the rules then checked on whole Arrow columns (a minimum
+# and a maximum, a cast, a null count) instead of an SQL expression per value, which
+# cost as much again as the scan (benchmarks/log_import.py). The monitor's relation
+# keeps the per-row SQL of _json_source: it never holds the rows in memory.
+
+# First characters of what DuckDB makes of a non-string JSON value read as VARCHAR:
+# a number (a digit, a sign; n/N/i/I for NaN and Infinity), true, false, [, {.
+# Values that all begin strictly between two of these, as most ids do ("msg-", "mem-",
+# "user-"), cannot be one; the rest are matched by _OTHER_JSON.
+_UNSURE_FIRST = np.array(sorted(b"+-.0123456789INfint[{"), dtype=np.uint8)
+_OTHER_JSON = r"^(?:[\[{]|(?:true|false|-?(?i:nan|inf|infinity)|-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)$)"
+
+
+def _first_bytes(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
+    """The first byte of every non-empty value, and whether a value is "" (nulls are
+    neither). Read from the Arrow buffers: a hundred times cheaper than a string
+    minimum and maximum, which compare whole values."""
+    firsts, any_empty = [], False
+    for chunk in column.chunks:
+        if chunk.type not in (pa.string(), pa.large_string()):
+            chunk = chunk.cast(pa.large_string())  # one of the two layouts read here
+        _, offsets_buffer, data_buffer = chunk.buffers()
+        width = np.int32 if chunk.type == pa.string() else np.int64
+        offsets = np.frombuffer(offsets_buffer, width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+        lengths = np.diff(offsets)
+        valid = chunk.is_valid().to_numpy(zero_copy_only=False)
+        any_empty = any_empty or bool(np.any(valid & (lengths == 0)))
+        firsts.append(data[offsets[:-1][valid & (lengths > 0)]])
+    return (np.concatenate(firsts) if firsts else np.zeros(0, np.uint8)), any_empty
+
+
+def _may_be_other_json(column: pa.ChunkedArray, firsts: np.ndarray) -> bool:
+    if not len(firsts):
+        return False
+    low, high = firsts.min(), firsts.max()
+    # no unsure first character from the lowest first byte to the highest
+    if not np.any((_UNSURE_FIRST >= low) & (_UNSURE_FIRST <= high)):
+        return False
+    return bool(pc.any(pc.match_substring_regex(column, _OTHER_JSON)).as_py())
+
+
+def _any_blank(column: pa.ChunkedArray, firsts: np.ndarray, any_empty: bool) -> bool:
+    """An id that is blank as Python's str.strip() sees it (see _blank)."""
+    if any_empty:
+        return True
+    if not len(firsts) or (firsts.min() >= 0x21 and firsts.max() <= 0x7E):
+        return False  # every id starts with a printable ASCII character
+    return bool(pc.any(pc.equal(pc.utf8_trim(column, _WHITESPACE), "")).as_py())
+
+
+def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, pa.Table | None]:
+    """("clean", the rows), ("unsure", None) or ("bad", None) for a JSONL file.
+
+    "bad": some row breaks a rule (the validating reader names it). "unsure": a text
+    field holds what may have been a number, true/false, an object or an array, which
+    a VARCHAR read cannot tell from a string: read the file with _json_source and every
+    text field exact. The rows are message_id, memory_id, rank, score (doubles),
+    user_id, query, timestamp, store, and pair (the hash of message_id and memory_id)."""
+    columns = ", ".join(f"'{c}': 'VARCHAR'" for c in TEXT_FIELDS) + ", 'rank': 'JSON', 'score': 'JSON'"
+    # the number rules are cheap in SQL, and run on both cores there; the JSON text
+    # of anything but a number (a quoted "2", true, an object) does not cast
+    table = con.sql(
+        f"""SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store,
+                   coalesce(message_id IS NULL
+                       OR (rank_json IS NOT NULL AND rank IS NULL) OR (score_json IS NOT NULL AND score IS NULL)
+                       OR (memory_id IS NULL AND (rank_json IS NOT NULL OR score_json IS NOT NULL))
+                       OR (memory_id IS NOT NULL AND (rank IS NULL OR rank <> floor(rank) OR rank < 1 OR rank > {MAX_RANK}
+                                                      OR score IS NULL OR NOT isfinite(score)))
+                       OR (ts_text IS NOT NULL AND ts IS NULL), false) AS bad,
+                   -- of the strings a timestamp parses from, only infinity's can be a number's
+                   coalesce(isinf(ts), false) AS ts_unsure,
+                   CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair
+            FROM (SELECT message_id, memory_id, user_id, query, store, rank AS rank_json, score AS score_json,
+                         TRY_CAST(CAST(rank AS VARCHAR) AS DOUBLE) AS rank, TRY_CAST(CAST(score AS VARCHAR) AS DOUBLE) AS score,
+                         timestamp AS ts_text, TRY_CAST(timestamp AS TIMESTAMPTZ) AS ts
+                  FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited'))"""
+    ).to_arrow_table()
+    if pc.any(table.column("bad")).as_py():
+        return "bad", None
+    # the first bytes of each text field say for most ids that none can be blank or
+    # another JSON type; only the rest are looked into, value by value
+    firsts = {name: _first_bytes(table.column(name)) for name in TEXT_FIELDS if name != "timestamp"}
+    if any(_any_blank(table.column(name), *firsts[name]) for name in ("message_id", "memory_id")):
+        return "bad", None
+    if pc.any(table.column("ts_unsure")).as_py() or any(_may_be_other_json(table.column(n), firsts[n][0]) for n in firsts):
+        return "unsure", None
+    return "clean", table.drop_columns(["bad", "ts_unsure"])
 
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL")
@@ -172,7 +332,8 @@ def _table_source(reader: str, types: dict[str, str], index: int | str, *, csv: 
         ts_text, ts = text("timestamp"), f"TRY_CAST({text('timestamp')} AS TIMESTAMPTZ)"
     return f"""
         SELECT message_id, memory_id, rank, score, ts, user_id, store, source,
-               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad, query
+               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad,
+               false AS unsure, query
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score, {ts_text} AS ts_text, {ts} AS ts,
@@ -182,11 +343,13 @@ def _table_source(reader: str, types: dict[str, str], index: int | str, *, csv: 
         )"""
 
 
-def fast_source(con: duckdb.DuckDBPyConnection, path: str, kind: str, index: int) -> str | None:
+def fast_source(con: duckdb.DuckDBPyConnection, path: str, kind: str, index: int, *, exact: bool = False) -> str | None:
     """The SELECT reading `path` with DuckDB, or None when the validating reader must
-    (a required column missing: it says which, in memlens's words)."""
+    (a required column missing: it says which, in memlens's words). `exact` reads
+    every JSON text field as JSON text: the second read of a file whose VARCHAR read
+    had unsure rows."""
     if kind == "jsonl":
-        return _json_source(path, index)
+        return _json_source(path, index, frozenset(TEXT_FIELDS) if exact else exact_text_fields(path))
     if kind == "csv":
         reader = f"read_csv({_quote(path)}, header = true, all_varchar = true)"
     else:

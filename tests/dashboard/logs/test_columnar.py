@@ -95,3 +95,39 @@ def test_a_large_upload_takes_the_fast_path_and_keeps_its_name(tmp_path):
     assert len(log.rows) == len(rows) and log.source == "week.jsonl" and log.columnar
     broken = read_log_bytes(data + b'{"message_id": "m", "memory_id": "z", "rank": 0, "score": 0.1}\n', "week.jsonl")
     assert [str(i) for i in broken.issues] == [f"week.jsonl: line {len(rows) + 1}, field 'rank': must be 1 or more (ranks are 1-based)"]
+
+
+def big_log(rows: int = 3000) -> list[dict[str, Any]]:
+    # more than columnar.SAMPLE_BYTES: what comes late in it is past the sampled head
+    return [{"message_id": f"m{i // 3}", "memory_id": f"k{i}", "rank": i % 3 + 1, "score": 0.5, "user_id": "sam", "timestamp": "2026-01-05T09:00:00Z"} for i in range(rows)]
+
+
+def test_text_that_looks_like_a_number_or_true_is_still_text_and_stays_on_the_fast_path(tmp_path):
+    # string ids such as "12345", "true" or "[x]" are what a number, a boolean or a list
+    # becomes when read as text: the reader makes sure they were strings, and keeps them
+    rows = big_log()
+    rows[-3:] = [
+        {"message_id": "12345", "memory_id": "true", "rank": 1, "score": 0.1, "user_id": "[x]", "query": "42"},
+        {"message_id": "12345", "memory_id": "-1.5e3", "rank": 2, "score": 0.2, "user_id": "{y}", "query": "NaN"},
+        {"message_id": "12345", "memory_id": "infinity", "rank": 3, "score": 0.3, "user_id": "null", "query": "false"},
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    fast = read_log(path, include_query=True)
+    same(fast, slow_read(path))
+    assert fast.rows["memory_id"].tolist()[-3:] == ["true", "-1.5e3", "infinity"]
+    assert fast.rows["user_id"].tolist()[-3:] == ["[x]", "{y}", "null"]
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("memory_id", 17), ("message_id", True), ("user_id", [1]), ("store", {"a": 1}), ("query", 4.5), ("memory_id", "")],
+)
+def test_a_value_of_another_type_far_into_a_large_file_is_named_by_line(tmp_path, field, value):
+    rows = big_log()
+    rows[2500][field] = value
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    log = read_log(path)
+    assert [(issue.line, issue.field) for issue in log.issues] == [(2501, field)] and not log.columnar
+    assert len(log.rows) == len(rows) - 1

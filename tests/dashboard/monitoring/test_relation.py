@@ -129,3 +129,16 @@ def test_a_parquet_file_without_a_required_column_says_which(tmp_path, table):
     pq.write_table(table.drop_columns(["score"]), path)
     with pytest.raises(LogFormatError, match="missing column"):
         open_logs([str(path)])
+
+
+def test_a_number_where_an_id_belongs_is_a_bad_row_even_past_the_sampled_head(tmp_path):
+    # the monitor reads text fields the sampled head shows as plain text the cheap way;
+    # a number later in the file must still be caught, and numeric-looking text kept
+    rows = [{"message_id": f"m{i // 3}", "memory_id": f"k{i}", "rank": i % 3 + 1, "score": 0.5} for i in range(3000)]
+    rows[2500]["memory_id"] = 17
+    rows[2700]["memory_id"] = "17"
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    logs = open_logs([str(path)])
+    assert [(issue.line, issue.field) for issue in logs.issues] == [(2501, "memory_id")]
+    assert logs.counts()["rows"] == 2999
