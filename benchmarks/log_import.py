@@ -163,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         f"\n\nEvery memlens import above validates every field of every row (types, empty ids, ranks >= 1,"
         f" finite scores, ISO 8601 timestamps), names each bad row by line and field, and merges repeated"
         f" (message_id, memory_id) pairs; the 100 corrupted lines (half broken JSON, half a text score) were"
-        f" all reported. A clean file takes the DuckDB path (dashboard/logs/columnar.py: the row rules as one more"
-        f" column of the scan); the file with bad lines is read that way, found unclean, and read the validating way."
+        f" all reported. A clean file takes the DuckDB path (dashboard/logs/columnar.py: for JSONL, one scan with the"
+        f" text fields as VARCHAR and rank and score as JSON text, the number rules in the scan, the text"
+        f" rules from each field's first bytes); the file with bad lines is read that way, found unclean,"
+        f" and read the validating way."
         f" Median of {repeat} runs each."
     )
     report(f"Log import, {rows:,} rows (benchmarks/log_import.py)", body)

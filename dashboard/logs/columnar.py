@@ -12,6 +12,9 @@ scan plus the validating read it would have had anyway.
 
 Used by ``retrieval_log.read_log`` (the Label page, `memlens logs check`) and by the
 monitor's relation (dashboard.monitoring.relation), which keeps the scan in DuckDB.
+read_log takes a JSONL file into memory by ``read_jsonl_rows`` instead, which checks
+the text rules on whole Arrow columns after the scan (docs/monitoring.md, "Reading at
+scale", says why a text field is read as VARCHAR and when it is read again).
 """
 
 from __future__ import annotations
