@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import tempfile
 
 import duckdb
@@ -40,7 +41,7 @@ SNIFF_BYTES = 4096
 # (benchmarks/monitor.py).
 MEMORY_LIMIT = "1.5GB"
 _CONNECTIONS = itertools.count()
-# A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, unsure, query
+# A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, query
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -128,13 +129,7 @@ def _unsure(column: str) -> str:
 
 def looks_like_other_json(value: str) -> bool:
     """The Python side of ``_unsure``: a string a non-string JSON value could have been read as."""
-    if value in ("true", "false") or value[:1] in ("{", "["):
-        return True
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
+    return re.match(OTHER_JSON, value) is not None
 
 
 def exact_text_fields(path: str) -> frozenset[str]:
@@ -170,9 +165,9 @@ def _json_source(path: str, index: int, exact: frozenset[str] | set[str] = froze
     number does not. Typed columns alone would not: DuckDB casts silently there ("2"
     to 2, 9 to "9", 1.5 to a rank of 2). But JSON text costs a second parse of every
     value to get a string's value out, so a text field is read as VARCHAR unless it is
-    in `exact`; a VARCHAR value a non-string could have become (``_unsure``) marks its
-    row ``unsure``, and bad, so the file is read again with every text field exact
-    (retrieval_log._read_fast) before any row is called bad."""
+    in `exact`; a VARCHAR value a non-string could have become (``_unsure``) makes its
+    row bad here, and the validating reader, by way of read_log (which reads the file
+    again with every text field exact), says whether it is."""
     columns = ", ".join(f"'{c}': '{'JSON' if c in exact or c not in TEXT_FIELDS else 'VARCHAR'}'" for c in (*TEXT_FIELDS, "rank", "score"))
 
     def is_text(column: str) -> str:
@@ -197,8 +192,7 @@ def _json_source(path: str, index: int, exact: frozenset[str] | set[str] = froze
     unsure = " OR ".join(_unsure(c) for c in TEXT_FIELDS if c not in exact) or "false"
     return f"""
         SELECT message_id, memory_id, rank, score, ts, user_id, store, {index} AS source,
-               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "wrong_type OR unsure")} AS bad,
-               coalesce(unsure, false) AS unsure, query
+               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "wrong_type OR unsure")} AS bad, query
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score,
@@ -211,53 +205,60 @@ def _json_source(path: str, index: int, exact: frozenset[str] | set[str] = froze
 
 # ------------------------------------------------------------------ a JSONL file read into memory
 # What retrieval_log.read_log takes for a JSONL file: one scan at nearly the cost of
-# a plain typed read_json, the rules then checked on whole Arrow columns (a minimum
-# and a maximum, a cast, a null count) instead of an SQL expression per value, which
-# cost as much again as the scan (benchmarks/log_import.py). The monitor's relation
-# keeps the per-row SQL of _json_source: it never holds the rows in memory.
+# a plain typed read_json, the number rules in it, and the text rules checked after it
+# on whole Arrow columns (the range of each field's first bytes) instead of an SQL
+# expression per value, which cost as much again as the scan (benchmarks/log_import.py).
+# The monitor's relation keeps the per-row SQL of _json_source: it never holds the
+# rows in memory.
 
 # First characters of what DuckDB makes of a non-string JSON value read as VARCHAR:
 # a number (a digit, a sign; n/N/i/I for NaN and Infinity), true, false, [, {.
-# Values that all begin strictly between two of these, as most ids do ("msg-", "mem-",
-# "user-"), cannot be one; the rest are matched by _OTHER_JSON.
+# Values whose first bytes all lie between two of these, as most ids' do ("msg-",
+# "mem-", "user-"), cannot be one; otherwise each value is matched with OTHER_JSON.
 _UNSURE_FIRST = np.array(sorted(b"+-.0123456789INfint[{"), dtype=np.uint8)
-_OTHER_JSON = r"^(?:[\[{]|(?:true|false|-?(?i:nan|inf|infinity)|-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)$)"
+OTHER_JSON = r"^(?:[\[{]|(?:true|false|-?(?i:nan|inf|infinity)|-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)$)"
 
 
-def _first_bytes(column: pa.ChunkedArray) -> tuple[np.ndarray, bool]:
-    """The first byte of every non-empty value, and whether a value is "" (nulls are
-    neither). Read from the Arrow buffers: a hundred times cheaper than a string
-    minimum and maximum, which compare whole values."""
-    firsts, any_empty = [], False
+def _first_byte_range(column: pa.ChunkedArray) -> tuple[int, int, bool]:
+    """The lowest and highest first byte of the non-empty values (256, -1 when there
+    are none), and whether a value is "" (nulls are neither). Read off the Arrow
+    buffers: cheaper than a string minimum and maximum, which compare whole values."""
+    low, high, any_empty = 256, -1, False
     for chunk in column.chunks:
         if chunk.type not in (pa.string(), pa.large_string()):
             chunk = chunk.cast(pa.large_string())  # one of the two layouts read here
         _, offsets_buffer, data_buffer = chunk.buffers()
         width = np.int32 if chunk.type == pa.string() else np.int64
         offsets = np.frombuffer(offsets_buffer, width)[chunk.offset : chunk.offset + len(chunk) + 1]
-        data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
-        lengths = np.diff(offsets)
-        valid = chunk.is_valid().to_numpy(zero_copy_only=False)
-        any_empty = any_empty or bool(np.any(valid & (lengths == 0)))
-        firsts.append(data[offsets[:-1][valid & (lengths > 0)]])
-    return (np.concatenate(firsts) if firsts else np.zeros(0, np.uint8)), any_empty
+        if data_buffer is None or not len(chunk):
+            any_empty = any_empty or len(chunk) > chunk.null_count
+            continue
+        data = np.frombuffer(data_buffer, np.uint8)
+        filled = np.diff(offsets) > 0
+        if chunk.null_count:
+            valid = chunk.is_valid().to_numpy(zero_copy_only=False)
+            any_empty = any_empty or bool(np.any(valid & ~filled))
+            filled &= valid
+        else:
+            any_empty = any_empty or not filled.all()
+        firsts = data[offsets[:-1][filled]]
+        if len(firsts):
+            low, high = min(low, int(firsts.min())), max(high, int(firsts.max()))
+    return low, high, any_empty
 
 
-def _may_be_other_json(column: pa.ChunkedArray, firsts: np.ndarray) -> bool:
-    if not len(firsts):
+def _may_be_other_json(column: pa.ChunkedArray, low: int, high: int) -> bool:
+    # no unsure first character from the lowest first byte to the highest: none can be
+    if low > high or not np.any((_UNSURE_FIRST >= low) & (_UNSURE_FIRST <= high)):
         return False
-    low, high = firsts.min(), firsts.max()
-    # no unsure first character from the lowest first byte to the highest
-    if not np.any((_UNSURE_FIRST >= low) & (_UNSURE_FIRST <= high)):
-        return False
-    return bool(pc.any(pc.match_substring_regex(column, _OTHER_JSON)).as_py())
+    return bool(pc.any(pc.match_substring_regex(column, OTHER_JSON)).as_py())
 
 
-def _any_blank(column: pa.ChunkedArray, firsts: np.ndarray, any_empty: bool) -> bool:
+def _any_blank(column: pa.ChunkedArray, low: int, high: int, any_empty: bool) -> bool:
     """An id that is blank as Python's str.strip() sees it (see _blank)."""
     if any_empty:
         return True
-    if not len(firsts) or (firsts.min() >= 0x21 and firsts.max() <= 0x7E):
+    if low > high or (low >= 0x21 and high <= 0x7E):
         return False  # every id starts with a printable ASCII character
     return bool(pc.any(pc.equal(pc.utf8_trim(column, _WHITESPACE), "")).as_py())
 
@@ -293,10 +294,10 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, pa.
         return "bad", None
     # the first bytes of each text field say for most ids that none can be blank or
     # another JSON type; only the rest are looked into, value by value
-    firsts = {name: _first_bytes(table.column(name)) for name in TEXT_FIELDS if name != "timestamp"}
-    if any(_any_blank(table.column(name), *firsts[name]) for name in ("message_id", "memory_id")):
+    ranges = {name: _first_byte_range(table.column(name)) for name in TEXT_FIELDS if name != "timestamp"}
+    if any(_any_blank(table.column(name), *ranges[name]) for name in ("message_id", "memory_id")):
         return "bad", None
-    if pc.any(table.column("ts_unsure")).as_py() or any(_may_be_other_json(table.column(n), firsts[n][0]) for n in firsts):
+    if pc.any(table.column("ts_unsure")).as_py() or any(_may_be_other_json(table.column(n), *ranges[n][:2]) for n in ranges):
         return "unsure", None
     return "clean", table.drop_columns(["bad", "ts_unsure"])
 
@@ -335,8 +336,7 @@ def _table_source(reader: str, types: dict[str, str], index: int | str, *, csv: 
         ts_text, ts = text("timestamp"), f"TRY_CAST({text('timestamp')} AS TIMESTAMPTZ)"
     return f"""
         SELECT message_id, memory_id, rank, score, ts, user_id, store, source,
-               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad,
-               false AS unsure, query
+               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad, query
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score, {ts_text} AS ts_text, {ts} AS ts,
