@@ -147,6 +147,8 @@ def _read_fast(path: Path, name: str, format: str | None, *, exact: bool = False
         return None
     # the file's lines are counted on a thread while DuckDB scans it (numpy and
     # DuckDB both let go of the GIL): one more pass over the bytes, at no wait
+    if kind == "jsonl" and not exact and columnar.exact_text_fields(str(path)):
+        exact = True  # numeric-looking ids from the first line on: no VARCHAR scan to find it out
     lines = _LINE_COUNTER.submit(_line_count, path) if kind != "parquet" else None
     con = columnar.connect()
     try:
