@@ -9,6 +9,18 @@ import streamlit as st
 st.title("Inspect a retrieval")
 st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
 
+# A link's first result needs the embedding model of the linked (or default) store:
+# it starts opening now, on its own thread, beside the imports and the sidebar below.
+# Not before the title: started in app.py, its imports (numpy, onnxruntime) took the
+# GIL from the first run and the title went out about half a second later on a new
+# server (benchmarks/RESULTS.md, issue 24). Once per process.
+from connectors.embedding import warm_up_in_background  # noqa: E402
+from connectors.registry import REGISTRY  # noqa: E402
+
+_linked_store = REGISTRY.get(st.query_params.get("store") or "embedded")
+if _linked_store is not None and _linked_store.local_model:
+    warm_up_in_background()
+
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
 from dashboard.ui import inspect_view as view  # noqa: E402
 from dashboard.ui import reviewer as reviewer_ui  # noqa: E402
