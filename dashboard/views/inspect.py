@@ -13,13 +13,11 @@ st.caption("Type the message the agent would query memory with; see what comes b
 # it starts opening now, on its own thread, beside the imports and the sidebar below.
 # Not before the title: started in app.py, its imports (numpy, onnxruntime) took the
 # GIL from the first run and the title went out about half a second later on a new
-# server (benchmarks/RESULTS.md, issue 24). Once per process.
-from connectors.embedding import warm_up_in_background  # noqa: E402
-from connectors.registry import REGISTRY  # noqa: E402
+# server (benchmarks/RESULTS.md, issue 24). Once per process. (app.py has imported
+# the sidebar module already, for the access gate.)
+from dashboard.ui.sidebar import DEFAULT_STORE, store_picker, user_picker, warm_model  # noqa: E402
 
-_linked_store = REGISTRY.get(st.query_params.get("store") or "embedded")
-if _linked_store is not None and _linked_store.local_model:
-    warm_up_in_background()
+warm_model(st.query_params.get("store") or DEFAULT_STORE)
 
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
 from dashboard.ui import inspect_view as view  # noqa: E402
@@ -27,7 +25,6 @@ from dashboard.ui import reviewer as reviewer_ui  # noqa: E402
 from dashboard.ui import session  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
 from dashboard.ui.errors import show_store_error  # noqa: E402
-from dashboard.ui.sidebar import store_picker, user_picker, warm_model  # noqa: E402
 
 require_access()  # the page shows memory text
 view.restore_from_url()
