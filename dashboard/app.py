@@ -36,16 +36,6 @@ page = st.navigation(
         st.Page(PAGES / "monitor.py", title="Monitor", icon=":material/monitoring:", url_path="monitor"),
     ]
 )
-# A first page view on a store that embeds queries with the packaged model (the
-# default store, "embedded", does) needs that model: start opening it now, beside
-# the imports below (pandas, the pages), not after them. Once per process.
-from connectors.embedding import warm_up_in_background  # noqa: E402
-from connectors.registry import REGISTRY  # noqa: E402
-
-_linked_store = REGISTRY.get(st.query_params.get("store") or "embedded")
-if _linked_store is not None and _linked_store.local_model:
-    warm_up_in_background()
-
 # Every page, deep links included, is behind the password or sign-in when one is
 # configured; a page added later cannot forget it.
 from dashboard.ui.access import account_menu, require_access, show_setting_errors  # noqa: E402

@@ -29,7 +29,15 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 
 def _run(args: argparse.Namespace) -> int:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    command = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", *args.streamlit_args]
+    # No source-file watcher, as in .streamlit/config.toml (read only from the project
+    # root): it costs every new browser session about half a second. A later
+    # `--server.fileWatcherType auto` among the arguments turns it back on.
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(APP),
+        "--server.headless", "true",
+        "--server.fileWatcherType", "none",
+        *args.streamlit_args,
+    ]  # fmt: skip
     return subprocess.call(command, env=env)
 
 

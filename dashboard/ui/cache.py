@@ -12,8 +12,6 @@ import hashlib
 import json
 import os
 import tempfile
-import threading
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -152,27 +150,6 @@ def parse_label_bytes(content: bytes, *, source: str) -> LabelFile:
 def _parsed_label_file(digest: str, name: str, _content: bytes) -> LabelFile:
     # A LabelFileError propagates and is not cached: the page shows it each run.
     return parse_label_bytes(_content, source=name)
-
-
-@st.cache_resource(show_spinner=False)
-def model_warmup() -> Future:
-    """Start opening the embedding model in the background at first page view, so
-    the page paints at once and the model is usually ready by the first query (on
-    the ONNX path that is under a second; the first run on a machine also exports
-    the model, which imports torch once)."""
-    from connectors.embedding import runtime as embedding
-
-    future: Future = Future()
-
-    def load() -> None:
-        try:
-            embedding.encoder()
-            future.set_result(True)
-        except Exception as exc:  # reported when a query needs the model
-            future.set_exception(exc)
-
-    threading.Thread(target=load, name="memlens-model-warmup", daemon=True).start()
-    return future
 
 
 def open_logs(paths: list[str]) -> LogSet:

@@ -10,6 +10,7 @@ from typing import Any
 import streamlit as st
 
 from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
+from connectors.embedding import warm_up_in_background
 from connectors.registry import REGISTRY, ConfigField, fingerprint, offered_values, with_configured_secrets
 from dashboard import store_link
 from dashboard.display import clip_text, inert_markdown
@@ -224,10 +225,11 @@ def set_store_setting(store: str, field: str, value: Any) -> None:
 
 
 def warm_model(store_name: str) -> None:
-    """Start opening the packaged embedding model when the chosen store uses it."""
+    """Start opening the packaged embedding model, on a thread of its own and once per
+    process, when the store named `store_name` uses it; an unknown name does nothing."""
     spec = REGISTRY.get(store_name)
     if spec is not None and spec.local_model:
-        cache.model_warmup()
+        warm_up_in_background()
 
 
 def store_users(store: MemoryStore | None) -> list[str] | None:

@@ -9,13 +9,22 @@ import streamlit as st
 st.title("Inspect a retrieval")
 st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
 
+# A link's first result needs the embedding model of the linked (or default) store:
+# it starts opening now, on its own thread, beside the imports and the sidebar below.
+# Not before the title: started in app.py, its imports (numpy, onnxruntime) took the
+# GIL from the first run and the title went out about half a second later on a new
+# server (benchmarks/RESULTS.md, issue 24). Once per process. (app.py has imported
+# the sidebar module already, for the access gate.)
+from dashboard.ui.sidebar import DEFAULT_STORE, store_picker, user_picker, warm_model  # noqa: E402
+
+warm_model(st.query_params.get("store") or DEFAULT_STORE)
+
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
 from dashboard.ui import inspect_view as view  # noqa: E402
 from dashboard.ui import reviewer as reviewer_ui  # noqa: E402
 from dashboard.ui import session  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
 from dashboard.ui.errors import show_store_error  # noqa: E402
-from dashboard.ui.sidebar import store_picker, user_picker, warm_model  # noqa: E402
 
 require_access()  # the page shows memory text
 view.restore_from_url()
