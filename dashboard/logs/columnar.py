@@ -109,7 +109,7 @@ def _checks(message_id: str, memory_id: str, rank: str, score: str, ts_text: str
 # The JSON fields that hold text. Each is read one of two ways (``_json_source``):
 # as VARCHAR, which costs least, or as JSON text, which shows its JSON type.
 TEXT_FIELDS = ("message_id", "memory_id", "user_id", "query", "timestamp", "store")
-SAMPLE_BYTES = 1 << 16
+SAMPLE_BYTES = 1 << 14  # about 200 lines of a typical log: enough to see numeric ids
 
 
 def _unsure(column: str) -> str:
@@ -234,14 +234,16 @@ def _first_byte_range(column: pa.ChunkedArray) -> tuple[int, int, bool]:
             any_empty = any_empty or len(chunk) > chunk.null_count
             continue
         data = np.frombuffer(data_buffer, np.uint8)
-        filled = np.diff(offsets) > 0
+        starts = offsets[:-1]
+        filled = offsets[1:] > starts
         if chunk.null_count:
             valid = chunk.is_valid().to_numpy(zero_copy_only=False)
             any_empty = any_empty or bool(np.any(valid & ~filled))
-            filled &= valid
-        else:
-            any_empty = any_empty or not filled.all()
-        firsts = data[offsets[:-1][filled]]
+            starts = starts[filled & valid]
+        elif not filled.all():
+            any_empty = True
+            starts = starts[filled]
+        firsts = data[starts]  # with no value empty, every start is a value's first byte
         if len(firsts):
             low, high = min(low, int(firsts.min())), max(high, int(firsts.max()))
     return low, high, any_empty
