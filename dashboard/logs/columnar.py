@@ -229,7 +229,7 @@ def _first_byte_range(column: pa.ChunkedArray) -> tuple[int, int, bool]:
             chunk = chunk.cast(pa.large_string())  # one of the two layouts read here
         _, offsets_buffer, data_buffer = chunk.buffers()
         width = np.int32 if chunk.type == pa.string() else np.int64
-        offsets = np.frombuffer(offsets_buffer, width)[chunk.offset : chunk.offset + len(chunk) + 1]
+        offsets: np.ndarray = np.frombuffer(offsets_buffer, width)[chunk.offset : chunk.offset + len(chunk) + 1].astype(np.int64, copy=False)
         if data_buffer is None or not len(chunk):
             any_empty = any_empty or len(chunk) > chunk.null_count
             continue
@@ -273,23 +273,23 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, pa.
     a VARCHAR read cannot tell from a string: read the file with _json_source and every
     text field exact. The rows are message_id, memory_id, rank, score (doubles),
     user_id, query, timestamp, store, and pair (the hash of message_id and memory_id)."""
-    columns = ", ".join(f"'{c}': 'VARCHAR'" for c in TEXT_FIELDS) + ", 'rank': 'JSON', 'score': 'JSON'"
+    # A timestamp typed in read_json is strict, unlike the other types: a number, true
+    # or a string that is not a date-time stops the scan (a DuckDB error, so the
+    # validating reader names the row), and it is parsed in the scan.
+    columns = ", ".join(f"'{c}': 'VARCHAR'" for c in TEXT_FIELDS if c != "timestamp")
+    columns += ", 'timestamp': 'TIMESTAMPTZ', 'rank': 'JSON', 'score': 'JSON'"
     # the number rules are cheap in SQL, and run on both cores there; the JSON text
     # of anything but a number (a quoted "2", true, an object) does not cast
     table = con.sql(
-        f"""SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store,
+        f"""SELECT message_id, memory_id, rank, score, user_id, query, timestamp, store,
                    coalesce(message_id IS NULL
                        OR (rank_json IS NOT NULL AND rank IS NULL) OR (score_json IS NOT NULL AND score IS NULL)
                        OR (memory_id IS NULL AND (rank_json IS NOT NULL OR score_json IS NOT NULL))
                        OR (memory_id IS NOT NULL AND (rank IS NULL OR rank <> floor(rank) OR rank < 1 OR rank > {MAX_RANK}
-                                                      OR score IS NULL OR NOT isfinite(score)))
-                       OR (ts_text IS NOT NULL AND ts IS NULL), false) AS bad,
-                   -- of the strings a timestamp parses from, only infinity's can be a number's
-                   coalesce(isinf(ts), false) AS ts_unsure,
+                                                      OR score IS NULL OR NOT isfinite(score))), false) AS bad,
                    CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair
-            FROM (SELECT message_id, memory_id, user_id, query, store, rank AS rank_json, score AS score_json,
-                         TRY_CAST(CAST(rank AS VARCHAR) AS DOUBLE) AS rank, TRY_CAST(CAST(score AS VARCHAR) AS DOUBLE) AS score,
-                         timestamp AS ts_text, TRY_CAST(timestamp AS TIMESTAMPTZ) AS ts
+            FROM (SELECT message_id, memory_id, user_id, query, store, timestamp, rank AS rank_json, score AS score_json,
+                         TRY_CAST(CAST(rank AS VARCHAR) AS DOUBLE) AS rank, TRY_CAST(CAST(score AS VARCHAR) AS DOUBLE) AS score
                   FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited'))"""
     ).to_arrow_table()
     if pc.any(table.column("bad")).as_py():
@@ -299,9 +299,9 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, pa.
     ranges = {name: _first_byte_range(table.column(name)) for name in TEXT_FIELDS if name != "timestamp"}
     if any(_any_blank(table.column(name), *ranges[name]) for name in ("message_id", "memory_id")):
         return "bad", None
-    if pc.any(table.column("ts_unsure")).as_py() or any(_may_be_other_json(table.column(n), *ranges[n][:2]) for n in ranges):
+    if any(_may_be_other_json(table.column(n), *ranges[n][:2]) for n in ranges):
         return "unsure", None
-    return "clean", table.drop_columns(["bad", "ts_unsure"])
+    return "clean", table.drop_columns(["bad"])
 
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL")

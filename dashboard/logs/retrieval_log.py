@@ -129,8 +129,10 @@ def read_log(path: str | Path, *, format: str | None = None, include_query: bool
     return read_log_bytes(data, str(path), format=format, include_query=include_query)
 
 
-FAST_MIN_BYTES = 1 << 20
-_LINE_COUNTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-lines")  # below this an upload is read in memory: a temporary file would cost more
+FAST_MIN_BYTES = 1 << 20  # below this an upload is read in memory: a temporary file would cost more
+# Work done beside the main thread while it waits on DuckDB or on pandas: counting a
+# file's lines, sorting the pairs' hashes (numpy and DuckDB both let go of the GIL).
+_BESIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-log")
 
 
 def _read_fast(path: Path, name: str, format: str | None, *, exact: bool = False) -> LogImport | None:
@@ -145,11 +147,10 @@ def _read_fast(path: Path, name: str, format: str | None, *, exact: bool = False
         return None
     if kind not in ("jsonl", "csv", "parquet"):
         return None
-    # the file's lines are counted on a thread while DuckDB scans it (numpy and
-    # DuckDB both let go of the GIL): one more pass over the bytes, at no wait
     if kind == "jsonl" and not exact and columnar.exact_text_fields(str(path)):
         exact = True  # numeric-looking ids from the first line on: no VARCHAR scan to find it out
-    lines = _LINE_COUNTER.submit(_line_count, path) if kind != "parquet" else None
+    # the file's lines are counted while DuckDB scans it: one more pass over the bytes, at no wait
+    lines = _BESIDE.submit(_line_count, path) if kind != "parquet" else None
     con = columnar.connect()
     try:
         if kind == "jsonl" and not exact:
@@ -174,19 +175,29 @@ def _read_fast(path: Path, name: str, format: str | None, *, exact: bool = False
             table = table.drop_columns(["bad"])
         if table.num_rows == 0:
             return None
+        first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
+        if lines is not None and lines.result() != table.num_rows + first_line - 1:
+            return None  # blank lines, a header only, values over several lines: line numbers would not hold
+        # the pairs' hashes are sorted while pandas takes the rows
+        collide = _BESIDE.submit(_hashes_collide, table.column("pair"))
+        good, empty = _frames(table.drop_columns(["pair"]), first_line)
         # a repeated pair is merged by the validating reader, which names the repeats that disagree
-        if _repeats_a_pair(con, table):
+        if collide.result() and _repeats_a_pair(con, table):
             return None
     except duckdb.Error:
         return None  # DuckDB would not parse it: the validating reader says why, line by line
     finally:
         con.close()
-    first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
-    if lines is not None and lines.result() != table.num_rows + first_line - 1:
-        return None  # blank lines, a header only, values over several lines: line numbers would not hold
-    rows_read = table.num_rows
-    table = table.drop_columns(["pair"])
-    table = table.append_column("line", pa.array(np.arange(first_line, first_line + rows_read, dtype=np.int64)))
+    conflicts: list[LineIssue] = []
+    empty_turns, merged = _empty_turns(empty, good, name, conflicts)
+    return LogImport(
+        source=name, rows=good, duplicates=merged, conflicts=conflicts, rows_read=table.num_rows, empty_turns=empty_turns, columnar=True
+    )
+
+
+def _frames(table: pa.Table, first_line: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows with their line numbers as pandas frames: those with a memory, and the empty turns."""
+    table = table.append_column("line", pa.array(np.arange(first_line, first_line + table.num_rows, dtype=np.int64)))
     # split off the empty turns in arrow, and only when there are some: each pandas
     # filter or column reorder of a million rows is a copy of every column
     empty_turn = pc.is_null(table.column("memory_id"))
@@ -197,21 +208,20 @@ def _read_fast(path: Path, name: str, format: str | None, *, exact: bool = False
         empty = table.slice(0, 0).to_pandas()
     good = table.to_pandas()
     good["rank"] = good["rank"].astype(np.int64)
-    conflicts: list[LineIssue] = []
-    empty_turns, merged = _empty_turns(empty, good, name, conflicts)
-    return LogImport(
-        source=name, rows=good, duplicates=merged, conflicts=conflicts, rows_read=rows_read, empty_turns=empty_turns, columnar=True
-    )
+    return good, empty
+
+
+def _hashes_collide(pairs: pa.ChunkedArray) -> bool:
+    """True when two of the pairs' hashes are equal: sorted and compared, a few
+    milliseconds for a million rows."""
+    hashes = np.sort(pc.drop_null(pairs).to_numpy())
+    return bool((hashes[1:] == hashes[:-1]).any())
 
 
 def _repeats_a_pair(con: duckdb.DuckDBPyConnection, table: pa.Table) -> bool:
-    """True when two rows hold the same (message_id, memory_id). The pairs' hashes
-    (column ``pair``) are sorted and compared, a few milliseconds for a million
-    rows; only when two are equal (a repeat, or very rarely two pairs with one
-    hash) are the pairs themselves grouped, which costs ten times more."""
-    hashes = np.sort(pc.drop_null(table.column("pair")).to_numpy())
-    if not (hashes[1:] == hashes[:-1]).any():
-        return False
+    """True when two rows hold the same (message_id, memory_id). Asked only when two
+    hashes are equal (_hashes_collide: a repeat, or very rarely two pairs with one
+    hash): grouping the pairs themselves costs ten times more than the hashes."""
     con.register("fast_rows", table)
     repeated = con.execute(
         "SELECT count(*) FROM (SELECT 1 FROM fast_rows WHERE memory_id IS NOT NULL GROUP BY message_id, memory_id HAVING count(*) > 1)"
