@@ -146,7 +146,7 @@ def exact_text_fields(path: str) -> frozenset[str]:
     for line in lines:
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # broken, or nested past Python's limit
             continue  # the scan finds it
         if not isinstance(row, dict):
             continue
