@@ -135,7 +135,7 @@ FAST_MIN_BYTES = 1 << 20  # below this an upload is read in memory: a temporary 
 _BESIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-log")
 
 
-def _read_fast(path: Path, name: str, format: str | None, *, exact: bool = False) -> LogImport | None:
+def _read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
     """The log read by DuckDB when it is clean, else None (read it the validating way)."""
     import duckdb
 
@@ -147,22 +147,20 @@ def _read_fast(path: Path, name: str, format: str | None, *, exact: bool = False
         return None
     if kind not in ("jsonl", "csv", "parquet"):
         return None
-    if kind == "jsonl" and not exact and columnar.exact_text_fields(str(path)):
-        exact = True  # numeric-looking ids from the first line on: no VARCHAR scan to find it out
     # the file's lines are counted while DuckDB scans it: one more pass over the bytes, at no wait
     lines = _BESIDE.submit(_line_count, path) if kind != "parquet" else None
     con = columnar.connect()
     try:
-        if kind == "jsonl" and not exact:
-            verdict, rows = columnar.read_jsonl_rows(con, str(path))
+        table: pa.Table | None = None
+        # numeric-looking ids from the first line on: no VARCHAR scan to find it out
+        if kind == "jsonl" and not columnar.exact_text_fields(str(path)):
+            verdict, table = columnar.read_jsonl_rows(con, str(path))
             if verdict == "bad":
                 return None
-            if rows is None:  # unsure: a text field may hold a non-string
-                con.close()
-                return _read_fast(path, name, format, exact=True)
-            table = rows
-        else:
-            source = columnar.fast_source(con, str(path), kind, 0, exact=exact)
+            # "unsure" (no table): a text field may hold a non-string; the exact read below says
+        if table is None:
+            # for JSONL, every text field read as JSON text (fast_source's exact)
+            source = columnar.fast_source(con, str(path), kind, 0, exact=True)
             if source is None:
                 return None
             # the pair's hash, in the same scan: what finds a repeated pair below
