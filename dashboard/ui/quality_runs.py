@@ -28,6 +28,7 @@ from dashboard.evaluation.runs import RunRequest, RunStopped, failure_summary, r
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
 from dashboard.ui import cache, session
+from dashboard.ui.progress import progress_bar
 from dashboard.ui.errors import show_error, show_store_error
 from dashboard.ui.sidebar import (
     StoreChoice,
@@ -213,7 +214,7 @@ def _store_at(choice: StoreChoice, as_of: str | None) -> MemoryStore:
 
 
 def _execute(work: Any) -> None:
-    bar = st.progress(0.0, text="Starting the run")
+    bar = progress_bar(0.0, "Starting the run")
     # Any click reruns the page, which stops this script between two batches: the
     # answers so far are saved and the run stays incomplete, to be resumed.
     st.button("Cancel run", key="eval_cancel")

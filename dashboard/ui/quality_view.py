@@ -25,6 +25,7 @@ from dashboard.ranking.rerank import RerankSettings
 from dashboard.ui import cache
 from dashboard.ui import label_source as label_source_ui
 from dashboard.ui.errors import show_error
+from dashboard.ui.progress import progress_bar
 from dashboard.ui.rerank_panel import RELEVANCE_SOURCE_TEXT, rerank_controls, settings_text
 from dashboard.ui.sidebar import StoreChoice, missing_users_warning
 
@@ -181,7 +182,7 @@ def demo_hits(choice: StoreChoice, queries: list[JudgedQuestion], k: int, digest
     if fresh:
         state["quality_demo_hits"], state["quality_demo_error"] = None, None
         hits: dict[str, list[Hit]] = {}
-        progress = st.progress(0.0, text="Running the demo queries…")
+        progress = progress_bar(0.0, "Running the demo queries…")
         try:
             for done, query in enumerate(queries, start=1):
                 result = readlog.logged_query(
