@@ -113,3 +113,33 @@ def test_a_turn_only_the_judge_graded_survives_a_store_filter(model, setup, caps
     merged = merge_labels(people, judged, JUDGE, "judge:umbrela@grader",
                           stores={lab.message_id: lab.store for lab in people}, store="embedded:1")
     assert [(lab.message_id, lab.store) for lab in merged.labels] == [("q-new", "embedded:1")]
+
+
+def test_judging_a_log_records_each_rows_store_and_the_opened_one_where_the_log_names_none(
+    model, setup, capsys, demo_store, demo_dir, tmp_path
+):
+    """A log row that names its store keeps that name on the judge label (as a
+    person's label of that row would); a row that names none gets the fingerprint of
+    the store the memory text was read from, so a store filter on either keeps it."""
+    import json
+
+    from connectors.registry import fingerprint
+
+    labels_path, base, _ = setup
+    memories = demo_store.list(user_id=None, limit=2)
+    log = tmp_path / "retrievals.jsonl"
+    rows = [
+        {"message_id": "turn-a", "memory_id": memories[0].memory_id, "rank": 1, "score": 0.61,
+         "user_id": memories[0].user_id, "query": "what pizza does the user like?", "store": "embedded:logged"},
+        {"message_id": "turn-b", "memory_id": memories[1].memory_id, "rank": 1, "score": 0.42,
+         "user_id": memories[1].user_id, "query": "where does the user live?"},
+    ]
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert main(["judge", str(log), *base, "--send-text"]) == 0
+    assert "graded 2 pair(s), 0 failed" in capsys.readouterr().out
+    store = LabelStore(labels_path)
+    stores = {j.message_id: j.store for j in store.judgments(source="judge:umbrela@grader")}
+    store.close()
+    opened = fingerprint("embedded", {"db_path": str((demo_dir / "demo.sqlite").resolve())})
+    assert stores == {"turn-a": "embedded:logged", "turn-b": opened}
+    assert opened != "embedded:logged"
