@@ -28,8 +28,8 @@ from dashboard.evaluation.runs import RunRequest, RunStopped, failure_summary, r
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
 from dashboard.ui import cache, session
-from dashboard.ui.progress import progress_bar
 from dashboard.ui.errors import show_error, show_store_error
+from dashboard.ui.progress import progress_bar
 from dashboard.ui.sidebar import (
     StoreChoice,
     missing_users_warning,
