@@ -18,12 +18,16 @@ import hmac
 
 import streamlit as st
 
-from dashboard.display import code_span
-from dashboard.ui import cache
-from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import secret_value
+from dashboard.ui.secret_lookup import secret_value
 
+# app.py runs the gate, the account menu and the setting check on every page before
+# the page's title. On a server where none of them has anything to say they import
+# nothing more of memlens: the label cache, the database modules and the store
+# registry (60-100 ms on a new server) wait until the page needs them.
 PASSWORD_ENV = "MEMLENS_PASSWORD"
+# The label database's setting (dashboard/database/store.py LABELS_URL_ENV, which a
+# test keeps equal), named here so that checking whether it is set imports nothing.
+LABELS_URL_ENV = "MEMLENS_LABELS_URL"
 _GRANTED = "_access_granted"
 
 
@@ -80,6 +84,8 @@ def require_access() -> None:
         st.text_input("Password", type="password", key="access_password")
         st.form_submit_button("Unlock", on_click=_check_password, args=(password,))
     if error := st.session_state.get("access_error"):
+        from dashboard.ui.errors import show_error
+
         show_error(error)
     st.stop()
 
@@ -89,6 +95,8 @@ def account_menu() -> None:
     once per run, after the gate."""
     identity = logged_in_identity()
     if identity:
+        from dashboard.display import code_span
+
         # Said once, here, for every page: labels carry this identity (ui/reviewer.py
         # adds no second line). A code span keeps it inert without the word joiner
         # inert_markdown puts after '@' (no autolink), so the address reads and copies as given.
@@ -100,6 +108,10 @@ def show_setting_errors() -> None:
     """A deployment setting that cannot work (MEMLENS_LABELS_URL naming no database
     memlens opens), said on every page, not only where labels are read: otherwise
     labels would silently stop being shared."""
-    problem = cache.labels_setting_error()
-    if problem:
+    if not secret_value(LABELS_URL_ENV):
+        return  # labels.sqlite in the data directory: nothing to check
+    from dashboard.ui import cache
+    from dashboard.ui.errors import show_error
+
+    if problem := cache.labels_setting_error():
         show_error(problem)

@@ -15,6 +15,7 @@ from connectors.registry import REGISTRY, ConfigField, fingerprint, offered_valu
 from dashboard import store_link
 from dashboard.display import clip_text, inert_markdown
 from dashboard.ui import cache, session
+from dashboard.ui.secret_lookup import secret_value
 
 DEFAULT_STORE = "embedded"
 
@@ -35,18 +36,6 @@ class StoreChoice:
         if self.store is None:
             raise StoreUnavailable(self.error or f"the {self.name} store is not open")
         return self.store
-
-
-def secret_value(env_name: str | None) -> str | None:
-    """A secret from st.secrets, else the environment; None when neither has it."""
-    if not env_name:
-        return None
-    try:
-        if env_name in st.secrets:
-            return str(st.secrets[env_name])
-    except Exception:  # no secrets.toml at all: that is the common case, not an error
-        pass
-    return os.environ.get(env_name) or None
 
 
 def _default(field: ConfigField) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -256,3 +257,27 @@ def label_page_on_postgres(postgres, data_dir, demo_store, monkeypatch):
     at.run()
     assert not at.exception, at.exception
     return at
+
+
+def test_the_checks_before_every_pages_title_import_no_label_database_when_none_is_set():
+    """app.py runs the access gate and the setting check before each page's title; with
+    no password and no MEMLENS_LABELS_URL they must not import the label cache, the
+    database modules or the store registry, which held a new server's first paint back."""
+    code = (
+        "import sys\n"
+        "from dashboard.ui.access import account_menu, require_access, show_setting_errors\n"
+        "require_access(); account_menu(); show_setting_errors()\n"
+        "heavy = ('dashboard.database', 'dashboard.ui.cache', 'dashboard.ui.sidebar', 'connectors')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("MEMLENS_LABELS_URL", "MEMLENS_PASSWORD")}
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+
+
+def test_the_gate_checks_the_setting_the_label_database_reads():
+    from dashboard.database.store import LABELS_URL_ENV
+    from dashboard.ui import access
+
+    assert access.LABELS_URL_ENV == LABELS_URL_ENV
