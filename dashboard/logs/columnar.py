@@ -92,15 +92,22 @@ def _blank(column: str) -> str:
     )
 
 
+def _number_rules(memory_id: str, rank: str, score: str) -> str:
+    """The rules on a row's memory, rank and score, in SQL: a turn with no memory has
+    neither (an empty turn); a hit has a memory, a whole rank from 1 to MAX_RANK and a
+    finite score. Shared by _checks and read_jsonl_rows."""
+    empty_turn = f"({memory_id} IS NULL AND {rank} IS NULL AND {score} IS NULL)"
+    return f"""(({memory_id} IS NULL AND NOT {empty_turn})
+        OR (NOT {empty_turn} AND ({rank} IS NULL OR {rank} <> floor({rank}) OR {rank} < 1 OR {rank} > {MAX_RANK}))
+        OR (NOT {empty_turn} AND ({score} IS NULL OR NOT isfinite({score}))))"""
+
+
 def _checks(message_id: str, memory_id: str, rank: str, score: str, ts_text: str, ts: str, extra_bad: str = "false") -> str:
     """The `bad` column: the row-level rules of retrieval_log, in SQL."""
-    empty_turn = f"({memory_id} IS NULL AND {rank} IS NULL AND {score} IS NULL)"
     # NULL (e.g. trim of a missing memory_id) is not a finding: coalesce to false
     return f"""coalesce((
-        {message_id} IS NULL OR {_blank(message_id)}
-        OR ({memory_id} IS NULL AND NOT {empty_turn}) OR {_blank(memory_id)}
-        OR (NOT {empty_turn} AND ({rank} IS NULL OR {rank} <> floor({rank}) OR {rank} < 1 OR {rank} > {MAX_RANK}))
-        OR (NOT {empty_turn} AND ({score} IS NULL OR NOT isfinite({score})))
+        {message_id} IS NULL OR {_blank(message_id)} OR {_blank(memory_id)}
+        OR {_number_rules(memory_id, rank, score)}
         OR ({ts_text} IS NOT NULL AND {ts} IS NULL)
         OR {extra_bad}
     ), false)"""
@@ -284,9 +291,7 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, pa.
         f"""SELECT message_id, memory_id, rank, score, user_id, query, timestamp, store,
                    coalesce(message_id IS NULL
                        OR (rank_json IS NOT NULL AND rank IS NULL) OR (score_json IS NOT NULL AND score IS NULL)
-                       OR (memory_id IS NULL AND (rank_json IS NOT NULL OR score_json IS NOT NULL))
-                       OR (memory_id IS NOT NULL AND (rank IS NULL OR rank <> floor(rank) OR rank < 1 OR rank > {MAX_RANK}
-                                                      OR score IS NULL OR NOT isfinite(score))), false) AS bad,
+                       OR {_number_rules("memory_id", "rank", "score")}, false) AS bad,
                    CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair
             FROM (SELECT message_id, memory_id, user_id, query, store, timestamp, rank AS rank_json, score AS score_json,
                          TRY_CAST(CAST(rank AS VARCHAR) AS DOUBLE) AS rank, TRY_CAST(CAST(score AS VARCHAR) AS DOUBLE) AS score
