@@ -25,7 +25,7 @@ from dashboard.display import (
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import export
 from dashboard.logs import read_log as readlog
-from dashboard.ui import cache, session
+from dashboard.ui import cache, first_view, session
 from dashboard.ui import reviewer as reviewer_ui
 from dashboard.ui.charts import move_floor, score_breakdown_figure
 from dashboard.ui.errors import show_error
@@ -61,6 +61,7 @@ def restore_from_url() -> None:
     state["floor"] = state.get("floor", session.inspect_floor(default_floor()))
     if state.get("_url_restored"):
         state.pop(HOLD_REST, None)  # only the session's first run holds the rest back
+        first_view.values_again(state.pop(HELD_WIDGETS, []))
         return
     state["_url_restored"] = True
     params = st.query_params
@@ -112,7 +113,10 @@ def sync_url(choice: StoreChoice, user: str | None, k: int, floor: float) -> Non
     wanted = {"query": query, "user": user or "", "k": str(k), "floor": f"{floor:.2f}"}
     # A store setting may be empty on purpose (an empty path: the demo data).
     session.sync_url({**{key: value for key, value in wanted.items() if value}, **store_url_params(choice)})
-    for warning in st.session_state.pop("_url_warnings", []):
+    # A link's first view is replaced by the full page a moment later: what it says
+    # about the link is said there again, not only for that moment.
+    warnings = st.session_state.get("_url_warnings", []) if holding_the_rest() else st.session_state.pop("_url_warnings", [])
+    for warning in warnings:
         st.warning(inert_markdown(warning))
 
 
@@ -251,12 +255,14 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
 # kind, and that work blocks the page: the Plotly chart's code takes about 1.2 s, the
 # code view's (st.code, the prompt block) about 0.5 s, and every other kind of element
 # on the page adds its own. On a shared link's first run the result came out together
-# with all of them, 2 s after the run ended. So that run draws the sidebar and the
-# result (the summary and the table) only; this small component waits until the
-# browser has painted them and then asks for the rest of the page (the chart, the
-# prompt block, feedback, labels, the re-rank panel), which a second run draws
-# (benchmarks/cold_start.py and benchmarks/RESULTS.md have the figures).
+# with all of them, 2 s after the run ended. So that run draws the result (the summary
+# and the table) only, with the controls as empty places (ui/first_view.py); this
+# small component waits until the browser has painted them and then asks for the rest
+# of the page (the controls, the chart, the prompt block, feedback, labels, the re-rank
+# panel), which a second run draws (benchmarks/cold_start.py and benchmarks/RESULTS.md
+# have the figures).
 HOLD_REST = "_inspect_hold_rest_of_page"
+HELD_WIDGETS = "_inspect_held_widgets"  # drawn as empty places: their values go again
 _WHEN_RESULT_DRAWN_JS = """
 export default function ({ data, setTriggerValue }) {
   let sent = false;
@@ -287,6 +293,19 @@ _when_result_drawn = st.components.v2.component("memlens_result_drawn", js=_WHEN
 def holding_the_rest() -> bool:
     """True on a shared link's first run: the page draws the result and waits."""
     return bool(st.session_state.get(HOLD_REST))
+
+
+def hold_back_controls() -> None:
+    """A link's first run: the controls run but reach the browser as empty places
+    (ui/first_view.py); the next run draws them with their values."""
+    st.session_state[HELD_WIDGETS] = first_view.send_controls_as_placeholders()
+
+
+def show_the_rest_now() -> None:
+    """A link's first run that has no result to show first (the store did not open,
+    the query failed): the page is drawn whole at once, controls included, by a rerun."""
+    if st.session_state.pop(HOLD_REST, None):
+        st.rerun()
 
 
 def ask_for_the_rest(result: QueryResult) -> None:

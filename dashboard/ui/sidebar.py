@@ -176,13 +176,18 @@ def _restore_store_from_url() -> None:
     session.remember("store_link_notes", notes)
 
 
-def store_picker() -> StoreChoice:
-    """The sidebar's `store` selectbox, the chosen store's settings, and the opened store."""
+def store_picker(*, keep_notes: bool = False) -> StoreChoice:
+    """The sidebar's `store` selectbox, the chosen store's settings, and the opened store.
+
+    What the page says about a link's store settings is said once, or again on the
+    next run with `keep_notes` (Inspect's first view of a link, which the full page
+    replaces a moment later)."""
     _restore_store_from_url()
     choice = choose_store(st.sidebar, key=STORE_KEY, label="Store", settings_label="Store settings", describe=True)
     for note in session.recall("store_link_notes", []):
         st.warning(note)
-    session.remember("store_link_notes", [])
+    if not keep_notes:
+        session.remember("store_link_notes", [])
     return choice
 
 

@@ -28,7 +28,11 @@ from dashboard.ui.errors import show_store_error  # noqa: E402
 
 require_access()  # the page shows memory text
 view.restore_from_url()
-choice = store_picker()
+if view.holding_the_rest():
+    # A shared link's first run shows its result without the page's controls (their
+    # code held the result back); they run as always and are drawn by the next run.
+    view.hold_back_controls()
+choice = store_picker(keep_notes=view.holding_the_rest())
 user = user_picker(choice.store)
 # Shared widgets (ui/session.py): what was set here is here again after another page.
 k = session.widget(st.sidebar.number_input, "k", 5, "k (results)", min_value=1, max_value=50, step=1)
@@ -47,10 +51,13 @@ with st.form("query_form"):
     st.form_submit_button("Search", type="primary")
 
 if choice.error:
+    view.show_the_rest_now()  # the settings to mend it are in the sidebar
     show_store_error(choice.error)
     st.stop()
 
 result = view.current_result(choice, user, int(k))
+if result is None:
+    view.show_the_rest_now()  # no result to show first: the page, controls and all
 view.show_embedding_path(choice)
 
 

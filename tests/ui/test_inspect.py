@@ -219,10 +219,12 @@ def test_url_carries_query_user_k_and_floor(app):
     follow.query_params.update(shared)
     follow.run()
     assert not follow.exception
-    assert follow.text_input(key="query").value == THEME
-    assert follow.slider(key="floor").value == pytest.approx(0.5)
     # The link's first view shows the same memories (as a light table; the grid follows).
     assert [row["memory id"] for row in markdown_table(follow)] == list(table(at)["memory id"])
+    follow.run()  # the run the browser asks for once that is painted: the controls
+    assert follow.text_input(key="query").value == THEME
+    assert follow.slider(key="floor").value == pytest.approx(0.5)
+    assert list(table(follow)["memory id"]) == list(table(at)["memory id"])
 
 
 @pytest.mark.parametrize(
@@ -237,6 +239,7 @@ def test_malformed_url_falls_back_to_defaults(app, params):
     at = app()
     at.query_params.update(params)
     at.run()
+    at.run()  # a link's controls come in the run after its first view
     assert not at.exception
     assert 1 <= at.number_input(key="k").value <= 50
     assert 0.0 <= at.slider(key="floor").value <= 1.0
@@ -274,6 +277,19 @@ def test_an_unreachable_label_database_is_a_message_not_a_traceback(app, monkeyp
     assert "sam-02" in list(table(at)["memory id"])
     assert "Prefers light UI theme" in at.code[0].value
     assert "sam-02" in list(table(at)["memory id"])  # the interactive table has replaced it
+
+
+def test_a_link_whose_query_fails_shows_the_whole_page_at_once(app, test_stores):
+    # No result to show first: the controls (where the store's settings are mended)
+    # and the message come in the link's first view, and the failing store is asked once.
+    at = app(store="test-timeout")
+    at.query_params.update({"query": PIZZA, "k": "5"})
+    at.run()
+    assert not at.exception
+    assert any("did not answer within 5.0 s" in e for e in error_texts(at))
+    assert at.sidebar.selectbox(key="store").value == "test-timeout"
+    assert at.number_input(key="k").value == 5 and at.text_input(key="query").value == PIZZA
+    assert test_stores[0].calls.count("query") == 1
 
 
 def test_breakdown_columns_are_numbers_shown_to_three_decimals(app):
@@ -320,8 +336,15 @@ def test_a_shared_link_shows_the_result_first_and_the_rest_on_the_next_run(app):
     assert any(c.value.startswith("Loading the score chart") for c in at.caption)
     assert not at.code and not at.get("plotly_chart") and not at.dataframe
     assert not [b for b in at.button if (b.key or "").startswith("relevant_")]
+    # The controls ran (the query used the link's user and k) but reached the browser
+    # as empty places: the code of each kind of control held the result back.
+    assert not at.sidebar.selectbox and not at.sidebar.number_input and not at.sidebar.text_input
+    assert not at.text_input and not at.slider and not at.button
     at.run()
     assert not at.exception
+    # The next run draws them, with the link's values.
+    assert at.selectbox(key="user").value == "sam" and at.number_input(key="k").value == 5
+    assert at.text_input(key="query").value == THEME
     assert "Prefers light UI theme" in at.code[0].value
     assert "sam-02" in list(table(at)["memory id"])  # the interactive table has replaced it
     assert at.get("plotly_chart")
