@@ -1,10 +1,10 @@
 """A shared link's first view: the result, with the page's controls left as empty places.
 
 The browser shows an element only once it has loaded and run the code for its kind,
-and it shows the elements that arrive together together: in a second browser session
-the result waited for the code of every kind of control on the page (the sidebar's
-selectboxes, text and number inputs and checkbox, the query form and its button, the
-floor slider), and came 0.7-0.9 s after Streamlit's own floor (benchmarks/RESULTS.md,
+and it shows the elements of one run together, once the code of all of them is in: in
+a second browser session the result waited for the code of every kind of control on
+the page (the sidebar's selectboxes, text and number inputs and checkbox, the query
+form and its button, the floor slider), and came 0.7-0.9 s after Streamlit's own floor (benchmarks/RESULTS.md,
 issue 24). So on a link's first run the page runs its controls as on any run (their
 values are the link's, and the query runs with them), but each reaches the browser as
 an empty element in the same place. The next run, which the page asks for once the
