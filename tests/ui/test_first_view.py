@@ -27,8 +27,10 @@ def sent(msg: ForwardMsg) -> str:
 
 
 def kind_of(msg: ForwardMsg) -> str:
+    """The kind of element or block the message carries."""
     delta = msg.delta
     kind = delta.WhichOneof("type")
+    assert kind is not None
     return getattr(delta, kind).WhichOneof("type") or ""
 
 
