@@ -25,7 +25,7 @@ from dashboard.display import (
 from dashboard.floor import PromptBlock, default_floor
 from dashboard.labels import export
 from dashboard.logs import read_log as readlog
-from dashboard.ui import cache, first_view, session
+from dashboard.ui import cache, held_controls, session
 from dashboard.ui import reviewer as reviewer_ui
 from dashboard.ui.charts import move_floor, score_breakdown_figure
 from dashboard.ui.errors import show_error
@@ -61,7 +61,7 @@ def restore_from_url() -> None:
     state["floor"] = state.get("floor", session.inspect_floor(default_floor()))
     if state.get("_url_restored"):
         state.pop(HOLD_REST, None)  # only the session's first run holds the rest back
-        first_view.values_again(state.pop(HELD_WIDGETS, []))
+        held_controls.values_again(state.pop(HELD_WIDGETS, []))
         return
     state["_url_restored"] = True
     params = st.query_params
@@ -256,7 +256,7 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
 # code view's (st.code, the prompt block) about 0.5 s, and every other kind of element
 # on the page adds its own. On a shared link's first run the result came out together
 # with all of them, 2 s after the run ended. So that run draws the result (the summary
-# and the table) only, with the controls as empty places (ui/first_view.py); this
+# and the table) only, with the controls as empty places (ui/held_controls.py); this
 # small component waits until the browser has painted them and then asks for the rest
 # of the page (the controls, the chart, the prompt block, feedback, labels, the re-rank
 # panel), which a second run draws (benchmarks/cold_start.py and benchmarks/RESULTS.md
@@ -297,8 +297,8 @@ def holding_the_rest() -> bool:
 
 def hold_back_controls() -> None:
     """A link's first run: the controls run but reach the browser as empty places
-    (ui/first_view.py); the next run draws them with their values."""
-    st.session_state[HELD_WIDGETS] = first_view.send_controls_as_placeholders()
+    (ui/held_controls.py); the next run draws them with their values."""
+    st.session_state[HELD_WIDGETS] = held_controls.send_controls_as_placeholders()
 
 
 def show_the_rest_now() -> None:

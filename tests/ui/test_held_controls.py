@@ -1,10 +1,10 @@
-"""A shared link's first view (dashboard/ui/first_view.py): what reaches the browser."""
+"""A shared link's first view (dashboard/ui/held_controls.py): what reaches the browser."""
 
 from __future__ import annotations
 
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from dashboard.ui.first_view import as_placeholder
+from dashboard.ui.held_controls import as_placeholder
 
 
 def element(path: list[int], kind: str) -> ForwardMsg:
