@@ -31,8 +31,9 @@ nothing else) served and timed exactly as the app.
 Then, on the same (now warm) server, WARM_SESSIONS more browser sessions open the
 same link: imports, model and store are loaded, so what is left is the browser's part.
 For each: seconds from navigation to "Returned" on screen (the frame mark), visible
-to Playwright, to its element reaching the DOM (a MutationObserver in the page), and to the end of the
-script's first run as the frontend marks it (its "script-run-cycle" measure).
+to Playwright, to its element reaching the DOM (a MutationObserver in the page), and
+to the end of the script's first run as the frontend marks it (its "script-run-cycle"
+measure).
 
 Targets (onnx path): first paint within 0.5 s of the server answering its health
 check; first result within 1.5 s of it on a warm data dir, within 3 s on a fresh one.

@@ -4,8 +4,8 @@ The browser shows an element only once it has loaded and run the code for its ki
 and it shows the elements of one run together, once the code of all of them is in: in
 a second browser session the result waited for the code of every kind of control on
 the page (the sidebar's selectboxes, text and number inputs and checkbox, the query
-form and its button, the floor slider), and came 0.7-0.9 s after Streamlit's own floor (benchmarks/RESULTS.md,
-issue 24). So on a link's first run the page runs its controls as on any run (their
+form and its button, the floor slider), and came 0.9-1.0 s after Streamlit's own
+floor (benchmarks/RESULTS.md, issue 24). So on a link's first run the page runs its controls as on any run (their
 values are the link's, and the query runs with them), but each reaches the browser as
 an empty element in the same place. The next run, which the page asks for once the
 result is painted (inspect_view.ask_for_the_rest), draws them.
@@ -81,6 +81,8 @@ def send_controls_as_placeholders() -> list[str]:
     if ctx is None:
         return held
     this_run = ctx.cursors  # a new dict at the start of every run
+    # The class's own method bound to this context, not `ctx.enqueue`: that may be an
+    # earlier run's wrapper, and wrappers must not pile up across runs.
     send = type(ctx).enqueue.__get__(ctx)
 
     def enqueue(msg: ForwardMsg) -> None:
