@@ -22,6 +22,12 @@ once before the rounds into a cache of the benchmark's own (its time is reported
 a new machine pays it once). Two data-dir cases per path: a fresh MEMLENS_DATA_DIR
 (the first open encodes the demo memories into demo.sqlite) and a warm one.
 
+The app's server answers its health check once it is ready: dashboard/app.py opens
+the embedding model, the default store and the first view's modules first
+(dashboard/ui/start_up.py). So "after health" is the wait of a reviewer on a ready
+server, and "server up" carries the start-up; the verdicts give the gap counted from
+process start as well.
+
 Floors, in the same run: bare `python -c` processes that import sentence_transformers
 and load the model (torch), and that import onnxruntime + tokenizers, open the
 exported session and encode one query (onnx); and Streamlit's own floor,
@@ -269,12 +275,18 @@ def floor_verdicts(runs: dict[tuple[str, str], list[dict[str, float]]]) -> list[
     result = median((a["result"] - a["health"]) - (f["result"] - f["health"]) for a, f in pairs)
     paint = median((a["paint"] - a["health"]) - (f["paint"] - f["health"]) for a, f in pairs)
     second = median(a["warm_framed"] - f["warm_framed"] for a, f in pairs)
+    # The app gets ready before it answers (dashboard/ui/start_up.py): what it no
+    # longer spends after the health answer it spends before it. Both are said.
+    up = median(a["health"] - f["health"] for a, f in pairs)
+    from_start = median(a["result"] - f["result"] for a, f in pairs)
     return [
         f"- onnx, warm data dir, against Streamlit's floor in the same round: first result {result:+.2f} s "
         f"(target <= +0.5 s: {'met' if result <= 0.5 else 'NOT met'}); first paint {paint:+.2f} s "
         f"(target <= +0.1 s: {'met' if paint <= 0.1 else 'NOT met'}).",
         f"- a second browser session on the running server: \"Returned\" on screen {second:+.2f} s after the "
         f"floor's (target <= +0.5 s: {'met' if second <= 0.5 else 'NOT met'}).",
+        f"- counted from process start instead: the server answers {up:+.2f} s after the floor's (the app's "
+        f"start-up opens the model and the store first), and shows the first result {from_start:+.2f} s after it.",
     ]
 
 

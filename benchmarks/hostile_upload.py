@@ -53,7 +53,7 @@ def label_page_run(data: bytes, repeat: int) -> list[float]:
 
     times = []
     for attempt in range(repeat + 1):  # the first run warms the caches (demo store, model)
-        at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=900)
+        at = AppTest.from_file(str(ROOT / "dashboard" / "navigation.py"), default_timeout=900)
         at.session_state["label_reviewer"] = "bench"
         at.run()
         at.switch_page("views/label.py").run()

@@ -49,7 +49,7 @@ from unittest import mock
 
 from benchmarks._common import ROOT, median, report, table
 
-APP = str(ROOT / "dashboard" / "app.py")
+APP = str(ROOT / "dashboard" / "navigation.py")  # the script each visit runs (app.py serves it)
 QUERY = "Where does the user live?"
 K = 50
 MOVES = 20

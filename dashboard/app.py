@@ -1,6 +1,16 @@
-"""memlens: `streamlit run dashboard/app.py`. Builds the navigation and nothing else."""
+"""memlens: `streamlit run dashboard/app.py`.
 
+Streamlit finds `app` below (an st.App) and serves dashboard/navigation.py, the
+script every visit runs, with it. Its lifespan gets the server ready before the
+server answers: the embedding model, the default store and the first view's modules
+are open by the time a health check or a shared link gets an answer
+(dashboard/ui/start_up.py says what and why).
+"""
+
+import asyncio
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 # `streamlit run dashboard/app.py` puts dashboard/ on sys.path, not the project root.
@@ -8,39 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import streamlit as st
 
-# Material icons, not emoji: validating an emoji loads Streamlit's emoji catalogue
-# (0.1-0.4 s), and this runs before the first paint.
-st.set_page_config(page_title="memlens", page_icon=":material/search:", layout="wide")
-PAGES = Path(__file__).parent / "views"
-
-# Streamlit serves the default page at `/` only: a link to the default page's own
-# name (`/inspect`) names no page, and Streamlit shows its "Page not found" dialog over
-# the page. So Inspect lives at `/` (where shared `/?query=...` links point) and
-# `/inspect` is a hidden page that forwards there with the link's parameters.
-INSPECT = st.Page(PAGES / "inspect.py", title="Inspect", icon=":material/search:", default=True, url_path="")
+from dashboard.ui.start_up import get_ready
 
 
-def forward_to_inspect() -> None:
-    st.switch_page(INSPECT, query_params=st.query_params.to_dict())
+@asynccontextmanager
+async def get_ready_first(_app: st.App) -> AsyncIterator[None]:
+    # On a thread: the model's start and the store's open would hold the event loop.
+    await asyncio.to_thread(get_ready)
+    yield
 
 
-page = st.navigation(
-    [
-        INSPECT,
-        st.Page(forward_to_inspect, title="Inspect", url_path="inspect", visibility="hidden"),
-        st.Page(PAGES / "calibrate.py", title="Calibrate", icon=":material/straighten:", url_path="calibrate"),
-        st.Page(PAGES / "label.py", title="Label", icon=":material/label:", url_path="label"),
-        st.Page(PAGES / "quality.py", title="Quality", icon=":material/target:", url_path="quality"),
-        st.Page(PAGES / "browse.py", title="Browse", icon=":material/folder_open:", url_path="browse"),
-        st.Page(PAGES / "compare.py", title="Compare", icon=":material/balance:", url_path="compare"),
-        st.Page(PAGES / "monitor.py", title="Monitor", icon=":material/monitoring:", url_path="monitor"),
-    ]
-)
-# Every page, deep links included, is behind the password or sign-in when one is
-# configured; a page added later cannot forget it.
-from dashboard.ui.access import account_menu, require_access, show_setting_errors  # noqa: E402
-
-require_access()
-account_menu()
-show_setting_errors()
-page.run()
+app = st.App(Path(__file__).with_name("navigation.py"), lifespan=get_ready_first)

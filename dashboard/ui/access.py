@@ -20,7 +20,7 @@ import streamlit as st
 
 from dashboard.ui.secret_lookup import secret_value
 
-# app.py runs the gate, the account menu and the setting check on every page before
+# navigation.py runs the gate, the account menu and the setting check on every page before
 # the page's title. On a server where none of them has anything to say they import
 # nothing more of memlens: the label cache, the database modules and the store
 # registry (60-100 ms on a new server) wait until the page needs them.
@@ -91,7 +91,7 @@ def require_access() -> None:
 
 
 def account_menu() -> None:
-    """Who is signed in, and a Sign out button (``st.logout``); app.py draws it
+    """Who is signed in, and a Sign out button (``st.logout``); navigation.py draws it
     once per run, after the gate."""
     identity = logged_in_identity()
     if identity:

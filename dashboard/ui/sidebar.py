@@ -116,6 +116,18 @@ def _seed_value(field: ConfigField) -> Any:
     return str(default or "")
 
 
+def first_visit_settings(store_name: str) -> dict[str, Any] | None:
+    """The settings `choose_store` opens `store_name` with for a visitor who has set
+    none: each field's server default, as its widget returns it. None when a field is
+    a secret or an operator's list, whose value depends on the visitor's session.
+    Start-up opens the default store with these (ui/start_up.py)."""
+    cache.operator_settings_loaded()  # defaults may come from .streamlit/secrets.toml
+    fields = REGISTRY[store_name].fields
+    if any(field.kind in ("secret", "allowed") for field in fields):
+        return None
+    return {field.name: _seed_value(field) for field in fields}
+
+
 def _allowed_widget(field: ConfigField, key: str) -> str:
     """A selectbox of the values the operator allowed. A typed value is accepted by
     the widget only so that the page can say why it is refused (the registry
@@ -281,7 +293,7 @@ def missing_users_warning(store: MemoryStore | None, asked: list[str | None]) ->
     held = store_users(store)
     if held is None:
         return None
-    from dashboard.evaluation.judged_sets import users_missing  # not before the first paint (app.py)
+    from dashboard.evaluation.judged_sets import users_missing  # not before the first paint (navigation.py)
 
     missing = users_missing(asked, held)
     if not missing:

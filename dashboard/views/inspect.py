@@ -9,12 +9,12 @@ import streamlit as st
 st.title("Inspect a retrieval")
 st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
 
-# A link's first result needs the embedding model of the linked (or default) store:
-# it starts opening now, on its own thread, beside the imports and the sidebar below.
-# Not before the title: started in app.py, its imports (numpy, onnxruntime) took the
-# GIL from the first run and the title went out about half a second later on a new
-# server (benchmarks/RESULTS.md, issue 24). Once per process. (app.py has imported
-# the sidebar module already, for the access gate.)
+# A link's first result needs the embedding model of the linked (or default) store.
+# Start-up has opened the default store's (ui/start_up.py); a linked store's, or one
+# whose start-up failed, starts opening now, on its own thread, beside the imports
+# and the sidebar below. Not before the title: started in navigation.py, its imports
+# (numpy, onnxruntime) took the GIL from the first run and the title went out about
+# half a second later (benchmarks/RESULTS.md, issue 24). Once per process.
 from dashboard.ui.sidebar import DEFAULT_STORE, store_picker, user_picker, warm_model  # noqa: E402
 
 warm_model(st.query_params.get("store") or DEFAULT_STORE)

@@ -1,5 +1,5 @@
 """Every page in the app's navigation opens in a real browser without an error, and
-leaves a screenshot in docs/screenshots/. The pages are read from dashboard/app.py,
+leaves a screenshot in docs/screenshots/. The pages are read from dashboard/navigation.py,
 so a page added there is covered here without touching this file."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from st_browser import open_app, screenshot
 
 pytestmark = pytest.mark.e2e
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "navigation.py"
 PAGES = re.findall(r'st\.Page\([^)]*?title="([^"]+)"[^)]*?url_path="([^"]+)"', APP.read_text(encoding="utf-8"))
 
 
 def test_the_navigation_lists_every_page(page):
-    assert len(PAGES) >= 2, PAGES  # the pattern still finds the pages in app.py
+    assert len(PAGES) >= 2, PAGES  # the pattern still finds the pages in navigation.py
     open_app(page)
     links = page.get_by_test_id("stSidebarNav").get_by_role("link")
     expect(links).to_have_count(len(PAGES))

@@ -260,7 +260,7 @@ def label_page_on_postgres(postgres, data_dir, demo_store, monkeypatch):
 
 
 def test_the_checks_before_every_pages_title_import_no_label_database_when_none_is_set():
-    """app.py runs the access gate and the setting check before each page's title; with
+    """navigation.py runs the access gate and the setting check before each page's title; with
     no password and no MEMLENS_LABELS_URL they must not import the label cache, the
     database modules or the store registry, which held a new server's first paint back."""
     code = (

@@ -1,0 +1,88 @@
+"""Getting the server ready before it answers: the embedding model, the default
+store, and the modules a shared link's first run imports.
+
+dashboard/app.py runs `get_ready` in Streamlit's start-up hook (the lifespan of
+st.App), before the server answers its health check. A server that answers is then
+one that shows a link's first result as fast as it shows a second visitor's: the
+first visitor no longer pays the model's start (0.4-0.7 s), the store's open and the
+imports (benchmarks/RESULTS.md, issue 24). From process start to that first result
+nothing is saved; the wait moves from the visitor to the start-up, where a
+deployment's readiness check waits for it.
+
+Nothing here may keep the server from starting: a step that fails is logged and
+left for the page that needs it, which shows the error as it always has.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from collections.abc import Callable
+
+from streamlit.logger import get_logger
+
+from connectors.registry import REGISTRY
+
+# Streamlit's logger: its lines go where the server's own go, at its log level.
+log = get_logger(__name__)
+
+# What a `?query=` link's first run imports after Streamlit's own modules: the
+# navigation's access gate, the Inspect page's first view, and the module that holds
+# the caches. The rest of the page (charts, pandas, the judge's client) is imported
+# by the follow-up run, once the result is on screen, and is left to it.
+# tests/ui/test_start_up.py checks that the first run imports nothing more.
+FIRST_RUN_MODULES = (
+    "dashboard.ui.access",
+    "dashboard.ui.cache",
+    "dashboard.ui.sidebar",
+    "dashboard.ui.session",
+    "dashboard.ui.reviewer",
+    "dashboard.ui.errors",
+    "dashboard.ui.inspect_view",
+    "dashboard.floor",
+)
+
+
+def get_ready() -> dict[str, float]:
+    """Open what the default store's first query needs; seconds per step (a step that
+    failed is missing). Never raises."""
+    from dashboard.ui.sidebar import DEFAULT_STORE, first_visit_settings
+
+    spec = REGISTRY.get(DEFAULT_STORE)
+    steps: dict[str, Callable[[], object]] = {"modules": _import_first_run_modules}
+    if spec is not None and spec.local_model:
+        steps["model"] = _open_model
+    settings = first_visit_settings(DEFAULT_STORE)
+    if settings is not None:
+        steps["store"] = lambda: _open_store(DEFAULT_STORE, settings)
+    took: dict[str, float] = {}
+    for name, step in steps.items():
+        started = time.perf_counter()
+        try:
+            step()
+        except Exception as exc:  # the page that needs it shows it
+            log.warning("memlens start-up: %s not ready (%s: %s); the page will say why", name, type(exc).__name__, exc)
+            continue
+        took[name] = time.perf_counter() - started
+    log.info("memlens start-up: %s", ", ".join(f"{name} ready in {s:.2f} s" for name, s in took.items()))
+    return took
+
+
+def _import_first_run_modules() -> None:
+    for module in FIRST_RUN_MODULES:
+        importlib.import_module(module)
+
+
+def _open_model() -> None:
+    from connectors.embedding import runtime
+
+    runtime.encoder(None)
+
+
+def _open_store(name: str, settings: dict[str, object]) -> None:
+    from dashboard.ui import cache
+
+    # The same call and the same settings text as the sidebar's, so the page's
+    # first run finds this store in the cache.
+    cache.open_store(name, json.dumps(settings, sort_keys=True, default=str))
