@@ -99,7 +99,7 @@ def restore_from_url() -> None:
             notes.append(
                 f"The link's floor {_quoted(raw)} is not a number from 0 to 1; using {state['floor']:.2f}."
             )
-    state["_url_warnings"] = notes
+    session.remember("url_warnings", notes)
 
 
 def keep_floor(floor: float) -> None:
@@ -113,10 +113,7 @@ def sync_url(choice: StoreChoice, user: str | None, k: int, floor: float) -> Non
     wanted = {"query": query, "user": user or "", "k": str(k), "floor": f"{floor:.2f}"}
     # A store setting may be empty on purpose (an empty path: the demo data).
     session.sync_url({**{key: value for key, value in wanted.items() if value}, **store_url_params(choice)})
-    # A link's first view is replaced by the full page a moment later: what it says
-    # about the link is said there again, not only for that moment.
-    warnings = st.session_state.get("_url_warnings", []) if holding_the_rest() else st.session_state.pop("_url_warnings", [])
-    for warning in warnings:
+    for warning in session.notes_to_say("url_warnings", again_next_run=holding_the_rest()):
         st.warning(inert_markdown(warning))
 
 

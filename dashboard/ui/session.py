@@ -36,6 +36,17 @@ def remember(name: str, value: Any) -> None:
     st.session_state[_PLAIN + name] = value
 
 
+def notes_to_say(name: str, *, again_next_run: bool = False) -> list[str]:
+    """The notes remembered under `name`, to be said on this run and forgotten after
+    it; with `again_next_run`, kept for the next run too (a shared link's first view,
+    which the full page replaces a moment later, must not be the only place they are
+    said)."""
+    notes = recall(name, [])
+    if not again_next_run:
+        remember(name, [])
+    return notes
+
+
 def seed(key: str, default: Any) -> None:
     """Before drawing the widget keyed ``key``: give it the session's value.
 

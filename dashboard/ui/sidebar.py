@@ -196,10 +196,8 @@ def store_picker(*, keep_notes: bool = False) -> StoreChoice:
     replaces a moment later)."""
     _restore_store_from_url()
     choice = choose_store(st.sidebar, key=STORE_KEY, label="Store", settings_label="Store settings", describe=True)
-    for note in session.recall("store_link_notes", []):
+    for note in session.notes_to_say("store_link_notes", again_next_run=keep_notes):
         st.warning(note)
-    if not keep_notes:
-        session.remember("store_link_notes", [])
     return choice
 
 
