@@ -78,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     from dashboard.database.model import LabelStoreError
 
     words = sys.argv[1:] if argv is None else argv
+    if words[:1] == ["run"]:
+        # Every word after `run` is streamlit's (`memlens run --server.port 8600`):
+        # argparse's REMAINDER refuses one that starts with "--" in that place.
+        return _run(argparse.Namespace(streamlit_args=words[1:]))
     named = words[0] if words and words[0] in {"run", *(name for name, _ in COMMANDS)} else None
     args = build_parser(named).parse_args(argv)
     try:

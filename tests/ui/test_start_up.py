@@ -73,4 +73,3 @@ def test_a_store_that_cannot_open_at_start_up_is_reported_by_the_page(tmp_path):
     assert seen["returned"] == []
     shown = [error.replace("\\", "") for error in seen["errors"]]  # the page escapes Markdown
     assert any("cannot be written" in error and "MEMLENS_DATA_DIR" in error for error in shown), shown
-

@@ -1,0 +1,61 @@
+"""`memlens run` starts the served app (dashboard/app.py, an st.App) from any folder:
+the server gets ready first, answers its health check on the port it was given,
+serves the page, and stops on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return answer.status, answer.read().decode(errors="replace")
+    except OSError:
+        return 0, ""
+
+
+def test_memlens_run_from_another_folder_serves_the_app_once_ready(tmp_path, demo_dir):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "demo.sqlite").symlink_to(demo_dir / "demo.sqlite")
+    port = free_port()
+    env = dict(os.environ, MEMLENS_DATA_DIR=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
+    log_path = tmp_path / "run.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dashboard.cli.main", "run", "--server.port", str(port), "--server.address", "127.0.0.1"],
+            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while get(f"http://127.0.0.1:{port}/_stcore/health")[0] != 200:
+            assert process.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.25)
+        # By the health answer the start-up has run and said what was ready.
+        assert "model ready" in log_path.read_text() and "store ready" in log_path.read_text(), log_path.read_text()
+        status, page = get(f"http://127.0.0.1:{port}/?query=pizza&user=sam")
+        assert status == 200 and '<div id="root">' in page  # Streamlit's page, which then runs navigation.py
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            returned = process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert returned in (0, -signal.SIGTERM), log_path.read_text()
