@@ -1,5 +1,5 @@
 """With a password configured, every page and every deep link shows the password
-form and nothing else: no page content, no store query, no label database opened."""
+form and nothing else: no page content, no store's result, no label database opened."""
 
 from __future__ import annotations
 
@@ -26,6 +26,10 @@ def test_every_page_and_deep_link_is_behind_the_password(tmp_path, browser):
     data = tmp_path / "data"
     data.mkdir()
     with running_streamlit(data, tmp_path / "streamlit.log", {"MEMLENS_PASSWORD": PASSWORD}) as gated:
+        # The server's start-up, before any visitor, opened the default store
+        # (dashboard/ui/start_up.py): the demo store's files, and nothing else.
+        at_start = sorted(p.name for p in data.iterdir())
+        assert "demo.sqlite" in at_start and not any(name.startswith("labels") for name in at_start), at_start
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         page = context.new_page()
         for link, title in LINKS:
@@ -38,8 +42,8 @@ def test_every_page_and_deep_link_is_behind_the_password(tmp_path, browser):
             assert page.locator("[data-testid=stDataFrame]").count() == 0, link
             # A shared link's first view draws its hits as a Markdown table: none either.
             assert page.locator("[data-testid=stMarkdownContainer] table").count() == 0, link
-        # Nothing behind the gate ran: no label database, no read log, no demo store.
-        assert sorted(p.name for p in data.iterdir()) == []
+        # Nothing behind the gate wrote anything: no label database, no read log.
+        assert sorted(p.name for p in data.iterdir()) == at_start
         page.locator("input[type=password]").fill("wrong")
         page.get_by_role("button", name="Unlock").click()
         page.get_by_text("Wrong password.").wait_for()
