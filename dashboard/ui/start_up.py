@@ -45,44 +45,54 @@ FIRST_RUN_MODULES = (
 
 
 def get_ready() -> dict[str, float]:
-    """Open what the default store's first query needs; seconds per step (a step that
-    failed is missing). Never raises."""
-    from dashboard.ui.sidebar import DEFAULT_STORE, first_visit_settings
-
-    spec = REGISTRY.get(DEFAULT_STORE)
-    steps: dict[str, Callable[[], object]] = {"modules": _import_first_run_modules}
-    if spec is not None and spec.local_model:
-        steps["model"] = _open_model
-    settings = first_visit_settings(DEFAULT_STORE)
-    if settings is not None:
-        steps["store"] = lambda: _open_store(DEFAULT_STORE, settings)
+    """Open what the default store's first query needs; seconds per step done (a step
+    that failed, or had nothing to do, is missing). Never raises."""
+    steps: dict[str, Callable[[], bool]] = {
+        "modules": _import_first_run_modules,
+        "model": _open_model,
+        "store": _open_default_store,
+    }
     took: dict[str, float] = {}
     for name, step in steps.items():
         started = time.perf_counter()
         try:
-            step()
+            done = step()
         except Exception as exc:  # the page that needs it shows it
             log.warning("memlens start-up: %s not ready (%s: %s); the page will say why", name, type(exc).__name__, exc)
             continue
-        took[name] = time.perf_counter() - started
+        if done:
+            took[name] = time.perf_counter() - started
     log.info("memlens start-up: %s", ", ".join(f"{name} ready in {s:.2f} s" for name, s in took.items()))
     return took
 
 
-def _import_first_run_modules() -> None:
+def _import_first_run_modules() -> bool:
     for module in FIRST_RUN_MODULES:
         importlib.import_module(module)
+    return True
 
 
-def _open_model() -> None:
+def _open_model() -> bool:
+    """The packaged model, when the default store embeds its queries with it."""
     from connectors.embedding import runtime
+    from dashboard.ui.sidebar import DEFAULT_STORE
 
+    spec = REGISTRY.get(DEFAULT_STORE)
+    if spec is None or not spec.local_model:
+        return False
     runtime.encoder(None)
+    return True
 
 
-def _open_store(name: str, settings: dict[str, object]) -> None:
+def _open_default_store() -> bool:
+    """The default store with the settings a first visit's sidebar gives it: the same
+    call and the same settings text, so the page's first run finds it in the cache.
+    Not when those settings depend on the visitor's session."""
     from dashboard.ui import cache
+    from dashboard.ui.sidebar import DEFAULT_STORE, first_visit_settings
 
-    # The same call and the same settings text as the sidebar's, so the page's
-    # first run finds this store in the cache.
-    cache.open_store(name, json.dumps(settings, sort_keys=True, default=str))
+    settings = first_visit_settings(DEFAULT_STORE)
+    if settings is None:
+        return False
+    cache.open_store(DEFAULT_STORE, json.dumps(settings, sort_keys=True, default=str))
+    return True
