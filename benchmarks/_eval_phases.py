@@ -151,9 +151,9 @@ def page(out: Path, set_name: str) -> None:
     from streamlit.testing.v1 import AppTest
 
     root = Path(os.environ.get("BENCH_CODE") or Path(__file__).resolve().parents[1])
-    at = AppTest.from_file(str(root / "dashboard" / "navigation.py"), default_timeout=1800)
+    at = AppTest.from_file(str(root / "dashboard" / "views" / "navigation.py"), default_timeout=1800)
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     at.selectbox(key="eval_set").set_value(set_name).run()
     assert not at.exception, at.exception
     clock = Clock()

@@ -53,10 +53,10 @@ def label_page_run(data: bytes, repeat: int) -> list[float]:
 
     times = []
     for attempt in range(repeat + 1):  # the first run warms the caches (demo store, model)
-        at = AppTest.from_file(str(ROOT / "dashboard" / "navigation.py"), default_timeout=900)
+        at = AppTest.from_file(str(ROOT / "dashboard" / "views" / "navigation.py"), default_timeout=900)
         at.session_state["label_reviewer"] = "bench"
         at.run()
-        at.switch_page("views/label.py").run()
+        at.switch_page("label.py").run()
         at.radio(key="log_source").set_value("Upload a log file").run()
         at.file_uploader(key="log_upload").set_value(("week.jsonl", data, "application/jsonl")).run()
         started = time.perf_counter()

@@ -49,7 +49,7 @@ from unittest import mock
 
 from benchmarks._common import ROOT, median, report, table
 
-APP = str(ROOT / "dashboard" / "navigation.py")  # the script each visit runs (app.py serves it)
+APP = str(ROOT / "dashboard" / "views" / "navigation.py")  # the script each visit runs (app.py serves it)
 QUERY = "Where does the user live?"
 K = 50
 MOVES = 20
@@ -314,7 +314,7 @@ def calibrate_reruns(rows: int, repeat: int = 3) -> dict[str, float]:
     try:
         at = AppTest.from_file(APP, default_timeout=1800)
         at.session_state["calibrate_source"] = "Upload a file"
-        at.switch_page("views/calibrate.py").run()
+        at.switch_page("calibrate.py").run()
         at.file_uploader(key="calibrate_upload").set_value(("labels.jsonl", content, "application/jsonl"))
         first_wall, first_script = timed_run(at, timer)
         floor_lists = ["0.15, 0.2, 0.25", "0.3, 0.35", "0.1, 0.4, 0.45", "0.2, 0.5", "0.25, 0.3, 0.6", "0.05, 0.55"]

@@ -1,6 +1,6 @@
 """memlens: `streamlit run dashboard/app.py`.
 
-Streamlit finds `app` below (an st.App) and serves dashboard/navigation.py, the
+Streamlit finds `app` below (an st.App) and serves dashboard/views/navigation.py, the
 script every visit runs, with it. Its lifespan gets the server ready before the
 server answers: the embedding model, the default store and the first view's modules
 are open by the time a health check or a shared link gets an answer
@@ -28,4 +28,4 @@ async def get_ready_first(_app: st.App) -> AsyncIterator[None]:
     yield
 
 
-app = st.App(Path(__file__).with_name("navigation.py"), lifespan=get_ready_first)
+app = st.App(Path(__file__).parent / "views" / "navigation.py", lifespan=get_ready_first)

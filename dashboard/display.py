@@ -122,7 +122,7 @@ def hits_frame(hits: list[Hit], kept_ids: set[str] | None = None, *, breakdown: 
             row["status"] = "kept" if hit.memory_id in kept_ids else "dropped"
         rows.append(row)
     # pandas is imported here, not with the module: the pages import this module
-    # before their first paint (see dashboard/navigation.py), and pandas takes 0.3 s or more.
+    # before their first paint (see dashboard/views/navigation.py), and pandas takes 0.3 s or more.
     import pandas as pd
 
     return pd.DataFrame(rows)

@@ -19,7 +19,7 @@ os.environ.pop("MEMORY_SCORE_FLOOR", None)
 os.environ.setdefault("MEMLENS_MODEL_CACHE", str(Path(tempfile.gettempdir()) / "memlens-test-model-cache"))
 
 ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "dashboard" / "navigation.py")  # the script each visit runs (app.py serves it)
+APP = str(ROOT / "dashboard" / "views" / "navigation.py")  # the script each visit runs (app.py serves it)
 
 
 @pytest.fixture(scope="session")

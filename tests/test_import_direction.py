@@ -25,12 +25,11 @@ def modules(pattern: str) -> list[Path]:
 
 def domain_modules() -> list[Path]:
     """Every module of dashboard/ and its subpackages except the Streamlit layers
-    (ui/, views/), app.py, which serves the app, and navigation.py, the script that
-    builds the navigation."""
+    (ui/, views/) and app.py, which serves the app."""
     return [
         p
         for p in modules("dashboard/**/*.py")
-        if p.name not in ("app.py", "navigation.py") and p.relative_to(ROOT / "dashboard").parts[0] not in ("ui", "views")
+        if p.name != "app.py" and p.relative_to(ROOT / "dashboard").parts[0] not in ("ui", "views")
     ]
 
 

@@ -24,7 +24,7 @@ from dashboard.database import label_store_target, open_label_store
 from dashboard.database.model import LabelStoreError
 from dashboard.database.store import LABELS_URL_ENV, LabelStore
 
-# Every page imports this module before its first paint (see dashboard/navigation.py): the
+# Every page imports this module before its first paint (see dashboard/views/navigation.py): the
 # label-file parser, the judged sets and the Monitor's DuckDB relation (with numpy,
 # pandas and pyarrow) are imported when first used, not here.
 if TYPE_CHECKING:

@@ -288,5 +288,6 @@ def session_form(logs: LogSet, result: MonitorResult, window: Window) -> None:
         show_error(error)
     if note := state.get("monitor_session_created"):
         st.success(note)
-        st.page_link("views/label.py", label="Label it now", icon=":material/label:")
+        # A page is named by its file beside the main script, dashboard/views/navigation.py.
+        st.page_link("label.py", label="Label it now", icon=":material/label:")
 

@@ -1,5 +1,5 @@
 """Every page in the app's navigation opens in a real browser without an error, and
-leaves a screenshot in docs/screenshots/. The pages are read from dashboard/navigation.py,
+leaves a screenshot in docs/screenshots/. The pages are read from dashboard/views/navigation.py,
 so a page added there is covered here without touching this file."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from st_browser import open_app, screenshot
 
 pytestmark = pytest.mark.e2e
 
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "navigation.py"
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "views" / "navigation.py"
 PAGES = re.findall(r'st\.Page\([^)]*?title="([^"]+)"[^)]*?url_path="([^"]+)"', APP.read_text(encoding="utf-8"))
 
 

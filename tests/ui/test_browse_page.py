@@ -14,7 +14,7 @@ CHECK = "FormSubmitter:browse_check_form-Check"
 
 def check(app, expected: str):
     at = app(user="sam")
-    at.switch_page("views/browse.py").run()
+    at.switch_page("browse.py").run()
     assert not at.exception, at.exception
     at.text_input(key="browse_expected").input(expected)
     at.button(key=CHECK).click().run()

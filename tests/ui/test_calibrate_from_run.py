@@ -19,7 +19,7 @@ def test_a_runs_misses_users_tags_and_rare_relevant_histogram(app, data_dir):
     info = rare_relevant_run(EvalStore(labels))
     labels.close()
     at = app()
-    at.switch_page("views/calibrate.py").run()
+    at.switch_page("calibrate.py").run()
     at.radio(key="calibrate_source").set_value("A saved run").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="calibrate_run").value == info.run_id

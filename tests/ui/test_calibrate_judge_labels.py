@@ -10,7 +10,7 @@ from markdown_text import seen
 
 from dashboard.database.store import LabelStore
 
-PAGE = "views/calibrate.py"
+PAGE = "calibrate.py"
 UMBRELA = "judge:umbrela@m"
 CE = "judge:ce@mini"
 

@@ -14,7 +14,7 @@ from dashboard.calibration.sweep import calibrate, format_floor
 from dashboard.database.store import LabelStore
 from dashboard.demo import load_demo_labels
 
-PAGE = "views/calibrate.py"
+PAGE = "calibrate.py"
 CHART_KEYS = ("histogram", "trade-off", "precision/recall", "no memory")
 
 
@@ -205,7 +205,7 @@ def test_the_inspect_slider_keeps_its_floor_across_a_visit_to_calibrate(app):
     at.slider(key="floor").set_value(0.3).run()
     at.switch_page(PAGE).run()
     assert metric(at, "Inspect floor") == "0.30"
-    at.switch_page("views/inspect.py").run()
+    at.switch_page("inspect.py").run()
     assert at.slider(key="floor").value == 0.3
 
 

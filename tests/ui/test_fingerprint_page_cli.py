@@ -16,7 +16,7 @@ def test_page_and_cli_give_the_same_settings_the_same_fingerprint(app, data_dir,
     db = data_dir / "demo.sqlite"
     at = app(cfg_embedded_db_path=str(db))
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     assert not at.error, [e.value for e in at.error]
     at.number_input(key="eval_k").set_value(5).run()
     at.text_input(key="eval_run_name").set_value("page").run()

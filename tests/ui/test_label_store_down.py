@@ -24,7 +24,7 @@ def named_reviewer(monkeypatch):
 THEME = "Which UI theme does the user prefer?"
 DOWN_URL = "postgresql://memlens:hunter2secret@127.0.0.1:1/labels?connect_timeout=1"
 UPLOAD = b'{"memory_id": "m1", "score": 0.8, "label": "relevant"}\n{"memory_id": "m2", "score": 0.2, "label": "not_relevant"}\n'
-PAGES = ("views/inspect.py", "views/calibrate.py", "views/label.py", "views/quality.py")
+PAGES = ("inspect.py", "calibrate.py", "label.py", "quality.py")
 
 
 def shown(at) -> str:
@@ -65,7 +65,7 @@ def read_only_data_dir(data_dir: Path, demo_store):
 
 
 def test_a_read_only_data_directory_names_the_directory_and_the_variable(app, read_only_data_dir):
-    for page in ("views/calibrate.py", "views/label.py", "views/quality.py"):
+    for page in ("calibrate.py", "label.py", "quality.py"):
         at = app(label_reviewer="ana")
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
@@ -81,7 +81,7 @@ def test_inspect_without_labels_and_calibrate_from_an_upload_work_on_a_read_only
     assert "result" in at.session_state, errors(at)
     assert at.session_state["result"].hits  # the query ran and the hits are shown
     assert "MEMLENS_DATA_DIR" in errors(at)  # labelling says why it is unavailable
-    at.switch_page("views/calibrate.py").run()
+    at.switch_page("calibrate.py").run()
     at.radio(key="calibrate_source").set_value("Upload a file").run()
     at.file_uploader(key="calibrate_upload").set_value(("team.jsonl", UPLOAD, "application/jsonl")).run()
     assert not at.exception, at.exception
@@ -144,7 +144,7 @@ def test_a_frozen_postgres_label_click_says_not_saved_and_other_pages_keep_worki
         at.button(key=f"relevant_{first}").click().run()
         assert not at.exception, at.exception
         assert "was not saved" in errors(at) and "did not answer within" in errors(at)
-        at.switch_page("views/browse.py").run()  # a page that needs no label store
+        at.switch_page("browse.py").run()  # a page that needs no label store
         assert not at.exception and not at.error
         assert at.dataframe  # the store's memories are listed
     finally:
@@ -156,7 +156,7 @@ def test_a_frozen_postgres_label_click_says_not_saved_and_other_pages_keep_worki
     assert not again.error and any("✅ relevant" in m.value for m in again.markdown)
 
 
-@pytest.mark.parametrize("page", [*PAGES, "views/browse.py", "views/compare.py"])
+@pytest.mark.parametrize("page", [*PAGES, "browse.py", "compare.py"])
 def test_a_labels_url_that_names_no_database_is_an_error_on_every_page(app, monkeypatch, tmp_path, page):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MEMLENS_LABELS_URL", "mysql://memlens:hunter2secret@db/labels")
@@ -172,7 +172,7 @@ def test_a_key_value_labels_url_is_postgresql_and_its_password_never_shows(app, 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MEMLENS_LABELS_URL", "host=127.0.0.1 port=1 dbname=labels password=hunter2secret connect_timeout=1")
     at = app(label_reviewer="ana")
-    at.switch_page("views/label.py").run()
+    at.switch_page("label.py").run()
     assert not at.exception, at.exception
     assert "label database at host=127.0.0.1 port=1 dbname=labels password=*** connect_timeout=1 cannot be reached" in errors(at)
     assert "hunter2secret" not in shown(at)

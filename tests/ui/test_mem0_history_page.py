@@ -20,7 +20,7 @@ def browse(app, mem0_config, monkeypatch):
     config_file, ids = mem0_config
     monkeypatch.setenv("MEMLENS_MEM0_CONFIG", str(config_file))
     at = app(store="mem0", user="sam")
-    at.switch_page("views/browse.py").run()
+    at.switch_page("browse.py").run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     return at, ids

@@ -11,7 +11,7 @@ from dashboard.database.store import LabelStore
 from dashboard.monitoring.synthetic import DEMO_LOG
 from dashboard.ui import cache
 
-PAGE = "views/monitor.py"
+PAGE = "monitor.py"
 
 
 def open_monitor(app, **state):

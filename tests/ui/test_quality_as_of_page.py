@@ -16,7 +16,7 @@ from dashboard.evaluation.storage import open_eval_store
 def quality_page(app):
     at = app()
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     assert not at.exception, at.exception
     return at
 

@@ -27,7 +27,7 @@ def test_quality_measures_a_judges_labels_beside_its_agreement_with_people(app, 
     labels.close()
     at = app()
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     assert not at.exception, at.exception
     source = at.radio(key="quality_label_source")
     assert source.options == ["People", UMBRELA, "People, else the judge"] and source.value == "People"

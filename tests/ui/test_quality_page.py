@@ -24,7 +24,7 @@ def metric_values(at, label):
 def quality_page(app, run_demo=True, **state):
     at = app(**state)
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     assert not at.exception, at.exception
     if run_demo:  # opening the page sends nothing: the demo queries wait for this click
         at.button(key="quality_run_demo").click().run()
@@ -139,7 +139,7 @@ def test_labels_made_on_the_inspect_page_are_measured_with_ages_from_the_store(a
     others = [m for m in hits["memory id"] if m != "sam-02"]
     for memory_id in others:
         at.button(key=f"not_relevant_{memory_id}").click().run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     at.button(key="quality_run_demo").click().run()
     assert not at.exception, at.exception
     assert any("Ages come from the open store." in c.value for c in at.caption)

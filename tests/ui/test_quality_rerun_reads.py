@@ -26,7 +26,7 @@ def test_moving_the_floor_reads_no_run_again(app, data_dir, monkeypatch):
     monkeypatch.setattr(EvalStore, "outcomes", counted)
     at = app()
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     assert not at.exception, at.exception
     assert any(m.label == "B wins / ties / losses" for m in at.metric)  # the comparison is drawn
     assert sorted(set(reads)) == ["run-a", "run-b"]

@@ -15,7 +15,7 @@ UPLOAD = DEMO_QUERIES.read_bytes() + b'{"message_id": "broken", "query": 5}\n'
 def quality_page(app):
     at = app()
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     assert not at.exception, at.exception
     return at
 
@@ -77,7 +77,7 @@ def test_upload_run_compare_and_search_weights(app, data_dir):
 
     # The Calibrate page takes the run's judged hits as its labels.
     run_id = at.session_state["eval_run"]
-    at.switch_page("views/calibrate.py").run()
+    at.switch_page("calibrate.py").run()
     at.radio(key="calibrate_source").set_value("A saved run").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="calibrate_run").value == run_id

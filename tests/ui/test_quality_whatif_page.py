@@ -18,7 +18,7 @@ def test_a_zero_gain_is_not_offered_as_weights_to_use(app, data_dir, threshold):
     labels.close()
     at = app()
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="eval_run").value == info.run_id
     at.selectbox(key="whatif_metric").set_value("recall").run()

@@ -53,7 +53,7 @@ def test_the_same_host_on_another_path_keeps_the_configured_key(ms_env):
 def test_the_quality_page_sends_nothing_to_a_remote_store_until_asked(app, ms_env):
     at = app(store="memorysync")
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     assert not at.exception
     assert ms_env.requests_to("/memory/query") == []
     at.button(key="quality_run_demo").click().run()

@@ -52,11 +52,11 @@ def keep_team_set(at, name: str = "team") -> None:
 
 
 def test_weights_set_in_qualitys_sidebar_rank_on_inspect(app):
-    at = open_page(app, "views/quality.py")
+    at = open_page(app, "quality.py")
     at.text_input(key="cfg_embedded_weights").set_value(RECENCY_HEAVY).run()
     # Through a page that draws no store picker at all, then to Inspect.
-    at.switch_page("views/calibrate.py").run()
-    at.switch_page("views/inspect.py").run()
+    at.switch_page("calibrate.py").run()
+    at.switch_page("inspect.py").run()
     assert not at.exception, at.exception
     assert at.text_input(key="cfg_embedded_weights").value == RECENCY_HEAVY
     at.text_input(key="query").input(THEME)
@@ -79,7 +79,7 @@ def test_a_run_comparisons_link_opens_inspect_on_run_bs_store_and_ranking(app, d
     from dashboard.database.store import LabelStore
     from dashboard.evaluation.storage import EvalStore
 
-    at = open_page(app, "views/quality.py")
+    at = open_page(app, "quality.py")
     at.number_input(key="eval_k").set_value(5).run()
     at.text_input(key="eval_run_name").set_value("default weights").run()
     at.button(key="eval_start").click().run()
@@ -112,7 +112,7 @@ def test_a_run_comparisons_link_opens_inspect_on_run_bs_store_and_ranking(app, d
     at.button(key="whatif_apply").click().run()
     applied = at.session_state["cfg_embedded_weights"]
     assert applied != RECENCY_HEAVY
-    at.switch_page("views/inspect.py").run()
+    at.switch_page("inspect.py").run()
     assert at.text_input(key="cfg_embedded_weights").value == applied
 
 
@@ -126,21 +126,21 @@ def test_a_link_with_a_bad_setting_says_which_and_keeps_the_rest(app):
 
 
 def test_quality_remembers_the_judged_set_across_pages_sessions_and_links(app):
-    at = open_page(app, "views/quality.py")
+    at = open_page(app, "quality.py")
     keep_team_set(at)
     assert at.selectbox(key="eval_set").value == "team"
     keep_team_set(at, "week 48")
     at.selectbox(key="eval_set").set_value("team").run()
     assert at.query_params["set"] in ("team", ["team"])  # the address bar names it
-    at.switch_page("views/inspect.py").run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("inspect.py").run()
+    at.switch_page("quality.py").run()
     assert at.selectbox(key="eval_set").value == "team"
 
     # A new browser session: the set the link names; without a link, the newest
     # set kept, not the bundled demo.
-    assert open_page(app, "views/quality.py").selectbox(key="eval_set").value == "week 48"
+    assert open_page(app, "quality.py").selectbox(key="eval_set").value == "week 48"
     linked = app()
-    linked.switch_page("views/quality.py")  # the link opens Quality itself: /quality?set=team
+    linked.switch_page("quality.py")  # the link opens Quality itself: /quality?set=team
     linked.query_params["set"] = "team"
     linked.run()
     assert linked.selectbox(key="eval_set").value == "team"
@@ -177,7 +177,7 @@ def test_inspect_asks_for_a_name_before_labelling_and_never_labels_as_reviewer(a
     at.text_input(key="reviewer").input("ana").run()
     at.button(key="relevant_sam-02").click().run()
     # The name given on Inspect is the Label page's too: it does not ask again.
-    at.switch_page("views/label.py").run()
+    at.switch_page("label.py").run()
     assert not at.exception, at.exception
     assert "label_reviewer_input" not in [w.key for w in at.text_input]
     assert any("Labelling as **ana**" in c.value for c in at.sidebar.caption)
@@ -187,14 +187,14 @@ def test_inspect_asks_for_a_name_before_labelling_and_never_labels_as_reviewer(a
 
 
 def test_a_name_given_on_label_reaches_inspect_and_back(app, no_reviewer_env):
-    at = open_page(app, "views/label.py")
+    at = open_page(app, "label.py")
     at.text_input(key="label_reviewer_input").input("ben")
     at.button(key="FormSubmitter:reviewer_form-Start labelling").click().run()
-    at.switch_page("views/inspect.py").run()
+    at.switch_page("inspect.py").run()
     assert at.text_input(key="reviewer").value == "ben"
     # Changed on Inspect, it is the Label page's name as well.
     at.text_input(key="reviewer").input("carla").run()
-    at.switch_page("views/label.py").run()
+    at.switch_page("label.py").run()
     assert any("Labelling as **carla**" in c.value for c in at.sidebar.caption)
     # "Change reviewer" asks again, with the current name filled in.
     at.button(key="label_change_reviewer").click().run()
@@ -206,5 +206,5 @@ def test_memlens_reviewer_names_labels_without_asking(app, monkeypatch):
     at = open_page(app, query=THEME)
     assert at.text_input(key="reviewer").value == "teambot"
     assert [b for b in at.button if (b.key or "").startswith("relevant_")]
-    at.switch_page("views/label.py").run()
+    at.switch_page("label.py").run()
     assert any("Labelling as **teambot**" in c.value for c in at.sidebar.caption)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "dashboard" / "navigation.py")
+APP = str(ROOT / "dashboard" / "views" / "navigation.py")
 
 PIZZA = "What is the user's favourite pizza topping?"
 

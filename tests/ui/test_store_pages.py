@@ -75,7 +75,7 @@ def test_inspect_shows_the_raw_kind_beside_normalised_scores(app, stores_env, mo
 
 def open_browse(app, **state):
     at = app(**state)
-    at.switch_page("views/browse.py").run()
+    at.switch_page("browse.py").run()
     assert not at.exception
     return at
 
@@ -117,7 +117,7 @@ def test_browse_shows_a_store_error_in_the_page(app, stores_env, monkeypatch, tm
 
 def open_compare(app, **state):
     at = app(**state)
-    at.switch_page("views/compare.py").run()
+    at.switch_page("compare.py").run()
     assert not at.exception
     return at
 
@@ -175,7 +175,7 @@ def test_compare_shows_a_side_that_cannot_open_without_crashing(app, stores_env,
     assert any("B could not answer" in e and "No Qdrant folder" in e for e in error_texts(at))
 
 
-@pytest.mark.parametrize("page", ["views/browse.py", "views/compare.py"])
+@pytest.mark.parametrize("page", ["browse.py", "compare.py"])
 def test_pages_with_memory_text_ask_for_the_password_when_one_is_set(app, stores_env, monkeypatch, page):
     monkeypatch.setenv("MEMLENS_PASSWORD", "correct horse")
     at = app(store="qdrant", user="sam")

@@ -80,7 +80,7 @@ def test_label_page_keeps_the_span_query_only_when_asked(data_dir, traces):
 def test_quality_page_offers_the_read_log_as_otlp_traces(app, data_dir):
     at = app()
     at.run()
-    at.switch_page("views/quality.py").run()
+    at.switch_page("quality.py").run()
     at.button(key="quality_run_demo").click().run()  # reads to log: opening the page sends none
     assert not at.exception, at.exception
     assert any(b.label == "Download as OpenTelemetry traces (OTLP JSON)" for b in at.download_button)

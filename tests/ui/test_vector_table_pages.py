@@ -84,7 +84,7 @@ def test_a_wrong_pgvector_setting_is_named_in_the_page(app, stores_env):
 
 def test_browse_lists_a_pgvector_users_memories(app, stores_env):
     at = app(store="pgvector", user="sam")
-    at.switch_page("views/browse.py").run()
+    at.switch_page("browse.py").run()
     assert not at.exception, at.exception
     listing = at.dataframe[0].value
     assert len(listing) == 22 and set(listing["user"]) == {"sam"}

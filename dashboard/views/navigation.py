@@ -1,18 +1,18 @@
 """memlens's pages: the script Streamlit runs for every visit (dashboard/app.py serves
-it). Builds the navigation and nothing else."""
+it). Builds the navigation and nothing else; the pages are its neighbours here."""
 
 import sys
 from pathlib import Path
 
-# Streamlit puts dashboard/ on sys.path, not the project root.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Streamlit puts the script's folder on sys.path, not the project root.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import streamlit as st
 
 # Material icons, not emoji: validating an emoji loads Streamlit's emoji catalogue
 # (0.1-0.4 s), and this runs before the first paint.
 st.set_page_config(page_title="memlens", page_icon=":material/search:", layout="wide")
-PAGES = Path(__file__).parent / "views"
+PAGES = Path(__file__).parent
 
 # Streamlit serves the default page at `/` only: a link to the default page's own
 # name (`/inspect`) names no page, and Streamlit shows its "Page not found" dialog over
