@@ -116,6 +116,13 @@ def _seed_value(field: ConfigField) -> Any:
     return str(default or "")
 
 
+def open_with_settings(store_name: str, config: dict[str, Any]) -> MemoryStore:
+    """The store opened with `config`, through the cache. The settings' text is the
+    cache's key, so it is written here only: start-up (ui/start_up.py) and the sidebar
+    must hit the same entry."""
+    return cache.open_store(store_name, json.dumps(config, sort_keys=True, default=str))
+
+
 def first_visit_settings(store_name: str) -> dict[str, Any] | None:
     """The settings `choose_store` opens `store_name` with for a visitor who has set
     none: each field's server default, as its widget returns it. None when a field is
@@ -165,7 +172,7 @@ def choose_store(
             config[config_field.name] = _field_widget(name, config_field, key_prefix)
     store, error = None, None
     try:
-        store = cache.open_store(name, json.dumps(config, sort_keys=True, default=str))
+        store = open_with_settings(name, config)
     except ConnectorError as exc:
         error = str(exc)
     return StoreChoice(name, config, fingerprint(name, config), store, error)
@@ -231,9 +238,15 @@ def set_store_setting(store: str, field: str, value: Any) -> None:
 def warm_model(store_name: str) -> None:
     """Start opening the packaged embedding model, on a thread of its own and once per
     process, when the store named `store_name` uses it; an unknown name does nothing."""
-    spec = REGISTRY.get(store_name)
-    if spec is not None and spec.local_model:
+    if uses_packaged_model(store_name):
         warm_up_in_background()
+
+
+def uses_packaged_model(store_name: str) -> bool:
+    """Whether the store named `store_name` embeds its queries with the packaged
+    model; False for an unknown name."""
+    spec = REGISTRY.get(store_name)
+    return spec is not None and spec.local_model
 
 
 def store_users(store: MemoryStore | None) -> list[str] | None:

@@ -16,13 +16,10 @@ left for the page that needs it, which shows the error as it always has.
 from __future__ import annotations
 
 import importlib
-import json
 import time
 from collections.abc import Callable
 
 from streamlit.logger import get_logger
-
-from connectors.registry import REGISTRY
 
 # Streamlit's logger: its lines go where the server's own go, at its log level.
 log = get_logger(__name__)
@@ -75,24 +72,22 @@ def _import_first_run_modules() -> bool:
 def _open_model() -> bool:
     """The packaged model, when the default store embeds its queries with it."""
     from connectors.embedding import runtime
-    from dashboard.ui.sidebar import DEFAULT_STORE
+    from dashboard.ui.sidebar import DEFAULT_STORE, uses_packaged_model
 
-    spec = REGISTRY.get(DEFAULT_STORE)
-    if spec is None or not spec.local_model:
+    if not uses_packaged_model(DEFAULT_STORE):
         return False
     runtime.encoder(None)
     return True
 
 
 def _open_default_store() -> bool:
-    """The default store with the settings a first visit's sidebar gives it: the same
-    call and the same settings text, so the page's first run finds it in the cache.
-    Not when those settings depend on the visitor's session."""
-    from dashboard.ui import cache
-    from dashboard.ui.sidebar import DEFAULT_STORE, first_visit_settings
+    """The default store with the settings a first visit's sidebar gives it, opened as
+    the sidebar opens it, so the page's first run finds it in the cache. Not when
+    those settings depend on the visitor's session."""
+    from dashboard.ui.sidebar import DEFAULT_STORE, first_visit_settings, open_with_settings
 
     settings = first_visit_settings(DEFAULT_STORE)
     if settings is None:
         return False
-    cache.open_store(DEFAULT_STORE, json.dumps(settings, sort_keys=True, default=str))
+    open_with_settings(DEFAULT_STORE, settings)
     return True
