@@ -1,103 +1,67 @@
-"""A shared link's first view: the result, with the page's controls left as empty places.
+"""A shared link's first view: the result before the page's controls.
 
-The browser shows an element only once it has loaded and run the code for its kind,
-and it shows the elements of one run together, once the code of all of them is in: in
-a second browser session the result waited for the code of every kind of control on
-the page (the sidebar's selectboxes, text and number inputs and checkbox, the query
-form and its button, the floor slider), and came 0.9-1.0 s after Streamlit's own
-floor (benchmarks/RESULTS.md, issue 24). So on a link's first run the page runs its controls as on any run (their
-values are the link's, and the query runs with them), but each reaches the browser as
-an empty element in the same place. The next run, which the page asks for once the
-result is painted (inspect_view.ask_for_the_rest), draws them.
+The browser shows the elements of one run together, once it has loaded the code of
+every kind among them. In a second browser session the result waited for the code of
+every kind of control on the page (the sidebar's selectboxes, text and number inputs
+and checkbox, the query form and its button, the floor slider), and came 0.9-1.0 s
+after Streamlit's own floor (benchmarks/RESULTS.md, issue 24). So on a link's first
+run the page draws no control at all: each control's value is read from the session,
+where the link's values were written (`drawn`), the query runs with them, and the
+result goes out alone. The run the page asks for once the result is painted
+(inspect_view.ask_for_the_rest) draws the controls. A widget created under a key the
+session already holds shows that value, so they come back as the link set them.
 
-A widget tells the browser its value only on the run that set it from code (a link's
-value is set that way), so the next run sets the held widgets' values again
-(`values_again`): without it the controls came back empty.
-
-This wraps the run's `enqueue` (Streamlit has no switch for it): the one place where
-every element of a run passes on its way to the browser. The wrapper is the run's
-own, so a run that ends early (another page, an error) leaves the next one as it is.
+Public Streamlit API only: nothing here reaches into how a run sends its elements,
+so a Streamlit release cannot break the first view.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
 import streamlit as st
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.runtime.scriptrunner import get_script_run_ctx
-from streamlit.runtime.state.common import user_key_from_element_id
 
-# The element kinds that are controls; the code of each is its own download.
-CONTROL_KINDS = frozenset(
-    {
-        "button",
-        "checkbox",
-        "multiselect",
-        "number_input",
-        "radio",
-        "selectbox",
-        "slider",
-        "text_area",
-        "text_input",
-    }
-)
-# The kinds whose value code may set (Streamlit refuses it for a button's).
-VALUE_KINDS = frozenset(
-    {"checkbox", "color_picker", "date_input", "multiselect", "number_input", "radio", "selectbox", "slider"}
-    | {"text_area", "text_input", "time_input"}
-)
-SIDEBAR = 1  # the first index of an element's path: 0 is the main area, 1 the sidebar
+from dashboard.ui import session
+
+# The page whose controls are held, for the rest of the run that set it: a flag of the
+# session alone would hold another page's controls if the reviewer moved on before the
+# Inspect page asked for the rest.
+_HELD_ON = "_controls_held_on_page"
 
 
-def as_placeholder(msg: ForwardMsg) -> str | None:
-    """Make a control's element, and every element and block of the sidebar, an empty
-    element or a plain container at the same path; anything else is left as it is.
-    (A missing index is refused by the browser: the place must stay filled.)
-    Returns the key of a widget so held whose value code may set, else None."""
-    if msg.WhichOneof("type") != "delta":
-        return None
-    delta = msg.delta
-    in_sidebar = msg.metadata.delta_path[:1] == [SIDEBAR]
-    kind = delta.WhichOneof("type")
-    if kind == "new_element":
-        element = delta.new_element.WhichOneof("type")
-        if not (in_sidebar or element in CONTROL_KINDS):
-            return None
-        key = user_key_from_element_id(getattr(delta.new_element, element).id) if element in VALUE_KINDS else None
-        delta.new_element.Clear()
-        delta.new_element.empty.SetInParent()
-        return key
-    if kind == "add_block" and (in_sidebar or delta.add_block.WhichOneof("type") == "form"):
-        delta.add_block.Clear()
-        delta.add_block.flex_container.SetInParent()
-    return None
+def hold() -> None:
+    """From now until `release`, this page's controls are not drawn."""
+    st.session_state[_HELD_ON] = session.page()
 
 
-def send_controls_as_placeholders() -> list[str]:
-    """For the rest of this run, the controls reach the browser as empty places.
-    Returns the list (filled as the run goes on) of the held widgets' keys, for the
-    next run's `values_again`."""
-    held: list[str] = []
-    ctx = get_script_run_ctx()
-    if ctx is None:
-        return held
-    this_run = ctx.cursors  # a new dict at the start of every run
-    # The class's own method bound to this context, not `ctx.enqueue`: that may be an
-    # earlier run's wrapper, and wrappers must not pile up across runs.
-    send = type(ctx).enqueue.__get__(ctx)
-
-    def enqueue(msg: ForwardMsg) -> None:
-        if ctx.cursors is this_run and (key := as_placeholder(msg)) is not None:
-            held.append(key)
-        send(msg)
-
-    ctx.enqueue = enqueue  # type: ignore[method-assign]
-    return held
+def release() -> None:
+    """Draw the controls again."""
+    st.session_state.pop(_HELD_ON, None)
 
 
-def values_again(keys: list[str]) -> None:
-    """Before the widgets are drawn: set each held widget's value again, the value it
-    has, so that it reaches the browser with the widget."""
+def holding() -> bool:
     state = st.session_state
-    for key in keys:
-        if key in state:
-            state[key] = state[key]
+    return _HELD_ON in state and state[_HELD_ON] == session.page()
+
+
+def drawn(draw: Callable[..., Any]) -> Callable[..., Any]:
+    """The widget function `draw`; while the controls are held, a stand-in taking the
+    same arguments that draws nothing and returns the value the session holds under
+    the widget's key (what the widget would return once drawn)."""
+    if not holding():
+        return draw
+
+    def value_in_session(*_args: Any, key: str, **_kwargs: Any) -> Any:
+        return st.session_state.get(key)
+
+    return value_in_session
+
+
+def section(open_section: Callable[..., AbstractContextManager[Any]], *args: Any, **kwargs: Any) -> AbstractContextManager[Any]:
+    """An expander or form around controls (`section(st.form, "query_form")`); while
+    the controls are held, nothing is drawn and the controls inside draw nothing
+    either."""
+    return nullcontext() if holding() else open_section(*args, **kwargs)
+

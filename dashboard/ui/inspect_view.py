@@ -60,13 +60,12 @@ def restore_from_url() -> None:
     # every hit. Writing the value back on every run keeps the reviewer's floor.
     state["floor"] = state.get("floor", session.inspect_floor(default_floor()))
     if state.get("_url_restored"):
-        state.pop(HOLD_REST, None)  # only the session's first run holds the rest back
-        held_controls.values_again(state.pop(HELD_WIDGETS, []))
+        held_controls.release()  # only the session's first run holds the rest back
         return
     state["_url_restored"] = True
     params = st.query_params
     if params.get("query"):
-        state[HOLD_REST] = True  # a shared link opens with its result: see ask_for_the_rest
+        held_controls.hold()  # a shared link opens with its result: see ask_for_the_rest
     state.setdefault("k", 5)
     state.setdefault("floor", default_floor())
     state.setdefault("query", "")
@@ -253,13 +252,11 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
 # code view's (st.code, the prompt block) about 0.5 s, and every other kind of element
 # on the page adds its own. On a shared link's first run the result came out together
 # with all of them, 2 s after the run ended. So that run draws the result (the summary
-# and the table) only, with the controls as empty places (ui/held_controls.py); this
+# and the table) only, without the controls (ui/held_controls.py); this
 # small component waits until the browser has painted them and then asks for the rest
 # of the page (the controls, the chart, the prompt block, feedback, labels, the re-rank
 # panel), which a second run draws (benchmarks/cold_start.py and benchmarks/RESULTS.md
 # have the figures).
-HOLD_REST = "_inspect_hold_rest_of_page"
-HELD_WIDGETS = "_inspect_held_widgets"  # drawn as empty places: their values go again
 _WHEN_RESULT_DRAWN_JS = """
 export default function ({ data, setTriggerValue }) {
   let sent = false;
@@ -284,24 +281,18 @@ export default function ({ data, setTriggerValue }) {
   };
 }
 """
-_when_result_drawn = st.components.v2.component("memlens_result_drawn", js=_WHEN_RESULT_DRAWN_JS)
 
 
 def holding_the_rest() -> bool:
     """True on a shared link's first run: the page draws the result and waits."""
-    return bool(st.session_state.get(HOLD_REST))
-
-
-def hold_back_controls() -> None:
-    """A link's first run: the controls run but reach the browser as empty places
-    (ui/held_controls.py); the next run draws them with their values."""
-    st.session_state[HELD_WIDGETS] = held_controls.send_controls_as_placeholders()
+    return held_controls.holding()
 
 
 def show_the_rest_now() -> None:
     """A link's first run that has no result to show first (the store did not open,
     the query failed): the page is drawn whole at once, controls included, by a rerun."""
-    if st.session_state.pop(HOLD_REST, None):
+    if held_controls.holding():
+        held_controls.release()
         st.rerun()
 
 
@@ -309,10 +300,14 @@ def ask_for_the_rest(result: QueryResult) -> None:
     """The component that reruns the page once the browser has painted the result
     (its metrics, and its table when there are hits)."""
     st.caption("Loading the score chart, the prompt block and the labels…")
-    _when_result_drawn(
+    # Declared where it is used, not at import: the declaration goes to the running
+    # server's registry, and a module imported under an earlier one (a second AppTest,
+    # on Streamlit 1.58) left it unregistered. The same definition again is silent.
+    when_result_drawn = st.components.v2.component("memlens_result_drawn", js=_WHEN_RESULT_DRAWN_JS)
+    when_result_drawn(
         key="result_drawn",
         data={"table": bool(result.hits)},
-        on_drawn_change=lambda: st.session_state.pop(HOLD_REST, None),
+        on_drawn_change=held_controls.release,
     )
 
 

@@ -17,6 +17,7 @@ import os
 import streamlit as st
 
 from dashboard.display import inert_markdown
+from dashboard.ui import held_controls
 from dashboard.ui.access import logged_in_identity
 
 REVIEWER_ENV = "MEMLENS_REVIEWER"
@@ -52,6 +53,8 @@ def sidebar_box() -> str | None:
     page) and changes it for every page. Signed in, the identity instead."""
     if identity := logged_in_identity():
         return identity  # access.account_menu already says who is signed in, on every page
+    if held_controls.holding():
+        return current()  # a shared link's first view: the box is drawn on the next run
     name = current() or ""
     # Seeded on every run from the session's name: the box is the Inspect page's
     # widget, and the name may have been given on Label since.

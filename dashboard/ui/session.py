@@ -17,14 +17,20 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 _PLAIN = "_shared_"
+_PAGE = _PLAIN + "page"
 
 
-def _page() -> str:
-    ctx = get_script_run_ctx()
-    return ctx.page_script_hash if ctx is not None else ""
+def on_page(page: str) -> None:
+    """Called by the navigation script before the page runs, with the page's url path
+    (what `st.navigation` returned): the page this run draws."""
+    st.session_state[_PAGE] = page
+
+
+def page() -> str:
+    """The page this run draws ("" for Inspect, at `/`)."""
+    return str(st.session_state.get(_PAGE, ""))
 
 
 def recall(name: str, default: Any = None) -> Any:
@@ -60,14 +66,14 @@ def seed(key: str, default: Any) -> None:
         if key not in state:
             state[key] = default
         return
-    value, page = kept
-    if page != _page() or key not in state:
+    value, page_drawn_on = kept
+    if page_drawn_on != page() or key not in state:
         state[key] = value
 
 
 def keep(key: str, value: Any) -> None:
     """After drawing the widget keyed ``key``: its value is the session's now."""
-    st.session_state[_PLAIN + "widget_" + key] = (value, _page())
+    st.session_state[_PLAIN + "widget_" + key] = (value, page())
 
 
 def widget(draw: Any, key: str, default: Any, *args: Any, **kwargs: Any) -> Any:

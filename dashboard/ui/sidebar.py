@@ -14,7 +14,7 @@ from connectors.embedding import warm_up_in_background
 from connectors.registry import REGISTRY, ConfigField, fingerprint, offered_values, with_configured_secrets
 from dashboard import store_link
 from dashboard.display import clip_text, inert_markdown
-from dashboard.ui import cache, session
+from dashboard.ui import cache, held_controls, session
 from dashboard.ui.secret_lookup import secret_value
 
 DEFAULT_STORE = "embedded"
@@ -52,20 +52,26 @@ def _configured_secret(store_name: str, field: ConfigField, key_prefix: str) -> 
     spec = REGISTRY[store_name]
     bound = next((f for f in spec.fields if f.name == field.bound_to), None)
     if bound is None:
-        st.caption(f"{field.label}: configured (from {field.env})")
+        _caption(f"{field.label}: configured (from {field.env})")
         return configured
     # The bound field may be drawn after this one: its widget state holds what the
     # visitor typed (Streamlit stores it before the rerun), else the default.
     current = st.session_state.get(f"{key_prefix}cfg_{store_name}_{bound.name}", _default(bound))
     bound_secret = with_configured_secrets(store_name, {bound.name: current}, os.environ, {field.env: configured})
     if bound_secret.get(field.name):
-        st.caption(f"{field.label}: configured (from {field.env}), sent only to this {bound.label}")
+        _caption(f"{field.label}: configured (from {field.env}), sent only to this {bound.label}")
         return configured
-    st.caption(
+    _caption(
         f"The configured {field.label} is sent only to the {bound.label} it was configured with; "
         "enter a key to use another."
     )
     return None
+
+
+def _caption(text: str) -> None:
+    """A note beside a setting's widget: drawn with the widgets, not without them."""
+    if not held_controls.holding():
+        st.caption(text)
 
 
 def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> Any:
@@ -76,7 +82,7 @@ def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> 
         if configured:
             return configured
         session.seed(key, "")
-        typed = st.text_input(field.label, type="password", key=key, help=field.help or None)
+        typed = held_controls.drawn(st.text_input)(field.label, type="password", key=key, help=field.help or None)
         session.keep(key, typed)
         return typed or None
     if field.kind == "allowed":
@@ -88,15 +94,15 @@ def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> 
     session.seed(key, _seed_value(field))
     help_text = field.help or None
     if field.kind == "int":
-        value: Any = int(st.number_input(field.label, step=1, key=key, help=help_text))
+        value: Any = int(held_controls.drawn(st.number_input)(field.label, step=1, key=key, help=help_text))
     elif field.kind == "float":
-        value = float(st.number_input(field.label, key=key, help=help_text))
+        value = float(held_controls.drawn(st.number_input)(field.label, key=key, help=help_text))
     elif field.kind == "bool":
-        value = st.checkbox(field.label, key=key, help=help_text)
+        value = held_controls.drawn(st.checkbox)(field.label, key=key, help=help_text)
     elif field.kind == "choice":
-        value = st.selectbox(field.label, field.choices, key=key, help=help_text)
+        value = held_controls.drawn(st.selectbox)(field.label, field.choices, key=key, help=help_text)
     else:
-        value = st.text_input(field.label, key=key, help=help_text)
+        value = held_controls.drawn(st.text_input)(field.label, key=key, help=help_text)
     session.keep(key, value)
     return value
 
@@ -142,8 +148,8 @@ def _allowed_widget(field: ConfigField, key: str) -> str:
     cache.operator_settings_loaded()
     offered = list(offered_values(field, os.environ))
     if not offered:
-        st.caption(f"{field.label}: none configured; the operator sets {field.env} or {field.allowlist_env}.")
-    chosen = st.selectbox(
+        _caption(f"{field.label}: none configured; the operator sets {field.env} or {field.allowlist_env}.")
+    chosen = held_controls.drawn(st.selectbox)(
         field.label, offered, index=0 if offered else None, key=key, help=field.help or None, accept_new_options=True
     )
     return str(chosen or "")
@@ -161,13 +167,15 @@ def choose_store(
     session.seed(key, DEFAULT_STORE if DEFAULT_STORE in names else names[0])
     if st.session_state.get(key) not in names:
         st.session_state[key] = DEFAULT_STORE if DEFAULT_STORE in names else names[0]
-    name = container.selectbox(label, names, key=key, format_func=lambda n: REGISTRY[n].title if n in REGISTRY else n)
+    name = held_controls.drawn(container.selectbox)(
+        label, names, key=key, format_func=lambda n: REGISTRY[n].title if n in REGISTRY else n
+    )
     session.keep(key, name)
     spec = REGISTRY[name]
     config: dict[str, Any] = {}
-    with container.expander(settings_label, expanded=False):
+    with held_controls.section(container.expander, settings_label, expanded=False):
         if describe and spec.description:
-            st.caption(spec.description)
+            _caption(spec.description)
         for config_field in spec.fields:
             config[config_field.name] = _field_widget(name, config_field, key_prefix)
     store, error = None, None
@@ -280,7 +288,7 @@ def user_picker(store: MemoryStore | None) -> str | None:
             current = None
         if not current:
             st.session_state["user"] = fallback
-        user: str | None = st.sidebar.selectbox("End user", users, key="user")
+        user: str | None = held_controls.drawn(st.sidebar.selectbox)("End user", users, key="user")
         # Said until another user is picked, not only on the run that replaced it.
         note = session.recall("unknown_user")
         if note and note[1] == user:
@@ -289,7 +297,7 @@ def user_picker(store: MemoryStore | None) -> str | None:
             session.remember("unknown_user", None)
     else:
         session.seed("user", "")
-        user = st.sidebar.text_input("End user id", key="user") or None
+        user = held_controls.drawn(st.sidebar.text_input)("End user id", key="user") or None
     session.keep("user", user or "")
     return user
 

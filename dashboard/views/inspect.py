@@ -20,25 +20,24 @@ from dashboard.ui.sidebar import DEFAULT_STORE, store_picker, user_picker, warm_
 warm_model(st.query_params.get("store") or DEFAULT_STORE)
 
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
+from dashboard.ui import held_controls, session  # noqa: E402
 from dashboard.ui import inspect_view as view  # noqa: E402
 from dashboard.ui import reviewer as reviewer_ui  # noqa: E402
-from dashboard.ui import session  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
 from dashboard.ui.errors import show_store_error  # noqa: E402
 
 require_access()  # the page shows memory text
+# A shared link's first run shows its result without the page's controls (their code
+# held the result back): their values come from the link, and the next run draws them
+# (ui/held_controls.py).
 view.restore_from_url()
-if view.holding_the_rest():
-    # A shared link's first run shows its result without the page's controls (their
-    # code held the result back); they run as always and are drawn by the next run.
-    view.hold_back_controls()
 choice = store_picker(keep_notes=view.holding_the_rest())
 user = user_picker(choice.store)
 # Shared widgets (ui/session.py): what was set here is here again after another page.
-k = session.widget(st.sidebar.number_input, "k", 5, "k (results)", min_value=1, max_value=50, step=1)
+k = session.widget(held_controls.drawn(st.sidebar.number_input), "k", 5, "k (results)", min_value=1, max_value=50, step=1)
 reviewer = reviewer_ui.sidebar_box()
 store_text = session.widget(
-    st.sidebar.checkbox,
+    held_controls.drawn(st.sidebar.checkbox),
     "store_text",
     False,
     "Store memory and query text with labels",
@@ -46,9 +45,12 @@ store_text = session.widget(
 )
 warm_model(choice.name)
 
-with st.form("query_form"):
-    session.widget(st.text_input, "query", "", "Message", placeholder="What is the user's favourite pizza topping?")
-    st.form_submit_button("Search", type="primary")
+with held_controls.section(st.form, "query_form"):
+    session.widget(
+        held_controls.drawn(st.text_input), "query", "", "Message", placeholder="What is the user's favourite pizza topping?"
+    )
+    if not view.holding_the_rest():
+        st.form_submit_button("Search", type="primary")
 
 if choice.error:
     view.show_the_rest_now()  # the settings to mend it are in the sidebar
@@ -67,7 +69,9 @@ view.show_embedding_path(choice)
 # and the raw response are not redrawn for it.
 @st.fragment
 def floor_dependent_parts() -> None:
-    floor = st.slider("Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped.")
+    floor = held_controls.drawn(st.slider)(
+        "Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped."
+    )
     view.keep_floor(floor)
     view.sync_url(choice, user, int(k), floor)
     if result is None:
