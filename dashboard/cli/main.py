@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,16 +28,23 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 
 def _run(args: argparse.Namespace) -> int:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    # No source-file watcher, as in .streamlit/config.toml (read only from the project
-    # root): it costs every new browser session about half a second. A later
-    # `--server.fileWatcherType auto` among the arguments turns it back on.
+    # The settings `make run` gives: no usage statistics sent. No source-file watcher,
+    # as in .streamlit/config.toml (read only from the project root): it costs every
+    # new browser session about half a second. A later `--server.fileWatcherType auto`
+    # among the arguments turns it back on.
     command = [
         sys.executable, "-m", "streamlit", "run", str(APP),
         "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
         "--server.fileWatcherType", "none",
         *args.streamlit_args,
     ]  # fmt: skip
-    return subprocess.call(command, env=env)
+    # The server replaces this process rather than running as its child: a SIGTERM or
+    # Ctrl-C to `memlens run` reaches Streamlit itself, which stops and frees its port
+    # (a child was left serving, holding the port, when its parent was killed).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, command, env)
 
 
 # Each command and the module that adds it, in the order `memlens --help` lists them.
