@@ -89,6 +89,10 @@ def check_modules(model_dir: str | Path) -> None:
 
 def _pooling_mode(pooling) -> str:
     mode = getattr(pooling, "pooling_mode", None)
+    if mode is None and hasattr(pooling, "get_pooling_mode_str"):
+        # sentence-transformers before 5 names the mode only through this method
+        # ("mean", or modes joined by "+", as the list form below is).
+        mode = pooling.get_pooling_mode_str()
     if isinstance(mode, list | tuple):
         mode = mode[0] if len(mode) == 1 else "+".join(map(str, mode))
     if mode not in SUPPORTED_POOLING:
