@@ -76,6 +76,7 @@ from connectors.base import (
     check_query,
 )
 from connectors.http.base import HttpBoundary, dotted_get, flatten_numbers
+from connectors.score_spaces import ScoreSpace, space_for
 
 ENV_CONFIG = "MEMLENS_HTTP_JSON_CONFIG"
 ENV_API_KEY = "MEMLENS_HTTP_JSON_API_KEY"
@@ -316,6 +317,11 @@ class HttpJsonStore:
     def _field(self, item: Any, path: str | None, default: Any = None) -> Any:
         return dotted_get(item, path, default) if path is not None else default
 
+    @property
+    def score_space(self) -> ScoreSpace:
+        """HasScoreSpace: a service sending cosine distances is scored 1 - d (connectors/score_spaces.py)."""
+        return space_for(self.name, "cosine_distance" if self.score_kind is ScoreKind.DISTANCE else "similarity")
+
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
         check_query(text)  # k is clamped to the service's range below
         asked = int(k)
@@ -376,7 +382,7 @@ class HttpJsonStore:
                 notes.append(f"{where} ({memory_id}): no number at {cfg.score!r}; shown without a score.")
             score = raw_score
             if raw_score is not None and self.score_kind is ScoreKind.DISTANCE:
-                score = 1.0 - raw_score  # cosine distance = 1 - cosine similarity
+                score = self.score_space.convert(raw_score)  # cosine distance: 1 - d
             breakdown, skipped = flatten_numbers(self._field(item, cfg.breakdown)) if cfg.breakdown else ({}, [])
             if skipped:
                 notes.append(f"{where} ({memory_id}): breakdown values that are not numbers left out: {', '.join(skipped)}.")

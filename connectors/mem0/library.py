@@ -48,6 +48,7 @@ from connectors.mem0.scores import (
     results_list,
     score_rule,
 )
+from connectors.score_spaces import AS_SENT, ScoreSpace
 
 # An LLM client is built when a Memory is constructed even though infer=False
 # never calls it; it needs some key string, and this one can never authenticate.
@@ -218,6 +219,13 @@ class Mem0LibraryStore:
     @property
     def backend(self) -> str:
         return self.rule.backend
+
+    @property
+    def score_space(self) -> ScoreSpace:
+        """HasScoreSpace: before Mem0 2.0.5 some backends send a distance, converted by the rule's formula."""
+        if self.rule.returns_distance and self.rule.formula:
+            return ScoreSpace(self.name, self.rule.formula, self.rule.backend)
+        return ScoreSpace(self.name, AS_SENT)
 
     @classmethod
     def from_config(cls, config: dict[str, Any] | str | Path, *, app_threshold: float | None = None) -> Mem0LibraryStore:

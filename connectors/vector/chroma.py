@@ -28,7 +28,6 @@ from urllib.parse import urlparse
 
 from connectors.base import (
     COSINE_DISTANCE,
-    SQUARED_L2,
     BadResponse,
     ConnectorError,
     InvalidRequest,
@@ -43,6 +42,7 @@ from connectors.base import (
     unit_length_note,
 )
 from connectors.embedding.query_vectors import query_vector
+from connectors.score_spaces import DISTANCE_RULES, ScoreSpace, space_for
 from connectors.vector.fields import PayloadFields, call_store, folder_or_url
 
 RAW_KINDS = {
@@ -54,7 +54,7 @@ DOCUMENT = "document"  # text_field value meaning "the Chroma document"
 USERS_SCAN_LIMIT = 10_000
 
 
-FORMULAS = {"l2": SQUARED_L2, "cosine": COSINE_DISTANCE, "ip": COSINE_DISTANCE}
+FORMULAS = DISTANCE_RULES["chroma"]  # connectors/score_spaces.py: the one table of rules
 
 
 def normalise(space: str, distance: float | None) -> float | None:
@@ -146,6 +146,11 @@ class ChromaStore:
         if self.space not in RAW_KINDS:
             raise BadResponse(f"Chroma: unknown distance space {self.space!r} in collection {collection!r}")
         self.raw_score_kind = RAW_KINDS[self.space]
+
+    @property
+    def score_space(self) -> ScoreSpace:
+        """HasScoreSpace: the rule its collection's distance setting gives (connectors/score_spaces.py)."""
+        return space_for(self.name, self.space)
 
     def _open_collection(self):
         try:

@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import (
-    COSINE_DISTANCE,
-    SQUARED_L2,
     InvalidRequest,
     Memory,
     NotFound,
@@ -39,6 +37,7 @@ from connectors.base import (
 )
 from connectors.common.failures import call_library
 from connectors.embedding.query_vectors import query_vector
+from connectors.score_spaces import DISTANCE_RULES, ScoreSpace, space_for
 
 RAW_KINDS = {
     "l2": "squared l2 distance",
@@ -49,7 +48,7 @@ USERS_SCAN_LIMIT = 10_000
 COLUMN_SETTINGS = ("id_column", "text_column", "vector_column", "user_column", "created_at_column")
 
 
-FORMULAS = {"l2": SQUARED_L2, "cosine": COSINE_DISTANCE, "dot": COSINE_DISTANCE}
+FORMULAS = DISTANCE_RULES["lancedb"]  # connectors/score_spaces.py: the one table of rules
 
 
 def normalise(distance_type: str, distance: float | None) -> float | None:
@@ -153,6 +152,11 @@ class LanceDBStore:
         )
 
     # -------------------------------------------------------------- protocol
+
+    @property
+    def score_space(self) -> ScoreSpace:
+        """HasScoreSpace: the rule its table's distance type gives (connectors/score_spaces.py)."""
+        return space_for(self.name, self.distance_type)
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
         check_query(text, k)

@@ -33,8 +33,6 @@ from typing import Any
 
 from connectors.base import (
     COSINE_DISTANCE,
-    L2,
-    NEGATIVE_INNER_PRODUCT,
     BadResponse,
     Hit,
     InvalidRequest,
@@ -51,6 +49,7 @@ from connectors.base import (
     unit_length_note,
 )
 from connectors.embedding.query_vectors import query_vector
+from connectors.score_spaces import DISTANCE_RULES, ScoreSpace, space_for
 
 OPERATORS = {
     "<=>": "cosine distance (1 - cosine similarity)",
@@ -63,7 +62,7 @@ USERS_SCAN_LIMIT = 10_000
 JOIN_OVERFETCH = 4
 
 
-FORMULAS = {"<=>": COSINE_DISTANCE, "<->": L2, "<#>": NEGATIVE_INNER_PRODUCT}
+FORMULAS = DISTANCE_RULES["pgvector"]  # connectors/score_spaces.py: the one table of rules
 
 
 def normalise(operator: str, distance: float | None) -> float | None:
@@ -300,6 +299,11 @@ class PgVectorStore:
             self._stored_dims = rows[0][-1]
 
     # -------------------------------------------------------------- protocol
+
+    @property
+    def score_space(self) -> ScoreSpace:
+        """HasScoreSpace: the rule its index's operator gives (connectors/score_spaces.py)."""
+        return space_for(self.name, self.layout.operator)
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:
         check_query(text, k)

@@ -32,8 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import (
-    L2,
-    MANHATTAN,
     BadResponse,
     Hit,
     InvalidRequest,
@@ -46,6 +44,7 @@ from connectors.base import (
     score_from_distance,
 )
 from connectors.embedding.query_vectors import query_vector
+from connectors.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace, space_for
 from connectors.vector.fields import PayloadFields, call_store, folder_or_url
 
 DISTANCE_KINDS = {
@@ -95,7 +94,8 @@ def _close_local_clients() -> None:
         _local_clients.clear()
 
 
-FORMULAS = {"euclid": L2, "manhattan": MANHATTAN}  # cosine and dot are similarities, kept as sent
+# cosine and dot are similarities, kept as sent (connectors/score_spaces.py: the one table of rules)
+FORMULAS = {name: rule for name, rule in DISTANCE_RULES["qdrant"].items() if rule != AS_SENT}
 
 
 def normalise(distance: str, raw: float | None) -> float | None:
@@ -145,6 +145,11 @@ class QdrantStore:
             raise InvalidRequest("Qdrant: give a local folder (path) or a server URL.")
         self.distance = self._read_distance()
         self.score_kind, self.raw_score_kind = DISTANCE_KINDS[self.distance]
+
+    @property
+    def score_space(self) -> ScoreSpace:
+        """HasScoreSpace: the rule its collection's distance setting gives (connectors/score_spaces.py)."""
+        return space_for(self.name, self.distance)
 
     def _call(self, what: str, fn, *args, **kwargs):
         """Run one client call, translating its failures at this boundary."""

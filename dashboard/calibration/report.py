@@ -6,6 +6,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from connectors.score_spaces import AS_SENT, SIMILARITY_STORES, ScoreSpace
 from dashboard.calibration.label_files import LabelFile, issue_text
 from dashboard.calibration.sweep import Calibration, evaluate, format_floor, shown_interval
 
@@ -98,6 +99,26 @@ def as_json(result: Calibration, labels: LabelFile) -> dict[str, Any]:
     )
 
 
+UNKNOWN_SPACE_CAPTION = (
+    "The JSON names no score space: these labels come from several stores, or from a distance store not "
+    "opened in this session. Open that store in the sidebar first, so the agent-side API can refuse the "
+    "floor on another store's scores."
+)
+
+
+def labels_score_space(stores: list[str], opened: dict[str, ScoreSpace] | None = None) -> ScoreSpace | None:
+    """The score space of labels from one store (``name:hash``): the space of that
+    store as opened (`opened`, by fingerprint), else its kind's when the kind has one
+    rule (a similarity sent as is); None (unknown) for labels from several stores or
+    a distance store whose setting is not known here."""
+    if len(stores) != 1:
+        return None
+    if opened and stores[0] in opened:
+        return opened[stores[0]]
+    kind = stores[0].split(":", 1)[0]
+    return ScoreSpace(kind, AS_SENT) if kind in SIMILARITY_STORES else None
+
+
 def floor_choice(
     result: Calibration,
     labels: LabelFile,
@@ -105,11 +126,14 @@ def floor_choice(
     floor: float | None = None,
     filters: dict[str, Any] | None = None,
     demo: bool = False,
+    score_space: ScoreSpace | None = None,
 ) -> dict[str, Any]:
     """The chosen floor and the numbers behind it, for the page's JSON export.
 
     ``floor`` defaults to the recommended one; the counts are those at ``floor``.
-    Ids, counts and scores only: no memory or query text.
+    ``score_space`` is the space the labels' scores are in (``labels_score_space``):
+    the agent-side API refuses to apply the floor in another; None writes null, read
+    as "unknown". Ids, counts and scores only: no memory or query text.
     """
     rec = result.recommendation
     chosen = rec.floor if floor is None else float(floor)
@@ -143,6 +167,7 @@ def floor_choice(
             "date_range": {"from": date_range[0], "to": date_range[1]} if date_range else None,
             "store": stores[0] if len(stores) == 1 else None,
             "stores": stores,
+            "score_space": score_space.as_dict() if score_space is not None else None,
             "reviewers": labels.reviewers(),
             "source": labels.source,
             "demo": demo,

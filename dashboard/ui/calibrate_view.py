@@ -19,7 +19,7 @@ import streamlit as st
 
 from dashboard.calibration.advice import FloorAdvice
 from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
-from dashboard.calibration.report import floor_choice
+from dashboard.calibration.report import UNKNOWN_SPACE_CAPTION, floor_choice, labels_score_space
 from dashboard.calibration.scores import TooFewLabels
 from dashboard.calibration.sweep import (
     Calibration,
@@ -41,6 +41,7 @@ from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
 from dashboard.ui import label_source as label_source_ui
 from dashboard.ui.errors import show_error
+from dashboard.ui.sidebar import OPENED_SPACES
 
 SOURCE_STORE = "Label store"
 SOURCE_UPLOAD = "Upload a file"
@@ -433,18 +434,22 @@ def show_sweep_table(result: Calibration, advice: FloorAdvice | None = None) -> 
 
 def _floor_choice(result: Calibration, source: LabelSource, advice: FloorAdvice | None = None) -> dict[str, Any]:
     """floor_choice (with the advice's mode, target and warnings), computed again only
-    when the calibration, the label source or the advice changes."""
+    when the calibration, the label source, the advice or the labels' score space changes."""
+    space = labels_score_space(source.labels.stores(), st.session_state.get(OPENED_SPACES))
     key = (
         id(result),
         (advice.mode, advice.target, advice.floor, tuple(advice.warnings)) if advice is not None else None,
         source.kind,
         json.dumps(source.filters, sort_keys=True, default=str),
         source.labels.source,
+        space,
     )
     memo = st.session_state.get("_floor_choice_memo")
     if memo is None or memo[0] != key:
         floor = advice.floor if advice is not None else None
-        choice = floor_choice(result, source.labels, floor=floor, filters=source.filters, demo=source.kind == "demo")
+        choice = floor_choice(
+            result, source.labels, floor=floor, filters=source.filters, demo=source.kind == "demo", score_space=space
+        )
         if advice is not None:
             choice.update(advice.export_fields())
         memo = (key, choice)
@@ -461,6 +466,8 @@ def show_exports(result: Calibration, source: LabelSource, advice: FloorAdvice |
     snippet = advice.snippet if advice is not None else rec.snippet
     env_text = advice.env_text() if advice is not None else rec.snippet + "\n"
     st.code(snippet, language="bash")
+    if choice.get("score_space") is None:
+        st.caption(UNKNOWN_SPACE_CAPTION)
     cols = st.columns(3)
     cols[0].download_button(
         "Download the sweep (CSV)",

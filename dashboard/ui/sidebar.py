@@ -12,12 +12,14 @@ import streamlit as st
 from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
 from connectors.embedding import warm_up_in_background
 from connectors.registry import REGISTRY, ConfigField, fingerprint, offered_values, with_configured_secrets
+from connectors.score_spaces import store_space
 from dashboard import store_link
 from dashboard.display import clip_text, inert_markdown
 from dashboard.ui import cache, held_controls, session
 from dashboard.ui.secret_lookup import secret_value
 
 DEFAULT_STORE = "embedded"
+OPENED_SPACES = "_opened_score_spaces"  # fingerprint -> ScoreSpace of each store opened in this session
 
 
 @dataclass
@@ -183,7 +185,13 @@ def choose_store(
         store = open_with_settings(name, config)
     except ConnectorError as exc:
         error = str(exc)
-    return StoreChoice(name, config, fingerprint(name, config), store, error)
+    choice = StoreChoice(name, config, fingerprint(name, config), store, error)
+    if store is not None:
+        # Calibrate's floor JSON names the score space of the store its labels came
+        # from; a label row carries the store's fingerprint only, so remember each
+        # opened store's space by it.
+        st.session_state.setdefault(OPENED_SPACES, {})[choice.fingerprint] = store_space(store)
+    return choice
 
 
 STORE_KEY = "store"

@@ -1,0 +1,331 @@
+"""The agent-side API: what a team puts in its agent once Calibrate has chosen a floor.
+
+    from dashboard.runtime import FloorConfig, RetrievalLog, memory_for_prompt
+
+    floor = FloorConfig.load("memlens-floor.json")    # or FloorConfig(floor=0.35)
+    log = RetrievalLog("retrievals.jsonl")            # or .parquet; ids and scores only
+    turn = memory_for_prompt(store, message, user_id="sam", k=5, floor=floor, log=log)
+    turn.block, turn.kept, turn.dropped, turn.reason
+
+``memory_for_prompt`` queries a memlens store; ``memory_from_hits`` takes the hits the
+team's own client returned (id, text, the store's raw score) with the store kind, and
+converts each raw score by the rule the connector uses (connectors/score_spaces.py),
+so the floor applies in the space it was calibrated in. A floor config names its
+score space; results from another space are refused (ScoreSpaceMismatch). Floors per
+segment (user, tag, store) are looked up with the global floor as the fallback.
+
+The block follows the floor's rules (dashboard/floor.py): the kept memories, the
+no-memory text with its instruction not to guess, or the store's own context block
+only when nothing was dropped. ``send_feedback`` (off unless called) sends
+``retrieved`` for kept memories and ``ignored`` for dropped ones after the reply.
+
+Importing this module loads no Streamlit, pandas, DuckDB, Plotly or torch (a test
+checks it in a fresh interpreter).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from connectors.base import Hit, MemoryStore, ScoreKind, SupportsFeedback
+from connectors.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace, space_for, store_space
+from dashboard.feedback import FeedbackOutcome, plan_from_floor, send
+from dashboard.floor import apply_floor, prompt_block
+from dashboard.logs.writer import RetrievalLog, RetrievalLogError
+from dashboard.monitoring.floor_config import FloorConfigError
+
+__all__ = [
+    "FloorConfig",
+    "FloorConfigError",
+    "RetrievalLog",
+    "RetrievalLogError",
+    "ScoreSpaceMismatch",
+    "Turn",
+    "memory_for_prompt",
+    "memory_from_hits",
+    "send_feedback",
+]
+
+SEGMENT_ORDER = ("user", "tag", "store")  # the most specific segment wins
+KNOWN_FORMULAS = {AS_SENT, *(rule for rules in DISTANCE_RULES.values() for rule in rules.values())}
+UNKNOWN_SPACE = (
+    "the score space is unknown (the floor config names none: exported before memlens wrote it); "
+    "the floor is applied as is, so check it was calibrated on this store's scores, or export it again from Calibrate"
+)
+
+
+class ScoreSpaceMismatch(FloorConfigError):
+    """A floor applied to scores from a space other than the one it was calibrated in."""
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+@dataclass
+class FloorConfig:
+    """The floor an agent applies: one global floor, optional floors per segment,
+    and the score space they were calibrated in (None: unknown)."""
+
+    floor: float
+    score_space: ScoreSpace | None = None
+    segments: dict[str, dict[str, float]] = field(default_factory=dict)  # "user" -> {"sam": 0.41}
+    source: str | None = None  # the file it was read from
+    store: str | None = None  # the store (name:hash) the labels came from, when one
+
+    def __post_init__(self) -> None:
+        if _number(self.floor) is None:
+            raise FloorConfigError(f"{self.source or 'FloorConfig'}: field 'floor': {self.floor!r} is not a finite number")
+        self.floor = float(self.floor)
+        for by in self.segments:
+            if by not in SEGMENT_ORDER:
+                raise FloorConfigError(f"{self.source or 'FloorConfig'}: field 'segments': {by!r} is not one of {', '.join(SEGMENT_ORDER)}")
+
+    @classmethod
+    def load(cls, path: str | Path) -> FloorConfig:
+        """The floor JSON Calibrate exports. Raises FloorConfigError naming the file and field."""
+        name = str(path)
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise FloorConfigError(f"{name}: cannot read the file ({exc.strerror or exc})") from exc
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise FloorConfigError(f"{name}: not a JSON file ({exc})") from exc
+        if not isinstance(data, dict):
+            raise FloorConfigError(f"{name}: not a floor config (a JSON object with a 'floor', as Calibrate exports)")
+        floor = _number(data.get("floor"))
+        if floor is None:
+            raise FloorConfigError(f"{name}: field 'floor': {data.get('floor')!r} is not a number (export the floor from Calibrate as JSON)")
+        store = data.get("store") if isinstance(data.get("store"), str) else None
+        return cls(
+            floor=floor,
+            score_space=_read_space(data.get("score_space"), name),
+            segments=_read_segments(data.get("segments"), name),
+            source=name,
+            store=store,
+        )
+
+    @property
+    def notes(self) -> list[str]:
+        """What an agent's operator should know about this config (an unknown space)."""
+        return [] if self.score_space is not None else [UNKNOWN_SPACE]
+
+    def floor_for(self, *, user_id: str | None = None, tag: str | None = None, store: str | None = None) -> tuple[float, str]:
+        """The floor for one turn and the segment it came from (``user=sam``, or ``global``)."""
+        for by, value in zip(SEGMENT_ORDER, (user_id, tag, store), strict=True):
+            floors = self.segments.get(by)
+            if floors and value is not None and value in floors:
+                return floors[value], f"{by}={value}"
+        return self.floor, "global"
+
+    def check_space(self, space: ScoreSpace | None, *, what: str = "these results") -> None:
+        """Refuse scores from another space than the floor's (ScoreSpaceMismatch)."""
+        where = f" from {self.source}" if self.source else ""
+        if space is None:
+            raise ScoreSpaceMismatch(
+                f"the floor {self.floor!r}{where} cannot apply to {what}: their scores are ranks or absent, not a score a floor compares with"
+            )
+        if self.score_space is None:
+            return
+        if (space.store, space.formula) != (self.score_space.store, self.score_space.formula):
+            raise ScoreSpaceMismatch(
+                f"the floor {self.floor!r}{where} was calibrated in {self.score_space.describe()}; {what} are in "
+                f"{space.describe()}. A floor applies only in its own score space: calibrate one on this store's labels"
+            )
+
+
+def _read_space(value: object, name: str) -> ScoreSpace | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise FloorConfigError(f"{name}: field 'score_space': {value!r} is not an object with 'store' and 'formula'")
+    store, formula, setting = value.get("store"), value.get("formula"), value.get("setting")
+    if not isinstance(store, str) or not store:
+        raise FloorConfigError(f"{name}: field 'score_space.store': {store!r} is not a store kind")
+    if formula not in KNOWN_FORMULAS:
+        raise FloorConfigError(f"{name}: field 'score_space.formula': {formula!r} is not one of {', '.join(sorted(KNOWN_FORMULAS))}")
+    if setting is not None and not isinstance(setting, str):
+        raise FloorConfigError(f"{name}: field 'score_space.setting': {setting!r} is not a string")
+    return ScoreSpace(store, str(formula), setting)
+
+
+def _read_segments(value: object, name: str) -> dict[str, dict[str, float]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FloorConfigError(f"{name}: field 'segments': {value!r} is not an object such as {{\"user\": {{\"sam\": 0.41}}}}")
+    segments: dict[str, dict[str, float]] = {}
+    for by, floors in value.items():
+        if by not in SEGMENT_ORDER:
+            raise FloorConfigError(f"{name}: field 'segments.{by}': segments are by {', '.join(SEGMENT_ORDER)}")
+        if not isinstance(floors, dict):
+            raise FloorConfigError(f"{name}: field 'segments.{by}': not an object of segment -> floor")
+        segments[by] = {}
+        for segment, floor in floors.items():
+            number = _number(floor)
+            if number is None:
+                raise FloorConfigError(f"{name}: field 'segments.{by}.{segment}': {floor!r} is not a number")
+            segments[by][str(segment)] = number
+    return segments
+
+
+# ------------------------------------------------------------------ one turn
+
+
+@dataclass
+class Turn:
+    """What one message got from memory: the block for the prompt and why."""
+
+    message_id: str
+    block: str
+    kept: list[Hit]
+    dropped: list[Hit]
+    reason: str | None  # why nothing was kept; None when something was
+    floor: float  # the floor applied, at full precision
+    segment: str  # "global", or the segment whose floor applied ("user=sam")
+    source: str  # the block's source: "no_memory" | "store_context" | "kept_memories"
+    notes: list[str] = field(default_factory=list)
+
+
+def _as_config(floor: FloorConfig | float) -> FloorConfig:
+    return floor if isinstance(floor, FloorConfig) else FloorConfig(floor=floor)
+
+
+def _reason(hits: Sequence[Hit], kept: Sequence[Hit], floor: float) -> str | None:
+    if kept:
+        return None
+    if not hits:
+        return "nothing returned"
+    unscored = sum(1 for hit in hits if hit.score is None or math.isnan(hit.score))
+    if unscored == len(hits):
+        return f"all {len(hits)} without a score"
+    tail = f" ({unscored} without a score)" if unscored else ""
+    return f"all {len(hits)} under the floor {floor!r}{tail}"
+
+
+def _turn(
+    hits: list[Hit],
+    context: str | None,
+    config: FloorConfig,
+    *,
+    message: str,
+    user_id: str | None,
+    tag: str | None,
+    store_id: str | None,
+    log: Any,
+    message_id: str | None,
+) -> Turn:
+    floor, segment = config.floor_for(user_id=user_id, tag=tag, store=store_id)
+    kept, dropped = apply_floor(hits, floor)
+    block = prompt_block(kept, dropped, context)
+    turn_id = message_id if message_id is not None else uuid.uuid4().hex
+    if log is not None:
+        log.write_turn(turn_id, hits, user_id=user_id, store=store_id, query=message)
+    return Turn(turn_id, block.text, kept, dropped, _reason(hits, kept, floor), floor, segment, block.source, config.notes)
+
+
+def memory_for_prompt(
+    store: MemoryStore,
+    message: str,
+    *,
+    user_id: str | None = None,
+    k: int = 5,
+    floor: FloorConfig | float,
+    log: RetrievalLog | None = None,
+    message_id: str | None = None,
+    tag: str | None = None,
+    store_id: str | None = None,
+) -> Turn:
+    """Query `store` with `message`, apply the floor (the segment's, else the global
+    one), build the prompt block and log the turn by id. `store_id` names the store in
+    the log and for a per-store floor (default: the store's kind, ``store.name``)."""
+    config = _as_config(floor)
+    config.check_space(store_space(store), what=f"the {store.name} store's scores")
+    result = store.query(message, user_id=user_id, k=k)
+    if not ScoreKind(result.score_kind).comparable_to_floor:
+        config.check_space(None, what=f"the {store.name} store's scores")
+    return _turn(
+        result.hits,
+        result.context,
+        config,
+        message=message,
+        user_id=user_id,
+        tag=tag,
+        store_id=store_id or store.name,
+        log=log,
+        message_id=message_id,
+    )
+
+
+def _raw_hit(item: Any, position: int) -> tuple[str, str, float | None, dict[str, Any]]:
+    """(id, text, raw score, metadata) from a mapping or a tuple the team's client gave."""
+    if isinstance(item, Mapping):
+        memory_id = item.get("id", item.get("memory_id"))
+        raw = item.get("score", item.get("raw_score", item.get("distance")))
+        text, metadata = item.get("text", ""), item.get("metadata") or {}
+    elif isinstance(item, Sequence) and not isinstance(item, str) and 3 <= len(item) <= 4:
+        memory_id, text, raw = item[0], item[1], item[2]
+        metadata = item[3] if len(item) == 4 else {}
+    else:
+        raise ValueError(f"hit {position}: give a mapping with id, text and score, or a tuple (id, text, raw score[, metadata])")
+    if memory_id is None or str(memory_id) == "":
+        raise ValueError(f"hit {position}: no id (a memory is logged and labelled by its id)")
+    number = _number(raw)
+    if raw is not None and number is None:
+        raise ValueError(f"hit {position} ({memory_id}): score {raw!r} is not a finite number")
+    return str(memory_id), "" if text is None else str(text), number, dict(metadata)
+
+
+def memory_from_hits(
+    hits: Iterable[Any],
+    *,
+    store_kind: str,
+    setting: str | None = None,
+    message: str = "",
+    user_id: str | None = None,
+    floor: FloorConfig | float,
+    log: RetrievalLog | None = None,
+    message_id: str | None = None,
+    tag: str | None = None,
+    store_id: str | None = None,
+    context: str | None = None,
+) -> Turn:
+    """The same turn from hits the team's own client returned, in the store's order:
+    each a mapping (``id``, ``text``, ``score`` (the store's raw value), optional
+    ``metadata``) or a tuple (id, text, raw score[, metadata]). `store_kind` and
+    `setting` (Chroma's space ``l2``, pgvector's operator ``<->``, ...) name the rule
+    that turns the raw value into memlens's score, as the connector does. The message
+    is logged only when the log includes queries."""
+    space = space_for(store_kind, setting)
+    config = _as_config(floor)
+    config.check_space(space, what=f"hits from {space.store}")
+    converted = []
+    for position, item in enumerate(hits, start=1):
+        memory_id, text, raw, metadata = _raw_hit(item, position)
+        converted.append(Hit(memory_id, position, text, space.convert(raw), raw_score=raw, metadata=metadata))
+    return _turn(
+        converted,
+        context,
+        config,
+        message=message,
+        user_id=user_id,
+        tag=tag,
+        store_id=store_id or space.store,
+        log=log,
+        message_id=message_id,
+    )
+
+
+def send_feedback(store: SupportsFeedback, turn: Turn, *, user_id: str | None = None) -> list[FeedbackOutcome]:
+    """After the reply, and only when called: ``retrieved`` for each kept memory,
+    ``ignored`` for each dropped one (feedback moves importance for every later
+    question, so it is never sent by ``memory_for_prompt`` itself)."""
+    return send(store, plan_from_floor(turn.kept, turn.dropped), user_id=user_id)
