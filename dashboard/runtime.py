@@ -9,7 +9,7 @@
 
 ``memory_for_prompt`` queries a memlens store; ``memory_from_hits`` takes the hits the
 team's own client returned (id, text, the store's raw score) with the store kind, and
-converts each raw score by the rule the connector uses (connectors/score_spaces.py),
+converts each raw score by the rule the connector uses (connectors/common/score_spaces.py),
 so the floor applies in the space it was calibrated in. A floor config names its
 score space; results from another space are refused (ScoreSpaceMismatch). Floors per
 segment (user, tag, store) are looked up with the global floor as the fallback.
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import Hit, MemoryStore, ScoreKind, SupportsFeedback
-from connectors.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace, space_for, store_space
+from connectors.common.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace, space_for, store_space
 from dashboard.feedback import FeedbackOutcome, plan_from_floor, send
 from dashboard.floor import apply_floor, prompt_block
 from dashboard.logs.writer import RetrievalLog, RetrievalLogError

@@ -75,8 +75,8 @@ from connectors.base import (
     as_number,
     check_query,
 )
+from connectors.common.score_spaces import ScoreSpace, space_for
 from connectors.http.base import HttpBoundary, dotted_get, flatten_numbers
-from connectors.score_spaces import ScoreSpace, space_for
 
 ENV_CONFIG = "MEMLENS_HTTP_JSON_CONFIG"
 ENV_API_KEY = "MEMLENS_HTTP_JSON_API_KEY"
@@ -319,7 +319,7 @@ class HttpJsonStore:
 
     @property
     def score_space(self) -> ScoreSpace:
-        """HasScoreSpace: a service sending cosine distances is scored 1 - d (connectors/score_spaces.py)."""
+        """HasScoreSpace: a service sending cosine distances is scored 1 - d (connectors/common/score_spaces.py)."""
         return space_for(self.name, "cosine_distance" if self.score_kind is ScoreKind.DISTANCE else "similarity")
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:

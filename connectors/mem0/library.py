@@ -39,6 +39,7 @@ from connectors.base import (
     check_query,
 )
 from connectors.common.paths import data_dir
+from connectors.common.score_spaces import AS_SENT, ScoreSpace
 from connectors.mem0.history import events_of_kinds, memory_history
 from connectors.mem0.scores import (
     hits_from_search,
@@ -48,7 +49,6 @@ from connectors.mem0.scores import (
     results_list,
     score_rule,
 )
-from connectors.score_spaces import AS_SENT, ScoreSpace
 
 # An LLM client is built when a Memory is constructed even though infer=False
 # never calls it; it needs some key string, and this one can never authenticate.

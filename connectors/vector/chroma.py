@@ -41,8 +41,8 @@ from connectors.base import (
     score_from_distance,
     unit_length_note,
 )
+from connectors.common.score_spaces import DISTANCE_RULES, ScoreSpace, space_for
 from connectors.embedding.query_vectors import query_vector
-from connectors.score_spaces import DISTANCE_RULES, ScoreSpace, space_for
 from connectors.vector.fields import PayloadFields, call_store, folder_or_url
 
 RAW_KINDS = {
@@ -54,7 +54,7 @@ DOCUMENT = "document"  # text_field value meaning "the Chroma document"
 USERS_SCAN_LIMIT = 10_000
 
 
-FORMULAS = DISTANCE_RULES["chroma"]  # connectors/score_spaces.py: the one table of rules
+FORMULAS = DISTANCE_RULES["chroma"]  # connectors/common/score_spaces.py: the one table of rules
 
 
 def normalise(space: str, distance: float | None) -> float | None:
@@ -149,7 +149,7 @@ class ChromaStore:
 
     @property
     def score_space(self) -> ScoreSpace:
-        """HasScoreSpace: the rule its collection's distance setting gives (connectors/score_spaces.py)."""
+        """HasScoreSpace: the rule its collection's distance setting gives (connectors/common/score_spaces.py)."""
         return space_for(self.name, self.space)
 
     def _open_collection(self):

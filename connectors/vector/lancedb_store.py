@@ -36,8 +36,8 @@ from connectors.base import (
     unit_length_note,
 )
 from connectors.common.failures import call_library
+from connectors.common.score_spaces import DISTANCE_RULES, ScoreSpace, space_for
 from connectors.embedding.query_vectors import query_vector
-from connectors.score_spaces import DISTANCE_RULES, ScoreSpace, space_for
 
 RAW_KINDS = {
     "l2": "squared l2 distance",
@@ -48,7 +48,7 @@ USERS_SCAN_LIMIT = 10_000
 COLUMN_SETTINGS = ("id_column", "text_column", "vector_column", "user_column", "created_at_column")
 
 
-FORMULAS = DISTANCE_RULES["lancedb"]  # connectors/score_spaces.py: the one table of rules
+FORMULAS = DISTANCE_RULES["lancedb"]  # connectors/common/score_spaces.py: the one table of rules
 
 
 def normalise(distance_type: str, distance: float | None) -> float | None:
@@ -155,7 +155,7 @@ class LanceDBStore:
 
     @property
     def score_space(self) -> ScoreSpace:
-        """HasScoreSpace: the rule its table's distance type gives (connectors/score_spaces.py)."""
+        """HasScoreSpace: the rule its table's distance type gives (connectors/common/score_spaces.py)."""
         return space_for(self.name, self.distance_type)
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:

@@ -48,8 +48,8 @@ from connectors.base import (
     score_from_distance,
     unit_length_note,
 )
+from connectors.common.score_spaces import DISTANCE_RULES, ScoreSpace, space_for
 from connectors.embedding.query_vectors import query_vector
-from connectors.score_spaces import DISTANCE_RULES, ScoreSpace, space_for
 
 OPERATORS = {
     "<=>": "cosine distance (1 - cosine similarity)",
@@ -62,7 +62,7 @@ USERS_SCAN_LIMIT = 10_000
 JOIN_OVERFETCH = 4
 
 
-FORMULAS = DISTANCE_RULES["pgvector"]  # connectors/score_spaces.py: the one table of rules
+FORMULAS = DISTANCE_RULES["pgvector"]  # connectors/common/score_spaces.py: the one table of rules
 
 
 def normalise(operator: str, distance: float | None) -> float | None:
@@ -302,7 +302,7 @@ class PgVectorStore:
 
     @property
     def score_space(self) -> ScoreSpace:
-        """HasScoreSpace: the rule its index's operator gives (connectors/score_spaces.py)."""
+        """HasScoreSpace: the rule its index's operator gives (connectors/common/score_spaces.py)."""
         return space_for(self.name, self.layout.operator)
 
     def query(self, text: str, *, user_id: str | None, k: int = 5) -> QueryResult:

@@ -43,8 +43,8 @@ from connectors.base import (
     check_query,
     score_from_distance,
 )
+from connectors.common.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace, space_for
 from connectors.embedding.query_vectors import query_vector
-from connectors.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace, space_for
 from connectors.vector.fields import PayloadFields, call_store, folder_or_url
 
 DISTANCE_KINDS = {
@@ -94,7 +94,7 @@ def _close_local_clients() -> None:
         _local_clients.clear()
 
 
-# cosine and dot are similarities, kept as sent (connectors/score_spaces.py: the one table of rules)
+# cosine and dot are similarities, kept as sent (connectors/common/score_spaces.py: the one table of rules)
 FORMULAS = {name: rule for name, rule in DISTANCE_RULES["qdrant"].items() if rule != AS_SENT}
 
 
@@ -148,7 +148,7 @@ class QdrantStore:
 
     @property
     def score_space(self) -> ScoreSpace:
-        """HasScoreSpace: the rule its collection's distance setting gives (connectors/score_spaces.py)."""
+        """HasScoreSpace: the rule its collection's distance setting gives (connectors/common/score_spaces.py)."""
         return space_for(self.name, self.distance)
 
     def _call(self, what: str, fn, *args, **kwargs):

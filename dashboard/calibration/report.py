@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from connectors.score_spaces import AS_SENT, SIMILARITY_STORES, ScoreSpace
+from connectors.common.score_spaces import AS_SENT, SIMILARITY_STORES, ScoreSpace
 from dashboard.calibration.label_files import LabelFile, issue_text
 from dashboard.calibration.sweep import Calibration, evaluate, format_floor, shown_interval
 

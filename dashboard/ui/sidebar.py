@@ -10,9 +10,9 @@ from typing import Any
 import streamlit as st
 
 from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
+from connectors.common.score_spaces import store_space
 from connectors.embedding import warm_up_in_background
 from connectors.registry import REGISTRY, ConfigField, fingerprint, offered_values, with_configured_secrets
-from connectors.score_spaces import store_space
 from dashboard import store_link
 from dashboard.display import clip_text, inert_markdown
 from dashboard.ui import cache, held_controls, session

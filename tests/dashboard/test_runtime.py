@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from connectors.score_spaces import AS_SENT, ScoreSpace, space_for
+from connectors.common.score_spaces import AS_SENT, ScoreSpace, space_for
 from dashboard.calibration.label_files import parse_label_text
 from dashboard.calibration.report import floor_choice, labels_score_space
 from dashboard.calibration.sweep import calibrate

@@ -1,0 +1,81 @@
+"""The agent-side API's cost over the bare store call: ``memory_for_prompt`` on the
+embedded demo store (k=5, the floor config's space checked, the floor applied, the
+block built, every row logged) against ``store.query`` alone.
+
+- The demo store in a fresh data directory; the demo questions, each encoded once
+  before timing (both cases read the same remembered vectors, so the encoder is in
+  neither).
+- 1,000 calls of each case, interleaved (bare, then memory_for_prompt, question by
+  question in turn), so load from other work on the machine falls on both alike;
+  median per call. Cases: the bare query (baseline); memory_for_prompt with a JSONL
+  log; with a Parquet log; with no log.
+
+Target: memory_for_prompt with the log on at most 1.05x the bare store.query.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._common import ROOT, exit_code, median, report, table
+
+CALLS = 1_000
+K = 5
+TARGET = 1.05
+
+
+def main() -> int:
+    from connectors.embedded.factories import open_demo_store
+    from connectors.embedding.query_vectors import remember
+    from dashboard.runtime import FloorConfig, RetrievalLog, memory_for_prompt
+
+    questions = [
+        (q["query"], q["user_id"])
+        for q in (json.loads(line) for line in (ROOT / "demo_data" / "queries.jsonl").read_text(encoding="utf-8").splitlines() if line)
+    ]
+    remember([text for text, _ in questions])
+    folder = Path(tempfile.mkdtemp(prefix="memlens-bench-runtime-"))
+    store = open_demo_store(folder)
+    floor = FloorConfig(floor=0.35, score_space=None)
+    logs = {"jsonl": RetrievalLog(folder / "log.jsonl"), "parquet": RetrievalLog(folder / "log.parquet")}
+    cases = {
+        "store.query (baseline)": lambda text, user: store.query(text, user_id=user, k=K),
+        "memory_for_prompt, JSONL log": lambda text, user: memory_for_prompt(store, text, user_id=user, k=K, floor=floor, log=logs["jsonl"]),
+        "memory_for_prompt, Parquet log": lambda text, user: memory_for_prompt(store, text, user_id=user, k=K, floor=floor, log=logs["parquet"]),
+        "memory_for_prompt, no log": lambda text, user: memory_for_prompt(store, text, user_id=user, k=K, floor=floor),
+    }
+    for fn in cases.values():  # warm up: the store's arrays, pyarrow's writer
+        for text, user in questions:
+            fn(text, user)
+    times: dict[str, list[float]] = {label: [] for label in cases}
+    for call in range(CALLS):
+        text, user = questions[call % len(questions)]
+        for label, fn in cases.items():
+            started = time.perf_counter()
+            fn(text, user)
+            times[label].append((time.perf_counter() - started) * 1e6)
+    for log in logs.values():
+        log.close()
+    base = median(times["store.query (baseline)"])
+    rows = [[label, f"{median(values):.1f}", f"{median(values) / base:.3f}x"] for label, values in times.items()]
+    ratio = median(times["memory_for_prompt, JSONL log"]) / base
+    written = logs["jsonl"].rows_written
+    body = (
+        f"{CALLS:,} calls per case on the embedded demo store, k={K}, the {len(questions)} demo questions in turn "
+        f"(encoded once before timing), cases interleaved call by call; median microseconds per call. "
+        f"The JSONL log got {written:,} rows (one per returned memory, warm-up included).\n\n"
+        + table(["case", "median µs", "vs store.query"], rows)
+        + f"\n\nTarget: memory_for_prompt with the log on at most {TARGET}x the bare store.query: "
+        f"{ratio:.3f}x ({'met' if ratio <= TARGET else 'NOT met'})."
+    )
+    report("runtime: memory_for_prompt with the log on vs store.query", body)
+    problems = [] if written >= CALLS * K else [f"the JSONL log has {written} rows, expected at least {CALLS * K}"]
+    return exit_code(problems)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
