@@ -23,6 +23,7 @@ import json
 import sys
 from typing import Any
 
+from dashboard.cli import monitor_precision
 from dashboard.cli.arguments import positive_int, share
 from dashboard.logs.log_files import LogFormatError
 from dashboard.monitoring import report, webhook
@@ -36,6 +37,7 @@ from dashboard.monitoring.alerts import (
     parse_range,
 )
 from dashboard.monitoring.floor_config import FloorConfigError, read_floor_config
+from dashboard.monitoring.precision import NOT_WATCHED
 from dashboard.monitoring.relation import expand_paths, open_logs
 from dashboard.monitoring.windows import WINDOWS
 
@@ -77,6 +79,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--webhook", metavar="URL", help=f"post the alerts here (default ${webhook.WEBHOOK_ENV} or the secrets file); never printed"
     )
+    monitor_precision.add_arguments(parser)
     parser.set_defaults(handler=run)
     return parser
 
@@ -126,15 +129,39 @@ def run(args: argparse.Namespace) -> int:
     counts = logs.counts()
     if not result.windows:
         return _error(f"no turn with a timestamp in {len(files)} file(s) ({counts['turns']:,} turns read): nothing to watch")
-    if args.format == "json":
-        print(json.dumps(report.as_json(result, files=files, issues=issues, counts=counts), indent=2, default=str))
+    judged = None
+    if args.judge:
+        try:
+            judged = monitor_precision.run_judged(args, logs, result, files)
+        except monitor_precision.Unusable as exc:
+            return _error(str(exc))
     else:
-        print("\n".join(report.text_lines(result, len(files))))
+        result.notes.append(NOT_WATCHED)  # said once, in the notes of the table and of the JSON
+    precision_alerts = judged.alerts if judged is not None else []
+    if args.format == "json":
+        document = report.as_json(result, files=files, issues=issues, counts=counts)
+        document["precision"] = judged.document if judged is not None else None
+        document["alerts"] += [alert.as_dict() for alert in precision_alerts]
+        print(json.dumps(document, indent=2, default=str))
+    else:
+        lines = report.text_lines(result, len(files))
+        if judged is not None:
+            quiet = lines.pop() if not result.alerts else None  # "no alert: ..." goes last, if still true
+            lines += judged.lines + [alert.line() for alert in precision_alerts]
+            if quiet and not precision_alerts:
+                lines.append(quiet)
+        print("\n".join(lines))
+    alerts = len(result.alerts) + len(precision_alerts)
     url = webhook.webhook_url(args.webhook)
-    if url and result.alerts:
-        problem = webhook.post(url, report.webhook_message(result, len(files)))
+    if url and alerts:
+        message = report.webhook_message(result, len(files))
+        if precision_alerts:
+            message["text"] = message["text"].replace(f"{len(result.alerts)} alert(s)", f"{alerts} alert(s)", 1)
+            message["text"] += "".join(f"\n{alert.line()}" for alert in precision_alerts)
+        message["alerts"] += [alert.as_dict() for alert in precision_alerts]
+        problem = webhook.post(url, message)
         if problem:
             print(f"memlens monitor: webhook: {problem}; the alerts are above", file=sys.stderr)
         else:
-            print(f"memlens monitor: webhook: posted {len(result.alerts)} alert(s)", file=sys.stderr)
-    return EXIT_ALERT if result.alerts and args.fail_on_alert else 0
+            print(f"memlens monitor: webhook: posted {alerts} alert(s)", file=sys.stderr)
+    return EXIT_ALERT if alerts and args.fail_on_alert else 0

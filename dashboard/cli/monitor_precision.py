@@ -1,0 +1,157 @@
+"""`memlens monitor ... --judge JUDGE.toml --send-text --sample N`: the precision side
+of the monitor (dashboard/monitoring/precision.py), its options and its output.
+
+    memlens monitor LOG... --floor-config F --judge umbrela.toml --send-text --sample 20
+        (--db FILE | --store NAME --config FILE) [--precision-target 0.85] [--precision-margin 0.1]
+        [--seed 0] [--max-pairs N] [--labels DB]
+
+Per window, N sampled turns' top 3 kept memories are graded (query text from the
+log's ``query`` column, memory text read from the store by id); grades are cached in
+the app database, so a second run on the same logs sends no request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from dashboard.cli.arguments import positive_int, share
+from dashboard.monitoring.precision import DEFAULT_PRECISION_MARGIN, DEFAULT_SEED, TOP, PrecisionAlert
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    judged = parser.add_argument_group("the precision side (a judge grades a sample of kept memories per window)")
+    judged.add_argument("--judge", metavar="JUDGE.toml", help="the judge's config (as `memlens judge` takes); without it relevance is not watched")
+    judged.add_argument("--send-text", action="store_true", help="allow query and memory text to go to the judge's model")
+    judged.add_argument("--sample", type=positive_int, default=20, metavar="N", help="turns judged per window (default 20)")
+    judged.add_argument("--precision-target", type=share, metavar="P", help="also alert when a window's kept precision is surely under P, e.g. 0.85")
+    judged.add_argument(
+        "--precision-margin", type=share, default=DEFAULT_PRECISION_MARGIN,
+        help="kept-precision drop that matters, as a share (default 0.1: 10 points)",
+    )
+    judged.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the sample's seed (default 0): the same sample every run")
+    judged.add_argument("--max-pairs", type=positive_int, metavar="N", help="grade at most N new pairs this run (the rest next run)")
+    judged.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file (where memory text is read)")
+    judged.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
+    judged.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
+    judged.add_argument("--labels", default=None, help="the app database: a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
+    # store_config reads eval's --weights and --as-of: the store ranks at its own defaults here
+    parser.set_defaults(weights=None, as_of=None)
+
+
+@dataclass
+class JudgedResult:
+    lines: list[str] = field(default_factory=list)
+    alerts: list[PrecisionAlert] = field(default_factory=list)
+    document: dict[str, Any] = field(default_factory=dict)
+
+
+class Unusable(Exception):
+    """The judged run cannot start; the message says why (exit 2)."""
+
+
+def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str]) -> JudgedResult:
+    from connectors.base import ConnectorError
+    from connectors.common.paths import data_dir
+    from dashboard.cli.judge import _open_store
+    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database.model import LabelStoreError
+    from dashboard.judging.client import ChatClient, config_from_environ
+    from dashboard.judging.judges import JudgeError, build_judge, load_judge_config
+    from dashboard.monitoring import judged, precision
+
+    settings = result.settings
+    try:
+        judge_config = load_judge_config(args.judge)
+        client = None
+        if judge_config.kind == "llm":
+            model = config_from_environ(dict(os.environ))
+            if model is None:
+                raise JudgeError("an llm judge needs a model: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
+            if not args.send_text:
+                raise JudgeError(f"the judge would send query and memory text to {model.host} ({model.model}); pass --send-text to allow it")
+            client = ChatClient(model, send_text=True)
+        judge = build_judge(judge_config, client)
+        store, store_id = _open_store(args)
+    except (JudgeError, ConnectorError, ValueError) as exc:
+        raise Unusable(str(exc)) from None
+    try:
+        labels = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+    except (LabelStoreError, OSError) as exc:
+        store.close()
+        raise Unusable(f"cannot open the app database: {exc}") from None
+    try:
+        sampled, eligible = precision.sample_turns(logs.con, settings.floor, settings.window, args.sample, args.seed)
+        queries = judged.query_texts(files, {t.message_id for t in sampled})
+        if client is not None:
+            print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
+        run = judged.grade_sample(
+            sampled, queries, judge=judge, labels=labels, store=store, store_id=store_id,
+            concurrency=client.config.concurrency if client is not None else 1, max_pairs=args.max_pairs,
+        )
+        people = labels.labels()
+        agreement = None
+        if people:
+            from dashboard.judging.agreement import judge_agreement
+
+            agreement = judge_agreement(people, labels.judgments(source=judge.source), judge.source, resamples=200)
+    finally:
+        store.close()
+        labels.close()
+        if client is not None:
+            client.close()
+    windows = precision.window_precision(sampled, eligible, run.grades, lambda start: _label(result, start))
+    baseline, alerts = precision.precision_alerts(
+        windows, [w.start for w in result.baseline.windows], margin=args.precision_margin, alpha=settings.alpha, target=args.precision_target
+    )
+    out = JudgedResult(alerts=alerts)
+    out.lines = _lines(judge.source, args, windows, baseline, run, agreement)
+    out.document = {
+        "judge": judge.source,
+        "sample": args.sample,
+        "seed": args.seed,
+        "top": TOP,
+        "windows": [w.as_dict() for w in windows],
+        "baseline": baseline.as_dict() if baseline is not None else None,
+        "grading": {"graded": run.graded, "cached": run.cached, "failed": run.failed, "over_budget": run.over_budget, "no_query": run.no_query},
+        "agreement": agreement.headline() if agreement is not None else None,
+        "alerts": [a.as_dict() for a in alerts],
+    }
+    return out
+
+
+def _label(result: Any, start: Any) -> str:
+    from dashboard.monitoring.windows import Window
+
+    return Window(start, start, 0, 0, 0, 0.0, None, None, None, None).label(result.settings.window)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _lines(source: str, args: argparse.Namespace, windows: list, baseline: Any, run: Any, agreement: Any) -> list[str]:
+    lines = [
+        "",
+        f"kept precision, judged by {source}: the top {TOP} kept memories of {args.sample} sampled turn(s) per window "
+        f"(stratified by top-1 band, seed {args.seed})",
+        f"{'window':<17}{'turns':>9}{'sampled':>9}{'pairs':>7}{'relevant':>10}{'precision':>11}{'95% interval':>16}",
+    ]
+    for w in windows:
+        interval = w.interval
+        shown = f"{interval[0]:.1%}-{interval[1]:.1%}" if interval else "-"
+        role = "baseline" if w.in_baseline else ("" if w.tested else "not tested")
+        lines.append(
+            f"{w.label:<17}{w.eligible:>9,}{w.sampled:>9,}{w.pairs:>7,}{w.relevant:>10,}{_share(w.precision):>11}{shown:>16}  {role}".rstrip()
+        )
+    if baseline is not None:
+        low, high = baseline.interval
+        lines.append(f"baseline kept precision {baseline.precision:.1%} (95% interval {low:.1%}-{high:.1%}) over {baseline.pairs:,} pair(s)")
+    else:
+        lines.append("note: no graded pair in the baseline: kept precision is not compared")
+    lines.append(run.line(source))
+    lines.append(agreement.headline() if agreement is not None else f"{source}: no people's labels in the app database, so the judge's agreement with people is unknown")
+    return lines

@@ -1,0 +1,111 @@
+"""Grading the monitor's sample (precision.py) with a judge, the grades cached in the
+app database. No streamlit.
+
+Each (message, memory) pair of the sample is looked up among the judge's labels in
+the app database first (``judge_labels``, keyed by message, memory and the judge's
+source): a pair graded by an earlier run, or by ``memlens judge``, is not sent again,
+so a daily run grades only the new day and a second run on the same logs sends
+nothing. The rest go to the judge, at most ``max_pairs`` a run, with the query text
+from the log's ``query`` column and the memory's text read from the store by id;
+each grade is saved the moment it arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dashboard.monitoring.precision import SampledTurn
+
+
+@dataclass
+class GradingRun:
+    grades: dict[tuple[str, str], bool] = field(default_factory=dict)  # (message_id, memory_id) -> relevant
+    cached: int = 0
+    graded: int = 0
+    failed: int = 0
+    over_budget: int = 0
+    no_query: int = 0
+    first_error: str | None = None
+
+    def line(self, source: str) -> str:
+        parts = [f"{self.graded} pair(s) graded now", f"{self.cached} from the app database"]
+        if self.failed:
+            parts.append(f"{self.failed} failed (run again to retry them; first: {self.first_error})")
+        if self.over_budget:
+            parts.append(f"{self.over_budget} left for the next run (--max-pairs)")
+        if self.no_query:
+            parts.append(f"{self.no_query} without query text in the log (left out)")
+        return f"{source}: " + ", ".join(parts)
+
+
+def query_texts(files: list[str], message_ids: set[str]) -> dict[str, str]:
+    """The `query` column of the logs for `message_ids` (the first non-empty per turn)."""
+    from dashboard.logs.retrieval_log import read_log
+
+    found: dict[str, str] = {}
+    for path in files:
+        rows = read_log(path, include_query=True).rows
+        if "query" not in rows.columns:
+            continue
+        for message_id, query in zip(rows["message_id"], rows["query"], strict=True):
+            if message_id in message_ids and message_id not in found and isinstance(query, str) and query.strip():
+                found[message_id] = query
+    return found
+
+
+def grade_sample(
+    sampled: list[SampledTurn],
+    queries: dict[str, str],
+    *,
+    judge: Any,
+    labels: Any,
+    store: Any,
+    store_id: str,
+    concurrency: int,
+    max_pairs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> GradingRun:
+    from dashboard.judging.client import bounded_map
+    from dashboard.judging.judges import JudgeError
+
+    run = GradingRun()
+    cached = {(j.message_id, j.memory_id): j.relevant for j in labels.judgments(source=judge.source, message_ids={t.message_id for t in sampled})}
+    todo: list[tuple[SampledTurn, str, int, float]] = []
+    for turn in sampled:
+        for memory_id, rank, score in turn.kept:
+            key = (turn.message_id, memory_id)
+            if key in cached:
+                run.grades[key] = cached[key]
+                run.cached += 1
+            elif turn.message_id not in queries:
+                run.no_query += 1
+            else:
+                todo.append((turn, memory_id, rank, score))
+    if max_pairs is not None and len(todo) > max_pairs:
+        run.over_budget = len(todo) - max_pairs
+        todo = todo[:max_pairs]
+
+    def grade(item: tuple[SampledTurn, str, int, float]) -> Any:
+        turn, memory_id, _, _ = item
+        memory = store.get(memory_id, user_id=turn.user_id)
+        if memory is None:
+            raise JudgeError(f"memory {memory_id!r} is not in the store")
+        return judge.grade(queries[turn.message_id], memory.text)
+
+    for item, judgment, error in bounded_map(grade, todo, max(1, concurrency)):
+        turn, memory_id, rank, score = item
+        if error is None and judgment is not None:
+            labels.save_judgment(
+                message_id=turn.message_id, memory_id=memory_id, source=judge.source, grade=judgment.grade,
+                reason=judgment.reason, score=judgment.score, rank=rank, store_score=score, store=store_id,
+            )
+            run.grades[(turn.message_id, memory_id)] = judgment.relevant
+            run.graded += 1
+        else:
+            run.failed += 1
+            run.first_error = run.first_error or f"{turn.message_id} {memory_id}: {error}"
+        if progress is not None:
+            progress(run.graded + run.failed, len(todo))
+    return run

@@ -1,0 +1,272 @@
+"""The precision side of the monitor: are the memories the floor lets in right? Pure
+(no streamlit).
+
+Counting turns left with no memory watches one side of the floor. A store can go on
+returning memories with the same scores while they stop being the right ones (a new
+embedding model, a re-index): only a judged sample sees that. So, per window:
+
+- **The sample.** Of the turns with at least one memory at or above the floor, N are
+  drawn, stratified by the top-1 score's band above the floor (``BANDS``: just over
+  the floor, where wrong memories get in, to far above), each band's share of the
+  sample its share of the window's turns. Within a band, turns are taken in the order
+  of a seeded hash of their message id: the same sample on every run, and a window's
+  sample does not change when later days are added, so grades cached from an earlier
+  run are reused.
+- **The figure.** The top ``TOP`` kept memories of each sampled turn are graded by the
+  judge (relevant at grade 2 or more); the window's kept precision is the relevant
+  share of the graded pairs, with a Wilson interval.
+- **The alert.** A window alerts when its precision is under the baseline's by more
+  than ``margin`` AND a one-sided two-proportion test (the share of pairs not
+  relevant, above the baseline's) is significant after a Holm correction over the
+  windows tested, as the no-memory share does (alerts.py); or, with a target, when
+  the window's Wilson interval lies wholly under it (a one-sided bound at
+  ``alpha`` / the number of windows tested, the Bonferroni correction).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from statistics import NormalDist
+from typing import Any
+
+import duckdb
+
+from dashboard.monitoring.alerts import holm, one_sided_two_proportion_p
+from dashboard.monitoring.relation import RELATION, TURNS
+from dashboard.monitoring.windows import _bucket
+
+TOP = 3  # kept memories graded per sampled turn (precision of the top 3 kept)
+BANDS = (0.05, 0.10, 0.20)  # top-1 score above the floor: [0, .05), [.05, .10), [.10, .20), [.20, ...)
+DEFAULT_PRECISION_MARGIN = 0.10
+DEFAULT_SEED = 0
+WILSON_Z = 1.959963984540054  # 95%
+PRECISION = "kept_precision"
+PRECISION_TARGET = "kept_precision_target"
+NOT_WATCHED = (
+    "relevance is not being watched: these figures count turns left with no memory, not wrong memories let in. "
+    "To watch it, add --judge JUDGE.toml --send-text --sample N (a judge grades the top 3 kept memories of N "
+    "sampled turns per window; docs/monitoring.md)"
+)
+
+
+@dataclass
+class SampledTurn:
+    message_id: str
+    start: datetime  # its window's start
+    band: int
+    user_id: str | None = None
+    kept: list[tuple[str, int, float]] = field(default_factory=list)  # (memory_id, rank, score), top TOP kept
+
+
+@dataclass
+class WindowPrecision:
+    start: datetime
+    label: str
+    eligible: int  # turns with a memory at or above the floor
+    sampled: int
+    pairs: int = 0  # graded pairs
+    relevant: int = 0
+    ungraded: int = 0  # pairs of the sample with no grade (budget, failure, no query text)
+    in_baseline: bool = False
+    tested: bool = False
+    p_value: float | None = None
+
+    @property
+    def precision(self) -> float | None:
+        return self.relevant / self.pairs if self.pairs else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson(self.relevant, self.pairs) if self.pairs else None
+
+    def as_dict(self) -> dict[str, Any]:
+        interval = self.interval
+        return {
+            "window": self.label,
+            "start": self.start.isoformat(),
+            "eligible_turns": self.eligible,
+            "sampled_turns": self.sampled,
+            "pairs": self.pairs,
+            "relevant": self.relevant,
+            "ungraded": self.ungraded,
+            "precision": self.precision,
+            "interval": list(interval) if interval else None,
+            "in_baseline": self.in_baseline,
+            "tested": self.tested,
+            "p_value": self.p_value,
+        }
+
+
+@dataclass
+class PrecisionAlert:
+    window: str
+    start: datetime
+    figure: str  # PRECISION or PRECISION_TARGET
+    value: float
+    interval: tuple[float, float]
+    baseline: float  # the baseline's precision, or the target
+    margin: float
+    p_value: float | None
+    tested: int
+
+    def line(self) -> str:
+        low, high = self.interval
+        head = f"alert: {self.window}: kept precision {self.value:.1%} (95% interval {low:.1%}-{high:.1%})"
+        if self.figure == PRECISION_TARGET:
+            return f"{head} under the target {self.baseline:.1%} (one-sided Wilson bound, Bonferroni over {self.tested} windows)"
+        return (
+            f"{head} vs baseline {self.baseline:.1%}, margin {self.margin * 100:.1f} points, p = {self.p_value:.2g} "
+            f"(one-sided two-proportion test, Holm over {self.tested} windows)"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "window": self.window,
+            "start": self.start.isoformat(),
+            "figure": self.figure,
+            "value": self.value,
+            "interval": list(self.interval),
+            "baseline": self.baseline,
+            "margin": self.margin,
+            "p_value": self.p_value,
+            "windows_tested": self.tested,
+        }
+
+
+def wilson(successes: int, n: int, z: float = WILSON_Z) -> tuple[float, float]:
+    """The Wilson score interval of a proportion."""
+    if n == 0:
+        return (0.0, 1.0)
+    share = successes / n
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def band_of(top1: float, floor: float) -> int:
+    above = round(top1 - floor, 9)  # 0.45 - 0.35 is 0.0999...: a score on an edge belongs above it
+    return sum(above >= edge for edge in BANDS)
+
+
+def _order(seed: int, message_id: str) -> bytes:
+    return hashlib.blake2b(f"{seed}\x1f{message_id}".encode(), digest_size=8).digest()
+
+
+def _allocate(sizes: list[int], n: int) -> list[int]:
+    """`n` split over bands in proportion to their sizes (largest remainder), none over its size."""
+    total = sum(sizes)
+    if total <= n:
+        return list(sizes)
+    exact = [n * size / total for size in sizes]
+    counts = [int(x) for x in exact]
+    for i in sorted(range(len(sizes)), key=lambda i: exact[i] - counts[i], reverse=True)[: n - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def sample_turns(con: duckdb.DuckDBPyConnection, floor: float, window: str, n: int, seed: int = DEFAULT_SEED) -> tuple[list[SampledTurn], dict[datetime, int]]:
+    """The sampled turns of every window, with their top kept memories, and the
+    number of eligible turns (a memory at or above the floor) per window start."""
+    rows = con.execute(
+        f"""SELECT message_id, {_bucket(window)} AS start, top1 FROM {TURNS}
+            WHERE ts IS NOT NULL AND message_id IS NOT NULL AND top1 >= ?""",
+        [floor],
+    ).fetchall()
+    by_window: dict[datetime, list[list[tuple[bytes, str]]]] = {}
+    for message_id, start, top1 in rows:
+        bands = by_window.setdefault(start, [[] for _ in range(len(BANDS) + 1)])
+        bands[band_of(float(top1), floor)].append((_order(seed, message_id), message_id))
+    sampled: list[SampledTurn] = []
+    eligible: dict[datetime, int] = {}
+    for start in sorted(by_window):
+        bands = by_window[start]
+        eligible[start] = sum(len(b) for b in bands)
+        for band, (members, take) in enumerate(zip(bands, _allocate([len(b) for b in bands], n), strict=True)):
+            sampled += [SampledTurn(message_id, start, band) for _, message_id in sorted(members)[:take]]
+    _attach_kept(con, sampled, floor)
+    return sampled, eligible
+
+
+def _attach_kept(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float) -> None:
+    if not sampled:
+        return
+    con.execute("CREATE OR REPLACE TEMP TABLE judged_sample (message_id VARCHAR)")
+    con.executemany("INSERT INTO judged_sample VALUES (?)", [(t.message_id,) for t in sampled])
+    found = con.execute(
+        f"""SELECT message_id, memory_id, min(rank) AS rank, max(score) AS score, any_value(user_id) AS user_id
+            FROM {RELATION}
+            WHERE NOT bad AND memory_id IS NOT NULL AND score >= ? AND message_id IN (SELECT message_id FROM judged_sample)
+            GROUP BY message_id, memory_id ORDER BY message_id, rank, memory_id""",
+        [floor],
+    ).fetchall()
+    turns = {t.message_id: t for t in sampled}
+    for message_id, memory_id, rank, score, user_id in found:
+        turn = turns[message_id]
+        turn.user_id = turn.user_id or user_id
+        if len(turn.kept) < TOP:
+            turn.kept.append((str(memory_id), int(rank), float(score)))
+
+
+def window_precision(
+    sampled: list[SampledTurn],
+    eligible: dict[datetime, int],
+    grades: dict[tuple[str, str], bool],
+    label: Any,
+) -> list[WindowPrecision]:
+    """Per window: the graded pairs of its sample (`grades`: (message_id, memory_id) -> relevant)."""
+    windows = {start: WindowPrecision(start, label(start), count, 0) for start, count in sorted(eligible.items())}
+    for turn in sampled:
+        w = windows[turn.start]
+        w.sampled += 1
+        for memory_id, _, _ in turn.kept:
+            verdict = grades.get((turn.message_id, memory_id))
+            if verdict is None:
+                w.ungraded += 1
+            else:
+                w.pairs += 1
+                w.relevant += verdict
+    return list(windows.values())
+
+
+def precision_alerts(
+    windows: list[WindowPrecision],
+    baseline_starts: Iterable[datetime],
+    *,
+    margin: float = DEFAULT_PRECISION_MARGIN,
+    alpha: float = 0.05,
+    target: float | None = None,
+) -> tuple[WindowPrecision | None, list[PrecisionAlert]]:
+    """The pooled baseline and the alerts (see the module docstring)."""
+    starts = set(baseline_starts)
+    base_pairs = base_relevant = 0
+    for w in windows:
+        w.in_baseline = w.start in starts
+        if w.in_baseline:
+            base_pairs += w.pairs
+            base_relevant += w.relevant
+    baseline = WindowPrecision(datetime.min, "baseline", 0, 0, base_pairs, base_relevant) if base_pairs else None
+    tested = [w for w in windows if not w.in_baseline and w.pairs]
+    for w in tested:
+        w.tested = True
+    alerts: list[PrecisionAlert] = []
+    if baseline is not None and baseline.precision is not None:
+        base_precision = baseline.precision
+        p_values = [one_sided_two_proportion_p(w.pairs - w.relevant, w.pairs, base_pairs - base_relevant, base_pairs) for w in tested]
+        for w, p in zip(tested, holm(p_values), strict=True):
+            w.p_value = p
+            value = w.precision
+            assert value is not None and w.interval is not None  # tested windows have pairs
+            if base_precision - value > margin and p < alpha:
+                alerts.append(PrecisionAlert(w.label, w.start, PRECISION, value, w.interval, base_precision, margin, p, len(tested)))
+    if target is not None and tested:
+        z = NormalDist().inv_cdf(1 - alpha / len(tested))
+        for w in tested:
+            value = w.precision
+            assert value is not None and w.interval is not None
+            if wilson(w.relevant, w.pairs, z)[1] < target:
+                alerts.append(PrecisionAlert(w.label, w.start, PRECISION_TARGET, value, w.interval, target, 0.0, None, len(tested)))
+    return baseline, sorted(alerts, key=lambda a: (a.start, a.figure))

@@ -1,0 +1,169 @@
+"""The precision side of `memlens monitor`: a log whose relevant memories are swapped
+for irrelevant ones (same ranks, same scores) from a known day. The no-memory and
+drift figures cannot see it; a judge grading a seeded sample per window can. The
+judge is a real loopback model server grading by the demo judgments, the memory
+text is read from the demo store, the grades are cached in a real SQLite app database."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from chat_model_server import ChatModelServer, Reply
+
+from dashboard.cli.main import main
+from dashboard.database.store import LabelStore
+from dashboard.monitoring.precision import BANDS, band_of, wilson
+
+QUERIES = Path(__file__).resolve().parents[3] / "demo_data" / "queries.jsonl"
+DAYS, TURNS_PER_DAY, SWAP_DAY = 14, 30, 10
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def answerable() -> list[dict]:
+    queries = [json.loads(line) for line in QUERIES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [q for q in queries if q["relevant"]]
+
+
+@pytest.fixture(scope="module")
+def texts(demo_store):
+    return {m.memory_id: m.text for m in demo_store.list(user_id=None, limit=1000)}
+
+
+@pytest.fixture(scope="module")
+def user_memories(demo_store):
+    memories: dict[str, list[str]] = {}
+    for m in demo_store.list(user_id=None, limit=1000):
+        memories.setdefault(m.user_id, []).append(m.memory_id)
+    return memories
+
+
+def write_log(path: Path, user_memories: dict[str, list[str]], swap_from: int | None) -> None:
+    """Per turn: rank 1 the question's relevant memory (score 0.62), rank 2 another of
+    the user's memories (0.41), rank 3 under the floor (0.20). From day `swap_from`,
+    rank 1 is an irrelevant memory with the same rank and score."""
+    questions = answerable()
+    rows = []
+    for day in range(DAYS):
+        for n in range(TURNS_PER_DAY):
+            q = questions[(day * TURNS_PER_DAY + n) % len(questions)]
+            others = [m for m in user_memories[q["user_id"]] if m not in q["relevant"]]
+            first = q["relevant"][0]
+            if swap_from is not None and day >= swap_from:
+                first = others[(n + 5) % len(others)]
+            ids = [first, others[n % len(others)], others[(n + 1) % len(others)]]
+            stamp = (START + timedelta(days=day, minutes=n)).isoformat()
+            for rank, (memory_id, score) in enumerate(zip(ids, (0.62, 0.41, 0.20), strict=True), start=1):
+                rows.append({"message_id": f"d{day:02d}-t{n:02d}", "memory_id": memory_id, "rank": rank, "score": score,
+                             "user_id": q["user_id"], "query": q["query"], "timestamp": stamp})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def judge_server(texts):
+    """Grades 3 when the passage is one of the question's relevant memories, else 0."""
+    relevant: dict[str, set[str]] = {}  # several users ask the same question: each user's answer counts
+    for q in answerable():
+        relevant.setdefault(q["query"], set()).update(texts[m] for m in q["relevant"])
+
+    def grade(body) -> Reply:
+        prompt = body["messages"][0]["content"]
+        query = prompt.split("\nQuery: ", 1)[1].split("\n", 1)[0]
+        passage = prompt.split("\nPassage: ", 1)[1].split("\n", 1)[0]
+        verdict = 3 if passage in relevant.get(query, set()) else 0
+        return Reply(content=json.dumps({"grade": verdict, "reason": "by the demo judgments"}))
+
+    with ChatModelServer(grade) as server:
+        yield server
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch, judge_server, demo_dir, user_memories):
+    monkeypatch.setenv("MEMLENS_LLM_BASE_URL", judge_server.url)
+    monkeypatch.setenv("MEMLENS_LLM_MODEL", "grader")
+    monkeypatch.setenv("MEMLENS_DATA_DIR", str(tmp_path))
+    config = tmp_path / "umbrela.toml"
+    config.write_text('name = "umbrela"\nkind = "llm"\n', encoding="utf-8")
+    swapped, unchanged = tmp_path / "swapped.jsonl", tmp_path / "unchanged.jsonl"
+    write_log(swapped, user_memories, SWAP_DAY)
+    write_log(unchanged, user_memories, None)
+    base = ["--floor", "0.35", "--baseline-windows", "7", "--min-turns", "10", "--fail-on-alert"]
+    judged = ["--judge", str(config), "--send-text", "--sample", "12", "--db", str(demo_dir / "demo.sqlite")]
+    return swapped, unchanged, base, judged, tmp_path
+
+
+def test_without_a_judge_the_swap_goes_unseen_and_that_is_said_once(setup, capsys):
+    swapped, _, base, _, _ = setup
+    assert main(["monitor", str(swapped), *base]) == 0
+    out = capsys.readouterr().out
+    assert "no alert: 7 window(s) tested" in out
+    assert out.count("relevance is not being watched") == 1 and "--judge JUDGE.toml --send-text --sample N" in out
+
+
+def test_the_judged_monitor_alerts_from_the_swap_day_and_is_quiet_on_the_unchanged_log(setup, capsys, judge_server):
+    swapped, unchanged, base, judged, tmp_path = setup
+    labels = ["--labels", str(tmp_path / "swapped-app.sqlite")]
+    assert main(["monitor", str(swapped), *base, *judged, *labels]) == 1
+    out = capsys.readouterr().out
+    alerts = [line for line in out.splitlines() if line.startswith("alert:")]
+    swap_date = (START + timedelta(days=SWAP_DAY)).date()
+    assert [line.split(":")[1].strip() for line in alerts] == [
+        str(swap_date + timedelta(days=d)) for d in range(DAYS - SWAP_DAY)
+    ]
+    assert "kept precision 0.0%" in alerts[0] and "vs baseline 50.0%" in alerts[0] and "Holm over 7 windows" in alerts[0]
+    assert "12 sampled turn(s) per window" in out and "relevance is not being watched" not in out
+
+    assert main(["monitor", str(unchanged), *base, *judged, "--labels", str(tmp_path / "unchanged-app.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert not [line for line in out.splitlines() if line.startswith("alert:")]
+    assert out.splitlines()[-1] == "no alert: 7 window(s) tested against the baseline"
+    assert "baseline kept precision 50.0%" in out
+
+
+def test_a_second_run_sends_nothing_and_the_grades_are_in_the_app_database(setup, capsys, judge_server):
+    swapped, _, base, judged, tmp_path = setup
+    app_db = tmp_path / "app.sqlite"
+    before = len(judge_server.received)
+    assert main(["monitor", str(swapped), *base, *judged, "--labels", str(app_db), "--format", "json"]) == 1
+    first = json.loads(capsys.readouterr().out)
+    sent = len(judge_server.received) - before
+    pairs = sum(w["pairs"] for w in first["precision"]["windows"])
+    assert sent == pairs == DAYS * 12 * 2  # 12 turns a day, 2 kept memories each
+    assert first["precision"]["grading"]["graded"] == pairs
+    assert len(LabelStore(app_db).judgments(source="judge:umbrela@grader")) == pairs
+
+    assert main(["monitor", str(swapped), *base, *judged, "--labels", str(app_db), "--format", "json"]) == 1
+    second = json.loads(capsys.readouterr().out)
+    assert len(judge_server.received) - before == sent  # nothing sent
+    assert second["precision"]["grading"] == {"graded": 0, "cached": pairs, "failed": 0, "over_budget": 0, "no_query": 0}
+    assert second["precision"]["windows"] == first["precision"]["windows"]
+    assert [a["window"] for a in second["alerts"]] == [a["window"] for a in first["alerts"]]
+
+
+def test_a_budget_caps_the_pairs_sent_and_the_next_run_grades_the_rest(setup, capsys, judge_server):
+    swapped, _, base, judged, tmp_path = setup
+    app_db = ["--labels", str(tmp_path / "budget.sqlite")]
+    before = len(judge_server.received)
+    main(["monitor", str(swapped), *base, *judged, *app_db, "--max-pairs", "100"])
+    assert len(judge_server.received) - before == 100
+    assert "236 left for the next run (--max-pairs)" in capsys.readouterr().out
+    main(["monitor", str(swapped), *base, *judged, *app_db])
+    assert len(judge_server.received) - before == DAYS * 12 * 2
+
+
+def test_nothing_is_sent_without_send_text(setup, capsys, judge_server):
+    swapped, _, base, judged, tmp_path = setup
+    before = len(judge_server.received)
+    assert main(["monitor", str(swapped), *base, *[w for w in judged if w != "--send-text"], "--labels", str(tmp_path / "x.sqlite")]) == 2
+    assert "--send-text" in capsys.readouterr().err
+    assert len(judge_server.received) == before
+
+
+def test_wilson_interval_and_bands():
+    low, high = wilson(0, 24)
+    assert low == pytest.approx(0.0, abs=1e-12) and 0.13 < high < 0.14  # 0 of 24: the interval still reaches 13.8%
+    assert wilson(12, 24) == pytest.approx((0.3143, 0.6857), abs=1e-4)  # as statsmodels proportion_confint(method="wilson")
+    assert BANDS == (0.05, 0.10, 0.20)
+    assert [band_of(score, 0.35) for score in (0.35, 0.3999, 0.40, 0.45, 0.5499, 0.55, 0.9)] == [0, 0, 1, 2, 2, 3, 3]
