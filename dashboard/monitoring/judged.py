@@ -12,7 +12,7 @@ each grade is saved the moment it arrives.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,18 +41,30 @@ class GradingRun:
 
 
 def query_texts(files: list[str], message_ids: set[str]) -> dict[str, str]:
-    """The `query` column of the logs for `message_ids` (the first non-empty per turn)."""
+    """The `query` column of the log files for `message_ids` (the first non-empty per turn)."""
     from dashboard.logs.retrieval_log import read_log
 
+    return queries_in((read_log(path, include_query=True) for path in files), message_ids)
+
+
+def queries_in(imports: Iterable[Any], message_ids: set[str]) -> dict[str, str]:
+    """The same from logs already read (``LogImport``s: the page's uploads)."""
     found: dict[str, str] = {}
-    for path in files:
-        rows = read_log(path, include_query=True).rows
+    for imported in imports:
+        rows = imported.rows
         if "query" not in rows.columns:
             continue
         for message_id, query in zip(rows["message_id"], rows["query"], strict=True):
             if message_id in message_ids and message_id not in found and isinstance(query, str) and query.strip():
                 found[message_id] = query
     return found
+
+
+def cached_grades(sampled: list[SampledTurn], labels: Any, source: str) -> dict[tuple[str, str], bool]:
+    """The grades the judge `source` already gave the sample's pairs, from the app database."""
+    wanted = {(t.message_id, memory_id) for t in sampled for memory_id, _, _ in t.kept}
+    found = labels.judgments(source=source, message_ids={t.message_id for t in sampled})
+    return {(j.message_id, j.memory_id): j.relevant for j in found if (j.message_id, j.memory_id) in wanted}
 
 
 def grade_sample(
@@ -71,7 +83,7 @@ def grade_sample(
     from dashboard.judging.judges import JudgeError
 
     run = GradingRun()
-    cached = {(j.message_id, j.memory_id): j.relevant for j in labels.judgments(source=judge.source, message_ids={t.message_id for t in sampled})}
+    cached = cached_grades(sampled, labels, judge.source)
     todo: list[tuple[SampledTurn, str, int, float]] = []
     for turn in sampled:
         for memory_id, rank, score in turn.kept:

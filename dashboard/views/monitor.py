@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.database.model import LabelStoreError
+from dashboard.ui import monitor_precision
 from dashboard.ui import monitor_view as view
 from dashboard.ui.access import require_access
 from dashboard.ui.errors import show_error
@@ -24,6 +25,11 @@ view.show_summary(result)
 if not result.windows:
     st.stop()
 view.show_charts(result)
+try:
+    uploaded = st.session_state.get("monitor_upload") if st.session_state.get("monitor_source") == view.UPLOAD_CHOICE else None
+    monitor_precision.show_precision(logs, result, uploaded)
+except LabelStoreError as exc:  # the app database went away: say so, keep the page up
+    show_error(str(exc))
 window = view.pick_window(result)
 if window is not None:
     view.show_window(logs, result, window)

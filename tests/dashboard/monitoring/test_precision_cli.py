@@ -7,88 +7,44 @@ text is read from the demo store, the grades are cached in a real SQLite app dat
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from chat_model_server import ChatModelServer, Reply
+from chat_model_server import ChatModelServer
+from judged_logs import DAYS, START, SWAP_DAY, demo_judge, log_text, user_memories
 
 from dashboard.cli.main import main
 from dashboard.database.store import LabelStore
 from dashboard.monitoring.precision import BANDS, band_of, wilson
 
-QUERIES = Path(__file__).resolve().parents[3] / "demo_data" / "queries.jsonl"
-DAYS, TURNS_PER_DAY, SWAP_DAY = 14, 30, 10
-START = datetime(2026, 1, 1, tzinfo=UTC)
 
-
-def answerable() -> list[dict]:
-    queries = [json.loads(line) for line in QUERIES.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [q for q in queries if q["relevant"]]
+@pytest.fixture(scope="module")
+def memories(demo_store):
+    return user_memories(demo_store)
 
 
 @pytest.fixture(scope="module")
-def texts(demo_store):
-    return {m.memory_id: m.text for m in demo_store.list(user_id=None, limit=1000)}
-
-
-@pytest.fixture(scope="module")
-def user_memories(demo_store):
-    memories: dict[str, list[str]] = {}
-    for m in demo_store.list(user_id=None, limit=1000):
-        memories.setdefault(m.user_id, []).append(m.memory_id)
-    return memories
-
-
-def write_log(path: Path, user_memories: dict[str, list[str]], swap_from: int | None) -> None:
-    """Per turn: rank 1 the question's relevant memory (score 0.62), rank 2 another of
-    the user's memories (0.41), rank 3 under the floor (0.20). From day `swap_from`,
-    rank 1 is an irrelevant memory with the same rank and score."""
-    questions = answerable()
-    rows = []
-    for day in range(DAYS):
-        for n in range(TURNS_PER_DAY):
-            q = questions[(day * TURNS_PER_DAY + n) % len(questions)]
-            others = [m for m in user_memories[q["user_id"]] if m not in q["relevant"]]
-            first = q["relevant"][0]
-            if swap_from is not None and day >= swap_from:
-                first = others[(n + 5) % len(others)]
-            ids = [first, others[n % len(others)], others[(n + 1) % len(others)]]
-            stamp = (START + timedelta(days=day, minutes=n)).isoformat()
-            for rank, (memory_id, score) in enumerate(zip(ids, (0.62, 0.41, 0.20), strict=True), start=1):
-                rows.append({"message_id": f"d{day:02d}-t{n:02d}", "memory_id": memory_id, "rank": rank, "score": score,
-                             "user_id": q["user_id"], "query": q["query"], "timestamp": stamp})
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-
-
-@pytest.fixture(scope="module")
-def judge_server(texts):
-    """Grades 3 when the passage is one of the question's relevant memories, else 0."""
-    relevant: dict[str, set[str]] = {}  # several users ask the same question: each user's answer counts
-    for q in answerable():
-        relevant.setdefault(q["query"], set()).update(texts[m] for m in q["relevant"])
-
-    def grade(body) -> Reply:
-        prompt = body["messages"][0]["content"]
-        query = prompt.split("\nQuery: ", 1)[1].split("\n", 1)[0]
-        passage = prompt.split("\nPassage: ", 1)[1].split("\n", 1)[0]
-        verdict = 3 if passage in relevant.get(query, set()) else 0
-        return Reply(content=json.dumps({"grade": verdict, "reason": "by the demo judgments"}))
-
-    with ChatModelServer(grade) as server:
+def judge_server(demo_store):
+    texts = {m.memory_id: m.text for m in demo_store.list(user_id=None, limit=1000)}
+    with ChatModelServer(demo_judge(texts)) as server:
         yield server
 
 
+def write_log(path: Path, memories: dict[str, list[str]], swap_from: int | None) -> None:
+    path.write_text(log_text(memories, swap_from), encoding="utf-8")
+
+
 @pytest.fixture
-def setup(tmp_path, monkeypatch, judge_server, demo_dir, user_memories):
+def setup(tmp_path, monkeypatch, judge_server, demo_dir, memories):
     monkeypatch.setenv("MEMLENS_LLM_BASE_URL", judge_server.url)
     monkeypatch.setenv("MEMLENS_LLM_MODEL", "grader")
     monkeypatch.setenv("MEMLENS_DATA_DIR", str(tmp_path))
     config = tmp_path / "umbrela.toml"
     config.write_text('name = "umbrela"\nkind = "llm"\n', encoding="utf-8")
     swapped, unchanged = tmp_path / "swapped.jsonl", tmp_path / "unchanged.jsonl"
-    write_log(swapped, user_memories, SWAP_DAY)
-    write_log(unchanged, user_memories, None)
+    write_log(swapped, memories, SWAP_DAY)
+    write_log(unchanged, memories, None)
     base = ["--floor", "0.35", "--baseline-windows", "7", "--min-turns", "10", "--fail-on-alert"]
     judged = ["--judge", str(config), "--send-text", "--sample", "12", "--db", str(demo_dir / "demo.sqlite")]
     return swapped, unchanged, base, judged, tmp_path

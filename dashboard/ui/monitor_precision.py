@@ -1,0 +1,186 @@
+"""The Monitor page's precision side: a judge grades a seeded sample of kept memories
+per window (dashboard/monitoring/precision.py), the grades cached in the app database
+with `memlens monitor --judge`'s, so grades a cron run made show here without a
+request. A chart of each window's kept precision with its Wilson interval, the
+alerts, and a labelling session drawn from exactly the judged pairs of a window, so
+people can check the judge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.database.judge_labels import judge_source
+from dashboard.database.model import LabelStoreError
+from dashboard.database.sessions import SessionExists
+from dashboard.display import inert_markdown
+from dashboard.judging.client import ChatClient
+from dashboard.judging.judges import LlmJudge
+from dashboard.labels import sampling
+from dashboard.logs.log_files import LogFormatError
+from dashboard.monitoring import judged
+from dashboard.monitoring.alerts import MonitorResult
+from dashboard.monitoring.precision import TOP, SampledTurn, precision_alerts, sample_turns, window_precision
+from dashboard.monitoring.relation import LogSet
+from dashboard.monitoring.windows import WINDOWS, Window, window_rows
+from dashboard.ui import cache
+from dashboard.ui.errors import show_error
+from dashboard.ui.llm_ranker_panel import model_config
+from dashboard.ui.sidebar import store_picker
+
+NOT_WATCHED = (
+    "Relevance is not being watched: the figures above count turns left with no memory, not wrong memories "
+    "let in. Configure a model (MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL) and a judge grades the top "
+    f"{TOP} kept memories of a sample of turns per window here, or run `memlens monitor --judge` (docs/monitoring.md)."
+)
+
+
+def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | None) -> None:
+    """`uploads`: the page's uploaded log files (their query text is read from them), None for files on disk."""
+    st.subheader("Kept precision: are the memories let in right?")
+    config, problem = model_config()
+    if problem:
+        show_error(f"The model settings are unusable: {problem}")
+        return
+    if config is None:
+        st.info(NOT_WATCHED)
+        return
+    cols = st.columns(3)
+    name = cols[0].text_input("Judge name", value="umbrela", key="monitor_judge_name").strip() or "umbrela"
+    size = int(cols[1].number_input("Turns judged per window", min_value=1, max_value=500, value=20, key="monitor_judge_sample"))
+    target = float(cols[2].number_input("Precision target (0: none)", min_value=0.0, max_value=1.0, value=0.0, step=0.05, key="monitor_precision_target"))
+    settings = result.settings
+    source = judge_source(name, config.model)
+    sampled, eligible = sample_turns(logs.con.cursor(), settings.floor, settings.window, size)
+    labels = cache.label_store()
+    grades = judged.cached_grades(sampled, labels, source)
+    pairs = sum(len(t.kept) for t in sampled)
+    if pairs > len(grades):
+        choice = store_picker()  # the memory text is read from the sidebar's store, by id
+        st.caption(f"Memory text is read by id from the sidebar's store ({choice.fingerprint}).")
+        allowed = st.checkbox(
+            f"Send the query and memory text of {pairs - len(grades):,} pair(s) to {config.host} ({config.model})",
+            key="monitor_judge_send_text",
+            help="Nothing is sent to the model until this is ticked. Grades already in the app database are not sent again.",
+        )
+        if st.button("Grade the sample", key="monitor_judge_run", disabled=not allowed) and allowed:
+            _grade(logs, uploads, sampled, source, name, config, choice)
+            grades = judged.cached_grades(sampled, labels, source)
+    windows = window_precision(sampled, eligible, grades, lambda start: _label(start, settings.window))
+    baseline, alerts = precision_alerts(
+        windows, [w.start for w in result.baseline.windows], alpha=settings.alpha, target=target or None
+    )
+    st.caption(
+        f"{source}: the top {TOP} kept memories of {size} sampled turn(s) per window (stratified by top-1 band, seed 0); "
+        f"{len(grades):,} of {pairs:,} pair(s) graded."
+        + (f" Baseline kept precision {baseline.precision:.1%} over {baseline.pairs:,} pair(s)." if baseline and baseline.precision is not None else "")
+    )
+    for alert in alerts:
+        st.warning(inert_markdown(alert.line()), icon=":material/notifications_active:")
+    _chart(windows, baseline, alerts, target)
+    alerted = [a.window for a in alerts]
+    if alerted:
+        _judged_session_form(logs, sampled, windows, alerted, source, WINDOWS[settings.window])
+
+
+def _label(start: Any, window: str) -> str:
+    return Window(start, start, 0, 0, 0, 0.0, None, None, None, None).label(window)
+
+
+def _logs_with_queries(logs: LogSet, uploads: list[Any] | None) -> list[Any]:
+    """The logs as read with their query text: the page's uploads, else the files."""
+    from dashboard.logs.retrieval_log import read_log, read_log_bytes
+
+    if uploads:
+        return [read_log_bytes(upload.getvalue(), upload.name, include_query=True) for upload in uploads]
+    return [read_log(path, include_query=True) for path in logs.files]
+
+
+def _grade(logs: LogSet, uploads: list[Any] | None, sampled: list[SampledTurn], source: str, name: str, config: Any, choice: Any) -> None:
+    if choice.store is None:
+        show_error(f"The store the memory text is read from is not open: {choice.error}")
+        return
+    try:
+        queries = judged.queries_in(_logs_with_queries(logs, uploads), {t.message_id for t in sampled})
+    except LogFormatError as exc:
+        show_error(str(exc))
+        return
+    client = ChatClient(config, send_text=True)
+    try:
+        with st.spinner(f"Grading with {config.model} at {config.host}…", show_time=True):
+            run = judged.grade_sample(
+                sampled, queries, judge=LlmJudge(client, name), labels=cache.label_store(), store=choice.store,
+                store_id=choice.fingerprint, concurrency=config.concurrency,
+            )
+    except LabelStoreError as exc:
+        show_error(str(exc))
+        return
+    finally:
+        client.close()
+    st.caption(run.line(source))
+
+
+def _chart(windows: list, baseline: Any, alerts: list, target: float) -> None:
+    shown = [w for w in windows if w.pairs]
+    figure = go.Figure()
+    if baseline is not None and baseline.precision is not None:
+        figure.add_hline(y=baseline.precision, line_dash="dot", line_color="gray", annotation_text="baseline")
+    if target:
+        figure.add_hline(y=target, line_color="crimson", annotation_text=f"target {target:g}")
+    figure.add_trace(
+        go.Scatter(
+            x=[w.start for w in shown],
+            y=[w.precision for w in shown],
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [w.interval[1] - w.precision for w in shown],
+                "arrayminus": [w.precision - w.interval[0] for w in shown],
+            },
+            customdata=[w.label for w in shown],
+            mode="lines+markers",
+            name="kept precision",
+            hovertemplate="%{customdata}: %{y:.1%}<extra></extra>",
+        )
+    )
+    alerted = {a.start for a in alerts}
+    figure.add_trace(
+        go.Scatter(
+            x=[w.start for w in shown if w.start in alerted],
+            y=[w.precision for w in shown if w.start in alerted],
+            mode="markers",
+            marker={"symbol": "x", "size": 14, "color": "crimson"},
+            name="alert",
+        )
+    )
+    figure.update_layout(title="Kept precision per window (judged sample, 95% interval)", yaxis_tickformat=".0%", yaxis_range=[0, 1.05], height=320, margin={"t": 40, "b": 20})
+    st.plotly_chart(figure, key="monitor_precision_chart")
+
+
+def _judged_session_form(logs: LogSet, sampled: list[SampledTurn], windows: list, alerted: list[str], source: str, width: Any) -> None:
+    state = st.session_state
+    with st.form("monitor_judged_session_form"):
+        st.markdown("**Check the judge**: a labelling session of exactly the pairs it graded in an alert window.")
+        cols = st.columns(2)
+        label = cols[0].selectbox("Alert window", list(dict.fromkeys(alerted)), key="monitor_judged_window")
+        cols[1].text_input("Session name", value=f"judged-{label}", key="monitor_judged_session_name")
+        submitted = st.form_submit_button("Start a session of the judged pairs")
+    if submitted:
+        window = next(w for w in windows if w.label == label)
+        pairs = {(t.message_id, memory_id) for t in sampled if t.start == window.start for memory_id, _, _ in t.kept}
+        rows = window_rows(logs.con.cursor(), window.start, window.start + width)
+        rows = rows[[(m, i) in pairs for m, i in zip(rows["message_id"], rows["memory_id"], strict=True)]]
+        try:
+            session = sampling.save_session(
+                cache.label_store(), str(state.get("monitor_judged_session_name") or f"judged-{label}"), rows,
+                method="uniform", size=len(rows), seed=1, source=f"pairs {source} graded in {label}",
+            )
+        except (SessionExists, ValueError, LabelStoreError) as exc:
+            show_error(str(exc))
+            return
+        state["label_session"] = session.name
+        st.success(f"Session {session.name!r} created: the {session.size} pair(s) {source} graded in {label}.")
+        st.page_link("label.py", label="Label it now", icon=":material/label:")
+
