@@ -85,11 +85,10 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
         raise Unusable(f"cannot open the app database: {exc}") from None
     try:
         sampled, eligible = precision.sample_turns(logs.con, settings.floor, settings.window, args.sample, args.seed)
-        queries = judged.query_texts(files, {t.message_id for t in sampled})
         if client is not None:
             print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
         run = judged.grade_sample(
-            sampled, queries, judge=judge, labels=labels, store=store, store_id=store_id,
+            sampled, lambda ids: judged.query_texts(files, ids), judge=judge, labels=labels, store=store, store_id=store_id,
             concurrency=client.config.concurrency if client is not None else 1, max_pairs=args.max_pairs,
         )
         people = labels.labels()

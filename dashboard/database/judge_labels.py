@@ -85,6 +85,24 @@ class JudgeLabel:
         return row
 
 
+UPSERT_JUDGMENT = f"""INSERT INTO judge_labels ({', '.join(JUDGE_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+   ON CONFLICT (message_id, memory_id, source) DO UPDATE SET
+     grade=excluded.grade, reason=excluded.reason, score=excluded.score,
+     rank=excluded.rank, store_score=excluded.store_score, created_at=excluded.created_at,
+     store=excluded.store"""
+
+
+def _judgment_row(
+    message_id: str, memory_id: str, source: str, grade: int, reason: str,
+    score: float | None, rank: int | None, store_score: float | None, store: str | None,
+) -> tuple:
+    if not source.startswith(JUDGE_PREFIX):
+        raise ValueError(f"a judge label's source starts with {JUDGE_PREFIX!r}, got {source!r}")
+    if isinstance(grade, bool) or grade not in GRADES:
+        raise ValueError(f"grade must be 0, 1, 2 or 3, got {grade!r}")
+    return (message_id, memory_id, source, grade, reason, score, rank, store_score, utc_now(), store)
+
+
 class JudgeLabelMethods:
     """Mixed into LabelStore: judge labels in the same database, their own table."""
 
@@ -106,19 +124,24 @@ class JudgeLabelMethods:
         store: str | None = None,
     ) -> None:
         """One judge label, written at once (last write wins), so a killed run keeps it."""
-        if not source.startswith(JUDGE_PREFIX):
-            raise ValueError(f"a judge label's source starts with {JUDGE_PREFIX!r}, got {source!r}")
-        if isinstance(grade, bool) or grade not in GRADES:
-            raise ValueError(f"grade must be 0, 1, 2 or 3, got {grade!r}")
+        row = _judgment_row(message_id, memory_id, source, grade, reason, score, rank, store_score, store)
         with self._transaction(lock_key="\x1f".join((message_id, memory_id, source))):
-            self._run(
-                f"""INSERT INTO judge_labels ({', '.join(JUDGE_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                   ON CONFLICT (message_id, memory_id, source) DO UPDATE SET
-                     grade=excluded.grade, reason=excluded.reason, score=excluded.score,
-                     rank=excluded.rank, store_score=excluded.store_score, created_at=excluded.created_at,
-                     store=excluded.store""",
-                (message_id, memory_id, source, grade, reason, score, rank, store_score, utc_now(), store),
-            )
+            self._run(UPSERT_JUDGMENT, row)
+
+    def save_judgments(self, judgments: Iterable[dict[str, Any]]) -> int:
+        """Several judge labels (each the keyword arguments of ``save_judgment``) in one
+        transaction: a run saving the grades that arrived together pays one disk sync,
+        not one per grade. Returns how many were saved."""
+        rows = [
+            _judgment_row(j["message_id"], j["memory_id"], j["source"], j["grade"], j["reason"], j.get("score"),
+                          j.get("rank"), j.get("store_score"), j.get("store"))
+            for j in judgments
+        ]
+        if rows:
+            with self._transaction():
+                for row in rows:
+                    self._run(UPSERT_JUDGMENT, row)
+        return len(rows)
 
     def judgments(self, *, source: str | None = None, message_ids: Iterable[str] | None = None) -> list[JudgeLabel]:
         sql = f"SELECT {', '.join(JUDGE_COLUMNS)} FROM judge_labels"

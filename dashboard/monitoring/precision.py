@@ -194,14 +194,13 @@ def sample_turns(con: duckdb.DuckDBPyConnection, floor: float, window: str, n: i
 def _attach_kept(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float) -> None:
     if not sampled:
         return
-    con.execute("CREATE OR REPLACE TEMP TABLE judged_sample (message_id VARCHAR)")
-    con.executemany("INSERT INTO judged_sample VALUES (?)", [(t.message_id,) for t in sampled])
+    # the sampled ids as one list parameter: a row-by-row insert of them cost more than the scan
     found = con.execute(
         f"""SELECT message_id, memory_id, min(rank) AS rank, max(score) AS score, any_value(user_id) AS user_id
             FROM {RELATION}
-            WHERE NOT bad AND memory_id IS NOT NULL AND score >= ? AND message_id IN (SELECT message_id FROM judged_sample)
+            WHERE NOT bad AND memory_id IS NOT NULL AND score >= ? AND message_id IN (SELECT unnest(?::VARCHAR[]))
             GROUP BY message_id, memory_id ORDER BY message_id, rank, memory_id""",
-        [floor],
+        [floor, [t.message_id for t in sampled]],
     ).fetchall()
     turns = {t.message_id: t for t in sampled}
     for message_id, memory_id, rank, score, user_id in found:

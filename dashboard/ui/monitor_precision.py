@@ -102,19 +102,14 @@ def _grade(logs: LogSet, uploads: list[Any] | None, sampled: list[SampledTurn], 
     if choice.store is None:
         show_error(f"The store the memory text is read from is not open: {choice.error}")
         return
-    try:
-        queries = judged.queries_in(_logs_with_queries(logs, uploads), {t.message_id for t in sampled})
-    except LogFormatError as exc:
-        show_error(str(exc))
-        return
     client = ChatClient(config, send_text=True)
     try:
         with st.spinner(f"Grading with {config.model} at {config.host}…", show_time=True):
             run = judged.grade_sample(
-                sampled, queries, judge=LlmJudge(client, name), labels=cache.label_store(), store=choice.store,
+                sampled, lambda ids: judged.queries_in(_logs_with_queries(logs, uploads), ids), judge=LlmJudge(client, name), labels=cache.label_store(), store=choice.store,
                 store_id=choice.fingerprint, concurrency=config.concurrency,
             )
-    except LabelStoreError as exc:
+    except (LabelStoreError, LogFormatError) as exc:
         show_error(str(exc))
         return
     finally:
