@@ -131,7 +131,11 @@ def main() -> int:
         f"the same prompts and decodes the answers. memlens's grading line: `{line}`\n\n"
         + table(["run (a process each)", "requests", "seconds", "pairs/s", "vs plain"], rows)
         + f"\n\nTargets: at least {TARGET}x the plain client's throughput: {ratio:.2f}x ({'met' if ratio >= TARGET else 'NOT met'}); "
-        f"a second run sends no request: {second_requests} ({'met' if second_requests == 0 else 'NOT met'})."
+        f"a second run sends no request: {second_requests} ({'met' if second_requests == 0 else 'NOT met'}).\n\n"
+        f"The second run is the command's fixed cost (start-up, imports, the log read, the sample; nothing sent): "
+        f"{second_seconds:.2f} s. The first run less it, {first_seconds - second_seconds:.2f} s, is the grading itself: "
+        f"{pairs / max(first_seconds - second_seconds, 1e-9):,.0f} pairs/s, "
+        f"{plain_seconds / max(first_seconds - second_seconds, 1e-9):.2f}x the plain client's whole process."
     )
     report("monitor_judged: memlens monitor --judge vs a plain concurrent client", body)
     if second_requests:
