@@ -123,3 +123,20 @@ def test_wilson_interval_and_bands():
     assert wilson(12, 24) == pytest.approx((0.3143, 0.6857), abs=1e-4)  # as statsmodels proportion_confint(method="wilson")
     assert BANDS == (0.05, 0.10, 0.20)
     assert [band_of(score, 0.35) for score in (0.35, 0.3999, 0.40, 0.45, 0.5499, 0.55, 0.9)] == [0, 0, 1, 2, 2, 3, 3]
+
+
+def test_the_judges_agreement_with_people_is_printed_beside_its_figures(setup, capsys):
+    swapped, _, base, judged, tmp_path = setup
+    app_db = tmp_path / "people.sqlite"
+    main(["monitor", str(swapped), *base, *judged, "--labels", str(app_db)])
+    assert "agreement with people is unknown" in capsys.readouterr().out
+    store = LabelStore(app_db)
+    graded = store.judgments(source="judge:umbrela@grader")[:10]
+    for j in graded:  # a person agrees with the judge on every pair but the first
+        label = "relevant" if j.relevant != (j is graded[0]) else "not_relevant"
+        store.upsert(message_id=j.message_id, memory_id=j.memory_id, label=label, reviewer="ana", store="embedded:1")
+    store.close()
+    main(["monitor", str(swapped), *base, *judged, "--labels", str(app_db)])
+    out = capsys.readouterr().out
+    line = next(text for text in out.splitlines() if "vs people" in text)
+    assert "over 10 pair(s)" in line and "raw agreement 90.0%" in line
