@@ -65,6 +65,15 @@ class SegmentFloor:
         return data
 
 
+def segments_for_export(by: str, segments: list[SegmentFloor]) -> dict[str, dict[str, float]]:
+    """The floor JSON's ``segments`` (``{"user": {"sam": 0.41}}``, what dashboard/runtime.py
+    looks up): each segment with a floor that can be trusted. A segment with a note
+    (too few labels, one class, a target out of reach) is left out, so the agent
+    falls back to the global floor for it, as for a segment never labelled."""
+    floors = {s.segment: s.floor for s in segments if s.floor is not None and s.note is None and s.segment not in (ALL_SEGMENTS, NO_VALUE)}
+    return {by: floors} if floors else {}
+
+
 def segment_fields(labels: LabelFile) -> list[str]:
     """The segment fields these labels carry with at least two distinct values."""
     fields = []

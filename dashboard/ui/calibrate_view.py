@@ -443,13 +443,13 @@ def _floor_choice(result: Calibration, source: LabelSource, advice: FloorAdvice 
         json.dumps(source.filters, sort_keys=True, default=str),
         source.labels.source,
         space,
+        json.dumps(st.session_state.get(advice_ui.SEGMENTS_EXPORTED, {}), sort_keys=True),
     )
     memo = st.session_state.get("_floor_choice_memo")
     if memo is None or memo[0] != key:
         floor = advice.floor if advice is not None else None
-        choice = floor_choice(
-            result, source.labels, floor=floor, filters=source.filters, demo=source.kind == "demo", score_space=space
-        )
+        choice = floor_choice(result, source.labels, floor=floor, filters=source.filters, demo=source.kind == "demo", score_space=space)
+        choice["segments"] = st.session_state.get(advice_ui.SEGMENTS_EXPORTED, {})  # read by dashboard/runtime.py's FloorConfig
         if advice is not None:
             choice.update(advice.export_fields())
         memo = (key, choice)

@@ -21,7 +21,7 @@ from dashboard.calibration.advice import FloorAdvice, advise
 from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
 from dashboard.calibration.diagnosis import missed_text
 from dashboard.calibration.label_files import LabelFile
-from dashboard.calibration.segments import SegmentFloor, segment_fields, segment_floors
+from dashboard.calibration.segments import SegmentFloor, segment_fields, segment_floors, segments_for_export
 from dashboard.calibration.sweep import Calibration, format_floor, shown_interval
 from dashboard.display import inert_markdown
 
@@ -32,6 +32,7 @@ MODE_LABELS = {
     FBETA: "Max F-beta",
 }
 SEGMENT_LABELS = {"user": "user", "store": "store", "tag": "tag (e.g. question category)"}
+SEGMENTS_EXPORTED = "_segments_exported"  # the floors per segment shown on this run, for the floor JSON
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,7 @@ def show_segments(labels: LabelFile, advice: FloorAdvice) -> None:
     """The floor per user, store or tag, with its interval, beside the one floor for all."""
     st.subheader("Floors per segment")
     fields = segment_fields(labels)
+    st.session_state[SEGMENTS_EXPORTED] = {}  # what the floor JSON carries, set again below when floors are shown
     if not fields:
         st.caption(
             "Floors per segment need labels that carry a user (`user_id`), a store or a tag (`tag`, e.g. a "
@@ -194,6 +196,7 @@ def show_segments(labels: LabelFile, advice: FloorAdvice) -> None:
     else:
         segments = segment_floors(labels, by, advice.mode, advice.target)
         st.session_state["_segment_memo"] = (key, segments)
+    st.session_state[SEGMENTS_EXPORTED] = segments_for_export(by, segments)
     st.caption(
         f"The {advice.name} floor of each {by}, with its 95% bootstrap interval; the first row is the one floor "
         "for all segments."

@@ -13,7 +13,9 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from dashboard.calibration.choice import FBETA, TARGET_PRECISION, TARGET_RECALL, choose
 from dashboard.calibration.label_files import parse_label_bytes
+from dashboard.calibration.report import UNKNOWN_SPACE_CAPTION
 from dashboard.calibration.sweep import calibrate, format_floor
+from dashboard.runtime import FloorConfig
 from tests.dashboard.calibration.test_calibrate_advice_cli import write_rare_labels
 from tests.ui.test_calibrate_page import figures, metric, open_calibrate, values
 
@@ -111,6 +113,25 @@ def test_floors_per_tag_with_intervals_and_a_warning_for_the_small_segment(app, 
     assert table["labels"].tolist()[0] == sum(table["labels"].tolist()[1:])
     assert np.isfinite(table["interval_low"].astype(float)).all()
     assert any("- segment tag=rare-category: too few labels for a stable floor: 2 relevant" in seen(w) for w in markdown_of(at.warning))
+    # the floor JSON carries the floors an agent can trust; the small segment falls back to the global floor
+    exported = json.loads(at.json[0].value)
+    stable = {row.segment: row.floor for row in table.itertuples() if not row.note and row.segment != "(all segments)"}
+    assert exported["segments"] == {"tag": stable} and "rare-category" not in stable
+    config_path = tmp_path / "memlens-floor.json"
+    config_path.write_text(json.dumps(exported), encoding="utf-8")
+    config = FloorConfig.load(config_path)
+    tag, floor = next(iter(stable.items()))
+    assert config.floor_for(tag=tag) == (floor, f"tag={tag}")
+    assert config.floor_for(tag="rare-category") == (exported["floor"], "global")
+    # labels naming no store: the space is unknown, and the page says so under the export
+    assert exported["score_space"] is None and config.score_space is None
+    assert any(c.value == UNKNOWN_SPACE_CAPTION for c in at.caption)
+
+
+def test_the_demo_labels_floor_json_names_the_embedded_stores_score_space(app):
+    at = open_calibrate(app)
+    assert json.loads(at.json[0].value)["score_space"] == {"store": "embedded", "formula": "as sent", "setting": None}
+    assert not any(c.value == UNKNOWN_SPACE_CAPTION for c in at.caption)
 
 
 def test_separating_demo_labels_show_no_diagnosis_warning(app):
