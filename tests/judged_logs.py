@@ -27,7 +27,7 @@ def user_memories(store) -> dict[str, list[str]]:
     return memories
 
 
-def log_text(memories: dict[str, list[str]], swap_from: int | None) -> str:
+def log_text(memories: dict[str, list[str]], swap_from: int | None, start: datetime = START) -> str:
     """Per turn: rank 1 the question's relevant memory (score 0.62), rank 2 another of
     the user's memories (0.41), rank 3 under the floor (0.20). From day `swap_from`,
     rank 1 is an irrelevant memory with the same rank and score."""
@@ -41,7 +41,7 @@ def log_text(memories: dict[str, list[str]], swap_from: int | None) -> str:
             if swap_from is not None and day >= swap_from:
                 first = others[(n + 5) % len(others)]
             ids = [first, others[n % len(others)], others[(n + 1) % len(others)]]
-            stamp = (START + timedelta(days=day, minutes=n)).isoformat()
+            stamp = (start + timedelta(days=day, minutes=n)).isoformat()
             for rank, (memory_id, score) in enumerate(zip(ids, (0.62, 0.41, 0.20), strict=True), start=1):
                 rows.append({"message_id": f"d{day:02d}-t{n:02d}", "memory_id": memory_id, "rank": rank, "score": score,
                              "user_id": q["user_id"], "query": q["query"], "timestamp": stamp})

@@ -16,6 +16,7 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from dashboard.cli.arguments import positive_int, share
@@ -34,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     judged.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the sample's seed (default 0): the same sample every run")
     judged.add_argument("--max-pairs", type=positive_int, metavar="N", help="grade at most N new pairs this run (the rest next run)")
+    judged.add_argument(
+        "--stale-after", type=positive_int, metavar="DAYS",
+        help="count kept memories older than DAYS at the turn that the judge rates relevant (stale but convincing)",
+    )
     judged.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file (where memory text is read)")
     judged.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
     judged.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
@@ -91,6 +96,7 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
             sampled, lambda ids: judged.query_texts(files, ids), judge=judge, labels=labels, store=store, store_id=store_id,
             concurrency=client.config.concurrency if client is not None else 1, max_pairs=args.max_pairs,
         )
+        created = judged.creation_times(run, sampled, store, client.config.concurrency if client is not None else 1) if args.stale_after else None
         people = labels.labels()
         agreement = None
         if people:
@@ -102,7 +108,10 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
         labels.close()
         if client is not None:
             client.close()
-    windows = precision.window_precision(sampled, eligible, run.grades, lambda start: _label(result, start))
+    stale_after = timedelta(days=args.stale_after) if args.stale_after else None
+    windows = precision.window_precision(
+        sampled, eligible, run.grades, lambda start: _label(result, start), stale_after=stale_after, created=created
+    )
     baseline, alerts = precision.precision_alerts(
         windows, [w.start for w in result.baseline.windows], margin=args.precision_margin, alpha=settings.alpha, target=args.precision_target
     )
@@ -113,6 +122,7 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
         "sample": args.sample,
         "seed": args.seed,
         "top": TOP,
+        "stale_after_days": args.stale_after,
         "windows": [w.as_dict() for w in windows],
         "baseline": baseline.as_dict() if baseline is not None else None,
         "grading": {"graded": run.graded, "cached": run.cached, "failed": run.failed, "over_budget": run.over_budget, "no_query": run.no_query},
@@ -139,12 +149,20 @@ def _lines(source: str, args: argparse.Namespace, windows: list, baseline: Any, 
         f"(stratified by top-1 band, seed {args.seed})",
         f"{'window':<17}{'turns':>9}{'sampled':>9}{'pairs':>7}{'relevant':>10}{'precision':>11}{'95% interval':>16}",
     ]
+    if args.stale_after:
+        lines[-1] += f"{'stale':>7}"
     for w in windows:
         interval = w.interval
         shown = f"{interval[0]:.1%}-{interval[1]:.1%}" if interval else "-"
         role = "baseline" if w.in_baseline else ("" if w.tested else "not tested")
+        stale = f"{w.stale or 0:>7,}" if args.stale_after else ""
         lines.append(
-            f"{w.label:<17}{w.eligible:>9,}{w.sampled:>9,}{w.pairs:>7,}{w.relevant:>10,}{_share(w.precision):>11}{shown:>16}  {role}".rstrip()
+            f"{w.label:<17}{w.eligible:>9,}{w.sampled:>9,}{w.pairs:>7,}{w.relevant:>10,}{_share(w.precision):>11}{shown:>16}{stale}  {role}".rstrip()
+        )
+    if args.stale_after:
+        lines.append(
+            f"stale: {sum(w.stale or 0 for w in windows):,} relevant pair(s) whose memory was older than {args.stale_after} day(s) "
+            "at its turn (an old memory rated relevant may no longer be true: check it)"
         )
     if baseline is not None:
         low, high = baseline.interval

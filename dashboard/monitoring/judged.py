@@ -26,6 +26,7 @@ SAVE_EVERY = 0.25  # seconds between two saves of the grades that arrived
 @dataclass
 class GradingRun:
     grades: dict[tuple[str, str], bool] = field(default_factory=dict)  # (message_id, memory_id) -> relevant
+    created: dict[str, Any] = field(default_factory=dict)  # memory_id -> its created_at, for the memories read
     cached: int = 0
     graded: int = 0
     failed: int = 0
@@ -104,6 +105,7 @@ def grade_sample(
         memory = store.get(memory_id, user_id=turn.user_id)
         if memory is None:
             raise JudgeError(f"memory {memory_id!r} is not in the store")
+        run.created[memory_id] = memory.created_at
         return judge.grade(queries[turn.message_id], memory.text)
 
     arrived: list[dict[str, Any]] = []
@@ -130,3 +132,21 @@ def grade_sample(
     finally:
         run.graded += labels.save_judgments(arrived)
     return run
+
+
+def creation_times(run: GradingRun, sampled: list[SampledTurn], store: Any, concurrency: int) -> dict[str, Any]:
+    """memory_id -> created_at of every memory the judge rated relevant in the sample:
+    those read for grading, and the rest (graded by an earlier run) read from the store now."""
+    relevant = {(memory_id, t.user_id) for t in sampled for memory_id, _, _ in t.kept if run.grades.get((t.message_id, memory_id))}
+    wanted = sorted({pair for pair in relevant if pair[0] not in run.created}, key=str)
+
+    def read(pair: tuple[str, str | None]) -> Any:
+        memory = store.get(pair[0], user_id=pair[1])
+        return memory.created_at if memory is not None else None
+
+    from dashboard.judging.client import bounded_map
+
+    found = dict(run.created)
+    for (memory_id, _), created_at, _ in bounded_map(read, wanted, max(1, concurrency)):
+        found[memory_id] = created_at
+    return found

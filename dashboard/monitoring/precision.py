@@ -29,7 +29,7 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from statistics import NormalDist
 from typing import Any
 
@@ -60,6 +60,7 @@ class SampledTurn:
     band: int
     user_id: str | None = None
     kept: list[tuple[str, int, float]] = field(default_factory=list)  # (memory_id, rank, score), top TOP kept
+    at: datetime | None = None  # the turn's time
 
 
 @dataclass
@@ -71,6 +72,7 @@ class WindowPrecision:
     pairs: int = 0  # graded pairs
     relevant: int = 0
     ungraded: int = 0  # pairs of the sample with no grade (budget, failure, no query text)
+    stale: int | None = None  # relevant pairs whose memory was older than the stale age at the turn (None: not asked)
     in_baseline: bool = False
     tested: bool = False
     p_value: float | None = None
@@ -93,6 +95,7 @@ class WindowPrecision:
             "pairs": self.pairs,
             "relevant": self.relevant,
             "ungraded": self.ungraded,
+            "stale": self.stale,
             "precision": self.precision,
             "interval": list(interval) if interval else None,
             "in_baseline": self.in_baseline,
@@ -172,21 +175,23 @@ def sample_turns(con: duckdb.DuckDBPyConnection, floor: float, window: str, n: i
     """The sampled turns of every window, with their top kept memories, and the
     number of eligible turns (a memory at or above the floor) per window start."""
     rows = con.execute(
-        f"""SELECT message_id, {_bucket(window)} AS start, top1 FROM {TURNS}
+        f"""SELECT message_id, {_bucket(window)} AS start, top1, ts FROM {TURNS}
             WHERE ts IS NOT NULL AND message_id IS NOT NULL AND top1 >= ?""",
         [floor],
     ).fetchall()
     by_window: dict[datetime, list[list[tuple[bytes, str]]]] = {}
-    for message_id, start, top1 in rows:
+    times = {}
+    for message_id, start, top1, ts in rows:
         bands = by_window.setdefault(start, [[] for _ in range(len(BANDS) + 1)])
         bands[band_of(float(top1), floor)].append((_order(seed, message_id), message_id))
+        times[message_id] = ts
     sampled: list[SampledTurn] = []
     eligible: dict[datetime, int] = {}
     for start in sorted(by_window):
         bands = by_window[start]
         eligible[start] = sum(len(b) for b in bands)
         for band, (members, take) in enumerate(zip(bands, _allocate([len(b) for b in bands], n), strict=True)):
-            sampled += [SampledTurn(message_id, start, band) for _, message_id in sorted(members)[:take]]
+            sampled += [SampledTurn(message_id, start, band, at=times[message_id]) for _, message_id in sorted(members)[:take]]
     _attach_kept(con, sampled, floor)
     return sampled, eligible
 
@@ -215,8 +220,14 @@ def window_precision(
     eligible: dict[datetime, int],
     grades: dict[tuple[str, str], bool],
     label: Any,
+    *,
+    stale_after: timedelta | None = None,
+    created: dict[str, datetime | None] | None = None,
 ) -> list[WindowPrecision]:
-    """Per window: the graded pairs of its sample (`grades`: (message_id, memory_id) -> relevant)."""
+    """Per window: the graded pairs of its sample (`grades`: (message_id, memory_id) -> relevant).
+    With `stale_after`, the relevant pairs whose memory (`created`: memory_id -> its
+    creation time) was older than that at the turn: an old memory rated relevant may
+    no longer be true."""
     windows = {start: WindowPrecision(start, label(start), count, 0) for start, count in sorted(eligible.items())}
     for turn in sampled:
         w = windows[turn.start]
@@ -225,9 +236,13 @@ def window_precision(
             verdict = grades.get((turn.message_id, memory_id))
             if verdict is None:
                 w.ungraded += 1
-            else:
-                w.pairs += 1
-                w.relevant += verdict
+                continue
+            w.pairs += 1
+            w.relevant += verdict
+            if stale_after is not None:
+                born = (created or {}).get(memory_id)
+                old = verdict and born is not None and turn.at is not None and turn.at - born > stale_after
+                w.stale = (w.stale or 0) + bool(old)
     return list(windows.values())
 
 

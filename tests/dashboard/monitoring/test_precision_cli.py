@@ -140,3 +140,18 @@ def test_the_judges_agreement_with_people_is_printed_beside_its_figures(setup, c
     out = capsys.readouterr().out
     line = next(text for text in out.splitlines() if "vs people" in text)
     assert "over 10 pair(s)" in line and "raw agreement 90.0%" in line
+
+
+def test_stale_memories_rated_relevant_are_counted_per_window(setup, demo_store, memories, capsys):
+    _, _, base, judged, tmp_path = setup
+    newest = max(m.created_at for m in demo_store.list(user_id=None, limit=1000))
+    later = tmp_path / "later.jsonl"  # the same turns, 10 days after the newest memory was stored
+    later.write_text(log_text(memories, None, start=newest + timedelta(days=10)), encoding="utf-8")
+    app_db = ["--labels", str(tmp_path / "stale.sqlite"), "--format", "json"]
+    main(["monitor", str(later), *base, *judged, *app_db])  # graded, staleness not asked
+    assert all(w["stale"] is None for w in json.loads(capsys.readouterr().out)["precision"]["windows"])
+    main(["monitor", str(later), *base, *judged, *app_db, "--stale-after", "5"])  # the grades are cached: ages read from the store
+    windows = json.loads(capsys.readouterr().out)["precision"]["windows"]
+    assert all(w["stale"] == w["relevant"] > 0 for w in windows)  # every memory is over 10 days old at its turn
+    main(["monitor", str(later), *base, *judged, *app_db, "--stale-after", "5000"])
+    assert all(w["stale"] == 0 for w in json.loads(capsys.readouterr().out)["precision"]["windows"])
