@@ -37,7 +37,7 @@ from connectors.base import Hit, MemoryStore, ScoreKind, SupportsFeedback
 from connectors.common.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace, space_for, store_space
 from dashboard.feedback import FeedbackOutcome, plan_from_floor, send
 from dashboard.floor import apply_floor, prompt_block
-from dashboard.logs.writer import RetrievalLog, RetrievalLogError
+from dashboard.logs.writer import RetrievalLog, RetrievalLogError, RetrievalSpans
 from dashboard.monitoring.floor_config import FloorConfigError
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "FloorConfigError",
     "RetrievalLog",
     "RetrievalLogError",
+    "RetrievalSpans",
     "ScoreSpaceMismatch",
     "Turn",
     "memory_for_prompt",
@@ -239,7 +240,7 @@ def memory_for_prompt(
     user_id: str | None = None,
     k: int = 5,
     floor: FloorConfig | float,
-    log: RetrievalLog | None = None,
+    log: RetrievalLog | RetrievalSpans | None = None,
     message_id: str | None = None,
     tag: str | None = None,
     store_id: str | None = None,
@@ -292,7 +293,7 @@ def memory_from_hits(
     message: str = "",
     user_id: str | None = None,
     floor: FloorConfig | float,
-    log: RetrievalLog | None = None,
+    log: RetrievalLog | RetrievalSpans | None = None,
     message_id: str | None = None,
     tag: str | None = None,
     store_id: str | None = None,

@@ -152,3 +152,48 @@ class RetrievalLog:
         if self._writer is None:
             self._writer = pa_parquet.ParquetWriter(str(self.path), self._schema)
         self._writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
+
+
+class RetrievalSpans:
+    """The log as OpenTelemetry spans, for a team that traces: one OpenInference
+    retriever span per turn on the team's own tracer (``openinference.span.kind`` =
+    ``RETRIEVER``, ``retrieval.documents.N.document.id`` / ``.score`` in rank order,
+    ``user.id``, ``memlens.store``, ``memlens.message_id``), which memlens reads back
+    from the collector's OTLP JSON (docs/formats.md); a turn that got nothing is a
+    span with no documents. The message goes in ``input.value`` only with
+    ``include_query=True``. In a trace the turn's id is the span's id."""
+
+    def __init__(self, tracer: Any, *, include_query: bool = False, name: str = "memlens.retrieve"):
+        self.tracer = tracer
+        self.include_query = include_query
+        self.name = name
+
+    def write_turn(
+        self,
+        message_id: str,
+        hits: Iterable[Hit],
+        *,
+        user_id: str | None = None,
+        store: str | None = None,
+        query: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> int:
+        start = int(timestamp.timestamp() * 1e9) if timestamp is not None else None
+        with self.tracer.start_as_current_span(self.name, start_time=start) as span:
+            span.set_attribute("openinference.span.kind", "RETRIEVER")
+            span.set_attribute("memlens.message_id", str(message_id))
+            if user_id is not None:
+                span.set_attribute("user.id", user_id)
+            if store is not None:
+                span.set_attribute("memlens.store", store)
+            if self.include_query and query:
+                span.set_attribute("input.value", query)
+            count = 0
+            for index, hit in enumerate(sorted(hits, key=lambda hit: hit.rank)):
+                prefix = f"retrieval.documents.{index}.document."
+                span.set_attribute(prefix + "id", hit.memory_id)
+                score = _finite(hit.score)
+                if score is not None:
+                    span.set_attribute(prefix + "score", score)
+                count += 1
+        return count or 1

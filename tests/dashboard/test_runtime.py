@@ -25,6 +25,7 @@ from dashboard.runtime import (
     FloorConfigError,
     RetrievalLog,
     RetrievalLogError,
+    RetrievalSpans,
     ScoreSpaceMismatch,
     memory_for_prompt,
     memory_from_hits,
@@ -236,3 +237,23 @@ def test_a_parquet_log_is_never_overwritten_and_other_suffixes_are_refused(tmp_p
     assert existing.read_bytes() == b"PAR1"
     with pytest.raises(RetrievalLogError, match=r"\.jsonl or \.parquet"):
         RetrievalLog(tmp_path / "log.txt")
+
+
+def test_the_opentelemetry_variant_is_read_back_as_turns(tmp_path, demo_store, capsys):
+    from tests.dashboard.logs.test_otlp import collector_json_lines, tracer_and_exporter
+
+    tracer, exporter = tracer_and_exporter()
+    spans = RetrievalSpans(tracer)
+    turns = [memory_for_prompt(demo_store, q, user_id="sam", k=5, floor=0.35, log=spans) for q in (THEME, PIZZA)]
+    memory_from_hits([], store_kind="embedded", floor=0.35, log=spans, user_id="sam")  # a turn that got nothing
+    path = tmp_path / "traces.json"
+    path.write_bytes(collector_json_lines(exporter.get_finished_spans()))
+    assert main(["logs", "check", str(path)]) == 0
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert "imported 10 rows in 3 turns from 11 read; 0 bad row(s)" in summary and summary.endswith("1 turn(s) with no memory")
+    from dashboard.logs.retrieval_log import read_log
+
+    rows = read_log(path).rows
+    first = rows[rows["rank"] == 1].sort_values("score", ascending=False).iloc[0]
+    assert (first["memory_id"], first["score"]) == (turns[0].kept[0].memory_id, pytest.approx(turns[0].kept[0].score))
+    assert PIZZA not in path.read_text(encoding="utf-8")  # no query text unless asked
