@@ -257,3 +257,25 @@ def test_the_opentelemetry_variant_is_read_back_as_turns(tmp_path, demo_store, c
     first = rows[rows["rank"] == 1].sort_values("score", ascending=False).iloc[0]
     assert (first["memory_id"], first["score"]) == (turns[0].kept[0].memory_id, pytest.approx(turns[0].kept[0].score))
     assert PIZZA not in path.read_text(encoding="utf-8")  # no query text unless asked
+
+
+def test_feedback_after_the_reply_is_sent_only_when_asked(tmp_path, demo_store, demo_dir):
+    import shutil
+
+    from connectors.embedded.store import EmbeddedStore
+    from dashboard.runtime import send_feedback
+
+    shutil.copy(demo_dir / "demo.sqlite", tmp_path / "copy.sqlite")  # feedback writes: not the shared demo store
+    store = EmbeddedStore(tmp_path / "copy.sqlite")
+    try:
+        before = {m.memory_id: m.importance for m in store.list(user_id="sam", limit=100)}
+        turn = memory_for_prompt(store, THEME, user_id="sam", k=5, floor=0.35)
+        assert {m.memory_id: m.importance for m in store.list(user_id="sam", limit=100)} == before  # nothing sent yet
+        outcomes = send_feedback(store, turn)
+        signals = {o.item.memory_id: o.item.signal for o in outcomes}
+        assert signals == {**{h.memory_id: "retrieved" for h in turn.kept}, **{h.memory_id: "ignored" for h in turn.dropped}}
+        after = {m.memory_id: m.importance for m in store.list(user_id="sam", limit=100)}
+        assert all(after[h.memory_id] > before[h.memory_id] for h in turn.kept)
+        assert all(after[h.memory_id] < before[h.memory_id] for h in turn.dropped)
+    finally:
+        store.close()
