@@ -86,9 +86,13 @@ class FloorConfig:
         if _number(self.floor) is None:
             raise FloorConfigError(f"{self.source or 'FloorConfig'}: field 'floor': {self.floor!r} is not a finite number")
         self.floor = float(self.floor)
-        for by in self.segments:
+        name = self.source or "FloorConfig"
+        for by, floors in self.segments.items():
             if by not in SEGMENT_ORDER:
-                raise FloorConfigError(f"{self.source or 'FloorConfig'}: field 'segments': {by!r} is not one of {', '.join(SEGMENT_ORDER)}")
+                raise FloorConfigError(f"{name}: field 'segments': {by!r} is not one of {', '.join(SEGMENT_ORDER)}")
+            for segment, value in floors.items():
+                if _number(value) is None:
+                    raise FloorConfigError(f"{name}: field 'segments.{by}.{segment}': {value!r} is not a finite number")
 
     @classmethod
     def load(cls, path: str | Path) -> FloorConfig:

@@ -2,11 +2,14 @@
 
     memlens monitor logs/2026-01-*.parquet --floor-config memlens-floor.json [--window 1h|1d|1w]
         [--baseline FROM..TO | --baseline-windows N] [--format table|json] [--fail-on-alert] [--webhook URL]
+        [--judge JUDGE.toml --send-text --sample N (--db FILE | --store NAME --config FILE) ...]
 
 Per window: turns, rows, the share of turns with no memory at the floor, memories
 kept per turn, the top-1 quantiles, the share of turns whose top-1 is near the floor,
 and the top-1 drift against the baseline; then `note:` lines (a window with too few
-turns is said, not tested) and one `alert:` line per alert (docs/monitoring.md).
+turns is said, not tested) and one `alert:` line per alert (docs/monitoring.md). With
+--judge, the kept precision of a judged sample per window too (monitor_precision.py);
+without, a note says once that relevance is not being watched.
 
 Bad rows go to stderr named by file, line and field, and the good rows are used.
 Exit status: 0 no alert (or alerts without --fail-on-alert), 1 alerts with

@@ -77,6 +77,13 @@ def test_an_old_file_without_a_space_is_read_and_says_the_space_is_unknown(tmp_p
     assert "score space is unknown" in turn.notes[0]
 
 
+def test_a_floor_config_made_in_code_is_checked_too():
+    with pytest.raises(FloorConfigError, match="field 'segments.user.sam'"):
+        FloorConfig(floor=0.35, segments={"user": {"sam": float("nan")}})
+    with pytest.raises(FloorConfigError, match="field 'floor'"):
+        FloorConfig(floor=float("inf"))
+
+
 @pytest.mark.parametrize(
     "content,field",
     [
