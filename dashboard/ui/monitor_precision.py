@@ -77,12 +77,23 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
         f"{len(grades):,} of {pairs:,} pair(s) graded."
         + (f" Baseline kept precision {baseline.precision:.1%} over {baseline.pairs:,} pair(s)." if baseline and baseline.precision is not None else "")
     )
+    if grades:
+        st.caption(inert_markdown(_agreement(labels, source)))  # a judge's figures stand beside its agreement with people
     for alert in alerts:
         st.warning(inert_markdown(alert.line()), icon=":material/notifications_active:")
     _chart(windows, baseline, alerts, target)
     alerted = [a.window for a in alerts]
     if alerted:
         _judged_session_form(logs, sampled, windows, alerted, source, WINDOWS[settings.window])
+
+
+def _agreement(labels: Any, source: str) -> str:
+    from dashboard.judging.agreement import judge_agreement
+
+    people = labels.labels()
+    if not people:
+        return f"{source}: no people's labels in the app database, so the judge's agreement with people is unknown."
+    return judge_agreement(people, labels.judgments(source=source), source, resamples=200).headline()
 
 
 def _label(start: Any, window: str) -> str:

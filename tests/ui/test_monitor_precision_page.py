@@ -74,6 +74,7 @@ def test_the_swapped_log_alerts_from_the_swap_day_and_a_session_holds_the_judged
     chart = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Kept precision" in json.loads(c.proto.spec)["layout"]["title"]["text"])
     assert len(chart["data"][0]["x"]) == DAYS and [x[:10] for x in chart["data"][1]["x"]][0] == f"{swap_date:%Y-%m-%d}"
     assert chart["data"][0]["error_y"]["array"]  # each window's Wilson interval
+    assert any("agreement with people is unknown" in seen(c.value) for c in at.caption)
 
     at.text_input(key="monitor_judged_session_name").set_value("check-the-judge")
     submit = next(b for b in at.get("form_submit_button") if b.proto.label == "Start a session of the judged pairs")
