@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export MEM0_TELEMETRY := False
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: run lint test test-lowest venv install-app install-test system-deps bench
+.PHONY: run lint test test-lowest venv install-app install-test system-deps phoenix-server bench
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -31,7 +31,7 @@ install-app: venv
 	$(PY) -m connectors.embedding.onnx_export
 
 install-test: venv
-	$(PIP) install --quiet -e ".[all,test]"
+	$(PIP) install --quiet -e ".[all,test,spark]"
 	# The model server is built from source. No cache for it: a wheel built on an
 	# earlier machine could hide that a fresh build of the pinned version crashes.
 	$(PIP) install --quiet --no-cache-dir -e ".[model-server]"
@@ -44,6 +44,20 @@ system-deps:
 	# screenshots (taken by the browser tests) show empty boxes.
 	@test -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf || (apt-get update -q && apt-get install -y -q fonts-noto-color-emoji)
 	@test -x /usr/lib/postgresql/15/bin/initdb || (apt-get update -q && apt-get install -y -q postgresql-15)
+	# A Java runtime for PySpark in local mode (the monitor's query on Spark)
+	@command -v java >/dev/null || (apt-get update -q && apt-get install -y -q openjdk-17-jre-headless)
+
+# The Arize Phoenix server the Phoenix tests start (`phoenix serve`): about 860 MB
+# with pins of its own, so it gets a virtual environment of its own and cannot move
+# the project's packages; memlens itself uses only the light client (memlens[phoenix]).
+PHOENIX_VENV ?= .venv-phoenix
+$(PHOENIX_VENV)/bin/phoenix:
+	@start=$$(date +%s) && python3 -m venv $(PHOENIX_VENV) \
+		&& $(PHOENIX_VENV)/bin/python -m pip install --quiet --upgrade pip \
+		&& $(PHOENIX_VENV)/bin/python -m pip install --quiet arize-phoenix==20.26.1 \
+		&& echo "phoenix-server: arize-phoenix installed in $(PHOENIX_VENV) in $$(( $$(date +%s) - start )) s"
+
+phoenix-server: $(PHOENIX_VENV)/bin/phoenix
 
 run: install-app
 	$(VENV)/bin/streamlit run dashboard/app.py --server.headless true --browser.gatherUsageStats false
@@ -53,7 +67,7 @@ lint: install-test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: install-test system-deps
+test: install-test system-deps phoenix-server
 	$(PY) -m pytest
 
 # Lower bounds that hold: pip installs each direct dependency at the lowest version

@@ -13,6 +13,8 @@
     memlens logs check FILE          what a retrieval log (JSONL, CSV, Parquet, OTLP traces) holds
     memlens logs export --otlp FILE  the read log as OpenTelemetry spans (OTLP JSON)
     memlens monitor LOG... --floor F the shipped floor over production logs: windows, baseline, alerts
+    memlens phoenix pull|push        a running Phoenix's retriever spans as a log; labels back as annotations
+    memlens langfuse pull|push       Langfuse's RETRIEVER observations as a log; labels back as scores
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ COMMANDS = (
     ("judge", "dashboard.cli.judge"),  # memlens judge LOG_OR_SESSION_OR_RUN --judge CONFIG
     ("rank", "dashboard.cli.rank"),  # memlens rank RUN_OR_LOG --send-text
     ("monitor", "dashboard.cli.monitor"),  # memlens monitor LOG... --floor F | --floor-config FLOOR.json
+    ("phoenix", "dashboard.cli.phoenix"),  # memlens phoenix pull|push --project P
+    ("langfuse", "dashboard.cli.langfuse"),  # memlens langfuse pull|push
 )
 
 

@@ -3,6 +3,12 @@
     memlens monitor logs/2026-01-*.parquet --floor-config memlens-floor.json [--window 1h|1d|1w]
         [--baseline FROM..TO | --baseline-windows N] [--format table|json] [--fail-on-alert] [--webhook URL]
         [--judge JUDGE.toml --send-text --sample N (--db FILE | --store NAME --config FILE) ...]
+    memlens monitor --connect URL --table NAME [--column FIELD=COLUMN ...] [every flag above but --judge]
+
+The second form runs the per-window aggregates on the team's own engine (PostgreSQL,
+DuckDB, Spark, ClickHouse, BigQuery, Snowflake, Trino through ibis: the
+`memlens[warehouse]` extra) and brings back only per-window summaries
+(dashboard/cli/monitor_connect.py); everything after that is the same.
 
 Per window: turns, rows, the share of turns with no memory at the floor, memories
 kept per turn, the top-1 quantiles, the share of turns whose top-1 is near the floor,
@@ -26,7 +32,7 @@ import json
 import sys
 from typing import Any
 
-from dashboard.cli import monitor_precision
+from dashboard.cli import monitor_connect, monitor_precision
 from dashboard.cli.arguments import positive_int, share
 from dashboard.logs.log_files import LogFormatError
 from dashboard.monitoring import report, webhook
@@ -35,6 +41,7 @@ from dashboard.monitoring.alerts import (
     DEFAULT_BASELINE_WINDOWS,
     DEFAULT_MARGIN,
     DEFAULT_MIN_TURNS,
+    MonitorResult,
     Settings,
     monitor,
     parse_range,
@@ -56,7 +63,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         description="Windows of turns from retrieval logs (JSONL, CSV, Parquet, OTLP JSON, the app's read log) "
         "against a baseline; alert when the share of turns with no memory jumps or the top-1 score drifts.",
     )
-    parser.add_argument("logs", nargs="+", metavar="LOG", help="log files, folders or globs (quote a glob for cron)")
+    parser.add_argument("logs", nargs="*", metavar="LOG", help="log files, folders or globs (quote a glob for cron)")
+    monitor_connect.add_arguments(parser)
     floor = parser.add_mutually_exclusive_group(required=True)
     floor.add_argument("--floor", type=float, help="the floor in production")
     floor.add_argument("--floor-config", metavar="FLOOR.json", help="the floor JSON Calibrate exports (floor, label dates)")
@@ -93,6 +101,8 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.logs and not monitor_connect.wanted(args):
+        return _error("give log files (LOG...) or an engine's table (--connect URL --table NAME)")
     config = None
     if args.floor_config:
         try:
@@ -104,6 +114,26 @@ def run(args: argparse.Namespace) -> int:
         baseline_range = parse_range(args.baseline) if args.baseline else None
     except ValueError as exc:
         return _error(f"--baseline {exc}")
+    settings = Settings(
+        floor=floor,
+        window=args.window,
+        margin=args.margin,
+        alpha=args.alpha,
+        min_turns=args.min_turns,
+        baseline_windows=args.baseline_windows or DEFAULT_BASELINE_WINDOWS,
+        baseline_range=baseline_range,
+        config_range=config.label_range if config is not None and not args.baseline_windows else None,
+    )
+    if monitor_connect.wanted(args):
+        if args.logs:
+            return _error("give log files or --connect, not both")
+        if args.judge:
+            return _error("--judge grades a sample of the log's rows: give log files, not --connect")
+        found = monitor_connect.run(args, settings)
+        if isinstance(found, str):
+            return _error(found)
+        found.result.notes.append(NOT_WATCHED)  # as a file run without --judge says it
+        return emit(args, found.result, found.source, found.document, None)
     try:
         files = expand_paths(args.logs)
         # the command watches one floor: count what it keeps per turn while building
@@ -118,16 +148,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ... and {len(issues) - MAX_ISSUES_PRINTED:,} more: `memlens logs check FILE` lists every one", file=sys.stderr)
     if issues:
         print(f"memlens monitor: {logs.bad_rows:,} bad row(s) skipped; the other rows are used", file=sys.stderr)
-    settings = Settings(
-        floor=floor,
-        window=args.window,
-        margin=args.margin,
-        alpha=args.alpha,
-        min_turns=args.min_turns,
-        baseline_windows=args.baseline_windows or DEFAULT_BASELINE_WINDOWS,
-        baseline_range=baseline_range,
-        config_range=config.label_range if config is not None and not args.baseline_windows else None,
-    )
     result = monitor(logs.con, settings)
     counts = logs.counts()
     if not result.windows:
@@ -140,14 +160,21 @@ def run(args: argparse.Namespace) -> int:
             return _error(str(exc))
     else:
         result.notes.append(NOT_WATCHED)  # said once, in the notes of the table and of the JSON
+    return emit(args, result, len(files), report.as_json(result, files=files, issues=issues, counts=counts), judged)
+
+
+def emit(
+    args: argparse.Namespace, result: MonitorResult, source: int | str, document: dict[str, Any], judged: Any
+) -> int:
+    """The report (table or JSON), the webhook and the exit status: the same for log
+    files (`source` their count) and an engine's table (`source` in words)."""
     precision_alerts = judged.alerts if judged is not None else []
     if args.format == "json":
-        document = report.as_json(result, files=files, issues=issues, counts=counts)
         document["precision"] = judged.document if judged is not None else None
         document["alerts"] += [alert.as_dict() for alert in precision_alerts]
         print(json.dumps(document, indent=2, default=str))
     else:
-        lines = report.text_lines(result, len(files))
+        lines = report.text_lines(result, source)
         if judged is not None:
             quiet = lines.pop() if not result.alerts else None  # "no alert: ..." goes last, if still true
             lines += judged.lines + [alert.line() for alert in precision_alerts]
@@ -157,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     alerts = len(result.alerts) + len(precision_alerts)
     url = webhook.webhook_url(args.webhook)
     if url and alerts:
-        message = report.webhook_message(result, len(files))
+        message = report.webhook_message(result, source)
         if precision_alerts:
             message["text"] = message["text"].replace(f"{len(result.alerts)} alert(s)", f"{alerts} alert(s)", 1)
             message["text"] += "".join(f"\n{alert.line()}" for alert in precision_alerts)

@@ -26,6 +26,7 @@ A window with fewer than ``min_turns`` turns is not tested, and said so.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -215,6 +216,12 @@ def parse_range(text: str) -> tuple[datetime, datetime]:
 def monitor(con: duckdb.DuckDBPyConnection, settings: Settings) -> MonitorResult:
     """Windows, baseline and alerts from the ``turns`` table of `con`."""
     windows = window_figures(con, settings.floor, settings.window)
+    return assess(windows, settings, lambda chosen: top1_histograms(con, settings.window, chosen))
+
+
+def assess(windows: list[Window], settings: Settings, histograms: Callable[[list[Window]], np.ndarray]) -> MonitorResult:
+    """Baseline and alerts over windows from any source: `histograms` gives the top-1
+    counts of the windows (rows in their order), asked for only when drift is tested."""
     notes: list[str] = []
     chosen, how = choose_baseline(windows, settings)
     for w in chosen:
@@ -251,7 +258,7 @@ def monitor(con: duckdb.DuckDBPyConnection, settings: Settings) -> MonitorResult
             )
 
     # top-1 drift against the baseline's own window-to-window drift
-    counts = top1_histograms(con, settings.window, windows)
+    counts = histograms(windows)
     index = {id(w): i for i, w in enumerate(windows)}
     base_rows = [index[id(w)] for w in chosen]
     base_counts = counts[base_rows].sum(axis=0)

@@ -17,10 +17,15 @@ def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def header_lines(result: MonitorResult, files: int) -> list[str]:
+def _source(files: int | str) -> str:
+    """Where the turns came from: "N file(s)", or a table's words (memlens monitor --connect)."""
+    return files if isinstance(files, str) else f"{files:,} file(s)"
+
+
+def header_lines(result: MonitorResult, files: int | str) -> list[str]:
     s, b = result.settings, result.baseline
     return [
-        f"floor {s.floor:g}, {s.window} windows, {len(result.windows):,} window(s) from {files:,} file(s)",
+        f"floor {s.floor:g}, {s.window} windows, {len(result.windows):,} window(s) from {_source(files)}",
         f"baseline: {b.how} ({b.label}): {b.turns:,} turns, no memory {_share(b.no_memory_share)}",
     ]
 
@@ -40,7 +45,7 @@ def table_lines(result: MonitorResult) -> list[str]:
     return lines
 
 
-def text_lines(result: MonitorResult, files: int) -> list[str]:
+def text_lines(result: MonitorResult, files: int | str) -> list[str]:
     lines = header_lines(result, files) + table_lines(result)
     lines += [f"note: {note}" for note in result.notes]
     lines += [alert.line() for alert in result.alerts]
@@ -99,11 +104,12 @@ def as_json(result: MonitorResult, *, files: list[str], issues: list[str], count
     }
 
 
-def webhook_message(result: MonitorResult, files: int) -> dict[str, Any]:
+def webhook_message(result: MonitorResult, files: int | str) -> dict[str, Any]:
     """One message for the run: Slack's {"text": ...} plus the structured alerts."""
     s = result.settings
+    where = files if isinstance(files, str) else f"{files} file(s)"
     text = "\n".join(
-        [f"memlens monitor: {len(result.alerts)} alert(s) at floor {s.floor:g} ({s.window} windows, {files} file(s))"]
+        [f"memlens monitor: {len(result.alerts)} alert(s) at floor {s.floor:g} ({s.window} windows, {where})"]
         + [alert.line() for alert in result.alerts]
     )
     return {"text": text, "floor": s.floor, "window": s.window, "baseline": result.baseline.how, "alerts": [a.as_dict() for a in result.alerts]}

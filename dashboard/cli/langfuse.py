@@ -1,0 +1,102 @@
+"""`memlens langfuse pull|push`: Langfuse's RETRIEVER observations as a log, and labels back.
+
+    memlens langfuse pull [--url URL] [--from T] [--to T] --out LOG.jsonl
+    memlens langfuse push [--url URL] [--labels DB] [--people-only | --judges-only]
+
+`pull` writes the RETRIEVER observations started in [--from, --to) as a JSONL retrieval
+log (an observation a turn, a document of its output a row, no document an empty
+turn). `push` writes the label database's labels of those observations' documents
+back as scores `relevance` on the observation, the memory id in their metadata; a
+re-run replaces them. dashboard/logs/langfuse.py has the rules. The URL comes from
+--url or $LANGFUSE_HOST, the keys from $LANGFUSE_PUBLIC_KEY and $LANGFUSE_SECRET_KEY
+only, and neither key is ever printed. Exit status: 0 done, 2 unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from dashboard.cli.phoenix import _time
+
+URL_ENV = "LANGFUSE_HOST"
+PUBLIC_KEY_ENV = "LANGFUSE_PUBLIC_KEY"
+SECRET_KEY_ENV = "LANGFUSE_SECRET_KEY"
+EXIT_UNUSABLE = 2
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser("langfuse", help="read RETRIEVER observations from Langfuse as a log; write labels back as scores")
+    actions = parser.add_subparsers(dest="action", required=True)
+    pull = actions.add_parser("pull", help="RETRIEVER observations as a JSONL retrieval log")
+    push = actions.add_parser("push", help="labels of those observations' documents as Langfuse scores (name relevance)")
+    for sub in (pull, push):
+        sub.add_argument("--url", help=f"the Langfuse server (default ${URL_ENV}); keys from ${PUBLIC_KEY_ENV} and ${SECRET_KEY_ENV}")
+    pull.add_argument("--from", dest="start", metavar="TIME", help="first observation start to read (ISO 8601, UTC when no zone)")
+    pull.add_argument("--to", dest="end", metavar="TIME", help="read observations starting before this time")
+    pull.add_argument("--out", required=True, metavar="LOG.jsonl", help="the retrieval log to write")
+    push.add_argument("--labels", help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
+    who = push.add_mutually_exclusive_group()
+    who.add_argument("--people-only", action="store_true", help="people's labels only")
+    who.add_argument("--judges-only", action="store_true", help="judge labels only")
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def _error(message: str) -> int:
+    print(f"memlens langfuse: {message}", file=sys.stderr)
+    return EXIT_UNUSABLE
+
+
+def run(args: argparse.Namespace) -> int:
+    from dashboard.logs import langfuse
+    from dashboard.logs.phoenix import write_log
+
+    url = args.url or os.environ.get(URL_ENV, "")
+    public, secret = os.environ.get(PUBLIC_KEY_ENV, ""), os.environ.get(SECRET_KEY_ENV, "")
+    if not url:
+        return _error(f"give the Langfuse server: --url URL or ${URL_ENV}")
+    if not public or not secret:
+        return _error(f"set ${PUBLIC_KEY_ENV} and ${SECRET_KEY_ENV} (the project's API keys)")
+    secrets: list[str | None] = [public, secret]
+    try:
+        api = langfuse.client(url, public, secret)
+        if args.action == "pull":
+            rows = langfuse.read_observations(api, start=_time(args.start, "--from"), end=_time(args.end, "--to"), secrets=secrets)
+            pulled = write_log(rows, args.out)
+            print(f"langfuse pull: {pulled.turns:,} turn(s) ({pulled.empty_turns:,} with no document), {pulled.rows:,} row(s) -> {args.out}")
+            return 0
+        return _push(args, api, secrets)
+    except (langfuse.LangfuseError, ValueError) as exc:
+        return _error(str(exc))
+
+
+def _push(args: argparse.Namespace, api: Any, secrets: list[str | None]) -> int:
+    from connectors.common.paths import data_dir
+    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database.judge_labels import RELEVANT_GRADE
+    from dashboard.database.model import LabelStoreError
+    from dashboard.logs import langfuse
+
+    try:
+        store = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+    except (LabelStoreError, OSError) as exc:
+        return _error(f"cannot open the label database: {exc}")
+    try:
+        people = [] if args.judges_only else store.labels()
+        judges = [] if args.people_only else store.judgments()
+    finally:
+        store.close()
+    ids = {label.message_id for label in people} | {judged.message_id for judged in judges}
+    observations = langfuse.lookup(api, ids, secrets)
+    scores, pushed = langfuse.label_scores(people, judges, observations, relevant_grade=RELEVANT_GRADE)
+    langfuse.push_scores(api, scores, secrets)
+    print(
+        f"langfuse push: {pushed.human + pushed.llm:,} score(s) '{langfuse.SCORE}' on {pushed.observations:,} observation(s) "
+        f"({pushed.human:,} from people, {pushed.llm:,} from judges)"
+    )
+    if pushed.not_found:
+        print(f"langfuse push: {len(pushed.not_found):,} label(s) not sent: their pair is no document of a RETRIEVER observation", file=sys.stderr)
+    return 0

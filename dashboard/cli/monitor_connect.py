@@ -1,0 +1,85 @@
+"""`memlens monitor --connect URL --table NAME`: the monitor on the team's own engine.
+
+The per-window aggregates run where the log lives (dashboard.monitoring.warehouse,
+on ibis: the `memlens[warehouse]` extra); only per-window summaries come back, and
+the baseline, the alerts, the output and the exit status are the file run's
+(dashboard.cli.monitor). The URL, which may hold a password, comes from --connect or
+$MEMLENS_MONITOR_CONNECT (better for cron: a command line is visible to every user
+of the machine) and is never printed: errors name the engine by its scheme only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.common.redaction import redact_text
+from dashboard.monitoring import report
+from dashboard.monitoring.alerts import MonitorResult, Settings, assess
+
+CONNECT_ENV = "MEMLENS_MONITOR_CONNECT"
+
+
+@dataclass
+class Found:
+    result: MonitorResult
+    source: str  # "table NAME (engine)", for the header line
+    document: dict[str, Any]  # the JSON report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    engine = parser.add_argument_group("on the team's engine (pip install 'memlens[warehouse]')")
+    engine.add_argument(
+        "--connect",
+        metavar="URL",
+        help=f"the engine holding the log: postgresql://..., duckdb:///file.db, ... (default ${CONNECT_ENV}); never printed",
+    )
+    engine.add_argument("--table", metavar="NAME", help="the table or view with the log's columns (schema.table allowed)")
+    engine.add_argument(
+        "--column",
+        action="append",
+        metavar="FIELD=COLUMN",
+        help="read a log field from another column, e.g. timestamp=created_at (fields: message_id, memory_id, score, timestamp)",
+    )
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether this run reads an engine's table rather than log files."""
+    return bool(args.connect or args.table or args.column)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> Found | str:
+    """The result of a run on the engine, or the error to print (exit status 2)."""
+    from dashboard.monitoring import warehouse  # ibis only for a run that connects
+
+    url = args.connect or os.environ.get(CONNECT_ENV, "")
+    if not url:
+        return f"--table needs an engine: --connect URL or ${CONNECT_ENV}"
+    if not args.table:
+        return "--connect needs --table NAME: the table or view with the log's columns"
+    engine = url.partition("://")[0].lower() or "?"
+    try:
+        columns = warehouse.parse_columns(args.column)
+        con = warehouse.connect(url)
+        try:
+            table = warehouse.open_table(con, args.table, columns)
+            summary = warehouse.summarize(table, settings.floor, settings.window, columns)
+        finally:
+            con.disconnect()
+    except warehouse.WarehouseError as exc:
+        # the module redacts what it raises; the URL's parts once more, whatever the engine said
+        return redact_text(str(exc), warehouse.url_secrets(url))
+    issues = []
+    if summary.bad_rows:
+        issues.append(f"table {args.table}: {summary.bad_rows:,} row(s) with no message_id, or a memory_id with no score")
+        print(f"  {issues[0]}", file=sys.stderr)
+        print(f"memlens monitor: {summary.bad_rows:,} bad row(s) skipped; the other rows are used", file=sys.stderr)
+    if not summary.windows:
+        return f"no turn with a timestamp in table {args.table} ({summary.counts['turns']:,} turns read): nothing to watch"
+    result = assess(summary.windows, settings, lambda windows: summary.histograms)
+    document = report.as_json(result, files=[], issues=issues, counts=summary.counts)
+    document["engine"] = {"kind": engine, "table": args.table, "summary_rows": summary.summary_rows}
+    return Found(result, f"table {args.table} ({engine})", document)

@@ -1,0 +1,132 @@
+"""`memlens phoenix pull|push`: a running Arize Phoenix as a log source, and labels back.
+
+    memlens phoenix pull --project P [--url URL] [--from T] [--to T] [--limit N] --out LOG.jsonl
+    memlens phoenix push --project P [--url URL] [--labels DB] [--people-only | --judges-only]
+
+`pull` writes the project's retriever spans in [--from, --to) as a JSONL retrieval log
+(one span a turn, one document a row, a span with no documents an empty turn): the
+Label page, `memlens judge`, `memlens eval` and `memlens monitor` read it like any log.
+`push` writes the label database's labels of those spans back to Phoenix as document
+annotations `relevance` (people HUMAN, judges LLM); a re-run replaces them.
+dashboard/logs/phoenix.py has the rules. The URL comes from --url or
+$MEMLENS_PHOENIX_URL, the API key (when the server wants one) from $PHOENIX_API_KEY
+only, and it is never printed. Exit status: 0 done, 2 unusable (Phoenix unreachable or
+refusing, no such label database, a bad time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime
+from typing import Any
+
+URL_ENV = "MEMLENS_PHOENIX_URL"
+API_KEY_ENV = "PHOENIX_API_KEY"
+EXIT_UNUSABLE = 2
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "phoenix", help="read retriever spans from a running Phoenix as a log; write labels back as document annotations"
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    pull = actions.add_parser("pull", help="a project's retriever spans as a JSONL retrieval log")
+    push = actions.add_parser("push", help="labels of a project's spans as Phoenix document annotations (name relevance)")
+    for sub in (pull, push):
+        sub.add_argument("--project", required=True, help="the Phoenix project (name or id)")
+        sub.add_argument("--url", help=f"the Phoenix server, e.g. http://localhost:6006 (default ${URL_ENV}); key from ${API_KEY_ENV}")
+    pull.add_argument("--from", dest="start", metavar="TIME", help="first span start to read (ISO 8601, UTC when no zone)")
+    pull.add_argument("--to", dest="end", metavar="TIME", help="read spans starting before this time")
+    pull.add_argument("--limit", type=int, default=100_000, help="most spans read (default 100000)")
+    pull.add_argument("--out", required=True, metavar="LOG.jsonl", help="the retrieval log to write")
+    push.add_argument("--labels", help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
+    who = push.add_mutually_exclusive_group()
+    who.add_argument("--people-only", action="store_true", help="people's labels only")
+    who.add_argument("--judges-only", action="store_true", help="judge labels only")
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def _error(message: str) -> int:
+    print(f"memlens phoenix: {message}", file=sys.stderr)
+    return EXIT_UNUSABLE
+
+
+def _time(text: str | None, flag: str) -> datetime | None:
+    if not text:
+        return None
+    import pandas as pd
+
+    try:
+        stamp = pd.Timestamp(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag} {text!r}: not a date or date-time ({exc})") from None
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return stamp.to_pydatetime()
+
+
+def run(args: argparse.Namespace) -> int:
+    from dashboard.logs import phoenix
+
+    url = args.url or os.environ.get(URL_ENV, "")
+    if not url:
+        return _error(f"give the Phoenix server: --url URL or ${URL_ENV}")
+    key = os.environ.get(API_KEY_ENV) or None
+    secrets = [key]
+    try:
+        server = phoenix.client(url, key)
+        if args.action == "pull":
+            return _pull(args, server, secrets)
+        return _push(args, server, secrets)
+    except phoenix.PhoenixError as exc:
+        return _error(str(exc))
+    except ValueError as exc:
+        return _error(str(exc))
+
+
+def _pull(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> int:
+    from dashboard.logs import phoenix
+
+    start, end = _time(args.start, "--from"), _time(args.end, "--to")
+    rows = phoenix.read_spans(server, args.project, start=start, end=end, limit=args.limit, secrets=secrets)
+    pulled = phoenix.write_log(rows, args.out)
+    print(
+        f"phoenix pull: {pulled.turns:,} turn(s) ({pulled.empty_turns:,} with no document), {pulled.rows:,} row(s) "
+        f"from project {args.project} -> {args.out}"
+    )
+    return 0
+
+
+def _push(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> int:
+    from connectors.common.paths import data_dir
+    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database.judge_labels import RELEVANT_GRADE
+    from dashboard.database.model import LabelStoreError
+    from dashboard.logs import phoenix
+
+    try:
+        store = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+    except (LabelStoreError, OSError) as exc:
+        return _error(f"cannot open the label database: {exc}")
+    try:
+        people = [] if args.judges_only else store.labels()
+        judges = [] if args.people_only else store.judgments()
+    finally:
+        store.close()
+    span_ids = {label.message_id for label in people} | {judged.message_id for judged in judges}
+    positions = phoenix.document_positions(server, args.project, span_ids, secrets)
+    rows, pushed = phoenix.label_annotations(people, judges, positions, relevant_grade=RELEVANT_GRADE)
+    phoenix.push_annotations(server, rows, secrets)
+    print(
+        f"phoenix push: {pushed.human + pushed.llm:,} annotation(s) '{phoenix.ANNOTATION}' on {pushed.spans:,} span(s) "
+        f"of project {args.project} ({pushed.human:,} HUMAN, {pushed.llm:,} LLM)"
+    )
+    if pushed.not_found:
+        print(
+            f"phoenix push: {len(pushed.not_found):,} label(s) not sent: their pair is no document of a retriever span of "
+            f"project {args.project}",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,224 @@
+"""Arize Phoenix both ways: retriever spans in as a retrieval log, labels out as
+document annotations. Pure (no streamlit); the light ``arize-phoenix-client`` package
+(the ``memlens[phoenix]`` extra) is imported only here, only when used.
+
+In: every retriever span (``span_kind == 'RETRIEVER'``) of a project whose start
+lies in [start, end) is a turn, ``message_id`` = its span id, as memlens reads the same
+spans from an OTLP file (dashboard/logs/otlp.py); each of its
+``retrieval.documents`` is a row (``memory_id`` = ``document.id``, ``rank`` = its
+position + 1, ``score`` = ``document.score``); a span with no documents is an empty
+turn. The rows are written as a JSONL retrieval log (docs/formats.md), so a labelling
+session, a run source or ``memlens monitor`` reads them like any log. Ids and scores
+only: no document text and no query.
+
+Out: labels of pairs that are documents of the project's spans, as document
+annotations named ``relevance``: label ``relevant`` / ``not_relevant``, score 1 / 0
+(Phoenix's precision and nDCG read the score), at the document's position in its
+span, the memory id and who labelled in the metadata. Phoenix keeps one annotation
+per (name, span, position): people's labels of a document make it (annotator kind
+HUMAN, their majority), else judge labels (LLM), and a re-run replaces it, never
+adds one. A judge's reason is not sent (it may quote the memory); its grade is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from connectors.common.redaction import redact_text
+
+ANNOTATION = "relevance"
+INSTALL_HINT = "pip install 'memlens[phoenix]'"
+SPAN_CHUNK = 200  # span ids per look-up query
+
+
+class PhoenixError(Exception):
+    """Phoenix could not be reached or refused; the text never holds the API key."""
+
+
+@dataclass
+class Pulled:
+    turns: int
+    empty_turns: int
+    rows: int
+
+
+@dataclass
+class Pushed:
+    human: int = 0
+    llm: int = 0
+    spans: int = 0
+    not_found: list[tuple[str, str]] = field(default_factory=list)  # (message_id, memory_id) not a document of the project
+
+
+def client(url: str, api_key: str | None = None) -> Any:
+    try:
+        from phoenix.client import Client
+    except ImportError:
+        raise PhoenixError(f"Phoenix needs its client: {INSTALL_HINT}") from None
+    return Client(base_url=url, api_key=api_key or None)
+
+
+def _call(what: str, secrets: list[str | None], fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """One request to Phoenix, its failure as a PhoenixError with secrets redacted."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        raise PhoenixError(f"Phoenix {what}: {type(exc).__name__}: {redact_text(str(exc), secrets)}") from None
+
+
+# ------------------------------------------------------------------ in
+
+
+def read_spans(
+    phoenix: Any, project: str, *, start: datetime | None = None, end: datetime | None = None, limit: int = 100_000, secrets: list[str | None] | None = None
+) -> list[dict[str, Any]]:
+    """The log rows of the project's retriever spans, in span start order, then rank."""
+    from phoenix.client.types.spans import SpanQuery
+
+    secrets = secrets or []
+    retrievers = SpanQuery().where("span_kind == 'RETRIEVER'")
+    spans = _call(
+        "spans",
+        secrets,
+        phoenix.spans.get_spans_dataframe,
+        query=retrievers.select("start_time"),
+        project_identifier=project,
+        start_time=start,
+        end_time=end,
+        limit=limit,
+    )
+    if len(spans) >= limit:
+        # the two queries could then each keep a different part of the range, and a
+        # span cut from the second would read as an empty turn: refuse instead
+        raise PhoenixError(f"{limit:,} retriever spans or more in the range: narrow --from/--to, or raise --limit")
+    documents = _call(
+        "documents",
+        secrets,
+        phoenix.spans.get_spans_dataframe,
+        query=retrievers.explode("retrieval.documents", memory_id="document.id", score="document.score"),
+        project_identifier=project,
+        start_time=start,
+        end_time=end,
+        limit=limit,
+    )
+    by_span: dict[str, list[tuple[int, Any, Any]]] = {}
+    if len(documents):
+        for (span_id, position), memory_id, score in zip(documents.index, documents["memory_id"], documents["score"], strict=True):
+            by_span.setdefault(str(span_id), []).append((int(position), memory_id, score))
+    store = f"phoenix:{project}"
+    rows: list[dict[str, Any]] = []
+    if not len(spans):
+        return rows
+    for span_id, started in sorted(zip(spans.index, spans["start_time"], strict=True), key=lambda pair: (pair[1], pair[0])):
+        stamp = started.isoformat().replace("+00:00", "Z")
+        found = sorted(by_span.get(str(span_id), []), key=lambda item: item[0])
+        if not found:  # the store returned nothing: an empty turn
+            rows.append({"message_id": str(span_id), "timestamp": stamp, "store": store})
+            continue
+        for position, memory_id, score in found:
+            row: dict[str, Any] = {"message_id": str(span_id), "memory_id": None if memory_id is None else str(memory_id)}
+            row["rank"] = position + 1
+            row["score"] = None if score is None or score != score else float(score)
+            row.update(timestamp=stamp, store=store)
+            rows.append(row)
+    return rows
+
+
+def write_log(rows: list[dict[str, Any]], path: str | Path) -> Pulled:
+    """The rows as a JSONL retrieval log; what it holds. A document with no id or
+    score is written as it is: the log's reader names it as a bad row."""
+    turns: dict[str, int] = {}
+    with Path(path).open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
+            turns[row["message_id"]] = turns.get(row["message_id"], 0) + ("memory_id" in row)
+    return Pulled(turns=len(turns), empty_turns=sum(1 for n in turns.values() if n == 0), rows=sum(turns.values()))
+
+
+# ------------------------------------------------------------------ out
+
+
+def document_positions(phoenix: Any, project: str, span_ids: Iterable[str], secrets: list[str | None] | None = None) -> dict[tuple[str, str], int]:
+    """(span id, memory id) -> the document's 0-based position, for spans of the project."""
+    from phoenix.client.types.spans import SpanQuery
+
+    wanted = sorted(set(span_ids))
+    positions: dict[tuple[str, str], int] = {}
+    for first in range(0, len(wanted), SPAN_CHUNK):
+        chunk = wanted[first : first + SPAN_CHUNK]
+        query = SpanQuery().where(f"span_kind == 'RETRIEVER' and span_id in {chunk!r}").explode("retrieval.documents", memory_id="document.id")
+        found = _call(
+            "documents", secrets or [], phoenix.spans.get_spans_dataframe, query=query, project_identifier=project, limit=len(chunk) * 1000
+        )
+        for (span_id, position), memory_id in zip(found.index, found["memory_id"], strict=True) if len(found) else ():
+            positions.setdefault((str(span_id), str(memory_id)), int(position))
+    return positions
+
+
+def label_annotations(
+    people: Iterable[Any], judges: Iterable[Any], positions: dict[tuple[str, str], int], *, relevant_grade: int
+) -> tuple[list[dict[str, Any]], Pushed]:
+    """One document annotation per labelled document of a span, from labels
+    (dashboard.database.model.Label) and judge labels (dashboard.database.judge_labels.
+    JudgeLabel); the pairs that are no document of a span in ``not_found``.
+
+    Phoenix keeps one annotation per (name, span, position) (it takes no identifier on
+    a document annotation), so people's labels of a document make one HUMAN
+    annotation (the majority; a tie counts as relevant, as the qrels export does) and
+    judge labels count only for a document no person labelled (LLM)."""
+    from dashboard.database.model import RELEVANT
+
+    votes: dict[tuple[str, str], list[tuple[str, bool]]] = {}
+    for label in people:
+        votes.setdefault((label.message_id, label.memory_id), []).append((label.reviewer, label.label == RELEVANT))
+    grades: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for judged in judges:
+        if (judged.message_id, judged.memory_id) not in votes:
+            grades.setdefault((judged.message_id, judged.memory_id), []).append((judged.source, judged.grade))
+    # (pair, annotator kind, each label's verdict, who gave them), people first
+    verdicts: list[tuple[tuple[str, str], str, list[bool], dict[str, Any]]] = [
+        (pair, "HUMAN", [vote for _, vote in given], {"reviewers": sorted(name for name, _ in given)})
+        for pair, given in sorted(votes.items())
+    ]
+    verdicts += [
+        (pair, "LLM", [grade >= relevant_grade for _, grade in given], {"judges": sorted(s for s, _ in given), "grades": [g for _, g in sorted(given)]})
+        for pair, given in sorted(grades.items())
+    ]
+    out: list[dict[str, Any]] = []
+    pushed = Pushed()
+    spans: set[str] = set()
+    for (message_id, memory_id), kind, relevant, metadata in verdicts:
+        position = positions.get((message_id, memory_id))
+        if position is None:
+            pushed.not_found.append((message_id, memory_id))
+            continue
+        verdict = 2 * sum(relevant) >= len(relevant)
+        out.append(
+            {
+                "name": ANNOTATION,
+                "annotator_kind": kind,
+                "span_id": message_id,
+                "document_position": position,
+                "result": {"label": "relevant" if verdict else "not_relevant", "score": 1.0 if verdict else 0.0},
+                "metadata": {"memory_id": memory_id, "source": "memlens", **metadata},
+            }
+        )
+        spans.add(message_id)
+        if kind == "HUMAN":
+            pushed.human += 1
+        else:
+            pushed.llm += 1
+    pushed.spans = len(spans)
+    return out, pushed
+
+
+def push_annotations(phoenix: Any, rows: list[dict[str, Any]], secrets: list[str | None] | None = None, chunk: int = 500) -> None:
+    for first in range(0, len(rows), chunk):
+        _call(
+            "annotations", secrets or [], phoenix.spans.log_document_annotations, document_annotations=rows[first : first + chunk], sync=True
+        )

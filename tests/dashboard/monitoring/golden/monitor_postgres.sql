@@ -1,0 +1,156 @@
+WITH "t3" AS (
+  SELECT
+    "t2"."message_id",
+    MIN("t2"."ts") AS "ts",
+    COUNT("t2"."memory_id") AS "rows",
+    MAX("t2"."score") AS "top1",
+    SUM(CASE WHEN "t2"."score" >= 0.35 THEN 1 ELSE 0 END) AS "kept",
+    SUM(CASE WHEN "t2"."memory_id" IS NOT NULL THEN "t2"."repeats" - 1 ELSE 0 END) AS "merged",
+    SUM("t2"."repeats") AS "raw"
+  FROM (
+    SELECT
+      "t1"."message_id",
+      "t1"."memory_id",
+      MIN("t1"."score") AS "score",
+      COUNT(*) AS "repeats",
+      MIN("t1"."ts") AS "ts"
+    FROM (
+      SELECT
+        CASE
+          WHEN (
+            "t0"."message_id" IS NOT NULL
+          )
+          AND (
+            (
+              "t0"."memory_id" IS NULL
+            ) OR (
+              "t0"."score" IS NOT NULL
+            )
+          )
+          THEN "t0"."message_id"
+          ELSE CAST(NULL AS VARCHAR)
+        END AS "message_id",
+        "t0"."memory_id",
+        "t0"."score",
+        "t0"."timestamp" AS "ts"
+      FROM "retrievals" AS "t0"
+    ) AS "t1"
+    GROUP BY
+      1,
+      2
+  ) AS "t2"
+  GROUP BY
+    1
+)
+SELECT
+  *
+FROM (
+  SELECT
+    "t10"."bad",
+    "t10"."window",
+    "t10"."bin",
+    COUNT(*) AS "turns",
+    SUM("t10"."rows") AS "rows",
+    SUM(
+      CASE WHEN (
+        "t10"."top1" IS NULL
+      ) OR (
+        "t10"."top1" < 0.35
+      ) THEN 1 ELSE 0 END
+    ) AS "no_memory",
+    SUM("t10"."kept") AS "kept",
+    SUM(CASE WHEN ABS("t10"."top1" - 0.35) <= 0.02 THEN 1 ELSE 0 END) AS "near",
+    SUM(CASE WHEN "t10"."rows" = 0 THEN 1 ELSE 0 END) AS "empty",
+    SUM("t10"."merged") AS "merged",
+    SUM("t10"."raw") AS "raw",
+    MIN("t10"."low") AS "low",
+    MAX("t10"."high") AS "high"
+  FROM (
+    SELECT
+      "t9"."message_id",
+      "t9"."ts",
+      "t9"."rows",
+      "t9"."top1",
+      "t9"."kept",
+      "t9"."merged",
+      "t9"."raw",
+      "t9"."low",
+      "t9"."high",
+      "t9"."message_id" IS NULL AS "bad",
+      CASE
+        WHEN NOT (
+          "t9"."message_id" IS NULL
+        ) AND (
+          "t9"."ts" IS NOT NULL
+        )
+        THEN CAST(FLOOR(
+          CAST((
+            EXTRACT('epoch' FROM "t9"."ts") - 0
+          ) AS DOUBLE PRECISION) / (
+            86400
+          )
+        ) AS BIGINT)
+        ELSE CAST(NULL AS BIGINT)
+      END AS "window",
+      CASE
+        WHEN NOT (
+          "t9"."message_id" IS NULL
+        )
+        AND (
+          "t9"."ts" IS NOT NULL
+        )
+        AND (
+          "t9"."top1" IS NOT NULL
+        )
+        THEN LEAST(
+          CAST(FLOOR(
+            CAST((
+              "t9"."top1" - "t9"."low"
+            ) AS DOUBLE PRECISION) / CASE
+              WHEN "t9"."high" > "t9"."low"
+              THEN CAST((
+                "t9"."high" - "t9"."low"
+              ) AS DOUBLE PRECISION) / 2000
+              ELSE 1.0
+            END
+          ) AS BIGINT),
+          1999
+        )
+        ELSE CAST(NULL AS BIGINT)
+      END AS "bin"
+    FROM (
+      SELECT
+        "t5"."message_id",
+        "t5"."ts",
+        "t5"."rows",
+        "t5"."top1",
+        "t5"."kept",
+        "t5"."merged",
+        "t5"."raw",
+        "t8"."low",
+        "t8"."high"
+      FROM "t3" AS "t5"
+      CROSS JOIN (
+        SELECT
+          MIN("t6"."top1") AS "low",
+          MAX("t6"."top1") AS "high"
+        FROM (
+          SELECT
+            *
+          FROM "t3" AS "t4"
+          WHERE
+            NOT (
+              "t4"."message_id" IS NULL
+            ) AND "t4"."ts" IS NOT NULL
+        ) AS "t6"
+      ) AS "t8"
+    ) AS "t9"
+  ) AS "t10"
+  GROUP BY
+    1,
+    2,
+    3
+) AS "t11"
+ORDER BY
+  "t11"."window" ASC,
+  "t11"."bin" ASC
