@@ -219,6 +219,9 @@ def test_unusable_tables_exit_2_naming_what(duckdb_url, tmp_path, capsys):
     assert code == 2 and "--connect needs --table NAME" in err
     code, _, err = run(["monitor", "--floor", "0.35"], capsys)
     assert code == 2 and "give log files (LOG...) or an engine's table" in err
+    # the judged precision samples the log's rows: not from a table's summaries
+    code, _, err = run(["monitor", "--connect", duckdb_url, "--table", "retrievals", "--floor", "0.35", "--judge", "j.toml"], capsys)
+    assert code == 2 and "--judge grades a sample of the log's rows: give log files, not --connect" in err
     code, _, err = run(["monitor", "--connect", "snowflake://u:pw-9@acct/db", "--table", "t", "--floor", "0.35"], capsys)
     assert code == 2 and "snowflake" in err and "pw-9" not in err
     empty = tmp_path / "empty.duckdb"
