@@ -18,8 +18,14 @@ An LLM judge sends the query and memory text to the configured model
 which host receives it. A pair already graded by the same judge is skipped, so a
 killed run picks up where it stopped. A progress line goes to stderr.
 
+The run's grades are checked (dashboard/judging/run_check.py): one grade for every
+pair, reasons that repeat the prompt's placeholder or are all the same, answers
+that do not parse; each is a warning on stderr that names the problem and counts it.
+
 Exit status: 0 when every pair was graded, 1 when some failed (run again to retry
-them), 2 on unusable input.
+them), 2 on unusable input, 3 when the whole run is degenerate (one grade for every
+pair, every reason a placeholder or the same, or no answer that parses): its grades
+are saved, and the Label page offers them as hints only.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from dashboard.cli.arguments import positive_int
 
 EXIT_FAILED = 1
 EXIT_UNUSABLE = 2
+EXIT_DEGENERATE = 3
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     from dashboard.database import label_store_target, open_label_store
     from dashboard.database.model import LabelStoreError
     from dashboard.judging.client import ChatClient, bounded_map, config_from_environ
-    from dashboard.judging.judges import JudgeError, build_judge, load_judge_config
+    from dashboard.judging.judges import JudgeError, UnusableAnswer, build_judge, load_judge_config
+    from dashboard.judging.run_check import check_run
 
     try:
         judge_config = load_judge_config(args.judge)
@@ -160,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
             raise JudgeError(f"memory {pair.memory_id!r} is not in the store")
         return judge.grade(pair.query or "", memory.text)
 
-    graded = failed = 0
+    graded = failed = unparseable = 0
+    answers: list[tuple[int, str]] = []
     first_error = None
     limit = client.config.concurrency if client is not None else 1
     try:
@@ -172,8 +181,11 @@ def run(args: argparse.Namespace) -> int:
                     store=pair.store or opened,  # as a person's label names it, so a store filter keeps it
                 )
                 graded += 1
+                answers.append((judgment.grade, judgment.reason))
+                unparseable += judgment.attempts > 1  # the first answer was unusable
             else:
                 failed += 1
+                unparseable += isinstance(error, UnusableAnswer)
                 first_error = first_error or f"{pair.message_id} {pair.memory_id}: {error}"
             print(f"\rgraded {graded + failed}/{len(todo)} ({failed} failed)", end="", file=sys.stderr, flush=True)
     finally:
@@ -187,6 +199,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"{judge.source}: graded {graded} pair(s), {failed} failed")
     if first_error:
         print(f"first failure: {first_error}", file=sys.stderr)
+    check = check_run(judge.source, answers, unparseable=unparseable, answered=graded + failed)
+    for warning in check.warnings():
+        print(f"warning: {warning}", file=sys.stderr)
+    if check.degenerate:
+        print(f"{judge.source}: degenerate run: its grades say nothing about these pairs; "
+              "do not use them as suggestions until the judge is fixed", file=sys.stderr)
+        return EXIT_DEGENERATE
     return EXIT_FAILED if failed else 0
 
 

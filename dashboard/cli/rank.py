@@ -12,7 +12,9 @@ through the ranking prompt with the re-rank defaults (or --relevance-weight,
 and the formula's ranking used when it fails (docs/judging.md). A log's query text
 is its ``query`` column, else the judged set's question of the same message id; its
 clock is the turn's ``timestamp`` when the log has one. Printed: the validity rate
-(valid on the first answer), the retry rate, the fallback rate, then precision@k,
+(valid on the first answer), the retry rate, the fallback rate (turns that fell
+back are counted apart from the model-ranked ones and left out of the "llm"
+metrics: the formula ranked them), then precision@k,
 nDCG@k and MRR of the LLM order, the store's and the formula's on the run's judged
 set (a log's: --judged; each order keeps only the entries it returns), with a
 paired randomisation test of LLM vs each other order as in `memlens compare`.
@@ -133,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
         client.close()
         store.close()
-    statuses, retried, scores, missing = ranked
+    statuses, retried, scores, missing, judged_fallbacks = ranked
     total = len(statuses)
     what = "turn" if is_log else "question"
     if missing:
@@ -148,17 +150,21 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNUSABLE
     from dashboard.judging.ranker import FALLBACK, RETRIED, VALID
 
+    # A turn that fell back was ranked by the formula, not the model: counted apart,
+    # and its "llm" metrics are left out rather than the formula's credited to the model.
+    fell_back = statuses.count(FALLBACK)
+    by_model = f"{total - fell_back} {what}(s) ranked by {model.model}, {fell_back} fell back to the formula"
     if is_log:
-        print(f"log {Path(args.run_id).name}: {total} turn(s) ranked by {model.model}")
+        print(f"log {Path(args.run_id).name}: {by_model}")
     else:
-        print(f"run {args.run_id}: {total} question(s) ranked by {model.model}")
+        print(f"run {args.run_id}: {by_model}")
     print(f"valid on the first answer {statuses.count(VALID) / total:.1%}, retried {retried / total:.1%} "
           f"(valid after retry {statuses.count(RETRIED) / total:.1%}), fell back to the formula {statuses.count(FALLBACK) / total:.1%}")
     print(f"tokens: {client.usage.prompt_tokens} prompt + {client.usage.completion_tokens} completion")
     if not scores["llm"]["precision"]:
         print("no judged set: pass --judged FILE_OR_NAME for precision, nDCG and MRR of the three orders")
         return 0
-    _print_metrics(scores, args.k, total)
+    _print_metrics(scores, args.k, total, judged_fallbacks)
     return 0
 
 
@@ -242,7 +248,7 @@ def _rank_turns(turns: list[Turn], store: Any, client: Any, settings: Any, k: in
     cache = RankCache()
     started = datetime.now(UTC)
     statuses: list[str] = []
-    retried = 0
+    retried = judged_fallbacks = 0
     missing: list[tuple[str, str]] = []
     scores: dict[str, dict[str, list[float]]] = {order: {m: [] for m in METRICS} for order in ("llm", "store", "formula")}
     for number, turn in enumerate(turns, start=1):
@@ -260,26 +266,33 @@ def _rank_turns(turns: list[Turn], store: Any, client: Any, settings: Any, k: in
         statuses.append(ranked.status)
         retried += ranked.retried
         if turn.grades is not None:
+            judged_fallbacks += ranked.fell_back
             formula_order = [r["entry_id"] for r in ranked.formula["ranked_results"] if not r["excluded"] and not r["stale"]]
             for order, ids in (("llm", ranked.returned_order()), ("store", [h.memory_id for h in hits]), ("formula", formula_order)):
                 figures = evaluate_ranking(turn.message_id, ids, turn.grades, k)
                 for metric in METRICS:
                     value = getattr(figures, metric)
+                    if order == "llm" and ranked.fell_back:
+                        value = None  # the formula's order, not the model's: no llm figure for this turn
                     scores[order][metric].append(np.nan if value is None else float(value))
         print(f"\r{what}s {number}/{len(turns)}", end="", file=sys.stderr, flush=True)
-    return statuses, retried, scores, missing
+    return statuses, retried, scores, missing, judged_fallbacks
 
 
-def _print_metrics(scores: dict[str, dict[str, list[float]]], k: int, total: int) -> None:
+def _print_metrics(scores: dict[str, dict[str, list[float]]], k: int, total: int, fell_back: int = 0) -> None:
     from dashboard.evaluation.run_compare import paired_randomisation_p
 
     judged = len(scores["llm"]["precision"])
     if judged < total:
         print(f"metrics over the {judged} of {total} ranked in the judged set")
+    if fell_back:
+        print(f"llm metrics over the {judged - fell_back} model-ranked of them; {fell_back} fell back to the formula "
+              "and are left out of the llm column (the formula's own column has them)")
     names = {"precision": f"precision@{k}", "ndcg": f"ndcg@{k}", "reciprocal_rank": f"mrr@{k}"}
     for metric in METRICS:
-        llm = np.array(scores["llm"][metric])
-        line = [f"{names[metric]:<14} llm {np.nanmean(llm):.4f}"]
+        llm = np.array(scores["llm"][metric], dtype=float)
+        mean = f"{np.nanmean(llm):.4f}" if (~np.isnan(llm)).any() else "n/a"
+        line = [f"{names[metric]:<14} llm {mean}"]
         for other in ("store", "formula"):
             theirs = np.array(scores[other][metric])
             both = ~np.isnan(llm) & ~np.isnan(theirs)

@@ -72,6 +72,11 @@ class JudgeError(ValueError):
     """A judge config that cannot be used, or a judge that gave no usable grade."""
 
 
+class UnusableAnswer(JudgeError):
+    """The model answered, twice, with nothing that parses as a grade (counted by
+    the run's checks, dashboard/judging/run_check.py)."""
+
+
 @dataclass(frozen=True)
 class Judgment:
     grade: int
@@ -147,7 +152,7 @@ class LlmJudge:
                 {"role": "user", "content": "Your answer is unusable:\n" + "\n".join(f"- {p}" for p in problems)
                  + '\nAnswer again with the JSON object only: {"grade": <0-3>, "reason": "..."}'},
             ]
-        raise JudgeError(f"{self.source} gave no usable grade after 2 answers: {'; '.join(problems)}")
+        raise UnusableAnswer(f"{self.source} gave no usable grade after 2 answers: {'; '.join(problems)}")
 
 
 class CrossEncoderJudge:

@@ -24,6 +24,7 @@ from dashboard.ui.errors import show_error
 
 MAX_VIOLATIONS_SHOWN = 30
 OUTCOME_KEY = "llm_rank_outcome"
+TALLY_KEY = "llm_rank_tally"  # queries ranked by the model vs fell back, in this browser session
 
 
 def model_config() -> tuple[ModelConfig | None, str | None]:
@@ -57,8 +58,11 @@ def orders_frame(result: QueryResult, outcome: RankOutcome) -> pd.DataFrame:
     """One row per candidate: its place in the store's order, the formula's and the model's."""
     formula_rows = outcome.formula.get("ranked_results", [])
     formula_rank = _rank_of([r["entry_id"] for r in formula_rows])
-    model_rows = {r.get("entry_id"): r for r in outcome.payload.get("ranked_results", []) if isinstance(r, dict)}
-    model_rank = _rank_of(outcome.order())
+    # On a fallback the payload is the formula's ranking: the model ranked nothing, so
+    # its columns stay empty rather than show the formula's order under its name.
+    model_payload = {} if outcome.fell_back else outcome.payload
+    model_rows = {r.get("entry_id"): r for r in model_payload.get("ranked_results", []) if isinstance(r, dict)}
+    model_rank = {} if outcome.fell_back else _rank_of(outcome.order())
     formula_by_id = {r["entry_id"]: r for r in formula_rows}
     rows = []
     for hit in result.hits:
@@ -71,7 +75,7 @@ def orders_frame(result: QueryResult, outcome: RankOutcome) -> pd.DataFrame:
                 "model rank": model_rank.get(hit.memory_id),
                 "formula composite": formula_by_id.get(hit.memory_id, {}).get("composite_score"),
                 "model composite": mine.get("composite_score") if mine else None,
-                "model status": _status(mine),
+                "model status": "fell back: the formula ranked it" if outcome.fell_back else _status(mine),
                 "model's reason": clip_text(str(mine.get("justification", "")), 200)[0] if mine else "",
             }
         )
@@ -115,6 +119,8 @@ def _llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime, me
         finally:
             client.close()
         st.session_state[OUTCOME_KEY] = (wanted, outcome)
+        tally = st.session_state.setdefault(TALLY_KEY, {"model": 0, "fallback": 0})
+        tally["fallback" if outcome.fell_back else "model"] += 1
     kept = st.session_state.get(OUTCOME_KEY)
     if not kept or kept[0] != wanted:
         return  # nothing asked yet for these hits and settings
@@ -123,7 +129,7 @@ def _llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime, me
 
 def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
     cols = st.columns(4)
-    cols[0].metric("Outcome", outcome.status)
+    cols[0].metric("Outcome", outcome.status, help="Ranked by: " + ("the formula (fallback)" if outcome.fell_back else outcome.model))
     cols[1].metric("Attempts", len(outcome.attempts))
     cols[2].metric("Model latency (ms)", f"{outcome.latency_ms:,.0f}")
     cols[3].metric("Tokens (prompt + answer)", f"{outcome.usage.prompt_tokens:,} + {outcome.usage.completion_tokens:,}")
@@ -146,6 +152,12 @@ def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
             listed = "\n".join(f"- `{v.where}` ({v.rule}): {inert_markdown(clip_text(v.message, 300)[0])}" for v in attempt.violations[:MAX_VIOLATIONS_SHOWN])
             more = len(attempt.violations) - MAX_VIOLATIONS_SHOWN
             st.markdown(f"**Answer {number}: {len(attempt.violations)} violation(s)**\n{listed}" + (f"\n- … and {more} more" if more > 0 else ""))
+    tally = st.session_state.get(TALLY_KEY)
+    if tally:
+        st.caption(
+            f"Asked this session: {tally['model']} quer(ies) ranked by the model, "
+            f"{tally['fallback']} fell back to the formula (a fallback is never counted as the model's ranking)."
+        )
     st.dataframe(orders_frame(result, outcome), hide_index=True, width="stretch", key="llm_rank_orders")
     exchange = json.dumps(outcome.raw_exchange(), indent=2, ensure_ascii=False)
     with st.expander("Raw prompt and response", expanded=False):

@@ -79,3 +79,10 @@ def test_a_broken_answer_shows_its_violations_the_retry_and_then_the_fallback(ap
     assert "not valid JSON" in shown  # the second's
     assert [m.value for m in at.metric if m.label == "Outcome"] == ["fallback"]
     assert "Your answer breaks these rules" in model.received[1].body["messages"][-1]["content"]
+    # The formula ranked these hits: the model's columns are empty, never the formula's
+    # order under the model's name, and the tally counts a fallback, not a model ranking.
+    orders = next(d.value for d in at.dataframe if "model rank" in d.value.columns)
+    assert orders["model rank"].isna().all() and orders["model composite"].isna().all()
+    assert set(orders["model status"]) == {"fell back: the formula ranked it"}
+    assert orders["formula rank"].notna().all()
+    assert "0 quer(ies) ranked by the model, 1 fell back to the formula" in shown

@@ -41,18 +41,21 @@ def test_rank_reports_validity_retry_fallback_and_the_three_orders(model, saved_
     model.script += [Reply(content="not json"), Reply(content="still not json")]  # the first question falls back
     assert main(["rank", run_id, "--db", db, "--send-text", "--k", "3"]) == 0
     out = capsys.readouterr().out
-    questions = int(out.split(": ", 1)[1].split(" question", 1)[0])
-    assert questions > 1
+    by_model = int(out.split(": ", 1)[1].split(" question", 1)[0])
+    questions = by_model + 1
+    assert by_model >= 1 and "question(s) ranked by loopback-ranker, 1 fell back to the formula" in out
     fell_back = 1 / questions
     assert f"fell back to the formula {fell_back:.1%}" in out
     assert f"retried {fell_back:.1%}" in out and f"valid on the first answer {1 - fell_back:.1%}" in out
     for metric in ("precision@3", "ndcg@3", "mrr@3"):
         line = next(line for line in out.splitlines() if line.startswith(metric))
         assert "llm " in line and "store " in line and "formula " in line and "(p " in line
-    # A model doing the formula's sums orders every question as the formula does:
-    # the LLM's figures equal the formula's, and the paired test finds no difference.
+    # A model doing the formula's sums orders every question it ranked as the formula
+    # does: paired on those, no difference. The question that fell back is left out of
+    # the llm figure (which so differs from the formula's mean over every question).
+    assert "llm metrics over the" in out and "1 fell back to the formula and are left out of the llm column" in out
     precision = next(line for line in out.splitlines() if line.startswith("precision@3")).split()
-    assert precision[2] == precision[precision.index("formula") + 1]
+    assert precision[precision.index("formula") + 2] == "(p" and precision[precision.index("formula") + 3] == "1.000)"
 
 
 # ------------------------------------------------------------------ over a retrieval log
@@ -70,10 +73,12 @@ def test_rank_over_a_log_ranks_each_turn_and_scores_the_orders_on_a_judged_set(m
     assert main(["rank", str(SAMPLE_LOG), "--db", db, "--send-text", "--judged", str(QUERIES)]) == 0
     out = capsys.readouterr().out
     turns = _turns(SAMPLE_LOG)
-    assert f"log sample_log.jsonl: {turns} turn(s) ranked by loopback-ranker" in out
+    assert f"log sample_log.jsonl: {turns - 1} turn(s) ranked by loopback-ranker, 1 fell back to the formula" in out
+    assert f"llm metrics over the {turns - 1} model-ranked of them; 1 fell back to the formula" in out
     assert f"fell back to the formula {1 / turns:.1%}" in out and f"retried {1 / turns:.1%}" in out
     precision = next(line for line in out.splitlines() if line.startswith("precision@3")).split()
-    assert "store" in precision and precision[2] == precision[precision.index("formula") + 1]
+    # Paired on the turns the model ranked, its order is the formula's: no difference.
+    assert "store" in precision and precision[precision.index("formula") + 3] == "1.000)"
     # Each turn was one prompt (two for the one that fell back) carrying the log's query text.
     asked = [r.body for r in model.received if r.body]
     assert len(asked) == turns + 1
@@ -124,3 +129,19 @@ def test_a_log_with_a_bad_line_names_it_and_ranks_the_rest(model, data_dir, demo
     first = out.err.split("1 bad row(s) left out, first: ", 1)[1].split("\n", 1)[0]
     assert "week.jsonl" in first and "2" in first and "rank" in first, first
     assert f"log week.jsonl: {_turns(SAMPLE_LOG)} turn(s) ranked" in out.out
+
+
+def test_turns_that_fell_back_are_never_credited_to_the_model(model, data_dir, demo_store, demo_dir, capsys):
+    """A model that never answers usably: every turn is the formula's, so the model
+    ranked none of them and has no metric, while the formula's column is whole."""
+    db = str(demo_dir / "demo.sqlite")
+    model.responder = lambda body: Reply(content="not json")
+    assert main(["rank", str(SAMPLE_LOG), "--db", db, "--send-text", "--judged", str(QUERIES)]) == 0
+    out = capsys.readouterr().out
+    turns = _turns(SAMPLE_LOG)
+    assert f"log sample_log.jsonl: 0 turn(s) ranked by loopback-ranker, {turns} fell back to the formula" in out
+    assert "fell back to the formula 100.0%" in out
+    assert f"llm metrics over the 0 model-ranked of them; {turns} fell back" in out
+    precision = next(line for line in out.splitlines() if line.startswith("precision@3")).split()
+    assert precision[1:3] == ["llm", "n/a"]
+    assert float(precision[precision.index("formula") + 1]) > 0  # the formula's own figure stays
