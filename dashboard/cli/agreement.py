@@ -1,4 +1,4 @@
-"""`memlens agreement SESSION`: how far a session's reviewers agree, and on what not.
+"""`memlens agreement SESSION_OR_FILE`: how far a session's reviewers agree, and on what not.
 
     $ memlens agreement demo
     session demo: 40 rows in 8 turns, reviewers ana, ben
@@ -11,9 +11,16 @@ judge`) agrees with the session's people: Cohen's kappa with a bootstrap
 interval, raw agreement, TPR, TNR, the confusion matrix and the same per reviewer;
 for a cross-encoder judge, the cut-off these people's labels calibrate.
 
+People's labels can come from a file instead of a session: a label JSONL or CSV
+export, or TREC qrels (dashboard/labels/people_files.py), so labels that already
+exist measure a judge without relabelling them:
+
+    $ memlens agreement people.qrels --judge umbrela
+
 Reads the label database the app uses ($MEMLENS_LABELS_URL, else labels.sqlite in
 $MEMLENS_DATA_DIR) unless --labels names one. Exits 1 when the session does not
-exist or the database cannot be opened, with the reason on standard error.
+exist or the database cannot be opened, 2 when the label file cannot be read at
+all, with the reason on standard error.
 """
 
 from __future__ import annotations
@@ -21,16 +28,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from connectors.common.paths import data_dir
 from dashboard.database import label_store_target, open_label_store
 from dashboard.database.model import LabelStoreError
 from dashboard.labels.agreement import agreement
+from dashboard.labels.people_files import FORMATS, PeopleFileError, read_people_labels
+
+
+SHOWN_ISSUES = 20
 
 
 def add_parser(commands) -> None:
     parser = commands.add_parser("agreement", help="reviewer agreement of a labelling session")
-    parser.add_argument("session", help="the labelling session's name")
+    parser.add_argument(
+        "session", metavar="SESSION_OR_FILE",
+        help="the labelling session's name, or a file of people's labels (label JSONL or CSV export, TREC qrels)",
+    )
+    parser.add_argument("--format", choices=FORMATS, default=None, help="the label file's format (default: from its name and first line)")
     parser.add_argument(
         "--labels",
         default=None,
@@ -57,21 +73,31 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         session = store.session(args.session)
-        if session is None:
+        if session is None and Path(args.session).exists():
+            try:
+                found = read_people_labels(args.session, fmt=getattr(args, "format", None))
+            except PeopleFileError as exc:
+                print(f"memlens agreement: {exc}", file=sys.stderr)
+                return 2
+            for issue in found.issues[:SHOWN_ISSUES]:
+                print(f"memlens agreement: {issue}", file=sys.stderr)
+            session_labels = found.labels
+            messages = {label.message_id for label in session_labels}
+            title = f"{found.summary()}: {len({(lab.message_id, lab.memory_id) for lab in session_labels})} rows in {len(messages)} turns"
+        elif session is None:
             known = ", ".join(s.name for s in store.sessions()) or "none"
-            print(f"memlens agreement: no session named {args.session!r} (sessions: {known})", file=sys.stderr)
+            print(f"memlens agreement: no session named {args.session!r} (sessions: {known}), and no file of that name", file=sys.stderr)
             return 1
-        items = store.session_items(session.name)
-        session_labels = store.session_labels(session.name)
+        else:
+            items = store.session_items(session.name)
+            session_labels = store.session_labels(session.name)
+            messages = {item.message_id for item in items}
+            title = f"session {session.name}: {len(items)} rows in {len(messages)} turns"
         report = agreement(session_labels)
-        judge_lines = judge_report(store, args.judge, session_labels, items) if getattr(args, "judge", None) else []
+        judge_lines = judge_report(store, args.judge, session_labels, messages) if getattr(args, "judge", None) else []
     finally:
         store.close()
-    turns = len({item.message_id for item in items})
-    print(
-        f"session {session.name}: {len(items)} rows in {turns} turns, "
-        f"reviewers {', '.join(report.reviewers) or 'none yet'}"
-    )
+    print(f"{title}, reviewers {', '.join(report.reviewers) or 'none yet'}")
     print(report.headline())
     print(f"{len(report.disagreements)} disagreement(s)" + (":" if report.disagreements else ""))
     for disagreement in report.disagreements:
@@ -84,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def judge_report(store, name: str, session_labels, items) -> list[str] | None:
+def judge_report(store, name: str, session_labels, messages: set[str]) -> list[str] | None:
     """The judge-vs-people lines for every source of judge `name` (None: no such judge)."""
     from dashboard.database.judge_labels import source_name
     from dashboard.database.model import RELEVANT
@@ -94,7 +120,6 @@ def judge_report(store, name: str, session_labels, items) -> list[str] | None:
     sources = [s for s in store.judge_sources() if s == name or source_name(s) == name]
     if not sources:
         return None
-    messages = {item.message_id for item in items}
     lines: list[str] = []
     for source in sources:
         judged = store.judgments(source=source, message_ids=messages)
@@ -102,6 +127,7 @@ def judge_report(store, name: str, session_labels, items) -> list[str] | None:
         lines.append(figures.headline())
         if figures.count:
             lines += [f"  {line}" for line in figures.confusion_lines()]
+            lines += [f"  {line}" for line in figures.label_lines()]
         for reviewer, mine in figures.per_reviewer.items():
             lines.append(f"  {reviewer}: {mine.headline().split(' vs people: ', 1)[-1]}")
         scored = {(j.message_id, j.memory_id): j.score for j in judged if j.score is not None}

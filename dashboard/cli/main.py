@@ -15,6 +15,7 @@
     memlens monitor LOG... --floor F the shipped floor over production logs: windows, baseline, alerts
     memlens phoenix pull|push        a running Phoenix's retriever spans as a log; labels back as annotations
     memlens langfuse pull|push       Langfuse's RETRIEVER observations as a log; labels back as scores
+    memlens labels import FILE ...   people's labels from a file (JSONL, CSV, TREC qrels) as a session
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ COMMANDS = (
     ("monitor", "dashboard.cli.monitor"),  # memlens monitor LOG... --floor F | --floor-config FLOOR.json
     ("phoenix", "dashboard.cli.phoenix"),  # memlens phoenix pull|push --project P
     ("langfuse", "dashboard.cli.langfuse"),  # memlens langfuse pull|push
+    ("labels", "dashboard.cli.labels"),  # memlens labels import FILE --session NAME
 )
 
 

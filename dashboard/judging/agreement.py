@@ -62,6 +62,40 @@ class JudgeAgreement:
             f"raw agreement {share(self.raw_agreement)}, TPR {share(self.tpr)}, TNR {share(self.tnr)}"
         )
 
+    def per_label(self) -> dict[str, tuple[float | None, float | None]]:
+        """label -> (precision, recall) of the judge for it: of the pairs the judge
+        gives that label, the share people gave it too; of those people gave it, the
+        share the judge found (None where nothing is counted)."""
+        c = self.confusion
+        figures: dict[str, tuple[float | None, float | None]] = {}
+        for label, other in ((RELEVANT, NOT_RELEVANT), (NOT_RELEVANT, RELEVANT)):
+            hit, said, truth = c[label][label], c[label][label] + c[other][label], c[label][label] + c[label][other]
+            figures[label] = (hit / said if said else None, hit / truth if truth else None)
+        return figures
+
+    def bias(self) -> tuple[float, float] | None:
+        """(the judge's share of relevant, people's share of relevant) on the pairs both
+        labelled: a judge far above or below people says relevant too often or too rarely."""
+        if not self.count:
+            return None
+        c = self.confusion
+        judge = (c[RELEVANT][RELEVANT] + c[NOT_RELEVANT][RELEVANT]) / self.count
+        people = (c[RELEVANT][RELEVANT] + c[RELEVANT][NOT_RELEVANT]) / self.count
+        return judge, people
+
+    def label_lines(self) -> list[str]:
+        """Per-label precision and recall, then the bias, as the reports print them."""
+        if not self.count:
+            return []
+
+        def share(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.1%}"
+
+        lines = [f"{label}: precision {share(p)}, recall {share(r)}" for label, (p, r) in self.per_label().items()]
+        judge, people = self.bias() or (0.0, 0.0)
+        lines.append(f"says relevant: judge {judge:.1%} vs people {people:.1%}")
+        return lines
+
     def confusion_lines(self) -> list[str]:
         c = self.confusion
         return [
