@@ -14,6 +14,7 @@ in to text, like the text columns of a person's label.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -34,6 +35,11 @@ CREATE TABLE IF NOT EXISTS judge_labels (
     created_at TEXT NOT NULL,
     store TEXT,
     PRIMARY KEY (message_id, memory_id, source)
+);
+CREATE TABLE IF NOT EXISTS judge_records (
+    source TEXT PRIMARY KEY,
+    record TEXT NOT NULL,
+    updated_at TEXT NOT NULL
 );
 """
 
@@ -167,3 +173,23 @@ class JudgeLabelMethods:
     def judge_sources(self) -> list[str]:
         with self._reading():
             return [r[0] for r in self._run("SELECT DISTINCT source FROM judge_labels ORDER BY source")]
+
+    def save_judge_record(self, source: str, record: dict[str, Any]) -> None:
+        """The judge's measured agreement with people (`memlens judge align`), ids and
+        figures only, kept per source so every page and command using the judge shows it."""
+        if not source.startswith(JUDGE_PREFIX):
+            raise ValueError(f"a judge's source starts with {JUDGE_PREFIX!r}, got {source!r}")
+        with self._transaction(lock_key="judge_record\x1f" + source):
+            self._run(
+                """INSERT INTO judge_records (source, record, updated_at) VALUES (?, ?, ?)
+                   ON CONFLICT (source) DO UPDATE SET record=excluded.record, updated_at=excluded.updated_at""",
+                (source, json.dumps(record, sort_keys=True), utc_now()),
+            )
+
+    def judge_record(self, source: str) -> dict[str, Any] | None:
+        with self._reading():
+            rows = self._run("SELECT record, updated_at FROM judge_records WHERE source = ?", (source,))
+        if not rows:
+            return None
+        record = json.loads(rows[0][0])
+        return {**record, "updated_at": rows[0][1]} if isinstance(record, dict) else None

@@ -179,3 +179,42 @@ def judge_agreement(
         reviewer: _figures(source, p, j, resamples, seed) for reviewer, (p, j) in sorted(by_reviewer.items())
     }
     return overall
+
+
+def to_record(figures: JudgeAgreement, **meta: object) -> dict[str, object]:
+    """A judge's agreement as a JSON-ready record (figures and counts, no ids), with
+    `meta` (the prompt variant, the split) beside it."""
+    return {
+        "count": figures.count,
+        "raw_agreement": figures.raw_agreement,
+        "kappa": None if figures.kappa is None or np.isnan(figures.kappa) else figures.kappa,
+        "kappa_interval": list(figures.kappa_interval) if figures.kappa_interval else None,
+        "tpr": figures.tpr,
+        "tnr": figures.tnr,
+        "confusion": figures.confusion,
+        **meta,
+    }
+
+
+def from_record(source: str, record: dict | None) -> JudgeAgreement | None:
+    """The agreement a record holds (None for no record, or one this version cannot read)."""
+    if not record:
+        return None
+    try:
+        interval = record.get("kappa_interval")
+        confusion = {
+            person: {judge: int(record["confusion"][person][judge]) for judge in (RELEVANT, NOT_RELEVANT)}
+            for person in (RELEVANT, NOT_RELEVANT)
+        }
+        return JudgeAgreement(
+            source=source,
+            count=int(record["count"]),
+            raw_agreement=record.get("raw_agreement"),
+            kappa=record.get("kappa"),
+            kappa_interval=(float(interval[0]), float(interval[1])) if interval else None,
+            tpr=record.get("tpr"),
+            tnr=record.get("tnr"),
+            confusion=confusion,
+        )
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None

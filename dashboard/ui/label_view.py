@@ -24,6 +24,7 @@ from dashboard.judging.label_order import DISAGREEMENT, SESSION, UNCERTAINTY, or
 from dashboard.labels import export, labelling, sampling
 from dashboard.labels.agreement import agreement
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
+from dashboard.ui import judge_trust
 from dashboard.ui.errors import show_error, show_store_error
 from dashboard.ui.sidebar import StoreChoice
 
@@ -366,6 +367,8 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
     else:
         texts = memory_texts(choice, session.name, turn.message_id, turn.items)
     suggestions = judge_suggestions(store, turn.message_id)
+    trusts = judge_trust.suggestion_trust(store, {s.source for found in suggestions.values() for s in found})
+    judge_trust.show_trust(trusts)
     for row in turn.items:
         kind, text = texts.get(row.memory_id, ("error", "not looked up"))
         is_current = (row.message_id, row.memory_id) == (item.message_id, item.memory_id)
@@ -407,11 +410,14 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
     # The first judge's suggestion (sources sorted), read as relevant at grade 2 or more.
     offered = suggestions.get(item.memory_id, [])
     accepted = (RELEVANT if offered[0].relevant else NOT_RELEVANT) if offered else None
+    if offered and not (offered[0].source in trusts and trusts[offered[0].source].accept_allowed):
+        accepted = None  # a judge not yet shown to agree with people gives hints only
     cols[4].button(
         "Accept suggestion", key="label_accept_suggestion", shortcut=SHORTCUTS["accept"],
         disabled=accepted is None or (accepted == RELEVANT and kind != "ok") or kind == "error",
         on_click=_act, args=(*common, accepted, choice.fingerprint, missing),
-        help="Label this row as the judge suggests (grade 2 or 3: relevant). It is saved as your label.",
+        help="Label this row as the judge suggests (grade 2 or 3: relevant). It is saved as your label. "
+        "On only once the judge's agreement with people passes the bar shown above.",
     )
     st.caption("Keys: 1 relevant · 2 not relevant · 3 skip · U undo · A accept the suggestion")
 

@@ -394,12 +394,17 @@ def test_a_session_opened_against_another_store_names_both_and_offers_no_labels(
     assert "label_lookups" not in other.session_state  # nothing was looked up in the wrong store
 
 
-def test_a_judge_suggestion_shows_on_its_row_and_a_key_accepts_it(label_page, data_dir):
+def test_a_judge_suggestion_shows_on_its_row_and_a_key_accepts_it(label_page, data_dir, monkeypatch):
     log = read_log(SAMPLE_LOG)
     make_session(data_dir, "suggested", log.rows, method="turns", size=1, seed=2)
     store = labels_db(data_dir)
     first = store.session_items("suggested")[0]
     store.save_judgment(message_id=first.message_id, memory_id=first.memory_id, source="judge:umbrela@m", grade=3, reason="it answers")
+    # The judge agrees with people on four other pairs: over the bar set here (4 labels).
+    monkeypatch.setenv("MEMLENS_JUDGE_MIN_LABELS", "4")
+    for n, relevant in enumerate((True, False, True, False)):
+        store.save_judgment(message_id="other", memory_id=f"m{n}", source="judge:umbrela@m", grade=3 if relevant else 0, reason=f"reason {n}")
+        store.upsert(message_id="other", memory_id=f"m{n}", label="relevant" if relevant else "not_relevant", reviewer="ben", store="s")
     store.close()
     at = label_page(label_reviewer="ana", label_session="suggested")
     at.run()

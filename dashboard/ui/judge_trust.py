@@ -1,0 +1,61 @@
+"""A judge's measured trust beside its suggestions on the Label page, and whether
+its suggestion can be accepted with one key (the rule: dashboard/judging/trust.py).
+
+Each judge suggesting on the turn gets one line: its kappa against people, precision
+and recall per label, and the number of people's labels behind them; a warning for
+each problem of its grades (one grade for every pair, placeholder reasons, ...);
+and, when Accept is off for it, why, and what turns it on.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from dashboard.database.model import LabelStoreError
+from dashboard.database.store import LabelStore
+from dashboard.display import inert_markdown
+from dashboard.judging.agreement import from_record
+from dashboard.judging.trust import MIN_KAPPA_ENV, MIN_LABELS_ENV, JudgeTrust, TrustBar, judge_trust
+from dashboard.ui.errors import show_error
+
+
+def trust_bar() -> TrustBar:
+    try:
+        return TrustBar.from_environ(dict(os.environ))
+    except ValueError as exc:  # a typo in a setting: say so, and keep the defaults
+        show_error(f"{exc}; the defaults are used")
+        return TrustBar()
+
+
+def suggestion_trust(store: LabelStore, sources: set[str]) -> dict[str, JudgeTrust]:
+    """source -> its trust, for the judges suggesting on this turn; empty when the
+    label database cannot be read (then no suggestion can be accepted)."""
+    if not sources:
+        return {}
+    bar = trust_bar()
+    try:
+        people = store.labels()
+        found = {}
+        for source in sorted(sources):
+            recorded = from_record(source, store.judge_record(source))
+            found[source] = judge_trust(source, people, store.judgments(source=source), bar, recorded)
+        return found
+    except LabelStoreError:
+        return {}
+
+
+def show_trust(trusts: dict[str, JudgeTrust]) -> None:
+    with st.container(key="label_judge_trust"):
+        for trust in trusts.values():
+            st.caption(inert_markdown(trust.figures()))
+            for warning in trust.check.warnings():
+                st.warning(inert_markdown(f"Broken judge? {warning}"))
+            why = trust.why_hints_only()
+            if why:
+                st.caption(inert_markdown(
+                    f"Suggestions from {trust.source} are hints only, Accept is off: {why}. It turns on at "
+                    f"{trust.bar.min_labels} people's labels and kappa {trust.bar.min_kappa:g} "
+                    f"({MIN_LABELS_ENV}, {MIN_KAPPA_ENV})."
+                ))
