@@ -36,7 +36,6 @@ from dashboard.database.model import LabelStoreError
 from dashboard.labels.agreement import agreement
 from dashboard.labels.people_files import FORMATS, PeopleFileError, read_people_labels
 
-
 SHOWN_ISSUES = 20
 
 

@@ -5,6 +5,7 @@
     memlens agreement SESSION        reviewer agreement and disagreements of a labelling session (--judge NAME: a judge's too)
     memlens rank RUN --send-text     the LLM ranker over a saved run's candidates, against the store's and the formula's order
     memlens judge TARGET --judge C   grade a log's, session's or run's pairs with a judge, saved as they arrive
+    memlens judge align LABELS ...   a judge's prompt variants measured on people's labels, held-out figures recorded
     memlens import MEMORIES --db F   build or update an embedded store file from memory JSONL
     memlens eval JUDGED --k K ...    run a judged set against a store, save the run, print its metrics
     memlens compare RUN_A RUN_B      two runs question by question; --fail-if-worse is a CI gate
@@ -95,7 +96,14 @@ def main(argv: list[str] | None = None) -> int:
         # argparse's REMAINDER refuses one that starts with "--" in that place.
         return _run(argparse.Namespace(streamlit_args=words[1:]))
     named = words[0] if words and words[0] in {"run", *(name for name, _ in COMMANDS)} else None
-    args = build_parser(named).parse_args(argv)
+    if words[:2] == ["judge", "align"]:
+        # `memlens judge TARGET` takes any target, so the align action has its own parser.
+        from dashboard.cli import judge_align
+
+        args = judge_align.build_parser().parse_args(words[2:])
+        args.handler = judge_align.run
+    else:
+        args = build_parser(named).parse_args(argv)
     try:
         return args.handler(args)
     except LabelStoreError as exc:

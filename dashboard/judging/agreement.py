@@ -151,6 +151,13 @@ def _figures(source: str, people: list[bool], judge: list[bool], resamples: int,
     )
 
 
+def compare(
+    source: str, people: list[bool], judge: list[bool], *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+) -> JudgeAgreement:
+    """The figures of one list of comparisons (True = relevant), paired by position."""
+    return _figures(source, people, judge, resamples, seed)
+
+
 def judge_agreement(
     labels: Iterable[Label],
     judgments: Iterable[JudgeLabel],

@@ -20,6 +20,9 @@ A judge config (``--judge CONFIG``, TOML or JSON) names the judge and its kind:
 
     name = "umbrela"            kind = "llm"             # the model comes from MEMLENS_LLM_*
     name = "minilm-ce"          kind = "cross-encoder"   model_path = "/models/ce"   cutoff = 0.0
+
+An llm judge's prompt is UMBRELA_PROMPT unless ``prompt_file`` names another (a
+variant `memlens judge align` measured), holding ``{query}`` and ``{passage}``.
 """
 
 from __future__ import annotations
@@ -121,11 +124,25 @@ def check_grade(payload: Any) -> list[str]:
     return problems
 
 
+def check_prompt(template: str, where: str) -> str:
+    """A prompt variant's text: it must hold {query} and {passage} once each, and any
+    other brace doubled (as in UMBRELA_PROMPT's JSON example)."""
+    try:
+        filled = template.format(query="\x00q", passage="\x00p")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise JudgeError(f"{where}: the prompt can hold only {{query}} and {{passage}} (write other braces doubled): {exc!r}") from None
+    missing = [name for name, mark in (("{query}", "\x00q"), ("{passage}", "\x00p")) if mark not in filled]
+    if missing:
+        raise JudgeError(f"{where}: the prompt must hold {' and '.join(missing)}")
+    return template
+
+
 class LlmJudge:
-    def __init__(self, client: ChatClient, name: str = "umbrela"):
+    def __init__(self, client: ChatClient, name: str = "umbrela", prompt: str = UMBRELA_PROMPT):
         self.client = client
         self.name = name
         self.model = client.config.model
+        self.prompt = prompt
 
     @property
     def source(self) -> str:
@@ -135,7 +152,7 @@ class LlmJudge:
         """The model's grade, checked; asked once more with the problems when the
         first answer is unusable. Raises JudgeError when the second is too, or a
         ConnectorError when the model cannot be reached."""
-        messages = [{"role": "user", "content": UMBRELA_PROMPT.format(query=query, passage=text[:MAX_TEXT_CHARS])}]
+        messages = [{"role": "user", "content": self.prompt.format(query=query, passage=text[:MAX_TEXT_CHARS])}]
         usage = TokenUsage()
         problems: list[str] = []
         for attempt in (1, 2):
@@ -224,6 +241,8 @@ class JudgeConfig:
     model_path: str | None = None
     cutoff: float = 0.0
     source_file: str = ""
+    prompt: str = UMBRELA_PROMPT  # an llm judge's prompt (prompt_file = "..."; default UMBRELA)
+    prompt_file: str | None = None
 
 
 def load_judge_config(path: str | Path) -> JudgeConfig:
@@ -245,7 +264,7 @@ def load_judge_config(path: str | Path) -> JudgeConfig:
     kind = data.get("kind", "llm")
     if kind not in JUDGE_KINDS:
         raise JudgeError(f"{where}: kind must be one of {', '.join(JUDGE_KINDS)}, got {kind!r}")
-    unknown = set(data) - {"name", "kind", "model_path", "cutoff"}
+    unknown = set(data) - {"name", "kind", "model_path", "cutoff", "prompt_file"}
     if unknown:
         raise JudgeError(f"{where}: unknown setting(s) {', '.join(sorted(unknown))}")
     model_path = data.get("model_path")
@@ -256,7 +275,24 @@ def load_judge_config(path: str | Path) -> JudgeConfig:
         raise JudgeError(f"{where}: cutoff must be a number, got {cutoff!r}")
     if kind == "cross-encoder" and model_path and not Path(model_path).is_absolute():
         model_path = str((Path(path).parent / model_path).resolve())  # relative to the config file
-    return JudgeConfig(name.strip(), kind, model_path, float(cutoff), where)
+    prompt_file = data.get("prompt_file")
+    prompt = UMBRELA_PROMPT
+    if prompt_file is not None:
+        if kind != "llm" or not isinstance(prompt_file, str) or not prompt_file.strip():
+            raise JudgeError(f"{where}: prompt_file must name a text file, for an llm judge only")
+        if not Path(prompt_file).is_absolute():
+            prompt_file = str((Path(path).parent / prompt_file).resolve())
+        prompt = read_prompt(prompt_file)
+    return JudgeConfig(name.strip(), kind, model_path, float(cutoff), where, prompt, prompt_file)
+
+
+def read_prompt(path: str | Path) -> str:
+    """A prompt variant from a text file, checked (check_prompt)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JudgeError(f"{path}: cannot read the prompt: {exc}") from None
+    return check_prompt(text, str(path))
 
 
 def build_judge(config: JudgeConfig, client: ChatClient | None) -> Judge:
@@ -265,4 +301,4 @@ def build_judge(config: JudgeConfig, client: ChatClient | None) -> Judge:
         return CrossEncoderJudge(config.model_path, config.name, config.cutoff)
     if client is None:
         raise JudgeError(f"{config.source_file}: an llm judge needs a model (set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL)")
-    return LlmJudge(client, config.name)
+    return LlmJudge(client, config.name, config.prompt)

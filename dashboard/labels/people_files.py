@@ -14,10 +14,11 @@ Three formats, told apart by the file's suffix, else by its first line:
             relevant, as a judge's grade is read
 
 Unlike a calibration label file no score is needed: agreement pairs labels by id.
+The texts an opt-in export carries (``query_text``, ``memory_text``) are read only
+when asked for (``keep_text``: a judge being aligned grades them).
 A bad row is skipped and named by file, line and field; the rest are used. Only a
 file that cannot be read at all raises ``PeopleFileError``. The file is read a line
-at a time, so its size does not bound memory; texts (``query_text`` and such) are
-never read.
+at a time, so its size does not bound memory.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class PeopleLabels:
     format: str
     labels: list[Label] = field(default_factory=list)
     issues: list[LineIssue] = field(default_factory=list)
+    keep_text: bool = False  # read query_text / memory_text (an opt-in export's) too
     # (message_id, memory_id, reviewer) -> (line, position in labels): one label per
     # reviewer and pair, so a repeated row cannot count twice in an agreement.
     _seen: dict[tuple[str, str, str], tuple[int, int]] = field(default_factory=dict, repr=False)
@@ -64,9 +66,12 @@ class PeopleLabels:
         )
 
 
-def read_people_labels(path: str | Path, *, fmt: str | None = None, reviewer: str = DEFAULT_REVIEWER) -> PeopleLabels:
+def read_people_labels(
+    path: str | Path, *, fmt: str | None = None, reviewer: str = DEFAULT_REVIEWER, keep_text: bool = False
+) -> PeopleLabels:
     """People's labels from a JSONL, CSV or qrels file; `reviewer` names the labeller of
-    rows that name none."""
+    rows that name none; `keep_text` reads the texts an opt-in export carries (a judge
+    being aligned needs them), which are otherwise never read."""
     path = Path(path)
     if not path.exists():
         raise PeopleFileError(f"{path}: no such file")
@@ -79,7 +84,7 @@ def read_people_labels(path: str | Path, *, fmt: str | None = None, reviewer: st
             chosen = fmt or guess_format(path.name, first)
             if chosen not in FORMATS:
                 raise PeopleFileError(f"{path}: unknown format {echo(chosen)}; use one of {', '.join(FORMATS)}")
-            result = PeopleLabels(str(path), chosen)
+            result = PeopleLabels(str(path), chosen, keep_text=keep_text)
             {"jsonl": _jsonl, "csv": _csv, "qrels": _qrels}[chosen](handle, result, reviewer)
     except UnicodeDecodeError as exc:
         raise PeopleFileError(f"{path}: not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
@@ -201,13 +206,15 @@ def _add(result: PeopleLabels, number: int, obj: dict[str, Any], reviewer: str) 
         who = None
     rank = _number(result, number, "rank", obj.get("rank"), whole=True)
     score = _number(result, number, "score", obj.get("score"), whole=False)
-    store = obj.get("store") if isinstance(obj.get("store"), str) else ""
-    stamp = obj.get("updated_at") or obj.get("created_at")
-    when = stamp if isinstance(stamp, str) else ""
+    store = _text(obj.get("store"))
+    when = _text(obj.get("updated_at")) or _text(obj.get("created_at"))
     row = Label(
         str(obj["message_id"]), str(obj["memory_id"]), rank, score, str(label), (who or reviewer).strip(),
-        store, obj.get("created_at") if isinstance(obj.get("created_at"), str) else when, when,
+        store, _text(obj.get("created_at")) or when, when,
     )
+    if result.keep_text:
+        row.query_text = _text(obj.get("query_text")) or None
+        row.memory_text = _text(obj.get("memory_text")) or None
     key = (row.message_id, row.memory_id, row.reviewer)
     if key in result._seen:  # the later row wins, as a relabel would
         line, position = result._seen[key]
@@ -217,6 +224,10 @@ def _add(result: PeopleLabels, number: int, obj: dict[str, Any], reviewer: str) 
         return
     result._seen[key] = (number, len(result.labels))
     result.labels.append(row)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _number(result: PeopleLabels, number: int, name: str, value: Any, *, whole: bool) -> Any:
