@@ -129,6 +129,13 @@ def judge_report(store, name: str, session_labels, messages: set[str]) -> list[s
             lines += [f"  {line}" for line in figures.label_lines()]
         for reviewer, mine in figures.per_reviewer.items():
             lines.append(f"  {reviewer}: {mine.headline().split(' vs people: ', 1)[-1]}")
+        record = store.judge_record(source)
+        if record:
+            kappa = record.get("kappa")
+            lines.append(
+                f"  recorded by {record.get('measured_by', 'an alignment')}: variant {record.get('variant')}, held-out kappa "
+                f"{'undefined' if kappa is None else format(kappa, '.3f')} over {record.get('count')} pair(s) ({record.get('updated_at', '')[:10]})"
+            )
         scored = {(j.message_id, j.memory_id): j.score for j in judged if j.score is not None}
         pairs = [(scored[(lab.message_id, lab.memory_id)], lab.label == RELEVANT) for lab in session_labels if (lab.message_id, lab.memory_id) in scored]
         if pairs and len({r for _, r in pairs}) == 2:

@@ -13,7 +13,8 @@ import os
 
 import streamlit as st
 
-from dashboard.database.model import LabelStoreError
+from dashboard.database.judge_labels import JudgeLabel
+from dashboard.database.model import NOT_RELEVANT, RELEVANT, LabelStoreError
 from dashboard.database.store import LabelStore
 from dashboard.display import inert_markdown
 from dashboard.judging.agreement import from_record
@@ -59,3 +60,25 @@ def show_trust(trusts: dict[str, JudgeTrust]) -> None:
                     f"{trust.bar.min_labels} people's labels and kappa {trust.bar.min_kappa:g} "
                     f"({MIN_LABELS_ENV}, {MIN_KAPPA_ENV})."
                 ))
+
+
+def people_labels(store: LabelStore, message_id: str) -> dict[str, set[str]]:
+    """memory id -> the labels people gave it in this turn (any reviewer)."""
+    try:
+        found: dict[str, set[str]] = {}
+        for label in store.labels(message_id=message_id):
+            found.setdefault(label.memory_id, set()).add(label.label)
+        return found
+    except LabelStoreError:
+        return {}
+
+
+def aligned_mark(suggestion: JudgeLabel, people: set[str]) -> str:
+    """" · aligned with people" / " · not aligned: people said ..." where people labelled
+    the row (split people: both shown); nothing where no person has."""
+    if not people:
+        return ""
+    verdict = RELEVANT if suggestion.relevant else NOT_RELEVANT
+    if people == {verdict}:
+        return " · ✓ aligned with people"
+    return " · ✗ not aligned: people said " + " / ".join(sorted(people)).replace("_", " ")

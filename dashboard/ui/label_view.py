@@ -368,6 +368,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         texts = memory_texts(choice, session.name, turn.message_id, turn.items)
     suggestions = judge_suggestions(store, turn.message_id)
     trusts = judge_trust.suggestion_trust(store, {s.source for found in suggestions.values() for s in found})
+    people = judge_trust.people_labels(store, turn.message_id) if suggestions else {}
     judge_trust.show_trust(trusts)
     for row in turn.items:
         kind, text = texts.get(row.memory_id, ("error", "not looked up"))
@@ -386,6 +387,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
                 st.caption(
                     f"Suggested by {code_span(suggestion.source)}: grade **{suggestion.grade}** "
                     f"({GRADES[suggestion.grade]}), {inert_markdown(clip_text(suggestion.reason, 300)[0])}"
+                    + judge_trust.aligned_mark(suggestion, people.get(row.memory_id, set()))
                 )
     kind = texts.get(item.memory_id, ("error", None))[0]
     missing = kind == "missing"

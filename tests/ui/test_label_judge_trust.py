@@ -94,16 +94,35 @@ def test_accept_stays_off_until_agreement_is_measured_on_enough_labels_and_passe
     assert shows(at, "agreement is measured on 0 people's label(s), fewer than the 6 required")
     assert at.button(key="label_accept_suggestion").disabled
 
-    # People label the rows after the current turn, agreeing with the judge on all but one.
-    later = session_items[5:]
-    label_as_people(data_dir, later, lambda n: ((n + 5) % 3 == 0) != (n == 0))
+    # Another reviewer labels every row, agreeing with the judge on all but the first.
+    label_as_people(data_dir, session_items, lambda n: (n % 3 == 0) != (n == 0))
     at = opened(data_dir)
-    assert shows(at, f"on {len(later)} people's label(s) (the label database)")
+    assert shows(at, f"on {len(session_items)} people's label(s) (the label database)")
     assert shows(at, "; relevant precision") and shows(at, "; not_relevant precision")
     assert at.button(key="label_accept_suggestion").disabled is False
+    # Each suggestion on the turn is marked aligned with people's label, or not.
+    marks = [c.value for c in at.caption if c.value.startswith("Suggested by")]
+    assert "✗ not aligned: people said not relevant" in marks[0]
+    assert all("✓ aligned with people" in mark for mark in marks[1:]) and len(marks) > 1
 
     # A stricter bar than this judge's kappa: hints only again.
     monkeypatch.setenv("MEMLENS_JUDGE_MIN_KAPPA", "0.99")
     at = opened(data_dir)
     assert shows(at, "under the bar 0.99")
     assert at.button(key="label_accept_suggestion").disabled
+
+
+def test_the_agreement_memlens_judge_align_recorded_is_shown_and_counts_for_accept(data_dir, session_items):
+    from dashboard.judging.agreement import compare, to_record
+
+    grade_all(data_dir, session_items, lambda n: 3 if n % 3 == 0 else 0, lambda n: f"reason number {n}")
+    people = [n % 4 == 0 for n in range(60)]
+    judge = [p if n else not p for n, p in enumerate(people)]  # held out: 60 labels, one disagreement
+    store = open_label_store(data_dir / "labels.sqlite")
+    try:
+        store.save_judge_record(SOURCE, to_record(compare(SOURCE, people, judge, resamples=0), variant="strict"))
+    finally:
+        store.close()
+    at = opened(data_dir)  # default bar: 50 labels, kappa 0.6; no person labelled in the database
+    assert shows(at, "on 60 people's label(s) (memlens judge align, held-out labels)")
+    assert at.button(key="label_accept_suggestion").disabled is False

@@ -15,7 +15,6 @@ from chat_model_server import ChatModelServer, Reply
 from dashboard.cli.main import main
 from dashboard.database.store import LabelStore
 from dashboard.judging.align import HELD_OUT, TUNING, part_of
-from dashboard.judging.judges import UMBRELA_PROMPT
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE_LOG = ROOT / "demo_data" / "sample_log.jsonl"
