@@ -24,6 +24,7 @@ at a time, so its size does not bound memory.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,17 +80,30 @@ def read_people_labels(
         raise PeopleFileError(f"{path}: not a regular file")
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
-            first = _first_line(handle)
-            handle.seek(0)
-            chosen = fmt or guess_format(path.name, first)
-            if chosen not in FORMATS:
-                raise PeopleFileError(f"{path}: unknown format {echo(chosen)}; use one of {', '.join(FORMATS)}")
-            result = PeopleLabels(str(path), chosen, keep_text=keep_text)
-            {"jsonl": _jsonl, "csv": _csv, "qrels": _qrels}[chosen](handle, result, reviewer)
+            return _read(handle, str(path), fmt, reviewer, keep_text)
     except UnicodeDecodeError as exc:
         raise PeopleFileError(f"{path}: not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     except OSError as exc:
         raise PeopleFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+
+
+def read_people_bytes(data: bytes, name: str, *, fmt: str | None = None, reviewer: str = DEFAULT_REVIEWER) -> PeopleLabels:
+    """The same from an upload's bytes (`name`: the uploaded file's name)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PeopleFileError(f"{name}: not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
+    return _read(io.StringIO(text, newline=""), name, fmt, reviewer, False)
+
+
+def _read(handle: TextIO, source: str, fmt: str | None, reviewer: str, keep_text: bool) -> PeopleLabels:
+    first = _first_line(handle)
+    handle.seek(0)
+    chosen = fmt or guess_format(source, first)
+    if chosen not in FORMATS:
+        raise PeopleFileError(f"{source}: unknown format {echo(chosen)}; use one of {', '.join(FORMATS)}")
+    result = PeopleLabels(source, chosen, keep_text=keep_text)
+    {"jsonl": _jsonl, "csv": _csv, "qrels": _qrels}[chosen](handle, result, reviewer)
     return result
 
 

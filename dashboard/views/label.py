@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.database.model import LabelStoreError
 from dashboard.ui import cache
+from dashboard.ui import label_import
 from dashboard.ui import label_view as view
 from dashboard.ui import reviewer as reviewer_ui
 from dashboard.ui.access import require_access
@@ -25,6 +26,8 @@ try:
     session = view.session_picker(labels)
     with st.expander("New labelling session from a log", expanded=session is None):
         view.new_session_form(labels, view.log_loader(), choice.fingerprint)
+    with st.expander("Import people's labels as a session", expanded=False):
+        label_import.import_form(labels)
     if session is not None:
         view.labelling_panel(labels, session, reviewer, choice)
         view.session_results(labels, session)

@@ -126,3 +126,26 @@ def test_the_agreement_memlens_judge_align_recorded_is_shown_and_counts_for_acce
     at = opened(data_dir)  # default bar: 50 labels, kappa 0.6; no person labelled in the database
     assert shows(at, "on 60 people's label(s) (memlens judge align, held-out labels)")
     assert at.button(key="label_accept_suggestion").disabled is False
+
+
+def test_a_label_file_uploaded_on_the_label_page_becomes_a_session(data_dir, demo_store):
+    from streamlit.testing.v1 import AppTest
+
+    qrels = b"q1 0 sam-01 1\nq1 0 sam-02 0\nq2 0 sam-03 1\nq2 0 sam-04 nope\n"
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.session_state["label_reviewer"] = "ana"
+    at.run()
+    at.file_uploader(key="label_import_file").set_value(("people.qrels", qrels, "text/plain")).run()
+    at.text_input(key="label_import_session").input("trec")
+    at.button(key="label_import_run").click().run()
+    assert not at.exception, at.exception
+    assert any(inert_markdown("session trec: 3 rows, 3 label(s) imported") in s.value for s in at.success)
+    assert shows(at, "people.qrels: line 4, field 'grade': 'nope' is not a whole number")
+    assert at.selectbox(key="label_session").value == "trec"
+    store = open_label_store(data_dir / "labels.sqlite")
+    try:
+        saved = {(lab.message_id, lab.memory_id, lab.label, lab.reviewer) for lab in store.session_labels("trec")}
+    finally:
+        store.close()
+    assert saved == {("q1", "sam-01", "relevant", "imported"), ("q1", "sam-02", "not_relevant", "imported"),
+                     ("q2", "sam-03", "relevant", "imported")}
