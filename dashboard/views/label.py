@@ -5,8 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.database.model import LabelStoreError
-from dashboard.ui import cache
-from dashboard.ui import label_import
+from dashboard.ui import cache, label_import
 from dashboard.ui import label_view as view
 from dashboard.ui import reviewer as reviewer_ui
 from dashboard.ui.access import require_access
