@@ -52,6 +52,10 @@ CACHE_NAME = "llm_rankings.sqlite"
 READ_LOG_NAME = "llm_rank_reads.jsonl"
 TOP_LOGGED = 10
 MAX_CANDIDATE_CHARS = 2_000  # per memory in the prompt: a 10 MB memory must not be sent whole
+# The answer's length bound: the metadata, and per candidate its scores, flags and a
+# one-sentence justification, with room to spare.
+ANSWER_TOKENS = 300
+ANSWER_TOKENS_PER_CANDIDATE = 150
 
 VALID, RETRIED, FALLBACK = "valid", "valid after retry", "fallback"
 
@@ -287,7 +291,10 @@ class RankOutcome:
 def _ask(client: ChatClient, messages: list[dict[str, str]], hits: Sequence[Hit], settings: RerankSettings, now: datetime) -> tuple[RankAttempt, Any]:
     started = time.perf_counter()
     try:
-        reply = client.complete(messages, schema=output_schema(), schema_name="ranking")
+        # Bounded: a model that never closes its JSON would otherwise write until its
+        # context is full (minutes on a CPU), and the answer fails the checks anyway.
+        reply = client.complete(messages, schema=output_schema(), schema_name="ranking",
+                                max_tokens=ANSWER_TOKENS + ANSWER_TOKENS_PER_CANDIDATE * len(hits))
     except ConnectorError as exc:
         return RankAttempt(None, error=str(exc), latency_ms=(time.perf_counter() - started) * 1000), None
     payload, error = decode_json_content(reply.content)

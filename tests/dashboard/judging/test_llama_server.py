@@ -59,7 +59,11 @@ def llama_server(tmp_path_factory):
         yield url
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # still inside a long generation: it cannot stop at once
+            process.kill()
+            process.wait(timeout=30)
         server_log.close()
 
 
@@ -99,7 +103,7 @@ def local_model(llama_server, monkeypatch):
     monkeypatch.setenv("MEMLENS_LLM_BASE_URL", llama_server)
     monkeypatch.setenv("MEMLENS_LLM_MODEL", "gemma-270m")
     monkeypatch.setenv("MEMLENS_LLM_JSON_MODE", "object")
-    monkeypatch.setenv("MEMLENS_LLM_TIMEOUT", "300")
+    monkeypatch.setenv("MEMLENS_LLM_TIMEOUT", "240")
     monkeypatch.setenv("MEMLENS_LLM_CONCURRENCY", "1")  # one CPU-bound model: requests in turn
 
 
