@@ -40,6 +40,25 @@ def umbrela_grade(prompt: str) -> tuple[int, str]:
     return (3 if len(shared) > 1 else 2), f"shares {', '.join(shared)} with the question"
 
 
+ALIGN_PAIRS = 160  # about half held out: over the default bar of 50 people's labels
+
+
+def aligned_people(n: int) -> list[dict]:
+    """People's labels with their texts, as an export with text holds them: a memory
+    sharing the question's words is relevant, one sharing none is not (as people, and
+    this judge, see it)."""
+    rows = []
+    for i in range(n):
+        relevant = i % 2 == 0
+        rows.append({
+            "message_id": f"people-q{i // 4}", "memory_id": f"people-m{i}", "reviewer": "ben",
+            "label": "relevant" if relevant else "not_relevant",
+            "query_text": f"Which city does the runner {i // 4} train in?",
+            "memory_text": f"The runner {i // 4} trains in city number {i}" if relevant else f"Prefers tea number {i}",
+        })
+    return rows
+
+
 class Model:
     """Ranks as the documented formula does (tests/chat_model_server.py) and grades
     as umbrela_grade; every answer is kept, so the test knows what the page got."""
@@ -191,6 +210,25 @@ def test_judge_suggestions_show_beside_each_row_and_the_a_key_accepts_one(tab, a
         j = judged[item.memory_id]
         expect(main_part.get_by_text(f"Suggested by {SOURCE}: grade {j.grade} ({GRADES[j.grade]}), {j.reason}").first).to_be_visible()
     expect(tab.get_by_text("A accept the suggestion")).to_be_visible()
+    # No person's label measures this judge yet: its suggestions are hints, Accept is off.
+    expect(main_part.get_by_text("are hints only, Accept is off: agreement is measured on 0 people's label(s)").first).to_be_visible()
+    expect(widget(tab, "label_accept_suggestion").get_by_role("button")).to_be_disabled()
+
+    # The team aligns the judge on labels people gave elsewhere (an export with text):
+    # its held-out agreement is recorded, and the page offers Accept from then on.
+    people = app.data_dir.parent / "people.jsonl"
+    people.write_text("".join(json.dumps(row) + "\n" for row in aligned_people(ALIGN_PAIRS)))
+    assert main(["judge", "align", str(people), "--judge", str(judge), "--labels", str(labels), "--send-text"]) == 0
+    report = capsys.readouterr().out
+    held_out = int(re.search(r"(\d+) held-out", report).group(1))
+    assert held_out >= 50 and "recorded for " + SOURCE in report
+    tab.reload()
+    wait_idle(tab, timeout=120_000)
+    widget(tab, "label_reviewer_input").locator("input").fill(REVIEWER)
+    tab.get_by_role("button", name="Start labelling").click()
+    wait_idle(tab)
+    expect(main_part.get_by_text(f"on {held_out} people's label(s) (memlens judge align, held-out labels)").first).to_be_visible()
+    expect(widget(tab, "label_accept_suggestion").get_by_role("button")).to_be_enabled()
 
     current = first_turn[0]
     tab.evaluate("() => document.activeElement && document.activeElement.blur()")
