@@ -56,7 +56,11 @@ class Pair:
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
-    parser = commands.add_parser("judge", help="grade (query, memory) pairs with an LLM or cross-encoder judge")
+    parser = commands.add_parser(
+        "judge", help="grade (query, memory) pairs with an LLM or cross-encoder judge",
+        epilog="To measure a judge's prompt variants on people's labels: memlens judge align LABELS --judge CONFIG "
+        "(memlens judge align --help).",
+    )
     parser.add_argument("target", metavar="LOG_OR_SESSION_OR_RUN", help="a retrieval log file, a session's name or a run's id")
     parser.add_argument("--judge", required=True, metavar="CONFIG", help="the judge's config (TOML or JSON)")
     parser.add_argument("--limit", type=positive_int, default=None, help="grade at most this many pairs (not yet graded)")
