@@ -139,13 +139,13 @@ def test_memlens_rank_runs_through_the_real_local_model_and_counts_fallbacks_apa
     from dashboard.cli.main import main
 
     log = tmp_path / "week.jsonl"
-    small_log(log, turns=2, per_turn=2)
+    small_log(log, turns=1, per_turn=2)  # one turn: a ranking answer is long for a CPU-bound model
     assert main(["rank", str(log), "--db", str(demo_dir / "demo.sqlite"), "--send-text", "--k", "2"]) == 0
     out = capsys.readouterr().out
     by_model, fell_back = map(int, re.search(r"(\d+) turn\(s\) ranked by gemma-270m, (\d+) fell back to the formula", out).groups())
-    assert by_model + fell_back == 2
-    reads = [json.loads(line) for line in (data_dir / "llm_rank_reads.jsonl").read_text().splitlines()]
-    assert len(reads) == 2 and all(r["model"] == "gemma-270m" for r in reads)
-    # What the read log says of each turn is what the command counted.
-    assert sum(r["status"] == "fallback" for r in reads) == fell_back
-    assert f"fell back to the formula {fell_back / 2:.1%}" in out
+    assert by_model + fell_back == 1
+    [read] = [json.loads(line) for line in (data_dir / "llm_rank_reads.jsonl").read_text().splitlines()]
+    assert read["model"] == "gemma-270m" and read["candidate_count"] == 2
+    # What the read log says of the turn is what the command counted.
+    assert (read["status"] == "fallback") == (fell_back == 1)
+    assert f"fell back to the formula {fell_back:.1%}" in out
