@@ -69,7 +69,11 @@ def through_memlens(url: str, limit: int) -> tuple[float, int]:
         pairs = [(f"question {i}", f"memory {i}") for i in range(PAIRS)]
         started = time.perf_counter()
         results = list(bounded_map(partial(grade_pair, judge), pairs, limit))
-        return time.perf_counter() - started, sum(1 for _, _, error in results if error is not None)
+        seconds = time.perf_counter() - started
+        errors = [error for _, _, error in results if error is not None]
+        if errors:
+            print(f"memlens at concurrency {limit}: first failure {errors[0]!r}", file=sys.stderr)
+        return seconds, len(errors)
     finally:
         client.close()
 
