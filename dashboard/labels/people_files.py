@@ -123,11 +123,15 @@ def guess_format(name: str, first_line: str) -> str:
     return "csv"
 
 
-def _first_line(handle: TextIO) -> str:
-    for line in handle:
+def _first_line(handle: TextIO, limit: int = 65_536) -> str:
+    """The start of the first non-blank line (at most `limit` characters read at a
+    time: enough to tell the format, and a one-line 10 GB file is not read whole)."""
+    while True:
+        line = handle.readline(limit)
+        if not line:
+            return ""
         if line.strip():
             return line
-    return ""
 
 
 def _lines(handle: TextIO) -> Iterator[tuple[int, str]]:
@@ -250,7 +254,7 @@ def _number(result: PeopleLabels, number: int, name: str, value: Any, *, whole: 
         return None
     try:
         parsed = float(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit integer
         parsed = None
     if parsed is None or parsed != parsed or parsed in (float("inf"), float("-inf")) or (
         whole and (not parsed.is_integer() or not 1 <= parsed <= MAX_RANK)
