@@ -154,12 +154,19 @@ def run(args: argparse.Namespace) -> int:
         if args.limit is not None:
             todo = todo[: args.limit]
         store, opened = _open_store(args)
+        record = labels.judge_record(judge.source)
     except (ValueError, ConnectorError, LabelStoreError) as exc:
         print(f"memlens judge: {exc}", file=sys.stderr)
         labels.close()
         return EXIT_UNUSABLE
     if client is not None:
         print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
+    if record:  # what its suggestions are worth, as measured (memlens judge align)
+        kappa = record.get("kappa")
+        print(f"{judge.source}: recorded agreement with people: held-out kappa "
+              f"{'undefined' if kappa is None else format(kappa, '.3f')} over {record.get('count')} label(s)", file=sys.stderr)
+    else:
+        print(f"{judge.source}: no agreement with people recorded yet (memlens agreement, memlens judge align)", file=sys.stderr)
     print(
         f"{judge.source}: {len(todo)} pair(s) to grade, {len(done & {(p.message_id, p.memory_id) for p in pairs})} "
         f"already graded" + (f", {no_query} without query text left out" if no_query else ""),

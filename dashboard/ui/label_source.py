@@ -10,7 +10,7 @@ import hashlib
 import streamlit as st
 
 from dashboard.database.judge_labels import JudgeLabel
-from dashboard.database.model import Label
+from dashboard.database.model import Label, LabelStoreError
 from dashboard.display import code_span, inert_markdown
 from dashboard.judging.agreement import JudgeAgreement, judge_agreement
 from dashboard.judging.label_source import JUDGE, PEOPLE, PEOPLE_ELSE_JUDGE
@@ -69,3 +69,21 @@ def show_agreement(found: JudgeAgreement, used: int) -> None:
         )
         return
     st.info(f"{used:,} of these labels come from a judge. {inert_markdown(found.headline())}.", icon="⚖️")
+    show_record(found.source)
+
+
+def show_record(source: str) -> None:
+    """The agreement `memlens judge align` recorded for the judge, when there is one."""
+    from dashboard.ui import cache
+
+    try:
+        record = cache.label_store().judge_record(source)
+    except LabelStoreError:
+        return  # the figures above stand; the record is an extra
+    if record:
+        kappa = record.get("kappa")
+        st.caption(inert_markdown(
+            f"Recorded by {record.get('measured_by', 'an alignment')}: held-out kappa "
+            f"{'undefined' if kappa is None else format(kappa, '.3f')} over {record.get('count')} people's label(s), "
+            f"prompt variant {record.get('variant')}."
+        ))

@@ -87,6 +87,17 @@ def test_a_judges_labels_alone_come_with_its_kappa_interval_and_pair_count(app, 
     assert filters["agreement"]["pairs"] == 3
 
 
+def test_the_agreement_memlens_judge_align_recorded_shows_beside_the_live_one(app, judged):
+    store = LabelStore(judged / "labels.sqlite")
+    store.save_judge_record(UMBRELA, {"count": 64, "kappa": 0.8125, "variant": "strict", "measured_by": "memlens judge align",
+                                      "confusion": {}})
+    store.close()
+    at = open_calibrate(app)
+    pick(at, UMBRELA)
+    assert any("Recorded by memlens judge align: held-out kappa 0.812 over 64 people's label(s), prompt variant strict" in seen(c.value)
+               for c in at.caption)
+
+
 def test_people_else_the_judge_fills_only_pairs_no_person_labelled(app, judged):
     at = open_calibrate(app)
     pick(at, "People, else the judge")

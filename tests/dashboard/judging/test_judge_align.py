@@ -104,6 +104,17 @@ def test_the_alignment_report_for_two_prompt_variants_with_held_out_figures(peop
     finally:
         store.close()
     assert record["variant"] == "strict" and record["count"] == int(head.group(3)) and record["kappa"] >= 0.95
+    # Commands using the judge show it: memlens agreement --judge prints the record.
+    people_file_labels = ["agreement", str(people_file), "--judge", "umbrela", "--labels", str(labels)]
+    assert main(people_file_labels) == 1  # no judge labels saved by align: it only measures
+    capsys.readouterr()
+    store = LabelStore(labels)
+    try:
+        store.save_judgment(message_id="x", memory_id="y", source="judge:umbrela@scripted", grade=0, reason="r")
+    finally:
+        store.close()
+    assert main(people_file_labels) == 0
+    assert f"recorded by memlens judge align: variant strict, held-out kappa {record['kappa']:.3f} over {record['count']} pair(s)" in capsys.readouterr().out
 
 
 def test_few_shot_examples_come_from_the_tuning_part_into_the_prompt(people_file, judge_config, tmp_path, monkeypatch, capsys):

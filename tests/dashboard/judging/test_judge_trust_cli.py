@@ -66,6 +66,7 @@ def test_a_judge_giving_grade_0_and_the_placeholder_for_every_pair_is_called_out
     assert "warning: judge:umbrela@scripted: one grade for every pair: all 24 graded pair(s) got grade 0 (unrelated)" in out.err
     assert "24 of 24 reason(s) repeat the prompt's placeholder '<one long sentence>'" in out.err
     assert "degenerate run" in out.err
+    assert "judge:umbrela@scripted: no agreement with people recorded yet" in out.err
     store = LabelStore(labels)
     try:
         assert len(store.judgments(source="judge:umbrela@scripted")) == PAIRS  # saved, and flagged where shown
