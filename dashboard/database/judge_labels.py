@@ -193,3 +193,34 @@ class JudgeLabelMethods:
             return None
         record = json.loads(rows[0][0])
         return {**record, "updated_at": rows[0][1]} if isinstance(record, dict) else None
+
+    def judge_summary(self, source: str) -> dict[str, Any]:
+        """What the Label page needs of a judge on every rerun, counted by the database
+        rather than read row by row: people's labels against its verdicts (each
+        person's label of a pair it graded is one comparison), its grades, and its
+        reasons (how many distinct, and those that look like a template slot)."""
+        with self._reading():
+            confusion = self._run(
+                f"""SELECT l.label, CASE WHEN j.grade >= {RELEVANT_GRADE} THEN 1 ELSE 0 END, COUNT(*)
+                    FROM labels l JOIN judge_labels j ON l.message_id = j.message_id AND l.memory_id = j.memory_id
+                    WHERE j.source = ? GROUP BY 1, 2""",
+                (source,),
+            )
+            grades = self._run("SELECT grade, COUNT(*) FROM judge_labels WHERE source = ? GROUP BY grade", (source,))
+            reasons = self._run(
+                "SELECT COUNT(DISTINCT reason), MIN(reason) FROM judge_labels WHERE source = ?", (source,)
+            )
+            # The patterns go as parameters: a literal % in the SQL text would be read
+            # as a placeholder by PostgreSQL's driver.
+            slots = self._run(
+                "SELECT reason, COUNT(*) FROM judge_labels WHERE source = ? AND "
+                "(reason LIKE ? OR reason LIKE ? OR reason LIKE ?) GROUP BY reason",
+                (source, "%<%>%", "%...%", "%…%"),
+            )
+        return {
+            "confusion": [(label, bool(relevant), int(count)) for label, relevant, count in confusion],
+            "grades": {int(grade): int(count) for grade, count in grades},
+            "distinct_reasons": int(reasons[0][0] or 0) if reasons else 0,
+            "a_reason": reasons[0][1] if reasons else None,
+            "slot_like": {reason: int(count) for reason, count in slots},
+        }

@@ -225,3 +225,21 @@ def from_record(source: str, record: dict | None) -> JudgeAgreement | None:
         )
     except (KeyError, TypeError, ValueError, IndexError):
         return None
+
+
+def from_confusion(source: str, confusion: dict[str, dict[str, int]]) -> JudgeAgreement:
+    """The figures from the confusion counts alone (people's label -> the judge's
+    verdict -> count), as a database counts them; no interval (that needs the rows)."""
+    tp, fn = confusion[RELEVANT][RELEVANT], confusion[RELEVANT][NOT_RELEVANT]
+    fp, tn = confusion[NOT_RELEVANT][RELEVANT], confusion[NOT_RELEVANT][NOT_RELEVANT]
+    count = tp + fn + fp + tn
+    if not count:
+        return JudgeAgreement(source, 0, None, None, None, None, None, confusion)
+    observed = (tp + tn) / count
+    people, judge = (tp + fn) / count, (tp + fp) / count
+    chance = people * judge + (1 - people) * (1 - judge)
+    kappa = (observed - chance) / (1 - chance) if chance < 1 else float("nan")
+    return JudgeAgreement(
+        source=source, count=count, raw_agreement=observed, kappa=kappa, kappa_interval=None,
+        tpr=tp / (tp + fn) if tp + fn else None, tnr=tn / (tn + fp) if tn + fp else None, confusion=confusion,
+    )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from dashboard.database.judge_labels import GRADES
@@ -73,9 +73,33 @@ def check_run(
     per graded pair; `unparseable` the answers that did not parse (out of `answered`
     pairs asked, the graded ones when not given)."""
     pairs = list(grades)
-    n = len(pairs)
+    reasons = Counter(" ".join(reason.split()).lower() for _, reason in pairs)
+    return check_counts(
+        source,
+        Counter(grade for grade, _ in pairs),
+        Counter(reason.strip() for _, reason in pairs if is_placeholder(reason)),
+        len(reasons),
+        next(iter(reasons), ""),
+        unparseable=unparseable,
+        answered=answered,
+    )
+
+
+def check_counts(
+    source: str,
+    by_grade: Mapping[int, int],
+    placeholders: Mapping[str, int],
+    distinct_reasons: int,
+    a_reason: str,
+    *,
+    unparseable: int = 0,
+    answered: int | None = None,
+) -> RunCheck:
+    """The same checks from counts (a database can count a judge's whole history):
+    pairs per grade, placeholder reasons with their counts, the number of distinct
+    reasons and one of them."""
+    n = sum(by_grade.values())
     check = RunCheck(source, n, unparseable)
-    by_grade = Counter(grade for grade, _ in pairs)
     if n >= MIN_PAIRS and len(by_grade) == 1:
         [grade] = by_grade
         check.problems.append(RunProblem(
@@ -83,19 +107,16 @@ def check_run(
             f"{source}: one grade for every pair: all {n} graded pair(s) got grade {grade} "
             f"({GRADES.get(grade, '?')}); a judge that cannot tell pairs apart suggests nothing",
         ))
-    placeholders = Counter(reason.strip() for _, reason in pairs if is_placeholder(reason))
     held = sum(placeholders.values())
     if held:
-        example = placeholders.most_common(1)[0][0]
+        example = max(placeholders, key=lambda reason: placeholders[reason])
         check.problems.append(RunProblem(
             PLACEHOLDER, held, n, held == n,
             f"{source}: {held} of {n} reason(s) repeat the prompt's placeholder {example!r} instead of a reason",
         ))
-    reasons = Counter(" ".join(reason.split()).lower() for _, reason in pairs)
-    if n >= MIN_PAIRS and len(reasons) == 1 and not held:
-        [reason] = reasons
+    if n >= MIN_PAIRS and distinct_reasons == 1 and not held:
         check.problems.append(RunProblem(
-            SAME_REASON, n, n, True, f"{source}: the same reason for all {n} pair(s): {reason[:80]!r}",
+            SAME_REASON, n, n, True, f"{source}: the same reason for all {n} pair(s): {a_reason[:80]!r}",
         ))
     if unparseable:
         asked = answered if answered is not None else n

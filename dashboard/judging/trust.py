@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from dashboard.database.judge_labels import JudgeLabel
-from dashboard.database.model import Label
-from dashboard.judging.agreement import JudgeAgreement, judge_agreement
-from dashboard.judging.run_check import RunCheck, check_run
+from dashboard.database.model import NOT_RELEVANT, RELEVANT, Label
+from dashboard.judging.agreement import JudgeAgreement, from_confusion, judge_agreement
+from dashboard.judging.run_check import RunCheck, check_counts, check_run, is_placeholder
 
 MIN_LABELS_ENV = "MEMLENS_JUDGE_MIN_LABELS"
 MIN_KAPPA_ENV = "MEMLENS_JUDGE_MIN_KAPPA"
@@ -108,6 +108,21 @@ def judge_trust(
     mine = [j for j in judgments if j.source == source]
     measured = judge_agreement(people, mine, source, resamples=0)
     check = check_run(source, [(j.grade, j.reason) for j in mine])
+    if recorded is not None and recorded.count > measured.count:
+        return JudgeTrust(source, recorded, check, bar, "memlens judge align, held-out labels")
+    return JudgeTrust(source, measured, check, bar)
+
+
+def trust_from_summary(source: str, summary: dict, bar: TrustBar, recorded: JudgeAgreement | None = None) -> JudgeTrust:
+    """The same from the database's counts (LabelStore.judge_summary), so a page that
+    reruns on every key press does not read every label."""
+    confusion = {RELEVANT: {RELEVANT: 0, NOT_RELEVANT: 0}, NOT_RELEVANT: {RELEVANT: 0, NOT_RELEVANT: 0}}
+    for label, judge_relevant, count in summary["confusion"]:
+        if label in confusion:
+            confusion[label][RELEVANT if judge_relevant else NOT_RELEVANT] += count
+    measured = from_confusion(source, confusion)
+    placeholders = {reason.strip(): n for reason, n in summary["slot_like"].items() if is_placeholder(reason)}
+    check = check_counts(source, summary["grades"], placeholders, summary["distinct_reasons"], summary["a_reason"] or "")
     if recorded is not None and recorded.count > measured.count:
         return JudgeTrust(source, recorded, check, bar, "memlens judge align, held-out labels")
     return JudgeTrust(source, measured, check, bar)

@@ -18,8 +18,10 @@ from dashboard.database.model import NOT_RELEVANT, RELEVANT, LabelStoreError
 from dashboard.database.store import LabelStore
 from dashboard.display import inert_markdown
 from dashboard.judging.agreement import from_record
-from dashboard.judging.trust import MIN_KAPPA_ENV, MIN_LABELS_ENV, JudgeTrust, TrustBar, judge_trust
+from dashboard.judging.trust import MIN_KAPPA_ENV, MIN_LABELS_ENV, JudgeTrust, TrustBar, trust_from_summary
 from dashboard.ui.errors import show_error
+
+TRUST_KEY = "_label_judge_trust"  # (what it was counted for, the trust), this browser session
 
 
 def trust_bar() -> TrustBar:
@@ -30,21 +32,29 @@ def trust_bar() -> TrustBar:
         return TrustBar()
 
 
-def suggestion_trust(store: LabelStore, sources: set[str]) -> dict[str, JudgeTrust]:
+def suggestion_trust(store: LabelStore, sources: set[str], moment: tuple = ()) -> dict[str, JudgeTrust]:
     """source -> its trust, for the judges suggesting on this turn; empty when the
-    label database cannot be read (then no suggestion can be accepted)."""
+    label database cannot be read (then no suggestion can be accepted).
+
+    Counted again only when `moment` changes (the turn, the labels done), not on every
+    rerun: the count runs over every label in the database, a fraction of a second
+    at tens of thousands, which a key press should not wait for each time."""
     if not sources:
         return {}
     bar = trust_bar()
+    key = (tuple(sorted(sources)), moment, bar)
+    kept = st.session_state.get(TRUST_KEY)
+    if kept and kept[0] == key:
+        return kept[1]
     try:
-        people = store.labels()
-        found = {}
-        for source in sorted(sources):
-            recorded = from_record(source, store.judge_record(source))
-            found[source] = judge_trust(source, people, store.judgments(source=source), bar, recorded)
-        return found
+        found = {
+            source: trust_from_summary(source, store.judge_summary(source), bar, from_record(source, store.judge_record(source)))
+            for source in sorted(sources)
+        }
     except LabelStoreError:
         return {}
+    st.session_state[TRUST_KEY] = (key, found)
+    return found
 
 
 def show_trust(trusts: dict[str, JudgeTrust]) -> None:

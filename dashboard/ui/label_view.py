@@ -367,7 +367,9 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
     else:
         texts = memory_texts(choice, session.name, turn.message_id, turn.items)
     suggestions = judge_suggestions(store, turn.message_id)
-    trusts = judge_trust.suggestion_trust(store, {s.source for found in suggestions.values() for s in found})
+    trusts = judge_trust.suggestion_trust(
+        store, {s.source for found in suggestions.values() for s in found}, (session.name, turn.message_id, queue.done)
+    )
     people = judge_trust.people_labels(store, turn.message_id) if suggestions else {}
     judge_trust.show_trust(trusts)
     for row in turn.items:

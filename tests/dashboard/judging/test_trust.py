@@ -1,0 +1,64 @@
+"""A judge's trust as the Label page counts it (dashboard/judging/trust.py): the
+database's counts (LabelStore.judge_summary) give the same figures and checks as
+reading every row, on SQLite and on PostgreSQL; and the bar read from the
+environment."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.database import open_label_store
+from dashboard.judging.trust import TrustBar, judge_trust, trust_from_summary
+
+SOURCE = "judge:j@m"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request, tmp_path):
+    if request.param == "sqlite":
+        return str(tmp_path / "labels.sqlite")
+    return request.getfixturevalue("postgres").new_database()
+
+
+def test_the_counted_trust_is_the_trust_from_every_row(target):
+    store = open_label_store(target)
+    try:
+        for i in range(60):
+            grade = (i * 7) % 4
+            reason = "<one short sentence>" if i % 9 == 0 else f"reason with 100% of {i}"  # a % in the text too
+            store.save_judgment(message_id=f"q{i // 5}", memory_id=f"m{i}", source=SOURCE, grade=grade, reason=reason)
+            store.save_judgment(message_id=f"q{i // 5}", memory_id=f"m{i}", source="judge:other@m", grade=0, reason="x")
+            if i % 4:  # people labelled three in four, two reviewers on some
+                store.upsert(message_id=f"q{i // 5}", memory_id=f"m{i}", reviewer="ana", store="s",
+                             label="relevant" if (grade >= 2) != (i % 10 == 0) else "not_relevant")
+            if i % 6 == 0:
+                store.upsert(message_id=f"q{i // 5}", memory_id=f"m{i}", reviewer="ben", store="s", label="relevant")
+        rows = judge_trust(SOURCE, store.labels(), store.judgments(), TrustBar(min_labels=40))
+        counted = trust_from_summary(SOURCE, store.judge_summary(SOURCE), TrustBar(min_labels=40))
+    finally:
+        store.close()
+    assert counted.agreement.count == rows.agreement.count == 45 + 10  # each person's label is one comparison: ana's 45, ben's 10
+    assert counted.agreement.confusion == rows.agreement.confusion
+    assert counted.agreement.kappa == pytest.approx(rows.agreement.kappa)
+    assert counted.check.warnings() == rows.check.warnings()
+    assert "7 of 60 reason(s) repeat the prompt's placeholder '<one short sentence>'" in counted.check.warnings()[0]
+    assert counted.accept_allowed == rows.accept_allowed
+
+
+@pytest.mark.parametrize("environ, bar", [
+    ({}, TrustBar(50, 0.6)),
+    ({"MEMLENS_JUDGE_MIN_LABELS": "20", "MEMLENS_JUDGE_MIN_KAPPA": "0.75"}, TrustBar(20, 0.75)),
+])
+def test_the_bar_comes_from_the_environment(environ, bar):
+    assert TrustBar.from_environ(environ) == bar
+
+
+@pytest.mark.parametrize("environ, message", [
+    ({"MEMLENS_JUDGE_MIN_LABELS": "many"}, "MEMLENS_JUDGE_MIN_LABELS must be a whole number, got 'many'"),
+    ({"MEMLENS_JUDGE_MIN_LABELS": "0"}, "MEMLENS_JUDGE_MIN_LABELS must be at least 1"),
+    ({"MEMLENS_JUDGE_MIN_KAPPA": "1.5"}, "MEMLENS_JUDGE_MIN_KAPPA must lie in [-1, 1]"),
+])
+def test_a_bad_bar_names_its_variable(environ, message):
+    with pytest.raises(ValueError) as caught:
+        TrustBar.from_environ(environ)
+    assert message in str(caught.value)
