@@ -142,3 +142,43 @@ def test_a_prompt_variant_without_its_placeholders_is_refused_naming_the_file(pe
     monkeypatch.setenv("MEMLENS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     assert main(["judge", "align", str(people_file), "--judge", str(judge_config), "--prompt-variant", str(bad), "--send-text"]) == 2
     assert f"{bad}: the prompt must hold {{passage}}" in capsys.readouterr().err
+
+
+def test_few_shot_puts_people_corrections_of_the_judge_first_then_both_labels_in_turn():
+    from dashboard.judging.align import AlignPair, few_shot
+
+    pairs = [AlignPair(f"q{i}", f"m{i}", "q", "t", i % 3 == 0, TUNING if i < 12 else HELD_OUT) for i in range(16)]
+    corrected = {("q4", "m4"), ("q13", "m13")}  # q13 is held out: never an example
+    chosen = few_shot(pairs, 4, corrected, seed=0)
+    assert chosen[0].memory_id == "m4" and all(p.part == TUNING for p in chosen)
+    assert [p.relevant for p in chosen[1:]] == [True, False, True]
+    assert few_shot(pairs, 4, corrected, seed=0) == chosen  # seeded: the same examples every run
+
+
+def test_align_reads_a_session_with_its_kept_query_text_and_the_store_for_memory_text(judge_config, demo_store, demo_dir, tmp_path, monkeypatch, capsys):
+    from dashboard.database.sessions import LabelSession, SessionItem
+
+    rows = [json.loads(line) for line in SAMPLE_LOG.read_text().splitlines() if line.strip()][:ROWS]
+    labels = tmp_path / "labels.sqlite"
+    store = LabelStore(labels)
+    items = [SessionItem(i, r["message_id"], r["memory_id"], r["rank"], r["score"], r["user_id"], None, r["query"]) for i, r in enumerate(rows)]
+    store.create_session(LabelSession(name="week", method="turns", size=len(items), keep_text=True), items)
+    for r in rows:
+        store.upsert(message_id=r["message_id"], memory_id=r["memory_id"], reviewer="ana", store="s",
+                     label="relevant" if r["rank"] == 1 else "not_relevant")
+    store.close()
+    texts = {m.memory_id: m.text for m in demo_store.list(user_id=None, limit=1000)}
+    first = {(r["query"], texts[r["memory_id"]]) for r in rows if r["rank"] == 1}
+
+    def rank_one_is_relevant(body) -> Reply:
+        content = body["messages"][0]["content"]
+        key = (content.split("Query: ", 1)[1].split("\n", 1)[0], content.split("Passage: ", 1)[1].split("\n", 1)[0])
+        return Reply(content=json.dumps({"grade": 3 if key in first else 0, "reason": f"passage of {len(key[1])} characters"}))
+
+    with ChatModelServer(rank_one_is_relevant) as server:
+        monkeypatch.setenv("MEMLENS_LLM_BASE_URL", server.url)
+        assert main(["judge", "align", "week", "--judge", str(judge_config), "--db", str(demo_dir / "demo.sqlite"),
+                     "--labels", str(labels), "--send-text"]) == 0
+    out = capsys.readouterr().out
+    assert f"aligning on {ROWS} pair(s)" in out
+    assert re.search(r"variant judge's prompt: tuning kappa 1\.000 over \d+; held-out kappa 1\.000", out)
