@@ -62,3 +62,23 @@ def test_a_bad_bar_names_its_variable(environ, message):
     with pytest.raises(ValueError) as caught:
         TrustBar.from_environ(environ)
     assert message in str(caught.value)
+
+
+def test_a_judges_record_is_kept_per_source_and_rewritten_by_the_next_alignment(target):
+    from dashboard.judging.agreement import compare, from_record, to_record
+
+    figures = compare(SOURCE, [True, False, True, False], [True, False, False, False], resamples=50)
+    store = open_label_store(target)
+    try:
+        assert store.judge_record(SOURCE) is None
+        store.save_judge_record(SOURCE, to_record(figures, variant="strict", held_out_pairs=4))
+        store.save_judge_record(SOURCE, to_record(figures, variant="terse", held_out_pairs=4))  # the next alignment
+        record = store.judge_record(SOURCE)
+        with pytest.raises(ValueError):
+            store.save_judge_record("umbrela", {})  # not a judge's source
+    finally:
+        store.close()
+    assert record["variant"] == "terse" and record["updated_at"]
+    again = from_record(SOURCE, record)
+    assert again is not None and again.count == 4 and again.kappa == pytest.approx(figures.kappa)
+    assert again.confusion == figures.confusion and again.kappa_interval == figures.kappa_interval
