@@ -73,13 +73,19 @@ def show_agreement(found: JudgeAgreement, used: int) -> None:
 
 
 def show_record(source: str) -> None:
-    """The agreement `memlens judge align` recorded for the judge, when there is one."""
+    """The agreement `memlens judge align` recorded for the judge, when there is one,
+    and a warning for each problem of its grades (dashboard/judging/run_check.py)."""
+    from dashboard.judging.trust import TrustBar, trust_from_summary
     from dashboard.ui import cache
 
     try:
-        record = cache.label_store().judge_record(source)
+        store = cache.label_store()
+        record = store.judge_record(source)
+        check = trust_from_summary(source, store.judge_summary(source), TrustBar()).check
     except LabelStoreError:
         return  # the figures above stand; the record is an extra
+    for warning in check.warnings():
+        st.warning(inert_markdown(f"Broken judge? {warning}"))
     if record:
         kappa = record.get("kappa")
         st.caption(inert_markdown(

@@ -15,6 +15,9 @@ UMBRELA = "judge:umbrela@m"
 CE = "judge:ce@mini"
 
 
+BROKEN = "judge:tiny@gemma-270m"
+
+
 def metric(at, label_start: str) -> str:
     return next(m.value for m in at.metric if m.label.startswith(label_start))
 
@@ -96,6 +99,21 @@ def test_the_agreement_memlens_judge_align_recorded_shows_beside_the_live_one(ap
     pick(at, UMBRELA)
     assert any("Recorded by memlens judge align: held-out kappa 0.812 over 64 people's label(s), prompt variant strict" in seen(c.value)
                for c in at.caption)
+
+
+def test_a_judge_whose_every_reason_is_the_placeholder_is_called_out_beside_its_figures(app, judged):
+    # (A judge giving one grade to every pair never gets this far: the page says all its
+    # labels are one class and there is nothing to calibrate.)
+    store = LabelStore(judged / "labels.sqlite")
+    for i in range(10):
+        store.save_judgment(message_id=f"m{i % 4}", memory_id=["on", "off"][i % 2] if i < 4 else f"n{i}", source=BROKEN,
+                            grade=3 * (i % 2 == 0), reason="<one long sentence>", store_score=0.1 * i, rank=1)
+    store.close()
+    at = open_calibrate(app)
+    pick(at, BROKEN)
+    shown = [seen(w.value) for w in at.warning]
+    assert any(f"Broken judge? {BROKEN}: 10 of 10 reason(s) repeat the prompt's placeholder '<one long sentence>'" in w
+               for w in shown)
 
 
 def test_people_else_the_judge_fills_only_pairs_no_person_labelled(app, judged):
