@@ -20,6 +20,7 @@ import numpy as np
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_figures import QueryFigures, run_figures
 from dashboard.evaluation.storage import QueryOutcome, RunInfo
+from dashboard.floor import floor_text
 
 PERMUTATIONS = 10_000
 SEED = 0
@@ -140,12 +141,16 @@ def compare_runs(
 
 
 def inspect_link(
-    query: str, user_id: str | None, k: int, floor: float, base: str = "/inspect", store: Mapping[str, str] | None = None
+    query: str, user_id: str | None, k: int, floor: float, base: str = "/inspect", store: Mapping[str, str] | None = None,
+    *, as_of: str | None = None,
 ) -> str:
     """The Inspect page's link for one question (the parameters it restores);
     ``store``: the parameters that name the run's store and settings
-    (dashboard/store_link.py), so the page ranks as the run did."""
-    params = {"query": query, "user": user_id or "", "k": str(max(1, min(k, 50))), "floor": f"{floor:.2f}"}
+    (dashboard/store_link.py), so the page ranks as the run did; ``as_of``: the
+    run's clock, so the page ranks the store as it was then. The floor goes in at
+    full precision (a shipped floor of 0.36577 is not 0.37)."""
+    params = {"query": query, "user": user_id or "", "k": str(max(1, min(k, 50))), "floor": floor_text(floor),
+              "as_of": as_of or ""}
     # A store setting may be empty on purpose (an empty path: the demo data).
     return f"{base}?{urlencode({**{key: v for key, v in params.items() if v}, **(store or {})})}"
 

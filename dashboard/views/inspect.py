@@ -33,6 +33,7 @@ require_access()  # the page shows memory text
 view.restore_from_url()
 choice = store_picker(keep_notes=view.holding_the_rest())
 user = user_picker(choice.store)
+view.inspect_clock.sidebar(choice)
 # Shared widgets (ui/session.py): what was set here is here again after another page.
 k = session.widget(held_controls.drawn(st.sidebar.number_input), "k", 5, "k (results)", min_value=1, max_value=50, step=1)
 reviewer = reviewer_ui.sidebar_box()
