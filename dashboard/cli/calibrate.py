@@ -11,7 +11,9 @@ one line per mode asked for,
     target precision 0.80: no floor reaches it (best 0.41 at floor 0.62)
     max F1: floor 0.44 keeps 120 irrelevant, drops 300 relevant, precision 0.71, recall 0.66
 and the MEMORY_SCORE_FLOOR= line, which follows the target recall when given, else the
-target precision, else F-beta, else the cost ratio. Then the diagnosis
+target precision, else F-beta, else the cost ratio (at the default cost ratio, a floor
+dropping more than half the relevant memories gives way to target recall 0.90, and a
+line above it says why). Then the diagnosis
 when the labels do not separate (ROC AUC, average precision), the no-memory shares of
 answerable and unanswerable turns, the floors per segment, and `warning:` lines.
 csv: the full sweep (every distinct score plus the requested floors), with the
@@ -62,8 +64,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--cost-ratio",
         type=positive_number,
-        default=1.0,
-        help="how many missed relevant memories one wrong memory costs (default 1)",
+        default=None,
+        help="how many missed relevant memories one wrong memory costs (default 1; at the default, a floor that "
+        "drops more than half the relevant memories is not the MEMORY_SCORE_FLOOR= line: target recall 0.90 is)",
     )
     parser.add_argument(
         "--target-recall",
@@ -104,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         result = calibrate(
             labels.labelled_scores(),
             args.floors,
-            args.cost_ratio,
+            1.0 if args.cost_ratio is None else args.cost_ratio,
             resamples=None if args.resamples is None else max(0, args.resamples),
             seed=args.seed,
         )
@@ -115,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         }
         mode = next(iter(targets), COST_RATIO)  # the exported floor: target recall, precision, F-beta, cost ratio
         resamples = None if args.resamples is None else max(0, args.resamples)
-        advice = advise(result, targets, mode, resamples=resamples, seed=args.seed)
+        advice = advise(result, targets, mode, resamples=resamples, seed=args.seed, guard_recall=args.cost_ratio is None)
         segments, segment_warnings = [], []
         if args.segment_by and args.segment_by not in segment_fields(labels):
             segment_warnings.append(
@@ -123,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
                 "with two values or more"
             )
         elif args.segment_by:
-            segments = segment_floors(labels, args.segment_by, mode, advice.target, resamples=resamples, seed=args.seed)
+            segments = segment_floors(labels, args.segment_by, advice.mode, advice.target, resamples=resamples, seed=args.seed)
             segment_warnings = [f"{segment.title(args.segment_by)}: {segment.note}" for segment in segments if segment.note]
     except CalibrationError as exc:
         print(f"memlens calibrate: {args.file}: {exc}", file=sys.stderr)

@@ -17,7 +17,7 @@ FLOOR = 0.36577
 @pytest.fixture(scope="module")
 def demo_days(tmp_path_factory):
     folder = tmp_path_factory.mktemp("monitor_demo")
-    return write_daily(synthetic_log(**DEMO_LOG), folder)  # the page's demo log, as files
+    return write_daily(synthetic_log(**DEMO_LOG), folder)  # type: ignore[arg-type]  # the page's demo log, as files; DEMO_LOG holds ints only
 
 
 def cli_baseline(days, config, capsys) -> float:
