@@ -9,7 +9,10 @@ Re-scores the candidates the run fetched with every weighting on a grid (steps o
 questions: the same search, the same numbers and the same rules as the page
 (dashboard/evaluation/weight_search.py). Weightings under which no candidate can be told
 apart are left out; ties follow the stated rule; when nothing beats the store's own
-weights on the search split there is no recommendation and no --weights hint.
+weights on the search split, or the gain on the held-out questions is not above zero
+beyond its noise (a 95% bootstrap interval), there is no recommendation and no
+--weights hint, and the line says why. Recall, precision and hit rate at n >= the
+run's k cannot change by re-ranking: the line says so, and to evaluate deeper first.
 
 table (default): the summary line, `note:` lines (tie rule and counts), one line
 per setting tried best first (the store's own first), then either
@@ -87,8 +90,10 @@ def run(args: argparse.Namespace) -> int:
     for i, s in enumerate(result.top, start=1):
         print(_setting_line(f"#{i}", s.weights, s.threshold, s.train, s.held_out, s.tied))
     recommended = result.recommended
-    if recommended is None:
+    if recommended is None and result.train_gain <= whatif.MIN_GAIN and not result.order_blind:
         print("recommended: none (nothing beats the store's own weights on the search split)")
+    elif recommended is None:
+        print(f"recommended: none ({result.why_nothing()})")
     elif apply:
         floor = f" --floor {recommended.threshold:g}" if recommended.threshold > 0 else ""
         print(f"recommended: memlens eval ... --weights {apply}{floor}")
