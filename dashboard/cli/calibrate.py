@@ -90,8 +90,35 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--resamples", type=int, default=None, help="bootstrap resamples (default 1000; fewer past 20,000 rows; 0: none)"
     )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--score-direction", choices=("higher", "lower"), default=None,
+        help="say which scores are better when the file's look like a raw distance (rising with rank, outside "
+        "0-1): higher calibrates them as they are; lower is refused with how to convert them",
+    )
     parser.set_defaults(handler=run)
     return parser
+
+
+def direction_refusal(labels: Any, direction: str | None) -> str | None:
+    """Why calibration on these scores is refused (they look like a raw distance and
+    the direction was not given, or was given as lower), or None. With ``higher`` the
+    warning goes to stderr and calibration goes on."""
+    from dashboard.score_direction import CONVERSION, check_direction
+
+    rows = labels.rows
+    check = check_direction([r.score for r in rows], [r.message_id for r in rows], [r.rank for r in rows])
+    warning = check.warning()
+    if warning is None:
+        return None
+    if direction == "higher":
+        print(f"warning: {warning} Calibrated as given (--score-direction higher).", file=sys.stderr)
+        return None
+    if direction == "lower":
+        return (
+            f"{warning} A floor keeps the hits scoring at or above it, so scores where lower is better cannot "
+            f"be calibrated as they are: convert them to memlens's score first ({CONVERSION})."
+        )
+    return f"{warning} Calibration refused: if higher is better in this file, say so with --score-direction higher."
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,6 +130,10 @@ def run(args: argparse.Namespace) -> int:
     if labels.issues:
         print(labels.issue_report(), file=sys.stderr)
         print(f"{labels.summary()}; calibrating on the usable rows.", file=sys.stderr)
+    refused = direction_refusal(labels, args.score_direction)
+    if refused:
+        print(f"memlens calibrate: {args.file}: {refused}", file=sys.stderr)
+        return EXIT_UNUSABLE
     try:
         result = calibrate(
             labels.labelled_scores(),

@@ -51,11 +51,22 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"memlens logs check: {exc}", file=sys.stderr)
         return 1
     print(log.summary())
+    if said := score_warning(log.rows):
+        print(f"warning: {said}")
     for line in log.issue_lines():
         print(f"  {line}")
     for conflict in log.conflicts:
         print(f"  {conflict}")
     return 2 if log.bad_rows else 0
+
+
+def score_warning(rows) -> str | None:
+    """The score-direction check (dashboard/score_direction.py) over a log's rows."""
+    from dashboard.score_direction import check_direction
+
+    if not len(rows):
+        return None
+    return check_direction(rows["score"].to_numpy(), rows["message_id"].to_numpy(), rows["rank"].to_numpy()).warning()
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -128,6 +128,19 @@ def _floor_config(content: bytes, name: str):
             raise FloorConfigError(str(exc).replace(str(path), name)) from None
 
 
+def show_score_direction(logs: LogSet) -> None:
+    """Warn when the logs' scores look like a raw distance (dashboard/score_direction.py):
+    checked once per set of logs, not on every floor move."""
+    from dashboard.monitoring.relation import score_direction
+
+    memo = st.session_state.get("_monitor_direction")
+    if memo is None or memo[0] != id(logs):
+        memo = (id(logs), score_direction(logs.con.cursor()).warning())
+        st.session_state["_monitor_direction"] = memo
+    if memo[1]:
+        st.warning(memo[1], icon="⚠️")
+
+
 def result(logs: LogSet, settings: Settings) -> MonitorResult:
     # a cursor per run: the cached database is shared by every session of the server
     return monitor(logs.con.cursor(), settings)
