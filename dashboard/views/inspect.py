@@ -25,6 +25,7 @@ from dashboard.ui import inspect_view as view  # noqa: E402
 from dashboard.ui import reviewer as reviewer_ui  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
 from dashboard.ui.errors import show_store_error  # noqa: E402
+from dashboard.ui.score_notes import show_score_space  # noqa: E402
 
 require_access()  # the page shows memory text
 # A shared link's first run shows its result without the page's controls (their code
@@ -78,6 +79,7 @@ def floor_dependent_parts() -> None:
     if result is None:
         return
     view.show_notes(result)
+    show_score_space(result, floor)
     kept, dropped = apply_floor(result.hits, floor)
     view.show_summary(result, kept, dropped, floor)
     view.show_hits_table(result, kept)

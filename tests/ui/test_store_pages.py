@@ -48,14 +48,16 @@ def frame(at, index=0):
 
 
 @pytest.mark.parametrize(
-    "store,collection_env,collection,raw_kind",
+    "store,collection_env,collection,raw_kind,formula",
     [
-        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-l2", "squared l2 distance"),
-        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-cosine", "cosine distance"),
-        ("qdrant", "MEMLENS_QDRANT_COLLECTION", "demo_euclid", "euclidean distance"),
+        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-l2", "squared l2 distance", "score = 1 - d/2"),
+        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-cosine", "cosine distance", "score = 1 - d "),
+        ("qdrant", "MEMLENS_QDRANT_COLLECTION", "demo_euclid", "euclidean distance", "score = 1 - d²/2"),
     ],
 )
-def test_inspect_shows_the_raw_kind_beside_normalised_scores(app, stores_env, monkeypatch, store, collection_env, collection, raw_kind):
+def test_inspect_shows_the_raw_kind_beside_normalised_scores(
+    app, stores_env, monkeypatch, store, collection_env, collection, raw_kind, formula
+):
     monkeypatch.setenv(collection_env, collection)
     at = app(store=store, user="sam")
     at.run()
@@ -68,6 +70,9 @@ def test_inspect_shows_the_raw_kind_beside_normalised_scores(app, stores_env, mo
     assert "raw score" in hits.columns
     assert list(hits["score"]) == sorted(hits["score"], reverse=True)
     assert list(hits["raw score"]) == sorted(hits["raw score"])  # the store's distances, nearest first
+    # Beside the raw column: the formula, and the floor as a rule on the raw value (issue 34).
+    said = next(c.value for c in at.caption if c.value.startswith("Raw score column: "))
+    assert formula in said and "to apply the floor 0.35 to d, keep a hit when d <=" in said
 
 
 # ------------------------------------------------------------------ Browse
