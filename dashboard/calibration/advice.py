@@ -215,7 +215,7 @@ def turn_line(advice: FloorAdvice) -> str | None:
     if at.answerable:
         parts.append(f"no memory in {at.answerable_share[0]:.0%} of {at.answerable} answerable turns (a loss)")
     if at.unanswerable:
-        parts.append(f"{at.unanswerable_share[0]:.0%} of {at.unanswerable} turns with no relevant memory (right)")
+        parts.append(at.other_turns_text(float(at.unanswerable_share[0])))
     if at.missed:
         parts.append(missed_text(at.missed))
     return f"at floor {format_floor(advice.floor)}: " + ", ".join(parts)
