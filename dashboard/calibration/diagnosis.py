@@ -145,7 +145,7 @@ def turn_split(data: LabelledScores, floors: np.ndarray) -> TurnSplit | None:
     best scores of each kind of turn under each floor (searchsorted on the sorted
     bests) gives every floor at once.
     """
-    if data.turn is None:
+    if data.turn is None or not data.turn_figures:
         return None
     best = np.full(data.turns, -np.inf)
     np.maximum.at(best, data.turn, data.scores)

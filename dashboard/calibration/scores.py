@@ -51,6 +51,15 @@ class LabelledScores:
     # relevant memory exists, fetched or not)? None: only the labels know, so a turn
     # counts as answerable when one of its labelled hits is relevant.
     answerable: np.ndarray | None = None
+    # Turns whose rank-1 hit is not among the labelled rows (a sampled session labels
+    # some rows of each turn): a turn's no-memory figure is its top hit's, so with any
+    # such turn the turn figures would count the sample, not the turns, and are not shown.
+    sampled: int = 0
+
+    @property
+    def turn_figures(self) -> bool:
+        """Whether turn figures (no memory per floor) can be counted from these labels."""
+        return self.turn is not None and not self.sampled
 
     def __len__(self) -> int:
         return len(self.scores)
