@@ -35,7 +35,7 @@ def test_sampled_rows_give_no_turn_figure_whole_turns_do(tmp_path, capsys):
     log, sample = write_log_and_sample(tmp_path)
     whole_share = sum(1 for t in range(TURNS) if max(r["score"] for r in log if r["message_id"] == f"turn-{t}") < 0.35) / TURNS
     assert round(whole_share, 2) == 0.17
-    best_sampled = {}
+    best_sampled: dict[str, float] = {}
     for r in sample:
         best_sampled[r["message_id"]] = max(best_sampled.get(r["message_id"], -1.0), r["score"])
     assert sum(1 for best in best_sampled.values() if best < 0.35) / TURNS > 0.3  # what the sample alone says
