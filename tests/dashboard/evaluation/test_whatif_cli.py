@@ -103,3 +103,13 @@ def test_recall_at_k_cannot_change_by_re_ranking_and_says_to_run_deeper(noise, c
     assert "re-ranking the run's 10 candidates cannot change recall@10" in out.splitlines()[0]
     assert "Evaluate with a larger k first (memlens eval ... --k 50)" in out
     assert "recommended: none (re-ranking the run's 10 candidates cannot change recall@10" in out
+
+
+def test_the_metric_is_spelled_as_compare_spells_it_too(noise, capsys):
+    _, info = noise
+    assert main(["whatif", info.run_id, "--metric", "recall@10"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("recall@10: ")
+    assert main(["whatif", info.run_id, "--metric", "recall@10", "--n", "3"]) == 2
+    assert "name two cutoffs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["whatif", info.run_id, "--metric", "recall@ten"])
