@@ -171,6 +171,8 @@ def _relevant_mask(labels: np.ndarray, numbers: np.ndarray, row_name: str) -> tu
 
 
 def _factorize(ids: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, int]:
-    codes: dict[Any, int] = {}
-    turn = np.fromiter((codes.setdefault(v, len(codes)) for v in ids), dtype=np.int64, count=len(ids))
-    return turn, len(codes)
+    """A code per row for its turn, numbered in the ids' sorted order, not the rows':
+    the bootstrap draws turns by code, so one set of labels gives one interval whether
+    it comes from the label database, an upload or the CLI, in whatever row order."""
+    unique, turn = np.unique(np.asarray([str(v) for v in ids], dtype=object).astype(str), return_inverse=True)
+    return turn.astype(np.int64), len(unique)
