@@ -15,9 +15,9 @@ st.caption("Type the message the agent would query memory with; see what comes b
 # and the sidebar below. Not before the title: started in navigation.py, its imports
 # (numpy, onnxruntime) took the GIL from the first run and the title went out about
 # half a second later (benchmarks/RESULTS.md, issue 24). Once per process.
-from dashboard.ui.sidebar import DEFAULT_STORE, store_picker, user_picker, warm_model  # noqa: E402
+from dashboard.ui.sidebar import default_store, store_picker, user_picker, warm_model  # noqa: E402
 
-warm_model(st.query_params.get("store") or DEFAULT_STORE)
+warm_model(st.query_params.get("store") or default_store())
 
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
 from dashboard.ui import held_controls, session  # noqa: E402

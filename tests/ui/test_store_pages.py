@@ -204,3 +204,24 @@ def test_compare_shows_the_verdict_beside_the_memory_and_missing_cells_as_a_dash
     config = json.loads(table.proto.columns)
     assert all(config[name]["width"] == "small" for name in ("A rank", "A score", "B rank", "B score"))
     assert table.proto.placeholder == MISSING_CELL  # a side that did not return a memory: "-", not "None"
+
+
+# ------------------------------------------------------------------ the operator's default store
+
+
+def test_the_operators_default_store_opens_in_every_new_session(app, stores_env, monkeypatch):
+    # Issue 34: the default was hard-coded (embedded); a team on Chroma got the demo store
+    # in every new tab. An unknown name falls back to the embedded store.
+    monkeypatch.setenv("MEMLENS_DEFAULT_STORE", "chroma")
+    at = app(user="sam")
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="store").value == "chroma"
+    at.text_input(key="query").input(THEME)
+    at.button(key=SEARCH).click().run()
+    assert frame(at).iloc[0]["memory id"] == "sam-02" and "raw score" in frame(at).columns
+    assert "store" not in at.query_params  # the default store is left out of the address bar
+    monkeypatch.setenv("MEMLENS_DEFAULT_STORE", "no-such-store")
+    fresh = app()
+    fresh.run()
+    assert fresh.selectbox(key="store").value == "embedded"
