@@ -29,7 +29,7 @@ CONVERSION = "docs/stores.md gives each store's conversion from its raw distance
 
 @dataclass(frozen=True)
 class DirectionCheck:
-    ranked_turns: int  # turns with two or more ranked, scored hits
+    ranked_turns: int  # turns with scored hits at two ranks or more
     rising: int  # of them, turns whose last rank scores above the first
     falling: int  # ... below the first
     outside: int  # scores outside [0, 1]
@@ -81,10 +81,12 @@ def check_direction(
     if len(kept_scores) == 0:
         return DirectionCheck(0, 0, 0, outside, int(finite.sum()))
     order = np.lexsort((rank_values, codes))
-    codes, kept_scores = codes[order], kept_scores[order]
+    codes, kept_scores, rank_values = codes[order], kept_scores[order], rank_values[order]
     starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
     ends = np.r_[starts[1:], len(codes)] - 1
-    several = ends > starts
+    # Only turns with two ranks or more: rows of one rank (several labels of a hit,
+    # a file that gives every row rank 1) say nothing about the direction.
+    several = rank_values[ends] > rank_values[starts]
     first, last = kept_scores[starts[several]], kept_scores[ends[several]]
     return DirectionCheck(
         ranked_turns=int(several.sum()),

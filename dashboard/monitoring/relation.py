@@ -301,7 +301,8 @@ def score_direction(con: duckdb.DuckDBPyConnection):
     ranked, rising, falling = con.execute(
         f"""
         WITH t AS (
-            SELECT message_id, arg_min(score, rank) AS first, arg_max(score, rank) AS last, count(*) AS n
+            SELECT message_id, arg_min(score, rank) AS first, arg_max(score, rank) AS last,
+                   count(DISTINCT rank) AS n
             FROM {RELATION}
             WHERE NOT bad AND memory_id IS NOT NULL AND score IS NOT NULL AND rank IS NOT NULL
             GROUP BY message_id

@@ -78,3 +78,17 @@ def test_monitor_warns_of_a_raw_distance(logs, capsys):
     assert "memlens monitor: warning: scores rise with rank in" in capsys.readouterr().err
     main(["monitor", str(normalised), "--floor", "0.35", "--window", "1d"])
     assert "warning:" not in capsys.readouterr().err
+
+
+def test_the_calibrate_page_refuses_a_raw_distance_until_told(logs, app):
+    from tests.ui.test_calibrate_page import open_calibrate
+
+    raw, _ = logs
+    at = open_calibrate(app, calibrate_source="Upload a file")
+    at.file_uploader(key="calibrate_upload").set_value((raw.name, raw.read_bytes(), "application/jsonl")).run()
+    assert not at.exception, at.exception
+    assert any(DISTANCE in e.value and "Calibration is refused" in e.value for e in at.error)
+    assert not [m for m in at.metric if m.label.startswith("Recommended floor")]
+    at.checkbox(key="calibrate_scores_higher").check().run()
+    assert not at.exception, at.exception
+    assert [m for m in at.metric if m.label.startswith("Recommended floor")]
