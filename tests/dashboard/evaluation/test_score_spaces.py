@@ -39,7 +39,7 @@ def test_a_floor_metric_across_score_spaces_is_refused_a_ranking_metric_is_not(r
     assert main(["compare", a, b, "--metric", "floor_precision", "--floor", "0.35"]) == 2
     err = capsys.readouterr().err
     assert "floor_precision applies one floor to both runs, but their scores are in different spaces" in err
-    assert f"A: embedded, score {AS_SENT}; B: qdrant, score {AS_SENT}" in err
+    assert "A: embedded: the store's score as sent; B: qdrant: the store's score as sent" in err
     assert main(["compare", a, b, "--metric", "mrr"]) == 0
     assert "mrr A " in capsys.readouterr().out
 
