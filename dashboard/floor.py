@@ -27,6 +27,14 @@ def default_floor(environ: dict[str, str] | None = None) -> float:
     return value if 0.0 <= value <= 1.0 else DEFAULT_FLOOR
 
 
+def floor_text(floor: float) -> str:
+    """A floor as a link or a page writes it: at full precision (a shipped 0.36577 is
+    not 0.37), without a slider step's float noise (0.35000000000000003 is 0.35);
+    a floor on the 0.01 grid keeps its two decimals (0.50), as links always had."""
+    value = round(float(floor), 10)
+    return f"{value:.2f}" if round(value, 2) == value else repr(value)
+
+
 def floor_list(text: str) -> tuple[list[float], list[str]]:
     """The floors in comma- (or semicolon-) separated `text`, and one message per part
     that is not one, naming it: not a finite number, or outside [0, 1] (the range

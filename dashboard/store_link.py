@@ -20,7 +20,7 @@ from connectors.registry import REGISTRY, ConfigField, StoreSpec
 
 STORE_PARAM = "store"
 # The parameters other parts of a link use: no store setting may take their name.
-RESERVED = frozenset({"query", "user", "k", "floor", "set", STORE_PARAM})
+RESERVED = frozenset({"query", "user", "k", "floor", "set", "as_of", STORE_PARAM})
 MAX_PARAM_CHARS = 2_000
 
 

@@ -75,3 +75,35 @@ def rare_relevant_run(evals: EvalStore, run_id: str = "rare-run") -> RunInfo:
     evals.save_outcomes(run_id, outcomes)
     evals.finish_run(run_id)
     return info
+
+
+def noise_run(evals: EvalStore, run_id: str = "noise-run", questions_count: int = 60) -> RunInfo:
+    """Components that say nothing about relevance: each question's one relevant
+    memory sits at a random rank of 10 and every component is random. A search over
+    hundreds of weightings still finds one that edges the store on the search split by
+    chance; on the held-out questions that edge is noise (issue 34)."""
+    rng = random.Random(17)
+    questions, outcomes = [], []
+    for q in range(questions_count):
+        message_id = f"n{q:02d}"
+        relevant_at = rng.randrange(10)
+        hits = []
+        for h in range(10):
+            breakdown = {c: round(rng.random(), 3) for c in OWN_WEIGHTS}
+            score = sum(OWN_WEIGHTS[c] * v for c, v in breakdown.items())
+            hits.append((f"{message_id}-m{h}", score, breakdown))
+        hits.sort(key=lambda hit: -hit[1])
+        relevant_id = hits[relevant_at][0]
+        questions.append(JudgedQuestion(message_id, "u1", f"question {q}", {relevant_id: 1}, ("one",)))
+        outcomes.append(
+            QueryOutcome(
+                message_id, q, "u1",
+                [RunHit(m, rank, s, s, b, dict(OWN_WEIGHTS)) for rank, (m, s, b) in enumerate(hits, start=1)],
+            )
+        )
+    digest = evals.save_set(JudgedSet("noise", questions))
+    info = RunInfo(run_id, "noise", "noise", digest, "embedded", "embedded:test", {}, 10, utc_now(), None, questions_count)
+    evals.start_run(info)
+    evals.save_outcomes(run_id, outcomes)
+    evals.finish_run(run_id)
+    return info

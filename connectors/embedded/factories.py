@@ -28,16 +28,16 @@ def open_store(
 ) -> EmbeddedStore:
     """The registry's factory: a given SQLite file, or the demo store when none.
 
-    ``as_of`` (ISO 8601) is the clock recency is computed at, for evaluating old data
-    (a benchmark, last month's log); empty or None is now.
+    ``as_of`` (ISO 8601) is the clock, for evaluating old data (a benchmark, last
+    month's log): recency is computed at it and memories created after it are not
+    returned (connectors/embedded/clock.py); empty or None is now.
 
     A given file must already be a memlens store (``memlens import`` makes one):
     it is looked at read-only first, so a SQLite database of someone else's gets
     no memlens tables and is not switched to WAL."""
     options: dict[str, Any] = dict(weights=weights, half_life_hours=half_life_hours, model=model, count_usage=count_usage)
     if as_of:
-        fixed = parse_as_of(as_of)
-        options["now"] = lambda: fixed
+        options["as_of"] = parse_as_of(as_of)
     if db_path:
         if not Path(db_path).exists():
             raise StoreUnavailable(f"No embedded store file at {db_path}")

@@ -41,6 +41,7 @@ from connectors.base import (
     check_query,
     context_block,
 )
+from connectors.embedded.clock import ClockCount, existing, hide_later
 from connectors.embedded.files import open_for_writing, open_read_only, read_memories
 from connectors.embedded.importing import (  # noqa: F401  (public names of this module since before the split)
     DEFAULT_IMPORTANCE,
@@ -77,6 +78,7 @@ class EmbeddedStore:
         count_usage: bool = False,
         now: Callable[[], datetime] | None = None,
         read_only: bool = False,
+        as_of: datetime | None = None,
     ):
         if not half_life_hours or half_life_hours <= 0:
             raise InvalidRequest(f"half_life_hours must be above 0, got {half_life_hours!r}")
@@ -85,7 +87,10 @@ class EmbeddedStore:
         self.half_life_hours = float(half_life_hours)
         self.model = model or embedding.DEFAULT_MODEL
         self.count_usage = count_usage
-        self._now = now or (lambda: datetime.now(UTC))
+        # as_of: the store as it was then (connectors/embedded/clock.py): recency is
+        # computed at it and memories created after it are not returned.
+        self.as_of = as_of
+        self._now = now or ((lambda: as_of) if as_of is not None else (lambda: datetime.now(UTC)))
         self._lock = threading.RLock()
         self.read_only = read_only
         self._db = open_read_only(self.path) if read_only else open_for_writing(self.path)
@@ -140,6 +145,7 @@ class EmbeddedStore:
             # Only None means "every user": an empty id must not widen the search.
             rows = slice(None) if user_id is None else self._by_user.get(user_id, slice(0, 0))
             hits = self._rank(query_vector, rows, k)
+            clock = self._clock_count(rows)
             if self.count_usage and hits:
                 self._db.executemany(
                     "UPDATE memories SET usage_count = usage_count + 1 WHERE id = ?",
@@ -149,6 +155,8 @@ class EmbeddedStore:
                 self._dirty = True
         latency_ms = (time.perf_counter() - started) * 1000
         notes = [issues] if (issues := self.meta("demo_import_issues")) else []
+        if clock is not None and (said := clock.note("this user's" if user_id is not None else "the store's")):
+            notes.append(said)
         context = context_block(hits)
         raw = {
             "query": text,
@@ -215,7 +223,22 @@ class EmbeddedStore:
             rate=recency_rate(self.half_life_hours),
             weights=self.weights,
         )
+        if self.as_of is not None and hide_later(score, self._created[rows], self.as_of.timestamp()):
+            return existing(top_k(score, self._ids[rows], k), score), {"score": score, "semantic": semantic}
         return top_k(score, self._ids[rows], k), {"score": score, "semantic": semantic}
+
+    def _clock_count(self, rows: slice) -> ClockCount | None:
+        """How many of the memories in `rows` the clock leaves out; None without a clock."""
+        if self.as_of is None:
+            return None
+        created = self._created[rows]
+        return ClockCount(self.as_of, int(np.count_nonzero(created > self.as_of.timestamp())), len(created))
+
+    def clock_count(self) -> ClockCount | None:
+        """The whole store's ClockCount (an evaluation's summary); None without a clock."""
+        with self._lock:
+            self._ensure_loaded()
+            return self._clock_count(slice(None))
 
     def _rank(self, query_vector: np.ndarray, rows: slice, k: int) -> list[Hit]:
         best, columns = self._scan(query_vector, rows, k)

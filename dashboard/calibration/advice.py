@@ -4,6 +4,12 @@ exports share. Pure.
 
 The exported floor follows the chosen mode; when that mode reaches no floor (a target
 precision out of reach) the cost-ratio floor is exported and a warning says so.
+
+The default line never silently empties most prompts: with no mode asked for and the
+cost ratio at its default (``guard_recall``), a cost-ratio floor that drops more than
+half of the relevant labels is not exported; the line follows target recall
+``GUARD_RECALL`` instead, says why, and names the cost-ratio floor beside it. A cost
+ratio the user asked for is exported as asked.
 """
 
 from __future__ import annotations
@@ -15,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.calibration.choice import COST_RATIO, FloorChoice, check_target, choose, mode_name
+from dashboard.calibration.choice import COST_RATIO, TARGET_RECALL, FloorChoice, check_target, choose, mode_name
 from dashboard.calibration.diagnosis import Diagnosis, FloorOutcome, TurnSplit, diagnose, missed_text, turn_split
 from dashboard.calibration.scores import CalibrationError
 from dashboard.calibration.sweep import Calibration, format_floor
 
 SPLIT_COLUMNS = ("no_memory_share_answerable", "no_memory_share_unanswerable")
+GUARD_RECALL = 0.9  # the target recall the default line falls back to
 
 
 @dataclass
@@ -32,6 +39,7 @@ class FloorAdvice:
     diagnosis: Diagnosis
     split: TurnSplit | None  # over the sweep's floors
     warnings: list[str] = field(default_factory=list)  # the diagnosis's, then the export's
+    fallback: str | None = None  # why the line follows target recall instead of the default cost ratio
 
     @property
     def chosen(self) -> FloorChoice | None:
@@ -62,6 +70,7 @@ class FloorAdvice:
     def env_text(self) -> str:
         """The .env download: comment lines naming the mode and the warnings, then the line."""
         lines = [f"# memlens: floor chosen by {self.name}"]
+        lines += [f"# {self.fallback}"] if self.fallback else []
         lines += [f"# warning: {warning}" for warning in self.warnings]
         return "\n".join(lines + [self.snippet]) + "\n"
 
@@ -77,6 +86,7 @@ class FloorAdvice:
             "choices": {mode: choice.as_dict() for mode, choice in self.choices.items()},
             "diagnosis": self.diagnosis.as_dict(),
             "warnings": list(self.warnings),
+            "fallback": self.fallback,
         }
 
     def export_fields(self) -> dict[str, Any]:
@@ -120,14 +130,26 @@ def advise(
     *,
     resamples: int | None = 0,
     seed: int = 0,
+    guard_recall: bool = False,
 ) -> FloorAdvice:
     """Choose a floor by each mode in ``targets`` ({mode: target}); export ``mode``'s.
 
     The cost ratio is the calibration's own; ``resamples`` is for the other modes'
     intervals (0: none; None: the sweep's default for the row count).
+    ``guard_recall``: the cost ratio is the default, not asked for (see the module
+    docstring).
     """
     data, full, rec = calibration.data, calibration.sweep, calibration.recommendation
     targets = dict(targets or {})
+    fallback = None
+    if guard_recall and mode == COST_RATIO and not targets and 2 * rec.dropped_relevant > full.relevant_total:
+        mode, targets = TARGET_RECALL, {TARGET_RECALL: GUARD_RECALL}
+        fallback = (
+            f"MEMORY_SCORE_FLOOR follows {mode_name(TARGET_RECALL, GUARD_RECALL)}: the cost-ratio floor "
+            f"{format_floor(rec.floor)} (cost ratio {rec.cost_ratio:g}) drops {rec.dropped_relevant:,} of "
+            f"{full.relevant_total:,} relevant memories, more than half, and would leave most prompts without them; "
+            f"ask for the cost ratio explicitly (--cost-ratio {rec.cost_ratio:g}) to export it"
+        )
     if mode == COST_RATIO:
         targets.pop(COST_RATIO, None)
         target = rec.cost_ratio
@@ -165,7 +187,7 @@ def advise(
             f"No floor reaches {chosen.name}; the exported floor is the cost-ratio one "
             f"({format_floor(rec.floor)} at cost ratio {rec.cost_ratio:g})."
         )
-    return FloorAdvice(calibration, mode, float(target), choices, diagnosis, split, warnings)
+    return FloorAdvice(calibration, mode, float(target), choices, diagnosis, split, warnings, fallback)
 
 
 # ----------------------------------------------------------------- the CLI's lines
@@ -193,7 +215,7 @@ def turn_line(advice: FloorAdvice) -> str | None:
     if at.answerable:
         parts.append(f"no memory in {at.answerable_share[0]:.0%} of {at.answerable} answerable turns (a loss)")
     if at.unanswerable:
-        parts.append(f"{at.unanswerable_share[0]:.0%} of {at.unanswerable} turns with no relevant memory (right)")
+        parts.append(at.other_turns_text(float(at.unanswerable_share[0])))
     if at.missed:
         parts.append(missed_text(at.missed))
     return f"at floor {format_floor(advice.floor)}: " + ", ".join(parts)
@@ -210,7 +232,8 @@ def advice_lines(
     lines = list(table)
     snippet_at = next(i for i, line in enumerate(lines) if line.startswith("MEMORY_SCORE_FLOOR="))
     lines[snippet_at] = advice.snippet
-    lines[snippet_at:snippet_at] = [choice.line() for choice in advice.choices.values()]
+    said = [advice.fallback] if advice.fallback else []
+    lines[snippet_at:snippet_at] = [choice.line() for choice in advice.choices.values()] + said
     if not advice.diagnosis.separates:
         lines.append(advice.diagnosis.line())
     turns = turn_line(advice)

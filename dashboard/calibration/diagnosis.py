@@ -83,6 +83,10 @@ class TurnSplit:
     best_answerable: np.ndarray  # each answerable turn's best score, sorted
     best_unanswerable: np.ndarray
     missed: int = 0  # answerable turns (by the judged set) whose hits hold no relevant memory
+    # Whether the source says the "unanswerable" turns had no answer (a judged set).
+    # From labels alone a turn with no relevant labelled hit may still have had its
+    # answer in memory: its empty result is not known to be right.
+    known: bool = True
 
     @property
     def answerable_share(self) -> np.ndarray:
@@ -108,6 +112,16 @@ class TurnSplit:
             best_answerable=self.best_answerable,
             best_unanswerable=self.best_unanswerable,
             missed=self.missed,
+            known=self.known,
+        )
+
+    def other_turns_text(self, share: float) -> str:
+        """The no-memory share of the turns with no relevant memory, and what it means."""
+        if self.known:
+            return f"{share:.0%} of {self.unanswerable:,} turns with no relevant memory (right)"
+        return (
+            f"{share:.0%} of {self.unanswerable:,} turns with no relevant memory labelled (unknown whether right: "
+            "the labels do not say whether their question had an answer)"
         )
 
 
@@ -131,7 +145,7 @@ def turn_split(data: LabelledScores, floors: np.ndarray) -> TurnSplit | None:
     best scores of each kind of turn under each floor (searchsorted on the sorted
     bests) gives every floor at once.
     """
-    if data.turn is None:
+    if data.turn is None or not data.turn_figures:
         return None
     best = np.full(data.turns, -np.inf)
     np.maximum.at(best, data.turn, data.scores)
@@ -151,6 +165,7 @@ def turn_split(data: LabelledScores, floors: np.ndarray) -> TurnSplit | None:
         best_answerable=np.sort(best[answerable]),
         best_unanswerable=np.sort(best[unanswerable]),
         missed=int(missed.sum()),
+        known=data.answerable is not None,
     )
     return whole.at(floors)
 

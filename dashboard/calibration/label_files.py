@@ -109,6 +109,11 @@ class LabelFile:
             row_numbers=[row.line for row in self.rows],
             row_name=self.row_name,
         )
+        if data.turn is not None and all(row.rank is not None for row in self.rows):
+            # The turns whose top hit nobody labelled (see LabelledScores.sampled).
+            top_seen = np.zeros(data.turns, dtype=bool)
+            top_seen[data.turn[np.array([row.rank == 1 for row in self.rows])]] = True
+            data = dataclasses.replace(data, sampled=int((~top_seen).sum()))
         if self.answerable is None or data.turn is None:
             return data
         per_turn = np.zeros(data.turns, dtype=bool)

@@ -25,7 +25,10 @@ def floor_line(row: dict[str, Any], has_turns: bool) -> str:
         f"drops {row['dropped_relevant']} relevant, precision {_ratio(row['precision'])}, "
         f"recall {_ratio(row['recall'])}"
     )
-    if has_turns:
+    share = row["no_memory_share"]
+    if has_turns and (share is None or (isinstance(share, float) and math.isnan(share))):
+        line += ", no-memory share n/a (a sample of each turn is labelled)"
+    elif has_turns:
         line += f", no memory in {_share(row['no_memory_share'])} of turns"
     else:
         line += ", no-memory share n/a (no message ids)"

@@ -51,6 +51,15 @@ class LabelledScores:
     # relevant memory exists, fetched or not)? None: only the labels know, so a turn
     # counts as answerable when one of its labelled hits is relevant.
     answerable: np.ndarray | None = None
+    # Turns whose rank-1 hit is not among the labelled rows (a sampled session labels
+    # some rows of each turn): a turn's no-memory figure is its top hit's, so with any
+    # such turn the turn figures would count the sample, not the turns, and are not shown.
+    sampled: int = 0
+
+    @property
+    def turn_figures(self) -> bool:
+        """Whether turn figures (no memory per floor) can be counted from these labels."""
+        return self.turn is not None and not self.sampled
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -162,6 +171,8 @@ def _relevant_mask(labels: np.ndarray, numbers: np.ndarray, row_name: str) -> tu
 
 
 def _factorize(ids: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, int]:
-    codes: dict[Any, int] = {}
-    turn = np.fromiter((codes.setdefault(v, len(codes)) for v in ids), dtype=np.int64, count=len(ids))
-    return turn, len(codes)
+    """A code per row for its turn, numbered in the ids' sorted order, not the rows':
+    the bootstrap draws turns by code, so one set of labels gives one interval whether
+    it comes from the label database, an upload or the CLI, in whatever row order."""
+    unique, turn = np.unique(np.asarray([str(v) for v in ids], dtype=object).astype(str), return_inverse=True)
+    return turn.astype(np.int64), len(unique)

@@ -189,7 +189,7 @@ def sweep(data: LabelledScores, floors: Iterable[float] = ()) -> Sweep:
     is_requested[np.searchsorted(all_floors, requested)] = True
 
     no_memory = None
-    if data.turn is not None:
+    if data.turn is not None and data.turn_figures:
         # A turn is left with no memory when even its best hit is under the floor.
         # Each best score is itself a floor: count the turns whose best sits at each
         # floor, and the running total says how many are under the next one.
@@ -416,7 +416,7 @@ def evaluate(data: LabelledScores, floors: Iterable[float]) -> Sweep:
     dropped_relevant = np.searchsorted(relevant_sorted, floors)
     dropped_irrelevant = np.searchsorted(irrelevant_sorted, floors)
     no_memory = None
-    if data.turn is not None:
+    if data.turn is not None and data.turn_figures:
         best = np.full(data.turns, -np.inf)
         np.maximum.at(best, data.turn, data.scores)
         no_memory = np.searchsorted(np.sort(best), floors)
@@ -460,6 +460,12 @@ def calibrate(
         notes.append(
             "No message ids: the share of turns with no memory cannot be counted, "
             "and the interval resamples single rows instead of turns."
+        )
+    elif data.sampled:
+        notes.append(
+            f"{data.sampled:,} of {data.turns:,} turns have no labelled rank-1 hit (the labels are a sample of each "
+            "turn): the share of turns with no memory would count the sample, not the turns, so it is not shown. "
+            "Read it from the whole turns: the log the labels were drawn from (memlens monitor LOG --floor F) or a saved run."
         )
     return Calibration(
         data=data,

@@ -11,7 +11,9 @@ one line per mode asked for,
     target precision 0.80: no floor reaches it (best 0.41 at floor 0.62)
     max F1: floor 0.44 keeps 120 irrelevant, drops 300 relevant, precision 0.71, recall 0.66
 and the MEMORY_SCORE_FLOOR= line, which follows the target recall when given, else the
-target precision, else F-beta, else the cost ratio. Then the diagnosis
+target precision, else F-beta, else the cost ratio (at the default cost ratio, a floor
+dropping more than half the relevant memories gives way to target recall 0.90, and a
+line above it says why). Then the diagnosis
 when the labels do not separate (ROC AUC, average precision), the no-memory shares of
 answerable and unanswerable turns, the floors per segment, and `warning:` lines.
 csv: the full sweep (every distinct score plus the requested floors), with the
@@ -62,8 +64,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--cost-ratio",
         type=positive_number,
-        default=1.0,
-        help="how many missed relevant memories one wrong memory costs (default 1)",
+        default=None,
+        help="how many missed relevant memories one wrong memory costs (default 1; at the default, a floor that "
+        "drops more than half the relevant memories is not the MEMORY_SCORE_FLOOR= line: target recall 0.90 is)",
     )
     parser.add_argument(
         "--target-recall",
@@ -87,8 +90,35 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--resamples", type=int, default=None, help="bootstrap resamples (default 1000; fewer past 20,000 rows; 0: none)"
     )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--score-direction", choices=("higher", "lower"), default=None,
+        help="say which scores are better when the file's look like a raw distance (rising with rank, outside "
+        "0-1): higher calibrates them as they are; lower is refused with how to convert them",
+    )
     parser.set_defaults(handler=run)
     return parser
+
+
+def direction_refusal(labels: Any, direction: str | None) -> str | None:
+    """Why calibration on these scores is refused (they look like a raw distance and
+    the direction was not given, or was given as lower), or None. With ``higher`` the
+    warning goes to stderr and calibration goes on."""
+    from dashboard.score_direction import CONVERSION, check_direction
+
+    rows = labels.rows
+    check = check_direction([r.score for r in rows], [r.message_id for r in rows], [r.rank for r in rows])
+    warning = check.warning()
+    if warning is None:
+        return None
+    if direction == "higher":
+        print(f"warning: {warning} Calibrated as given (--score-direction higher).", file=sys.stderr)
+        return None
+    if direction == "lower":
+        return (
+            f"{warning} A floor keeps the hits scoring at or above it, so scores where lower is better cannot "
+            f"be calibrated as they are: convert them to memlens's score first ({CONVERSION})."
+        )
+    return f"{warning} Calibration refused: if higher is better in this file, say so with --score-direction higher."
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,11 +130,15 @@ def run(args: argparse.Namespace) -> int:
     if labels.issues:
         print(labels.issue_report(), file=sys.stderr)
         print(f"{labels.summary()}; calibrating on the usable rows.", file=sys.stderr)
+    refused = direction_refusal(labels, args.score_direction)
+    if refused:
+        print(f"memlens calibrate: {args.file}: {refused}", file=sys.stderr)
+        return EXIT_UNUSABLE
     try:
         result = calibrate(
             labels.labelled_scores(),
             args.floors,
-            args.cost_ratio,
+            1.0 if args.cost_ratio is None else args.cost_ratio,
             resamples=None if args.resamples is None else max(0, args.resamples),
             seed=args.seed,
         )
@@ -115,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         }
         mode = next(iter(targets), COST_RATIO)  # the exported floor: target recall, precision, F-beta, cost ratio
         resamples = None if args.resamples is None else max(0, args.resamples)
-        advice = advise(result, targets, mode, resamples=resamples, seed=args.seed)
+        advice = advise(result, targets, mode, resamples=resamples, seed=args.seed, guard_recall=args.cost_ratio is None)
         segments, segment_warnings = [], []
         if args.segment_by and args.segment_by not in segment_fields(labels):
             segment_warnings.append(
@@ -123,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
                 "with two values or more"
             )
         elif args.segment_by:
-            segments = segment_floors(labels, args.segment_by, mode, advice.target, resamples=resamples, seed=args.seed)
+            segments = segment_floors(labels, args.segment_by, advice.mode, advice.target, resamples=resamples, seed=args.seed)
             segment_warnings = [f"{segment.title(args.segment_by)}: {segment.note}" for segment in segments if segment.note]
     except CalibrationError as exc:
         print(f"memlens calibrate: {args.file}: {exc}", file=sys.stderr)

@@ -126,6 +126,17 @@ def with_secrets(name: str, config: dict[str, Any]) -> dict[str, Any]:
     return full
 
 
+def print_clock(store: Any) -> None:
+    """Say what a clock (--as-of) leaves out of the store: memories created after it
+    are not returned (connectors/embedded/clock.py), and a clock before every memory
+    leaves every question empty."""
+    counted = getattr(store, "clock_count", None)
+    clock = counted() if callable(counted) else None
+    if clock is not None:
+        said = clock.note("the store's") or f"Ranked as of {clock.as_of.isoformat()}: every memory existed by then."
+        print(f"memlens eval: {said}", file=sys.stderr)
+
+
 def print_progress(done: int, total: int) -> None:
     print(f"\rquestions {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
@@ -203,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
         name=args.name,
         keep_text=args.keep_text,
     )
+    print_clock(store)
     try:
         info = start_run(store, evals, request, progress=print_progress)
         run_id = info.run_id

@@ -9,7 +9,8 @@
 
 `check` reads any log the Label page reads (JSONL, CSV, Parquet, OTLP JSON traces)
 and exits 0 when every row is good, 2 when some rows were skipped, 1 when the file
-cannot be read at all. `export` writes the app's read log ($MEMLENS_DATA_DIR/reads.jsonl
+cannot be read at all. memlens's own exports (a run's JSONL, a label export) are not
+logs: `check` exits 2 naming what the file is and where it goes instead. `export` writes the app's read log ($MEMLENS_DATA_DIR/reads.jsonl
 unless --read-log names one) as OTLP JSON, ids and scores only.
 """
 
@@ -38,17 +39,34 @@ def add_parser(commands) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    from dashboard.logs.own_files import own_export
+
+    what = own_export(args.file)
+    if what is not None:
+        print(f"memlens logs check: {args.file} is {what}", file=sys.stderr)
+        return 2
     try:
         log = read_log(args.file, include_query=args.include_query)
     except LogFormatError as exc:
         print(f"memlens logs check: {exc}", file=sys.stderr)
         return 1
     print(log.summary())
+    if said := score_warning(log.rows):
+        print(f"warning: {said}")
     for line in log.issue_lines():
         print(f"  {line}")
     for conflict in log.conflicts:
         print(f"  {conflict}")
     return 2 if log.bad_rows else 0
+
+
+def score_warning(rows) -> str | None:
+    """The score-direction check (dashboard/score_direction.py) over a log's rows."""
+    from dashboard.score_direction import check_direction
+
+    if not len(rows):
+        return None
+    return check_direction(rows["score"].to_numpy(), rows["message_id"].to_numpy(), rows["rank"].to_numpy()).warning()
 
 
 def run_export(args: argparse.Namespace) -> int:

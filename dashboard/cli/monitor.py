@@ -48,7 +48,7 @@ from dashboard.monitoring.alerts import (
 )
 from dashboard.monitoring.floor_config import FloorConfigError, read_floor_config
 from dashboard.monitoring.precision import NOT_WATCHED
-from dashboard.monitoring.relation import expand_paths, open_logs
+from dashboard.monitoring.relation import expand_paths, open_logs, score_direction
 from dashboard.monitoring.windows import WINDOWS
 
 EXIT_ALERT = 1
@@ -149,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     if issues:
         print(f"memlens monitor: {logs.bad_rows:,} bad row(s) skipped; the other rows are used", file=sys.stderr)
     result = monitor(logs.con, settings)
+    if said := score_direction(logs.con).warning():
+        print(f"memlens monitor: warning: {said}", file=sys.stderr)
     counts = logs.counts()
     if not result.windows:
         return _error(f"no turn with a timestamp in {len(files)} file(s) ({counts['turns']:,} turns read): nothing to watch")

@@ -9,7 +9,10 @@ Re-scores the candidates the run fetched with every weighting on a grid (steps o
 questions: the same search, the same numbers and the same rules as the page
 (dashboard/evaluation/weight_search.py). Weightings under which no candidate can be told
 apart are left out; ties follow the stated rule; when nothing beats the store's own
-weights on the search split there is no recommendation and no --weights hint.
+weights on the search split, or the gain on the held-out questions is not above zero
+beyond its noise (a 95% bootstrap interval), there is no recommendation and no
+--weights hint, and the line says why. Recall, precision and hit rate at n >= the
+run's k cannot change by re-ranking: the line says so, and to evaluate deeper first.
 
 table (default): the summary line, `note:` lines (tie rule and counts), one line
 per setting tried best first (the store's own first), then either
@@ -38,8 +41,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
     parser = commands.add_parser("whatif", help="search other component weights on a saved run's candidates")
     parser.add_argument("run_id", metavar="RUN_ID", help="a saved run (memlens runs list)")
-    parser.add_argument("--metric", choices=METRICS, required=True, help="the metric to maximise")
-    parser.add_argument("--n", type=positive_int, default=3, help="the cutoff the metric is taken at (default 3; at most the run's k)")
+    parser.add_argument("--metric", type=metric_name, required=True, metavar="M",
+                        help=f"the metric to maximise: {', '.join(METRICS)}, or with its cutoff as memlens compare "
+                        "spells it (recall@10 is --metric recall --n 10)")
+    parser.add_argument("--n", type=positive_int, default=None, help="the cutoff the metric is taken at (default 3; at most the run's k)")
     parser.add_argument("--grid", type=share, default=DEFAULT_STEP, metavar="STEP",
                         help=f"the weight grid's step (default {DEFAULT_STEP:g}); it must divide 1, e.g. 0.05, 0.2, 0.25")
     parser.add_argument("--threshold", action="store_true", help="also search a score threshold (as the page's checkbox)")
@@ -47,6 +52,16 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.set_defaults(handler=run)
     return parser
+
+
+def metric_name(text: str) -> tuple[str, int | None]:
+    """--metric: a metric name, or name@n as memlens compare names it."""
+    from dashboard.evaluation.weight_search import METRICS
+
+    name, _, cutoff = text.partition("@")
+    if name not in METRICS or (cutoff and not (cutoff.isdigit() and int(cutoff) >= 1)):
+        raise argparse.ArgumentTypeError(f"{text!r}: choose one of {', '.join(METRICS)}, optionally with @N (recall@10)")
+    return name, int(cutoff) if cutoff else None
 
 
 def _setting_line(name: str, weights: dict[str, float], threshold: float | None, train: float, held: float, tied: int) -> str:
@@ -65,8 +80,13 @@ def run(args: argparse.Namespace) -> int:
     if info is None:
         print(f"memlens whatif: no run {args.run_id!r}", file=sys.stderr)
         return EXIT_UNUSABLE
+    metric, cutoff = args.metric
+    if cutoff is not None and args.n is not None and cutoff != args.n:
+        print(f"memlens whatif: --metric {metric}@{cutoff} and --n {args.n} name two cutoffs; give one", file=sys.stderr)
+        return EXIT_UNUSABLE
+    args.n = cutoff or args.n or 3
     try:
-        result = whatif.search_run(evals, info, metric=args.metric, n=args.n, step=args.grid, threshold=args.threshold)
+        result = whatif.search_run(evals, info, metric=metric, n=args.n, step=args.grid, threshold=args.threshold)
     except whatif.WhatIfError as exc:
         print(f"memlens whatif: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -87,8 +107,10 @@ def run(args: argparse.Namespace) -> int:
     for i, s in enumerate(result.top, start=1):
         print(_setting_line(f"#{i}", s.weights, s.threshold, s.train, s.held_out, s.tied))
     recommended = result.recommended
-    if recommended is None:
+    if recommended is None and result.train_gain <= whatif.MIN_GAIN and not result.order_blind:
         print("recommended: none (nothing beats the store's own weights on the search split)")
+    elif recommended is None:
+        print(f"recommended: none ({result.why_nothing()})")
     elif apply:
         floor = f" --floor {recommended.threshold:g}" if recommended.threshold > 0 else ""
         print(f"recommended: memlens eval ... --weights {apply}{floor}")

@@ -17,9 +17,11 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from dashboard import score_space
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_figures import QueryFigures, run_figures
 from dashboard.evaluation.storage import QueryOutcome, RunInfo
+from dashboard.floor import floor_text
 
 PERMUTATIONS = 10_000
 SEED = 0
@@ -91,6 +93,17 @@ def paired_randomisation_p(deltas: np.ndarray, permutations: int = PERMUTATIONS,
     return (extreme + 1) / (permutations + 1)
 
 
+# The metrics that apply a floor to the scores: only comparable within one score space.
+FLOOR_METRICS = ("floor_precision", "no_memory_answerable", "no_memory_unanswerable")
+
+
+def run_space(info: RunInfo, outcomes: list[QueryOutcome]) -> str:
+    """The run's score space in words (dashboard/score_space.py): its store and how the
+    raw value became the score."""
+    how = score_space.formula((hit.raw_score, hit.score) for outcome in outcomes for hit in outcome.hits)
+    return score_space.describe(info.store, how)
+
+
 def compare_runs(
     run_a: RunInfo,
     outcomes_a: list[QueryOutcome],
@@ -107,6 +120,14 @@ def compare_runs(
             f"runs {run_a.run_id} and {run_b.run_id} were judged against different versions of "
             f"their judged sets ({run_a.set_name} {run_a.set_hash} vs {run_b.set_name} {run_b.set_hash})"
         )
+    if metric in FLOOR_METRICS:
+        space_a, space_b = run_space(run_a, outcomes_a), run_space(run_b, outcomes_b)
+        if space_a != space_b:
+            raise CompareError(
+                f"{metric} applies one floor to both runs, but their scores are in different spaces (A: {space_a}; "
+                f"B: {space_b}): the same floor keeps different memories in each. Compare a ranking metric "
+                "(recall, precision, mrr, ndcg, hit_rate), or calibrate a floor for each store"
+            )
     n = min(run_a.k, run_b.k)
     figures_a = run_figures(judged.questions, outcomes_a, n, floor)
     figures_b = run_figures(judged.questions, outcomes_b, n, floor)
@@ -140,12 +161,16 @@ def compare_runs(
 
 
 def inspect_link(
-    query: str, user_id: str | None, k: int, floor: float, base: str = "/inspect", store: Mapping[str, str] | None = None
+    query: str, user_id: str | None, k: int, floor: float, base: str = "/inspect", store: Mapping[str, str] | None = None,
+    *, as_of: str | None = None,
 ) -> str:
     """The Inspect page's link for one question (the parameters it restores);
     ``store``: the parameters that name the run's store and settings
-    (dashboard/store_link.py), so the page ranks as the run did."""
-    params = {"query": query, "user": user_id or "", "k": str(max(1, min(k, 50))), "floor": f"{floor:.2f}"}
+    (dashboard/store_link.py), so the page ranks as the run did; ``as_of``: the
+    run's clock, so the page ranks the store as it was then. The floor goes in at
+    full precision (a shipped floor of 0.36577 is not 0.37)."""
+    params = {"query": query, "user": user_id or "", "k": str(max(1, min(k, 50))), "floor": floor_text(floor),
+              "as_of": as_of or ""}
     # A store setting may be empty on purpose (an empty path: the demo data).
     return f"{base}?{urlencode({**{key: v for key, v in params.items() if v}, **(store or {})})}"
 

@@ -19,8 +19,14 @@ Honesty rules, the same on the page and in ``memlens whatif``:
   the distance (sum of absolute differences) of their weights from the store's own,
   nearest first, then by lower threshold, then by grid order; the result says how
   many settings shared the best value;
-- only a setting that beats the store's own weights on the search split is a
-  recommendation. When none does, the result says so and offers no weights.
+- only a setting whose gain on the held-out questions is positive and beyond its
+  noise is a recommendation: the best setting on the search split, whose 95%
+  interval of the held-out gain (a seeded bootstrap over the held-out questions'
+  paired differences) lies above zero. Otherwise the result says "nothing to
+  apply" and why, and offers no weights. A share of a negative gain is not given;
+- recall, precision and hit rate at a cutoff n at or past the run's k count the
+  same k candidates whatever their order: re-ranking cannot change them. The
+  result says so, and to evaluate with a larger k first.
 
 Two limits, stated wherever the result is shown:
 
@@ -48,6 +54,10 @@ from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
 from dashboard.judged import JudgedQuestion
 
 METRICS = ("recall", "precision", "mrr", "ndcg", "hit_rate")
+# Metrics of the set of the top n, not of its order: at n >= k re-ranking cannot move them.
+ORDER_BLIND = ("recall", "precision", "hit_rate")
+GAIN_RESAMPLES = 2_000  # bootstrap resamples of the held-out questions for the gain's interval
+GAIN_CONFIDENCE = 0.95
 HELD_OUT_SHARE = 0.3
 SEED = 0
 DEFAULT_STEP = 0.1
@@ -214,11 +224,43 @@ class WhatIfResult:
     best_ties: int = 1  # settings sharing the best search-split value (the tie rule picked one)
     degenerate: int = 0  # weightings left out: their scores distinguish no candidate
     tried: int = 0  # settings tried
+    held_out_interval: tuple[float, float] = (0.0, 0.0)  # 95% bootstrap interval of the held-out gain
+
+    @property
+    def order_blind(self) -> bool:
+        """Re-ranking the run's k candidates cannot change this metric (n >= k, a set metric)."""
+        return self.metric in ORDER_BLIND and self.n >= self.k
 
     @property
     def recommended(self) -> Setting | None:
-        """The best setting when it beats the store's own weights on the search split; else None."""
-        return self.best if self.train_gain > MIN_GAIN else None
+        """The best setting when it beats the store's own weights on the search split and
+        its held-out gain is above zero beyond noise (the interval's low end); else None."""
+        if self.train_gain <= MIN_GAIN or self.held_out_gain <= MIN_GAIN or self.held_out_interval[0] <= 0:
+            return None
+        return self.best
+
+    def why_nothing(self) -> str | None:
+        """Why there is nothing to apply; None when there is a recommendation."""
+        if self.recommended is not None:
+            return None
+        if self.order_blind:
+            return (
+                f"re-ranking the run's {self.k} candidates cannot change {self.metric}@{self.n}: at n >= k it counts "
+                f"the same {self.k} memories in any order. Evaluate with a larger k first (memlens eval ... --k "
+                f"{max(2 * self.k, 50)}), then search at n={self.n}"
+            )
+        if self.train_gain <= MIN_GAIN:
+            return "no weighting beats the store's own on the search split"
+        low, high = self.held_out_interval
+        if self.held_out_gain <= MIN_GAIN:
+            return (
+                f"the best weighting on the search split (gain {self.train_gain:+.4f}) does not gain on the held-out "
+                f"questions ({self.held_out_gain:+.4f}): it is fitted to the search split"
+            )
+        return (
+            f"the held-out gain {self.held_out_gain:+.4f} is within its noise ({GAIN_CONFIDENCE:.0%} interval "
+            f"{low:+.4f} to {high:+.4f} over the {self.held_out_questions} held-out questions)"
+        )
 
     @property
     def train_gain(self) -> float:
@@ -230,14 +272,24 @@ class WhatIfResult:
 
     @property
     def share_held(self) -> float | None:
-        """How much of the gain found on the search split held on the other one."""
-        return self.held_out_gain / self.train_gain if self.train_gain > 1e-12 else None
+        """How much of the gain found on the search split held on the other one; None
+        when either gain is not positive (a share of a loss means nothing)."""
+        if self.train_gain <= 1e-12 or self.held_out_gain <= MIN_GAIN:
+            return None
+        return self.held_out_gain / self.train_gain
 
     def summary(self) -> str:
-        if self.recommended is None:
+        why = self.why_nothing()
+        if why is not None and self.train_gain <= MIN_GAIN and not self.order_blind:
             return (
                 f"{self.metric}@{self.n}: no weighting beats the store's own ({self.own_train:.4f}) on the search "
                 f"split ({self.train_questions} questions; best tried {self.best.train:.4f}): nothing to apply"
+            )
+        if why is not None:
+            return (
+                f"{self.metric}@{self.n}: store's own {self.own_train:.4f} on the search split ({self.train_questions} "
+                f"questions; best tried {self.best.train:.4f}), {self.own_held_out:.4f} -> {self.best.held_out:.4f} "
+                f"held out ({self.held_out_questions} questions): nothing to apply: {why}"
             )
         held = self.share_held
         share = f" ({held:.0%} of the gain held)" if held is not None else ""
@@ -262,8 +314,6 @@ class WhatIfResult:
             f"the tie rule decided the top {self.n} of {self.best.tied} question(s) under the best setting "
             f"({self.own_tied} under the store's own scores)."
         )
-        if self.recommended is not None and self.held_out_gain <= MIN_GAIN:
-            notes.append("the gain did not hold on the held-out questions: the best weights are fitted to the search split.")
         return notes
 
     def as_dict(self) -> dict[str, Any]:
@@ -281,6 +331,7 @@ class WhatIfResult:
             "best": setting(self.best),
             "recommended": setting(recommended) if recommended is not None else None,
             "train_gain": self.train_gain, "held_out_gain": self.held_out_gain,
+            "held_out_gain_interval": list(self.held_out_interval), "nothing_to_apply": self.why_nothing(),
             "search_questions": self.train_questions, "held_out_questions": self.held_out_questions,
             "settings_tried": self.tried, "degenerate_weightings": self.degenerate,
             "settings_sharing_best": self.best_ties, "tie_rule": TIE_RULE,
@@ -357,6 +408,9 @@ def search(
     )
     ranked = [settings[i] for i in position]
     best_value = round(ranked[0].train, 12)
+    best_weights = np.array([ranked[0].weights[c] for c in cands.components])
+    best_per_question = evaluate(cands, best_weights, ranked[0].threshold, metric, n)
+    interval = gain_interval(best_per_question[held] - own[held], seed)
     own_scores = np.where(cands.present, cands.scores, -np.inf)
     return WhatIfResult(
         metric=metric,
@@ -374,7 +428,20 @@ def search(
         best_ties=sum(1 for s in settings if round(s.train, 12) == best_value),
         degenerate=degenerate,
         tried=len(settings),
+        held_out_interval=interval,
     )
+
+
+def gain_interval(deltas: np.ndarray, seed: int = SEED) -> tuple[float, float]:
+    """The GAIN_CONFIDENCE percentile interval of the mean of `deltas` (paired
+    per-question differences), by a seeded bootstrap over the questions."""
+    if len(deltas) == 0:
+        return (0.0, 0.0)
+    rng = np.random.default_rng(seed)
+    means = deltas[rng.integers(0, len(deltas), size=(GAIN_RESAMPLES, len(deltas)))].mean(axis=1)
+    tail = (1 - GAIN_CONFIDENCE) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def search_run(

@@ -289,3 +289,32 @@ def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: f
         )
     return []
 
+
+
+def score_direction(con: duckdb.DuckDBPyConnection):
+    """The score-direction check (dashboard/score_direction.py) over the relation, in
+    SQL: per turn, the score at its first rank against its last, and the scores
+    outside [0, 1]. A raw distance logged as the score makes every monitor figure
+    upside down (no turn ever without memory)."""
+    from dashboard.score_direction import EPSILON, DirectionCheck
+
+    ranked, rising, falling = con.execute(
+        f"""
+        WITH t AS (
+            SELECT message_id, arg_min(score, rank) AS first, arg_max(score, rank) AS last,
+                   count(DISTINCT rank) AS n
+            FROM {RELATION}
+            WHERE NOT bad AND memory_id IS NOT NULL AND score IS NOT NULL AND rank IS NOT NULL
+            GROUP BY message_id
+        )
+        SELECT count(*) FILTER (WHERE n >= 2),
+               count(*) FILTER (WHERE n >= 2 AND last > first + {EPSILON!r}),
+               count(*) FILTER (WHERE n >= 2 AND last < first - {EPSILON!r})
+        FROM t
+        """
+    ).fetchone() or (0, 0, 0)
+    outside, scores = con.execute(
+        f"SELECT count(*) FILTER (WHERE score < -{EPSILON!r} OR score > 1 + {EPSILON!r}), count(score) "
+        f"FROM {RELATION} WHERE NOT bad AND memory_id IS NOT NULL"
+    ).fetchone() or (0, 0)
+    return DirectionCheck(int(ranked), int(rising), int(falling), int(outside), int(scores))

@@ -22,8 +22,9 @@ from dashboard.browse import (
 )
 from dashboard.display import MISSING_CELL, SCORE_FORMAT, SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame, inert_markdown
 from dashboard.logs.read_log import logged_query
+from dashboard.ui import session
 from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import StoreChoice
+from dashboard.ui.sidebar import StoreChoice, store_url_params
 
 PAGE_SIZES = (25, 50, 100, 200)
 NEAREST_K = 5
@@ -70,6 +71,25 @@ def _listing(choice: StoreChoice, user: str | None, size: int, page: int) -> tup
                 state["browse_listing_error"] = f"{type(exc).__name__}: {exc}"
         state["browse_listing_key"] = key
     return state.get("browse_listing"), state.get("browse_listing_error")
+
+
+MAX_USER_CHARS = 200
+
+
+def restore_user_from_url() -> None:
+    """Once per browser session, the user a link names (``?user=``), as Inspect takes
+    it: a link to Browse opens on that user's memories (an unknown one is said by the
+    sidebar's user picker)."""
+    if not session.first_run("browse_user_link"):
+        return
+    linked = st.query_params.get("user")
+    if linked:
+        st.session_state["user"] = linked[:MAX_USER_CHARS]
+
+
+def sync_url(choice: StoreChoice, user: str | None) -> None:
+    """The address bar names the user (and a store that is not the default), so a copied link opens on them."""
+    session.sync_url({**({"user": user} if user else {}), **store_url_params(choice)})
 
 
 def show_listing(choice: StoreChoice, user: str | None) -> None:

@@ -298,6 +298,7 @@ def calibration(data: LabelledScores, floors: list[float], cost_ratio: float) ->
     digest = hashlib.sha1(data.scores.tobytes() + data.relevant.tobytes())
     if data.turn is not None:
         digest.update(data.turn.tobytes())
+        digest.update(str(data.sampled).encode())
     key = (digest.hexdigest(), tuple(floors), cost_ratio)
     memo = st.session_state.get("_calibration_memo")
     if memo is not None and memo[0] == key:

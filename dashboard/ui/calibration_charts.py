@@ -126,6 +126,7 @@ def no_memory_figure(
     _step(fig, sweep.floor[index], share[index], "turns with no memory", NEUTRAL_COLOUR, ".0%")
     if split is not None and split.answerable and split.unanswerable:
         _step(fig, sweep.floor[index], split.answerable_share[index], "answerable (a loss)", RELEVANT_COLOUR, ".0%")
-        _step(fig, sweep.floor[index], split.unanswerable_share[index], "no relevant memory (right)", IRRELEVANT_COLOUR, ".0%")
+        others = "no relevant memory (right)" if split.known else "no relevant memory labelled (answer unknown)"
+        _step(fig, sweep.floor[index], split.unanswerable_share[index], others, IRRELEVANT_COLOUR, ".0%")
     _layout(fig, "Turns left with no memory", "share of turns", range=[0, 1.05], tickformat=".0%")
     return _mark_floors(fig, current, recommended, band)

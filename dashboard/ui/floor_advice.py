@@ -150,6 +150,9 @@ def show_turns(advice: FloorAdvice) -> None:
         parts.append(
             f"**{split.unanswerable_share[0]:.0%}** of the {split.unanswerable:,} turns with no relevant memory "
             "(the right outcome)"
+            if split.known
+            else f"**{split.unanswerable_share[0]:.0%}** of the {split.unanswerable:,} turns with no relevant memory "
+            "labelled (unknown whether right: the labels do not say whether their question had an answer)"
         )
     if split.missed:
         parts.append(missed_text(split.missed))

@@ -22,10 +22,10 @@ from dashboard.display import (
     hits_markdown_table,
     inert_markdown,
 )
-from dashboard.floor import PromptBlock, default_floor
+from dashboard.floor import PromptBlock, default_floor, floor_text
 from dashboard.labels import export
 from dashboard.logs import read_log as readlog
-from dashboard.ui import cache, held_controls, session
+from dashboard.ui import cache, held_controls, inspect_clock, session
 from dashboard.ui import reviewer as reviewer_ui
 from dashboard.ui.charts import move_floor, score_breakdown_figure
 from dashboard.ui.errors import show_error
@@ -92,12 +92,13 @@ def restore_from_url() -> None:
             floor = float(raw)
         except ValueError:
             floor = math.nan
-        if 0.0 <= floor <= 1.0:  # False for NaN as well
-            state["floor"] = round(floor, 2)
+        if 0.0 <= floor <= 1.0:  # False for NaN as well; kept at full precision
+            state["floor"] = floor
         else:
             notes.append(
                 f"The link's floor {_quoted(raw)} is not a number from 0 to 1; using {state['floor']:.2f}."
             )
+    inspect_clock.restore(params.to_dict(), notes)
     session.remember("url_warnings", notes)
 
 
@@ -109,7 +110,7 @@ def sync_url(choice: StoreChoice, user: str | None, k: int, floor: float) -> Non
     """The address bar reads the page's query, user, k and floor, and the store and
     its settings when they are not the server's defaults (see ui/sidebar.py)."""
     query = st.session_state.get("query", "")
-    wanted = {"query": query, "user": user or "", "k": str(k), "floor": f"{floor:.2f}"}
+    wanted = {"query": query, "user": user or "", "k": str(k), "floor": floor_text(floor), **inspect_clock.url_params()}
     # A store setting may be empty on purpose (an empty path: the demo data).
     session.sync_url({**{key: value for key, value in wanted.items() if value}, **store_url_params(choice)})
     for warning in session.notes_to_say("url_warnings", again_next_run=holding_the_rest()):
@@ -142,7 +143,7 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
     if not query:
         st.info("Type a message and press Search.")
         return None
-    key = (choice.fingerprint, user, query, k)
+    key = (choice.fingerprint, user, query, k, inspect_clock.current())
     if state.get("result_key") != key:
         state["result"], state["result_error"] = None, None
         # The id labels, the re-rank export and the label lookups use for this query:
@@ -151,9 +152,10 @@ def current_result(choice: StoreChoice, user: str | None, k: int) -> QueryResult
         with st.spinner("Querying the store (the first query also loads the embedding model)…"):
             try:
                 state["store_calls"] = state.get("store_calls", 0) + 1
-                state["result"] = readlog.logged_query(
-                    choice.connected, query, user_id=user, k=k, store_fingerprint=choice.fingerprint, source="inspect"
-                )
+                state["result"] = inspect_clock.as_of_the_clock(choice, readlog.logged_query(
+                    inspect_clock.store_at(choice), query, user_id=user, k=k, store_fingerprint=choice.fingerprint,
+                    source="inspect",
+                ))
             except ConnectorError as exc:
                 state["result_error"] = f"{type(exc).__name__}: {exc}"
         state["result_key"] = key
@@ -194,7 +196,7 @@ def show_summary(result: QueryResult, kept: list[Hit], dropped: list[Hit], floor
     cols[2].metric("Dropped", len(dropped))
     cols[3].metric("Latency", f"{result.latency_ms:.0f} ms" if result.latency_ms is not None else "n/a")
     if result.hits and not kept:
-        st.caption(f"Every hit scores under the floor {floor:.2f}.")
+        st.caption(f"Every hit scores under the floor {floor_text(floor)}.")
 
 
 NOT_NUMERIC = ("memory id", "status", "text")

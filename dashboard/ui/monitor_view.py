@@ -94,7 +94,9 @@ def floor_and_settings() -> Settings:
             config_range = config.label_range
             if state.get("_monitor_config_seen") != digest:  # a new config sets the floor once; the slider moves it after
                 state["_monitor_config_seen"] = digest
-                state["monitor_floor"] = round(min(max(config.floor, 0.0), 1.0), 2)
+                # At full precision: snapped to the slider's 0.01 grid, every figure
+                # would be at another floor than the one shipped (and `memlens monitor`'s).
+                state["monitor_floor"] = min(max(config.floor, 0.0), 1.0)
             st.caption(f"Shipped floor {config.floor:g}" + (f"; labelled {config.label_range[0]:%Y-%m-%d}..{config.label_range[1]:%Y-%m-%d}" if config.label_range else ""))
     state.setdefault("monitor_floor", round(default_floor(), 2))
     cols = st.columns(3)
@@ -126,6 +128,19 @@ def _floor_config(content: bytes, name: str):
             raise FloorConfigError(str(exc).replace(str(path), name)) from None
 
 
+def show_score_direction(logs: LogSet) -> None:
+    """Warn when the logs' scores look like a raw distance (dashboard/score_direction.py):
+    checked once per set of logs, not on every floor move."""
+    from dashboard.monitoring.relation import score_direction
+
+    memo = st.session_state.get("_monitor_direction")
+    if memo is None or memo[0] != id(logs):
+        memo = (id(logs), score_direction(logs.con.cursor()).warning())
+        st.session_state["_monitor_direction"] = memo
+    if memo[1]:
+        st.warning(memo[1], icon="⚠️")
+
+
 def result(logs: LogSet, settings: Settings) -> MonitorResult:
     # a cursor per run: the cached database is shared by every session of the server
     return monitor(logs.con.cursor(), settings)
@@ -141,7 +156,7 @@ def show_summary(result: MonitorResult) -> None:
     cols[1].metric("Turns", f"{sum(w.turns for w in result.windows):,}")
     cols[2].metric("Baseline no memory", "-" if b.turns == 0 else f"{b.no_memory_share:.1%}")
     cols[3].metric("Alerts", f"{len(result.alerts):,}")
-    st.caption(f"Baseline: {b.how} ({b.label}), {b.turns:,} turns.")
+    st.caption(f"Baseline: {b.how} ({b.label}), {b.turns:,} turns; every figure at the floor {result.settings.floor:g}.")
     for note in result.notes:
         st.caption(f"note: {note}")
     # An alert is news about the traffic, not a fault of the page: a warning box.

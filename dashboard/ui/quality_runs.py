@@ -363,15 +363,17 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
     store = run_link_params(c.run_b.store, c.run_b.settings)
     why_not = store_link.cannot_link(c.run_b.store)
     if why_not:
-        st.markdown("**Questions B lost most on** (open one on Inspect; the link carries the query, user, k and floor)")
+        st.markdown("**Questions B lost most on** (open one on Inspect; the link carries the query, user, k, floor and "
+                    "run B's clock)")
     else:
-        st.markdown("**Questions B lost most on** (open one on Inspect with run B's store and settings, k and floor)")
+        st.markdown("**Questions B lost most on** (open one on Inspect with run B's store and settings, clock, k and "
+                    "floor)")
     k = c.run_b.k
     rows: list[dict[str, Any]] = []
     for d in worst:
         question = questions[d.message_id]
         rows.append({"message_id": d.message_id, "user": d.user_id, "A": d.a, "B": d.b, "delta": d.delta,
-                     "inspect": inspect_link(question.query, question.user_id, k, floor, store=store)})
+                     "inspect": inspect_link(question.query, question.user_id, k, floor, store=store, as_of=c.run_b.as_of)})
     st.dataframe(
         pd.DataFrame(rows), hide_index=True, width="stretch", key="eval_compare_worst",
         column_config={"inspect": st.column_config.LinkColumn("Inspect", display_text="open on Inspect")},

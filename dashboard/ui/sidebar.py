@@ -18,8 +18,19 @@ from dashboard.display import clip_text, inert_markdown
 from dashboard.ui import cache, held_controls, session
 from dashboard.ui.secret_lookup import secret_value
 
-DEFAULT_STORE = "embedded"
+DEFAULT_STORE = "embedded"  # without an operator's MEMLENS_DEFAULT_STORE
+DEFAULT_STORE_ENV = "MEMLENS_DEFAULT_STORE"
 OPENED_SPACES = "_opened_score_spaces"  # fingerprint -> ScoreSpace of each store opened in this session
+
+
+def default_store() -> str:
+    """The store a new browser session starts on: the operator's MEMLENS_DEFAULT_STORE
+    (environment or .streamlit/secrets.toml) when it names a store memlens knows, else
+    the embedded store. A team on Chroma sets it once, instead of every new tab opening
+    on the embedded demo and saying its labels were drawn on another store."""
+    cache.operator_settings_loaded()
+    chosen = (os.environ.get(DEFAULT_STORE_ENV) or "").strip()
+    return chosen if chosen in REGISTRY else DEFAULT_STORE
 
 
 @dataclass
@@ -166,9 +177,10 @@ def choose_store(
     The choice and the settings are the browser session's (see ui/session.py): set
     on one page, every page that draws them shows them."""
     names = list(REGISTRY)
-    session.seed(key, DEFAULT_STORE if DEFAULT_STORE in names else names[0])
+    first = default_store()
+    session.seed(key, first if first in names else names[0])
     if st.session_state.get(key) not in names:
-        st.session_state[key] = DEFAULT_STORE if DEFAULT_STORE in names else names[0]
+        st.session_state[key] = first if first in names else names[0]
     name = held_controls.drawn(container.selectbox)(
         label, names, key=key, format_func=lambda n: REGISTRY[n].title if n in REGISTRY else n
     )
@@ -226,7 +238,7 @@ def store_picker(*, keep_notes: bool = False) -> StoreChoice:
 
 def _server_defaults(store: str) -> dict[str, Any]:
     spec = REGISTRY[store]
-    return {STORE_KEY: DEFAULT_STORE, **{f.name: _seed_value(f) for f in spec.fields if f.kind != "secret"}}
+    return {STORE_KEY: default_store(), **{f.name: _seed_value(f) for f in spec.fields if f.kind != "secret"}}
 
 
 def store_url_params(choice: StoreChoice) -> dict[str, str]:

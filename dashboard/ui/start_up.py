@@ -37,6 +37,7 @@ FIRST_RUN_MODULES = (
     "dashboard.ui.reviewer",
     "dashboard.ui.errors",
     "dashboard.ui.inspect_view",
+    "dashboard.ui.score_notes",
     "dashboard.floor",
 )
 
@@ -72,9 +73,9 @@ def _import_first_run_modules() -> bool:
 def _open_model() -> bool:
     """The packaged model, when the default store embeds its queries with it."""
     from connectors.embedding import runtime
-    from dashboard.ui.sidebar import DEFAULT_STORE, uses_packaged_model
+    from dashboard.ui.sidebar import default_store, uses_packaged_model
 
-    if not uses_packaged_model(DEFAULT_STORE):
+    if not uses_packaged_model(default_store()):
         return False
     runtime.encoder(None)
     return True
@@ -84,10 +85,11 @@ def _open_default_store() -> bool:
     """The default store with the settings a first visit's sidebar gives it, opened as
     the sidebar opens it, so the page's first run finds it in the cache. Not when
     those settings depend on the visitor's session."""
-    from dashboard.ui.sidebar import DEFAULT_STORE, first_visit_settings, open_with_settings
+    from dashboard.ui.sidebar import default_store, first_visit_settings, open_with_settings
 
-    settings = first_visit_settings(DEFAULT_STORE)
+    store = default_store()
+    settings = first_visit_settings(store)
     if settings is None:
         return False
-    open_with_settings(DEFAULT_STORE, settings)
+    open_with_settings(store, settings)
     return True

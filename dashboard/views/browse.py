@@ -14,8 +14,10 @@ require_access()  # the page shows memory text
 st.caption("List what a store holds for a user, and check whether the memory a retrieval missed was ever stored.")
 
 choice = store_picker()
+view.restore_user_from_url()
 user = user_picker(choice.store)
 warm_model(choice.name)
+view.sync_url(choice, user)
 
 if choice.error:
     show_store_error(choice.error)

@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard.ui import calibrate_view as view
 from dashboard.ui import floor_advice as advice_ui
 from dashboard.ui.access import require_access
+from dashboard.ui.score_checks import direction_allows
 
 st.title("Calibrate the floor")
 require_access()  # labels and uploads name memories and reviewers
@@ -20,6 +21,8 @@ source = view.label_source()
 if source is None:
     st.stop()
 view.show_issues(source.labels)
+if not direction_allows(source.labels):
+    st.stop()
 data = view.scores_or_error(source.labels)
 if data is None:
     st.stop()

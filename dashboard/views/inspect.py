@@ -15,9 +15,9 @@ st.caption("Type the message the agent would query memory with; see what comes b
 # and the sidebar below. Not before the title: started in navigation.py, its imports
 # (numpy, onnxruntime) took the GIL from the first run and the title went out about
 # half a second later (benchmarks/RESULTS.md, issue 24). Once per process.
-from dashboard.ui.sidebar import DEFAULT_STORE, store_picker, user_picker, warm_model  # noqa: E402
+from dashboard.ui.sidebar import default_store, store_picker, user_picker, warm_model  # noqa: E402
 
-warm_model(st.query_params.get("store") or DEFAULT_STORE)
+warm_model(st.query_params.get("store") or default_store())
 
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
 from dashboard.ui import held_controls, session  # noqa: E402
@@ -25,6 +25,7 @@ from dashboard.ui import inspect_view as view  # noqa: E402
 from dashboard.ui import reviewer as reviewer_ui  # noqa: E402
 from dashboard.ui.access import require_access  # noqa: E402
 from dashboard.ui.errors import show_store_error  # noqa: E402
+from dashboard.ui.score_notes import show_score_space  # noqa: E402
 
 require_access()  # the page shows memory text
 # A shared link's first run shows its result without the page's controls (their code
@@ -33,6 +34,7 @@ require_access()  # the page shows memory text
 view.restore_from_url()
 choice = store_picker(keep_notes=view.holding_the_rest())
 user = user_picker(choice.store)
+view.inspect_clock.sidebar(choice)
 # Shared widgets (ui/session.py): what was set here is here again after another page.
 k = session.widget(held_controls.drawn(st.sidebar.number_input), "k", 5, "k (results)", min_value=1, max_value=50, step=1)
 reviewer = reviewer_ui.sidebar_box()
@@ -77,6 +79,7 @@ def floor_dependent_parts() -> None:
     if result is None:
         return
     view.show_notes(result)
+    show_score_space(result, floor)
     kept, dropped = apply_floor(result.hits, floor)
     view.show_summary(result, kept, dropped, floor)
     view.show_hits_table(result, kept)

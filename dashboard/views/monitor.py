@@ -19,6 +19,7 @@ st.caption(
 logs = view.log_set()
 if logs is None:
     st.stop()
+view.show_score_direction(logs)
 settings = view.floor_and_settings()
 result = view.result(logs, settings)
 view.show_summary(result)

@@ -52,3 +52,15 @@ def test_scores_are_shown_with_the_projects_decimals_and_missing_cells_as_a_dash
         config = column_config(table)[column]
         assert config["type_config"]["format"] == SCORE_FORMAT == "%.3f"  # 0.587, never "0.5"
         assert config["width"] == "small"
+
+
+def test_a_link_to_browse_opens_on_its_user_and_the_address_bar_keeps_it(app):
+    # Issue 34: Browse ignored ?user= and opened on the store's default user.
+    at = app()
+    at.query_params["user"] = "leo"
+    at.switch_page("browse.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="user").value == "leo"
+    listing = next(d.value for d in at.dataframe if "user" in d.value.columns)
+    assert set(listing["user"]) == {"leo"}
+    assert at.query_params["user"] in ("leo", ["leo"])

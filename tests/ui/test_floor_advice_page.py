@@ -52,10 +52,12 @@ def test_rare_overlapping_labels_show_the_diagnosis_and_warnings_above_the_recom
     labels_in_order = [m.label for m in at.metric]
     assert labels_in_order.index("ROC AUC") < labels_in_order.index("Recommended floor (cost ratio 1)")
     assert any("answerable turns" in c.value and "turns with no relevant memory" in c.value for c in at.caption)
-    # The no-memory chart draws answerable turns (a loss) and the others (right) apart.
+    # The no-memory chart draws answerable turns (a loss) and the others apart; a label
+    # file does not say whether those others had an answer, so they are not called right.
+    assert any("unknown whether right: the labels do not say" in c.value for c in at.caption)
     no_memory = figures(at)[3]
     names = [trace["name"] for trace in no_memory["data"]]
-    assert names == ["turns with no memory", "answerable (a loss)", "no relevant memory (right)"]
+    assert names == ["turns with no memory", "answerable (a loss)", "no relevant memory labelled (answer unknown)"]
     answerable = values(no_memory["data"][1]["y"])
     assert answerable[0] == 0 and answerable[-1] > 0.9  # the lowest floor keeps a memory in every turn
 

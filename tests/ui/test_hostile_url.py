@@ -65,10 +65,13 @@ def test_a_bad_floor_in_the_link_falls_back_to_the_default_and_says_so(app, raw_
     assert len(hits(at)) == 3
 
 
-def test_a_good_link_shows_no_warning_and_rounds_the_floor_to_the_slider_step(app):
+def test_a_good_link_shows_no_warning_and_keeps_the_floor_at_full_precision(app):
+    # A calibrated floor (0.2345) is the floor: snapped to the slider's 0.23, the page
+    # would keep memories the shipped floor drops (issue 34).
     at = follow(app, {"query": PIZZA, "user": "sam", "k": "4", "floor": "0.2345"})
     assert not warnings(at)
-    assert at.slider(key="floor").value == pytest.approx(0.23)
+    assert at.slider(key="floor").value == 0.2345
+    assert at.query_params["floor"] in ("0.2345", ["0.2345"])
     assert at.number_input(key="k").value == 4
 
 

@@ -48,14 +48,16 @@ def frame(at, index=0):
 
 
 @pytest.mark.parametrize(
-    "store,collection_env,collection,raw_kind",
+    "store,collection_env,collection,raw_kind,formula",
     [
-        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-l2", "squared l2 distance"),
-        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-cosine", "cosine distance"),
-        ("qdrant", "MEMLENS_QDRANT_COLLECTION", "demo_euclid", "euclidean distance"),
+        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-l2", "squared l2 distance", "score = 1 - d/2"),
+        ("chroma", "MEMLENS_CHROMA_COLLECTION", "demo-cosine", "cosine distance", "score = 1 - d "),
+        ("qdrant", "MEMLENS_QDRANT_COLLECTION", "demo_euclid", "euclidean distance", "score = 1 - d²/2"),
     ],
 )
-def test_inspect_shows_the_raw_kind_beside_normalised_scores(app, stores_env, monkeypatch, store, collection_env, collection, raw_kind):
+def test_inspect_shows_the_raw_kind_beside_normalised_scores(
+    app, stores_env, monkeypatch, store, collection_env, collection, raw_kind, formula
+):
     monkeypatch.setenv(collection_env, collection)
     at = app(store=store, user="sam")
     at.run()
@@ -68,6 +70,9 @@ def test_inspect_shows_the_raw_kind_beside_normalised_scores(app, stores_env, mo
     assert "raw score" in hits.columns
     assert list(hits["score"]) == sorted(hits["score"], reverse=True)
     assert list(hits["raw score"]) == sorted(hits["raw score"])  # the store's distances, nearest first
+    # Beside the raw column: the formula, and the floor as a rule on the raw value (issue 34).
+    said = next(c.value for c in at.caption if c.value.startswith("Raw score column: "))
+    assert formula in said and "to apply the floor 0.35 to d, keep a hit when d <=" in said
 
 
 # ------------------------------------------------------------------ Browse
@@ -199,3 +204,24 @@ def test_compare_shows_the_verdict_beside_the_memory_and_missing_cells_as_a_dash
     config = json.loads(table.proto.columns)
     assert all(config[name]["width"] == "small" for name in ("A rank", "A score", "B rank", "B score"))
     assert table.proto.placeholder == MISSING_CELL  # a side that did not return a memory: "-", not "None"
+
+
+# ------------------------------------------------------------------ the operator's default store
+
+
+def test_the_operators_default_store_opens_in_every_new_session(app, stores_env, monkeypatch):
+    # Issue 34: the default was hard-coded (embedded); a team on Chroma got the demo store
+    # in every new tab. An unknown name falls back to the embedded store.
+    monkeypatch.setenv("MEMLENS_DEFAULT_STORE", "chroma")
+    at = app(user="sam")
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="store").value == "chroma"
+    at.text_input(key="query").input(THEME)
+    at.button(key=SEARCH).click().run()
+    assert frame(at).iloc[0]["memory id"] == "sam-02" and "raw score" in frame(at).columns
+    assert "store" not in at.query_params  # the default store is left out of the address bar
+    monkeypatch.setenv("MEMLENS_DEFAULT_STORE", "no-such-store")
+    fresh = app()
+    fresh.run()
+    assert fresh.selectbox(key="store").value == "embedded"

@@ -127,3 +127,59 @@ def test_a_bad_time_or_a_store_without_a_clock_is_refused(old_store, cli_env, ca
     assert "memlens eval: --as-of 'yesterday' is not an ISO 8601 time" in capsys.readouterr().err
     assert main(["eval", str(judged), "--store", "memorysync", "--k", "3", "--as-of", "2023-05-08"]) == 2
     assert "--as-of: the memorysync store computes recency itself" in capsys.readouterr().err
+
+
+# The store as it was at the clock (issue 34): memories created after it did not
+# exist yet. The fixture's memories are 6 h to 120 h before AS_OF; m0 is the newest.
+
+
+def test_memories_created_after_the_clock_are_not_returned(old_store):
+    path, created = old_store
+    clock = AS_OF - timedelta(hours=60)  # m0..m8 (6 h to 54 h before AS_OF) are later
+    later = {memory_id for memory_id, when in created.items() if when > clock}
+    assert len(later) == 9
+    result = open_store(str(path), as_of=clock.isoformat()).query("city number 3", user_id="u", k=20)
+    returned = {hit.memory_id for hit in result.hits}
+    assert returned == set(created) - later
+    for hit in result.hits:  # each at its age at the clock, none "brand new" from the future
+        hours = (clock - created[hit.memory_id]).total_seconds() / 3600
+        assert hours >= 0 and hit.breakdown["recency"] == pytest.approx(math.exp(-hours * math.log(2) / HALF_LIFE))
+    assert "9 of this user's 20 memories were created later and are left out" in " ".join(result.notes)
+    # Without the clock the same question gets m3 first; ranked before m3 existed it cannot.
+    assert open_store(str(path)).query("city number 3", user_id="u", k=1).hits[0].memory_id == "m3"
+    assert result.hits[0].memory_id != "m3"
+
+
+def test_a_clock_before_every_memory_returns_nothing_and_says_so(old_store):
+    path, _ = old_store
+    store = open_store(str(path), as_of="2020-01-01")
+    result = store.query("city number 3", user_id="u", k=10)
+    assert result.hits == []
+    assert any("before every one of this user's 20 memories" in note for note in result.notes)
+    (answer,) = store.query_many(["city number 3"], ["u"], k=10)
+    assert answer.hits == []
+
+
+def test_eval_before_every_memory_scores_nothing_and_says_why(old_store, cli_env, capsys):
+    path, _ = old_store
+    judged = judged_file(cli_env)
+    assert main(["eval", str(judged), "--db", str(path), "--k", "3", "--as-of", "2020-01-01", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "before every one of the store's 20 memories: none existed yet" in captured.err
+    run_id = json.loads(captured.out)["run_id"]
+    evals = open_eval_store({"MEMLENS_DATA_DIR": str(cli_env / "data")})
+    assert all(outcome.hits == [] for outcome in evals.outcomes(run_id))
+
+
+def test_eval_counts_the_memories_its_clock_leaves_out(old_store, cli_env, capsys):
+    path, created = old_store
+    judged = judged_file(cli_env)
+    clock = (AS_OF - timedelta(hours=60)).isoformat()
+    assert main(["eval", str(judged), "--db", str(path), "--k", "20", "--as-of", clock, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "9 of the store's 20 memories were created later and are left out" in captured.err
+    run_id = json.loads(captured.out)["run_id"]
+    evals = open_eval_store({"MEMLENS_DATA_DIR": str(cli_env / "data")})
+    when = datetime.fromisoformat(clock)
+    returned = [hit.memory_id for outcome in evals.outcomes(run_id) for hit in outcome.hits]
+    assert returned and all(created[memory_id] <= when for memory_id in returned)

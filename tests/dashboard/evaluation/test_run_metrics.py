@@ -117,3 +117,7 @@ def test_runs_of_different_set_versions_are_not_compared():
 def test_the_inspect_link_carries_the_parameters_the_page_restores():
     link = inspect_link("Where does the user live?", "sam", 10, 0.3)
     assert link == "/inspect?query=Where+does+the+user+live%3F&user=sam&k=10&floor=0.30"
+    # A calibrated floor and a run's clock go in as they are (issue 34).
+    assert inspect_link("q", "sam", 10, 0.36577, as_of="2023-05-08T00:00:00+00:00").endswith(
+        "&floor=0.36577&as_of=2023-05-08T00%3A00%3A00%2B00%3A00"
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from whatif_runs import perfect_run
+from whatif_runs import noise_run, perfect_run
 
 from dashboard.cli.main import main
 from dashboard.database import open_label_store
@@ -56,3 +56,60 @@ def test_unusable_input_is_named(saved, capsys):
     _, info = saved
     assert main(["whatif", info.run_id, "--metric", "recall", "--grid", "0.3"]) == 2
     assert "the grid step 0.3 must divide 1" in capsys.readouterr().err
+
+
+# Issue 34: a search-split gain is not a recommendation unless it holds on the
+# held-out questions beyond noise; a share of a loss is not printed; a set metric at
+# n >= k cannot change by re-ranking and the answer says to run deeper.
+
+
+@pytest.fixture
+def noise(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLENS_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("MEMLENS_LABELS_URL", raising=False)
+    labels = open_label_store(tmp_path / "labels.sqlite")
+    evals = EvalStore(labels)
+    yield evals, noise_run(evals)
+    labels.close()
+
+
+def test_a_held_out_loss_is_not_recommended_nor_given_as_a_share(noise, capsys):
+    evals, info = noise
+    found = whatif.search_run(evals, info, metric="ndcg", n=5, threshold=True)
+    assert found.train_gain > 0.05 and found.held_out_gain < 0  # fitted to the search split
+    assert main(["whatif", info.run_id, "--metric", "ndcg", "--n", "5", "--threshold"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing to apply: the best weighting on the search split" in out.splitlines()[0]
+    assert "does not gain on the held-out questions" in out and "%" not in out
+    assert "recommended: none (the best weighting on the search split" in out and "--weights" not in out
+
+
+def test_a_held_out_gain_within_its_noise_is_not_recommended(noise, capsys):
+    evals, info = noise
+    found = whatif.search_run(evals, info, metric="mrr", n=5)
+    low, high = found.held_out_interval
+    assert found.held_out_gain > 0 and low < 0 < high  # a gain, but its interval takes in zero
+    assert main(["whatif", info.run_id, "--metric", "mrr", "--n", "5", "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["recommended"] is None and body["weights_flag"] is None
+    assert body["held_out_gain_interval"] == [low, high]
+    assert "is within its noise (95% interval" in body["nothing_to_apply"]
+
+
+def test_recall_at_k_cannot_change_by_re_ranking_and_says_to_run_deeper(noise, capsys):
+    _, info = noise
+    assert main(["whatif", info.run_id, "--metric", "recall", "--n", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "re-ranking the run's 10 candidates cannot change recall@10" in out.splitlines()[0]
+    assert "Evaluate with a larger k first (memlens eval ... --k 50)" in out
+    assert "recommended: none (re-ranking the run's 10 candidates cannot change recall@10" in out
+
+
+def test_the_metric_is_spelled_as_compare_spells_it_too(noise, capsys):
+    _, info = noise
+    assert main(["whatif", info.run_id, "--metric", "recall@10"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("recall@10: ")
+    assert main(["whatif", info.run_id, "--metric", "recall@10", "--n", "3"]) == 2
+    assert "name two cutoffs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["whatif", info.run_id, "--metric", "recall@ten"])
