@@ -6,7 +6,9 @@ The world: a generated judged set over an embedded store (real model, real SQLit
 from which known evidence memories were removed after the set was written. A run
 at k=3 is analysed; a second run of the same set at a depth that returns every
 memory of each user gives each pair's true rank. Both rank at one fixed clock,
-which `misses` must take from the run's settings for its deeper queries."""
+which `misses` must take from the run's settings for its deeper queries. A store over
+HTTP (the loopback MemorySync look-alike) is looked up by id, and a look-up that
+fails leaves its pair unknown."""
 
 from __future__ import annotations
 
@@ -19,13 +21,17 @@ import pytest
 
 from benchmarks import _eval_data
 from connectors.embedded.store import EmbeddedStore
+from connectors.http.memorysync import open_store
 from dashboard.cli.main import main
-from dashboard.evaluation.judged_sets import read_file
-from dashboard.evaluation.misses import CAUSES, Pair, judged_pairs, locate
-from dashboard.evaluation.storage import QueryOutcome, RunHit, RunInfo, open_eval_store
+from dashboard.database import open_label_store
+from dashboard.evaluation.judged_sets import JudgedSet, demo_set, read_file
+from dashboard.evaluation.misses import CAUSES, UNKNOWN, judged_pairs, locate
+from dashboard.evaluation.runs import RunRequest, start_run
+from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, open_eval_store
 from dashboard.judged import JudgedQuestion
 
 K = 3
+API_KEY = "msk-live-TESTKEY-7f3a9c21e4b8d6"  # the loopback MemorySync server's key
 DEPTH = 20  # the deeper query's cap: some stored pairs rank below it
 PER_USER = 150
 AS_OF = "2026-11-01T00:00:00Z"
@@ -108,7 +114,7 @@ def _floor_between(world, deep_run: str) -> float:
     """A floor that splits the top-k relevant hits, so kept and under_floor both occur."""
     evals = open_eval_store({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
     grades = {q.message_id: q.grades for q in read_file(world["judged"]).questions}
-    scores = sorted(h.score for o in evals.outcomes(deep_run) for h in o.hits
+    scores = sorted(h.score or 0.0 for o in evals.outcomes(deep_run) for h in o.hits
                     if h.rank <= K and grades[o.message_id].get(h.memory_id, 0) > 0)
     return round(scores[len(scores) // 2], 4)
 
@@ -175,47 +181,57 @@ def test_an_unknown_run_or_a_bad_floor_is_refused(cli_env, capsys):
     assert "'1.5' is outside [0, 1]" in capsys.readouterr().err
 
 
-class _LookupFails:
-    """A store whose look-up by id cannot answer (a store that is down for it)."""
-
-    name = "http_json"
-    score_kind = "similarity"
-
-    def get(self, memory_id, *, user_id=None):
-        from connectors.base import StoreTimeout
-
-        raise StoreTimeout("no answer in 5 s")
-
-    def query(self, text, *, user_id, k):
-        from connectors.base import QueryResult
-
-        return QueryResult(query=text, hits=[])
-
-    def list(self, *, user_id, limit, offset=0):
-        return []
-
-    def close(self):
-        pass
-
-
-def test_a_store_that_cannot_tell_gives_unknown_and_a_failed_question_is_left_out():
+def test_a_failed_question_is_left_out_and_a_pair_with_no_score_is_under_the_floor():
     questions = [
         JudgedQuestion("q1", "u", "a", {"m1": 1, "m2": 2}, ("one",)),
         JudgedQuestion("q2", "u", "b", {"m3": 1}),
         JudgedQuestion("q3", "u", "c", {}),  # unanswerable: no pair
     ]
     outcomes = [
-        QueryOutcome("q1", 0, "u", [RunHit("m1", 1, 0.5)]),
+        QueryOutcome("q1", 0, "u", [RunHit("m1", 1, None)]),
         QueryOutcome("q2", 1, "u", [], error="StoreTimeout: slow"),
         QueryOutcome("q3", 2, "u", [RunHit("m9", 1, 0.9)]),
     ]
     pairs, skipped = judged_pairs(questions, outcomes)
     assert [(p.message_id, p.memory_id, p.run_rank) for p in pairs] == [("q1", "m1", 1), ("q1", "m2", None)]
     assert skipped == 1
-    info = RunInfo("r", "r", "s", "h", "http_json", "http_json:x", {}, K, "t", "t", 3, done=3, failed=1)
-    anatomy = locate(_LookupFails(), info, questions, outcomes, depth=10)
-    assert anatomy.counts(0.4) == {"not_stored": 0, "past_k": 0, "under_floor": 0, "kept": 1, "unknown": 1}
-    assert anatomy.summary(0.4)["unknown"] == 1
-    assert any("look-up by id failed for 1 pair(s) (StoreTimeout 1)" in n for n in anatomy.notes)
-    assert any("only the embedded store's is exact" in n for n in anatomy.notes)
-    assert Pair("q", None, "m", 1, (), run_rank=2, run_score=None).cause(0.0) == "under_floor"  # no score: dropped
+    assert pairs[0].cause(0.0) == "under_floor"  # no score: dropped, as apply_floor drops it
+
+
+@pytest.fixture
+def evals(tmp_path):
+    labels = open_label_store(tmp_path / "labels.sqlite")
+    yield EvalStore(labels)
+    labels.close()
+
+
+def test_an_http_store_is_looked_up_by_id_and_a_failed_look_up_is_unknown(memorysync_server, evals):
+    """MemorySync over loopback: its GET /memory/{id} says what is stored; when that
+    look-up fails for one memory, the pair is unknown (named), never not_stored."""
+    judged = demo_set()
+    questions = [
+        JudgedQuestion(q.message_id, q.user_id, q.query, {**q.grades, "sam-404": 1} if q.message_id == "demo-q03" else q.grades)
+        for q in judged.questions
+    ]
+    judged = JudgedSet("gaps", questions)
+    store = open_store(base_url=memorysync_server.url, api_key=API_KEY, max_retries=0)
+    try:
+        info = start_run(store, evals, RunRequest(judged, "memorysync", "memorysync:test", {"base_url": memorysync_server.url}, k=1))
+        outcomes = evals.outcomes(info.run_id)
+        found = locate(store, info, judged.questions, outcomes, depth=50)
+        counts = found.counts(0.0)
+        assert counts["not_stored"] == 1 and UNKNOWN not in counts
+        assert counts["past_k"] > 0 and counts["under_floor"] == 0
+        assert all(r["rank"] and r["rank"] > 1 for r in found.rows(0.0) if r["cause"] == "past_k")
+        assert any("only the embedded store's is exact" in n for n in found.notes)
+        assert any("counts usage on every query" in n for n in found.notes)
+
+        memorysync_server.inject(503, route="/memory/sam-404", times=5)
+        unsure = locate(store, info, judged.questions, outcomes, depth=50)
+    finally:
+        store.close()
+    assert unsure.counts(0.0) == {**counts, "not_stored": 0, UNKNOWN: 1}
+    assert unsure.summary(0.0)["unknown"] == 1 and unsure.summary(0.0)["counts"]["not_stored"] == 0
+    assert any("look-up by id failed for 1 pair(s)" in n for n in unsure.notes)
+    [row] = [r for r in unsure.rows(0.0) if r["memory_id"] == "sam-404"]
+    assert row["cause"] == UNKNOWN and row["stored"] is None
