@@ -3,7 +3,8 @@
 Every (question, relevant memory) pair of the run's judged set gets exactly one
 cause:
 
-    not_stored   the store has no memory with that id for the question's user
+    not_stored   the store has no memory with that id for the question's user (or,
+                 for a run ranked at a clock, only one created after it)
     past_k       stored, but ranked below the run's k; its rank when a deeper
                  query (capped at ``depth`` and the store's own limit) reaches it
     under_floor  in the run's top k with a score under the floor (or no score)
@@ -36,9 +37,10 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from connectors.base import ConnectorError, MemoryStore, NotFound, QueriesBumpUsage, QueryResult
+from connectors.base import ConnectorError, MemoryStore, NotFound, QueriesBumpUsage, QueryResult, parse_as_of
 from dashboard.evaluation.runs import SupportsQueryMany, error_text, store_limit
 from dashboard.evaluation.storage import QueryOutcome, RunInfo
 from dashboard.judged import JudgedQuestion
@@ -210,15 +212,25 @@ def locate(
     missing = [p for p in pairs if p.run_rank is None]
     notes: list[str] = []
     failures: dict[str, int] = {}
+    # The clock is the store as it was then: a memory created after it was not stored yet.
+    clock = parse_as_of(info.as_of) if info.as_of else None
+    later = 0
     for pair in missing:
         try:
-            pair.stored = store.get(pair.memory_id, user_id=pair.user_id) is not None
+            memory = store.get(pair.memory_id, user_id=pair.user_id)
         except NotFound:
-            pair.stored = False
+            memory = None
         except ConnectorError as exc:
             pair.lookup_error = error_text(exc)
             kind = pair.lookup_error.split(":", 1)[0]
             failures[kind] = failures.get(kind, 0) + 1
+            continue
+        if memory is not None and clock is not None and memory.created_at is not None and _utc(memory.created_at) > clock:
+            later += 1
+            memory = None
+        pair.stored = memory is not None
+    if later:
+        notes.append(f"{later} pair(s)' memories were created after the run's clock ({info.as_of}): counted as not_stored")
     if failures:
         kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(failures.items()))
         notes.append(f"the store's look-up by id failed for {sum(failures.values())} pair(s) ({kinds}): counted as unknown")
@@ -238,6 +250,10 @@ def locate(
             "only the embedded store's is exact (it reads its own file)"
         )
     return MissAnatomy(info, pairs, depth if asked else 0, skipped, asked, notes)
+
+
+def _utc(when: datetime) -> datetime:
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
 def _deeper(

@@ -55,7 +55,8 @@ def world(tmp_path_factory):
     removed = set(evidence[::REMOVED_EVERY])
     assert store.delete_except([m["id"] for m in memories if m["id"] not in removed]) == len(removed)
     store.close()
-    return {"dir": directory, "db": db, "judged": judged_path, "removed": removed}
+    created = {m["id"]: m["created_at"] for m in memories}
+    return {"dir": directory, "db": db, "judged": judged_path, "removed": removed, "created": created}
 
 
 @pytest.fixture
@@ -170,6 +171,27 @@ def test_the_floor_moves_pairs_between_kept_and_under_floor_only(cli_env, runs, 
     assert low["kept"] == high["under_floor"]
     assert (low["not_stored"], low["past_k"]) == (high["not_stored"], high["past_k"])
     assert results[0]["deep_queries"] == 0  # --depth 0: stored or not still comes from the look-up
+
+
+def test_a_memory_created_after_the_runs_clock_was_not_stored_yet(cli_env, capsys):
+    """Ranked as of 2026-06-01, a store of memories from January to October held only
+    the earlier ones: a later evidence memory the run did not return is not_stored."""
+    world = cli_env
+    clock = "2026-06-01T00:00:00+00:00"
+    assert main(["eval", str(world["judged"]), "--db", str(world["db"]), "--k", str(K), "--as-of", clock,
+                 "--weights", WEIGHTS, "--format", "json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    assert main(["misses", run_id, "--depth", "0", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    evals = open_eval_store({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
+    returned = {(o.message_id, h.memory_id) for o in evals.outcomes(run_id) for h in o.hits}
+    stored = _stored_ids(world["db"])
+    pairs = [(q.message_id, m) for q in read_file(world["judged"]).questions for m in q.relevant]
+    later = [p for p in pairs if p not in returned and p[1] in stored and world["created"][p[1]] > clock]
+    absent = [p for p in pairs if p not in returned and (p[1] not in stored or world["created"][p[1]] > clock)]
+    assert later  # the clock leaves some evidence out
+    assert json.loads(captured.out)["counts"]["not_stored"] == len(absent)
+    assert f"{len(later)} pair(s)' memories were created after the run's clock ({clock})" in captured.err
 
 
 def test_an_unknown_run_or_a_bad_floor_is_refused(cli_env, capsys):
