@@ -3,7 +3,8 @@ one evidence memory was never stored (`sam-404`) is run at k=1 at a fixed clock;
 panel beside the run's metrics counts the four causes exactly as `memlens misses`
 does for the same run, re-counts them when the floor moves without asking the store
 again, and lists each cause's questions with Inspect links that carry the run's
-store, settings, k and floor (and its clock, or say that Inspect cannot take it)."""
+store, settings, k and floor (and its clock, or say that Inspect cannot take it).
+With other settings in the sidebar it still asks the store as the run was made."""
 
 from __future__ import annotations
 
@@ -81,6 +82,18 @@ def test_the_panel_counts_what_the_cli_counts_and_links_each_cause_to_inspect(ap
     at.radio(key="misses_cause").set_value("past_k").run()
     listed = next(d.value for d in at.dataframe if "memory_id" in d.value.columns and "inspect" in d.value.columns)
     assert len(listed) == moved["past_k"] and (listed["rank"] > 1).all()
+    ranks = list(zip(listed["message_id"], listed["memory_id"], listed["rank"], strict=True))
 
     downloads = {b.key: b for b in at.get("download_button")}
     assert {"misses_download_jsonl", "misses_download_csv"} <= set(downloads)
+
+    # The sidebar now ranks by recency alone: the panel still asks the run's own store
+    # (its saved settings and clock): the deeper query ranks each past_k memory where
+    # the run's weights put it, not where recency alone would.
+    at.session_state["cfg_embedded_weights"] = "semantic=0,recency=1,importance=0,usage=0"
+    at.run()
+    at.button(key="misses_find").click().run()
+    assert not at.exception, at.exception
+    assert metric_values(at) == moved
+    listed = next(d.value for d in at.dataframe if "memory_id" in d.value.columns and "inspect" in d.value.columns)
+    assert list(zip(listed["message_id"], listed["memory_id"], listed["rank"], strict=True)) == ranks
