@@ -452,15 +452,9 @@ def open_embedded_file(path: str | Path, **options: Any) -> Any:
 WRITE_AUDIT_MODULES = {"mem0": "connectors.mem0.replay"}
 
 
-def write_audit_config(store: str, path: str | Path) -> tuple[dict[str, Any], bool]:
-    """The store's config in `path` for a write audit, and whether it infers."""
-    return load_target(f"{WRITE_AUDIT_MODULES[store]}:audit_config")(path)
-
-
-def replay_writes(store: str, config: dict[str, Any], infer: bool, messages: Any, folder: Path, **options: Any) -> Any:
-    """Replay messages into a fresh store built from `config` in `folder`: (what the
-    store did with each message, the open store)."""
-    return load_target(f"{WRITE_AUDIT_MODULES[store]}:replay")(config, infer, messages, folder, **options)
+def write_audit(store: str, name: str) -> Callable[..., Any]:
+    """The write-audit function `name` (audit_config or replay) for `store`."""
+    return load_target(f"{WRITE_AUDIT_MODULES[store]}:{name}")
 
 
 # ------------------------------------------------------------------ secrets bound to a host

@@ -65,7 +65,7 @@ def _names(paths: list[str]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from connectors.base import ConnectorError
-    from connectors.registry import replay_writes, write_audit_config
+    from connectors.registry import write_audit
     from dashboard.browse import nearest_by_embedding
     from dashboard.evaluation import write_audit as audit
     from dashboard.judged import read_questions
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_UNUSABLE
     paths = [args.config, *args.compare]
     try:
-        configs = [write_audit_config(args.store, path) for path in paths]
+        configs = [write_audit(args.store, "audit_config")(path) for path in paths]
     except ConnectorError as exc:
         print(f"memlens write-audit: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     for name, (config, infer) in zip(_names(paths), configs, strict=True):
         with tempfile.TemporaryDirectory(prefix="memlens-write-audit-") as folder:
             try:
-                replayed, store = replay_writes(args.store, config, infer, rows, Path(folder), progress=_progress(name))
+                replayed, store = write_audit(args.store, "replay")(config, infer, rows, Path(folder), progress=_progress(name))
             except ConnectorError as exc:
                 print(f"memlens write-audit: {name}: {exc}", file=sys.stderr)
                 return EXIT_UNUSABLE

@@ -3,7 +3,7 @@
 A relevant memory can be lost before any query: a store that extracts facts with a
 model (Mem0's ``infer=True``) may store nothing for a message its prompts do not
 count as a fact, or merge it into a memory it already holds. The audit replays
-conversations into a fresh store (``connectors.registry.replay_writes``), keeps the events the
+conversations into a fresh store (``connectors.registry.write_audit``), keeps the events the
 store reported per message, and counts them:
 
     events              ADD / UPDATE / DELETE / NONE, as the store reported them

@@ -11,7 +11,7 @@ import os
 from llama_server import MODEL_ALIAS, llama_server
 
 from connectors.embedding import runtime as embedding
-from connectors.registry import replay_writes
+from connectors.registry import write_audit
 from dashboard.evaluation.write_audit import ConfigAudit
 
 # One message: each costs Mem0's whole extraction prompt (about 9,000 tokens) on the CPU.
@@ -28,7 +28,7 @@ def test_mem0_extracting_with_a_real_local_model_is_audited_exactly(tmp_path, mo
             "llm": {"provider": "openai", "config": {"model": MODEL_ALIAS, "openai_base_url": url, "api_key": "local",
                                                      "temperature": 0.0, "max_tokens": 200}},
         }
-        replayed, store = replay_writes("mem0", config, True, MESSAGES, tmp_path / "audit")
+        replayed, store = write_audit("mem0", "replay")(config, True, MESSAGES, tmp_path / "audit")
         try:
             stored = store.memory.get_all(filters={"user_id": "sam"}, top_k=100)["results"]
         finally:
