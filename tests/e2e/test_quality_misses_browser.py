@@ -17,6 +17,9 @@ pytestmark = pytest.mark.e2e
 
 DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 RUN_TIMEOUT_MS = 300_000
+# A chart's selection reaches the server a moment after the click, and the rerun it
+# starts can begin after wait_idle's grace on a busy machine: wait for its result.
+RERUN_TIMEOUT_MS = 60_000
 
 
 def judged_file(directory: Path) -> Path:
@@ -64,7 +67,7 @@ def test_a_bar_lists_its_questions_and_a_link_opens_one_on_inspect(page, tmp_pat
     find.scroll_into_view_if_needed()
     find.click()
     wait_idle(page, timeout=RUN_TIMEOUT_MS)
-    expect(page.get_by_test_id("stMetricLabel").get_by_text("not_stored", exact=True)).to_be_visible()
+    expect(page.get_by_test_id("stMetricLabel").get_by_text("not_stored", exact=True)).to_be_visible(timeout=RERUN_TIMEOUT_MS)
     assert metric_value(page, "not_stored") == 1
     past_k = metric_value(page, "past_k")
     assert past_k > 0
@@ -77,9 +80,13 @@ def test_a_bar_lists_its_questions_and_a_link_opens_one_on_inspect(page, tmp_pat
     box = bar.bounding_box()
     assert box is not None
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    # The bar's hover label shows once the chart answers the pointer: then a click selects.
+    expect(widget(page, "misses_chart").locator(".hoverlayer").get_by_text(f"past_k: {past_k} pair(s)")).to_be_visible(
+        timeout=30_000)
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     wait_idle(page)
-    expect(widget(page, "misses_cause").get_by_role("radio", name=f"past_k ({past_k})")).to_be_checked()
+    expect(widget(page, "misses_cause").get_by_role("radio", name=f"past_k ({past_k})")).to_be_checked(timeout=RERUN_TIMEOUT_MS)
+    wait_idle(page)
     page.get_by_text("Where the relevant memories were lost").scroll_into_view_if_needed()
     screenshot(page, screenshots / "quality-misses.png", full_page=False)
 
