@@ -299,6 +299,24 @@ class HistoryEvent:
     at: datetime | None  # when the write happened
 
 
+@dataclass(frozen=True)
+class WriteEvent:
+    """One change a store reported for a message it was given (Mem0's ``add`` results)."""
+
+    event: str  # ADD | UPDATE | DELETE | NONE, as the store reported it
+    memory_id: str
+    text: str | None  # the memory's text after the event: shown only when asked for
+
+
+@dataclass(frozen=True)
+class ReplayedMessage:
+    """What a store did with one replayed message (``memlens write-audit``)."""
+
+    message_id: str
+    user_id: str
+    events: list[WriteEvent] = field(default_factory=list)
+
+
 @runtime_checkable
 class SupportsHistory(Protocol):
     """A store that keeps what each write did to a memory (Mem0 library mode)."""

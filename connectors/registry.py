@@ -447,6 +447,16 @@ def open_embedded_file(path: str | Path, **options: Any) -> Any:
     return load_target("connectors.embedded.store:EmbeddedStore")(path, **options)
 
 
+# Stores whose write path `memlens write-audit` replays messages into: the module
+# with ``audit_config(path)`` and ``replay(config, infer, messages, folder)``.
+WRITE_AUDIT_MODULES = {"mem0": "connectors.mem0.replay"}
+
+
+def write_audit(store: str, name: str) -> Callable[..., Any]:
+    """The write-audit function `name` (audit_config or replay) for `store`."""
+    return load_target(f"{WRITE_AUDIT_MODULES[store]}:{name}")
+
+
 # ------------------------------------------------------------------ secrets bound to a host
 
 

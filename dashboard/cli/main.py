@@ -10,6 +10,8 @@
     memlens eval JUDGED --k K ...    run a judged set against a store, save the run, print its metrics
     memlens compare RUN_A RUN_B      two runs question by question; --fail-if-worse is a CI gate
     memlens runs list|export|resume  the saved runs
+    memlens misses RUN_ID            where each relevant memory of a run was lost: not stored, past k, under the floor
+    memlens write-audit CONV --store mem0 --config F   what Mem0's write path kept of each message
     memlens whatif RUN --metric M    other component weights searched on a saved run's candidates
     memlens logs check FILE          what a retrieval log (JSONL, CSV, Parquet, OTLP traces) holds
     memlens logs export --otlp FILE  the read log as OpenTelemetry spans (OTLP JSON)
@@ -59,6 +61,8 @@ COMMANDS = (
     ("eval", "dashboard.cli.eval"),  # memlens eval JUDGED --k K
     ("compare", "dashboard.cli.compare"),  # memlens compare RUN_A RUN_B
     ("runs", "dashboard.cli.runs"),  # memlens runs list|export|resume
+    ("misses", "dashboard.cli.misses"),  # memlens misses RUN_ID [--floor X] [--format table|json]
+    ("write-audit", "dashboard.cli.write_audit"),  # memlens write-audit CONVERSATIONS.jsonl --store mem0 --config FILE
     ("whatif", "dashboard.cli.whatif"),  # memlens whatif RUN_ID --metric M
     ("logs", "dashboard.cli.logs"),  # memlens logs check FILE / logs export --otlp FILE
     ("judge", "dashboard.cli.judge"),  # memlens judge LOG_OR_SESSION_OR_RUN --judge CONFIG

@@ -27,7 +27,7 @@ from dashboard.evaluation.run_figures import RunFigures, format_value, run_figur
 from dashboard.evaluation.runs import RunRequest, RunStopped, failure_summary, resume_run, start_run, store_limit
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
-from dashboard.ui import cache, session
+from dashboard.ui import cache, quality_misses, session
 from dashboard.ui.errors import show_error, show_store_error
 from dashboard.ui.progress import progress_bar
 from dashboard.ui.sidebar import (
@@ -469,5 +469,7 @@ def show(choice: StoreChoice) -> None:
         else:
             run_controls(evals, choice, judged)
     runs = show_runs(evals)
+    # Beside the run's metrics: where its relevant memories were lost, at the same floor.
+    quality_misses.show(evals, runs, choice, _store_at, float(st.session_state.get("eval_floor", default_floor())))
     show_compare(evals, runs)
     show_whatif(evals, runs)

@@ -1,0 +1,119 @@
+"""`memlens misses RUN_ID`: where each relevant memory of a saved run was lost.
+
+    memlens misses RUN_ID                      counts per cause, overall and per tag
+    memlens misses RUN_ID --floor 0.3          at this floor (default MEMORY_SCORE_FLOOR, else 0.35)
+    memlens misses RUN_ID --format json        one object: counts, by_tag, unknown, notes
+    memlens misses RUN_ID --pairs pairs.csv    also one row per (question, relevant memory)
+                                               pair: CSV for a .csv name, else JSONL
+    memlens misses RUN_ID --depth 200          how deep the deeper query asks (default 100,
+                                               capped at the store's limit; 0: never)
+
+Each pair's cause is one of not_stored, past_k, under_floor, kept
+(dashboard/evaluation/misses.py). The store is opened with the run's own settings
+and clock (secrets from the environment), looked up by id for the pairs the run
+did not return, and asked again, deeper, only for the questions that have one.
+The exports hold ids, ranks and scores, never text.
+
+Exit status: 0, or 2 when the run, its judged set or its store cannot be opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from dashboard.cli.arguments import non_negative
+
+EXIT_UNUSABLE = 2
+
+
+def _floor(text: str) -> float:
+    value = non_negative(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is outside [0, 1]: a floor is a score from 0 to 1")
+    return value
+
+
+def _depth(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"\rdeeper queries {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser("misses", help="where each relevant memory of a run was lost: not stored, past k, under the floor")
+    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument("--floor", type=_floor, default=None,
+                        help="the score floor (default MEMORY_SCORE_FLOOR, else 0.35)")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--pairs", metavar="FILE", default=None,
+                        help="also write one row per (question, relevant memory) pair: CSV for a .csv name, else JSONL")
+    parser.add_argument("--depth", type=_depth, default=None,
+                        help="how many memories the deeper query asks for, for the rank of a pair past k "
+                        "(default 100, capped at the store's limit; 0: no deeper query)")
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from connectors.base import ConnectorError
+    from connectors.registry import create_store
+    from dashboard.cli.eval import with_secrets
+    from dashboard.evaluation import misses
+    from dashboard.evaluation.storage import open_eval_store
+    from dashboard.floor import default_floor
+
+    evals = open_eval_store(dict(os.environ))
+    info = evals.run(args.run_id)
+    if info is None:
+        print(f"memlens misses: no run {args.run_id!r}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    judged = evals.load_set(info.set_name, info.set_hash)
+    if judged is None:
+        print(f"memlens misses: run {info.run_id}'s judged set {info.set_name!r} ({info.set_hash}) is gone", file=sys.stderr)
+        return EXIT_UNUSABLE
+    floor = default_floor() if args.floor is None else args.floor
+    depth = misses.DEFAULT_DEPTH if args.depth is None else args.depth
+    try:
+        store = create_store(info.store, with_secrets(info.store, info.settings))
+    except ConnectorError as exc:
+        print(f"memlens misses: cannot open the run's store ({info.store}): {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    try:
+        anatomy = misses.locate(store, info, judged.questions, evals.outcomes(info.run_id), depth=depth,
+                                progress=_progress)
+    finally:
+        store.close()
+    if args.pairs:
+        path = Path(args.pairs)
+        text = (misses.csv_text(anatomy, floor) if path.suffix.lower() == ".csv"
+                else "".join(line + "\n" for line in misses.jsonl_lines(anatomy, floor)))
+        try:
+            path.write_text(text, encoding="utf-8", newline="")
+        except OSError as exc:
+            print(f"memlens misses: --pairs {args.pairs}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_UNUSABLE
+    if args.format == "json":
+        print(json.dumps(anatomy.summary(floor)))
+    else:
+        print(f"run {info.run_id} {info.status}: k {info.k}, floor {floor!r}"
+              + (f", as of {info.as_of}" if info.as_of else ""), file=sys.stderr)
+        print("\n".join(misses.table_lines(anatomy, floor)))
+    for note in anatomy.notes:
+        print(f"memlens misses: {note}", file=sys.stderr)
+    if anatomy.skipped_questions:
+        print(f"memlens misses: {anatomy.skipped_questions} question(s) failed or were not asked in the run: "
+              f"their pairs are left out (`memlens runs resume {info.run_id}` asks them)", file=sys.stderr)
+    return 0
