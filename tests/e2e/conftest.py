@@ -20,9 +20,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from st_browser import copy_new_screenshots
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+# Screenshots go to an output folder (gitignored), so a test run leaves the tree clean;
+# the committed ones in docs/screenshots are refreshed only on request:
+# MEMLENS_UPDATE_SCREENSHOTS=1 (or `make screenshots`) copies this run's shots there.
+SCREENSHOTS = ROOT / "tests" / "e2e" / "artifacts" / "screenshots"
+DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
+UPDATE_SCREENSHOTS_ENV = "MEMLENS_UPDATE_SCREENSHOTS"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -170,6 +176,9 @@ def checked_page(browser, server: Server) -> Iterator:
 
 
 @pytest.fixture(scope="session")
-def screenshots() -> Path:
+def screenshots() -> Iterator[Path]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return SCREENSHOTS
+    started = time.time()
+    yield SCREENSHOTS
+    if os.environ.get(UPDATE_SCREENSHOTS_ENV) == "1":
+        copy_new_screenshots(SCREENSHOTS, DOCS_SCREENSHOTS, started)
