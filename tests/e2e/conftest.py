@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ports import free_port
 from st_browser import copy_new_screenshots
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,12 +41,6 @@ CHROMIUM_ARGS = [
 # The first page view starts loading the embedding model and the first query waits
 # for it; on a busy two-core machine that has taken well over a minute.
 STARTUP_TIMEOUT_S = 180
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _healthy(url: str) -> bool:
@@ -90,7 +84,7 @@ def running_streamlit(
 ):
     """A `streamlit run` process serving the app from `data_dir`, as `make run` starts
     it; `extra_env` adds deployment settings (a password, a label database URL)."""
-    port = port or _free_port()  # given when a setting (an OIDC redirect URI) must name it
+    port = port or free_port()  # given when a setting (an OIDC redirect URI) must name it
     env = dict(os.environ)
     for inherited in ("MEMORY_SCORE_FLOOR", "MEMLENS_EMBEDDED_DB", "MEMLENS_REVIEWER"):
         env.pop(inherited, None)
