@@ -33,6 +33,7 @@ def architecture_text() -> str:
 def section(text: str, heading: str) -> str:
     """The part of a Markdown page from `heading` up to the next heading of its level."""
     level = heading.split(" ", 1)[0]
+    assert heading + "\n" in text, f"{ARCHITECTURE} has no heading {heading!r}: this test reads the map under it"
     start = text.index(heading + "\n")
     end = re.search(rf"^{level} ", text[start + len(heading) :], re.MULTILINE)
     return text[start : start + len(heading) + end.start()] if end else text[start:]
