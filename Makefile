@@ -70,6 +70,12 @@ lint: install-test
 test: install-test system-deps phoenix-server
 	$(PY) -m pytest
 
+# The browser tests write screenshots to tests/e2e/artifacts/screenshots (ignored by
+# git); this runs them and copies the shots over the committed ones in docs/screenshots.
+.PHONY: screenshots
+screenshots: install-test system-deps
+	MEMLENS_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/e2e -m e2e
+
 # Lower bounds that hold: pip installs each direct dependency at the lowest version
 # pyproject.toml allows (.ci/lowest_constraints.py writes the pins), everything else
 # as it resolves today, and the part of the suite that needs no server beyond

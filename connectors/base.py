@@ -15,7 +15,7 @@ catch a single type and show its message:
 
 Optional capabilities are Protocols too (``SupportsFeedback``, ``SupportsUsers``,
 ``HasDefaultUser``, ``HasMaxK``, ``QueriesBumpUsage``, ``SupportsNeighbours``,
-``ScoresPerResultSet``): a store that has one simply
+``ScoresPerResultSet``, ``SupportsHistory``): a store that has one simply
 defines the method or attribute, and pages ask ``isinstance(store, SupportsUsers)``.
 
 Every error may carry the store's ``request_id`` so a bug report can quote it.

@@ -12,12 +12,13 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from ports import free_port
 
 
 def pg_bin_dir() -> Path:
@@ -30,12 +31,6 @@ def pg_bin_dir() -> Path:
         "PostgreSQL server binaries not found (looked in /usr/lib/postgresql/*/bin); "
         "`make system-deps` installs postgresql-15"
     )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class PostgresServer:

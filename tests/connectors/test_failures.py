@@ -16,6 +16,7 @@ import langgraph_factory
 import psycopg
 import pytest
 import requests
+from ports import closed_port
 from qdrant_client import QdrantClient
 
 from connectors.base import BadResponse, InvalidRequest, StoreTimeout, StoreUnavailable, check_query
@@ -24,12 +25,6 @@ from connectors.vector.lancedb_store import open_store as open_lancedb
 from connectors.vector.langgraph_store import open_store as open_langgraph
 
 REMOTE_EMBEDDER_FACTORY = "langgraph_factory:remote_embedder_store"
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

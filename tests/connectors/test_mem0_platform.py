@@ -5,11 +5,11 @@ and the client logic with httpx.MockTransport."""
 from __future__ import annotations
 
 import json
-import socket
 
 import httpx
 import pytest
 from mem0_platform_server import TEST_API_KEY, Fault, Mem0PlatformServer
+from ports import closed_port
 
 from connectors.base import (
     AuthFailed,
@@ -168,9 +168,7 @@ def test_slow_answer_is_a_timeout(server):
 
 
 def test_connection_refused_is_store_unavailable():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = closed_port()
     store = Mem0PlatformStore(TEST_API_KEY, base_url=f"http://127.0.0.1:{port}", timeout=2.0)
     with pytest.raises(StoreUnavailable, match="could not be reached"):
         store.query(THEME, user_id="sam", k=3)

@@ -4,9 +4,8 @@ with faults injected for every error class."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
+from ports import closed_port
 
 from connectors.base import (
     AuthFailed,
@@ -175,9 +174,7 @@ def test_slow_answer_is_a_timeout(server):
 
 
 def test_connection_refused_is_store_unavailable():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = closed_port()
     with pytest.raises(StoreUnavailable, match=rf"refused the connection .* http://127.0.0.1:{port}"):
         MemorySyncStore(f"http://127.0.0.1:{port}", "k", end_user_id="sam").query(THEME, user_id=None, k=5)
 

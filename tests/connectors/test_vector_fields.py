@@ -7,18 +7,13 @@ from __future__ import annotations
 import socket
 
 import pytest
+from ports import closed_port
 
 from connectors.base import StoreTimeout, StoreUnavailable
 from connectors.registry import create_store
 from connectors.vector.chroma import ChromaStore
 from connectors.vector.fields import PayloadFields
 from connectors.vector.qdrant import QdrantStore
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_a_server_that_refuses_is_store_unavailable_naming_where():

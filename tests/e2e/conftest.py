@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,9 +19,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ports import free_port
+from st_browser import copy_new_screenshots
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+# Screenshots go to an output folder (gitignored), so a test run leaves the tree clean;
+# the committed ones in docs/screenshots are refreshed only on request:
+# MEMLENS_UPDATE_SCREENSHOTS=1 (or `make screenshots`) copies this run's shots there.
+SCREENSHOTS = ROOT / "tests" / "e2e" / "artifacts" / "screenshots"
+DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
+UPDATE_SCREENSHOTS_ENV = "MEMLENS_UPDATE_SCREENSHOTS"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -35,12 +41,6 @@ CHROMIUM_ARGS = [
 # The first page view starts loading the embedding model and the first query waits
 # for it; on a busy two-core machine that has taken well over a minute.
 STARTUP_TIMEOUT_S = 180
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _healthy(url: str) -> bool:
@@ -84,7 +84,7 @@ def running_streamlit(
 ):
     """A `streamlit run` process serving the app from `data_dir`, as `make run` starts
     it; `extra_env` adds deployment settings (a password, a label database URL)."""
-    port = port or _free_port()  # given when a setting (an OIDC redirect URI) must name it
+    port = port or free_port()  # given when a setting (an OIDC redirect URI) must name it
     env = dict(os.environ)
     for inherited in ("MEMORY_SCORE_FLOOR", "MEMLENS_EMBEDDED_DB", "MEMLENS_REVIEWER"):
         env.pop(inherited, None)
@@ -170,6 +170,9 @@ def checked_page(browser, server: Server) -> Iterator:
 
 
 @pytest.fixture(scope="session")
-def screenshots() -> Path:
+def screenshots() -> Iterator[Path]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return SCREENSHOTS
+    started = time.time()
+    yield SCREENSHOTS
+    if os.environ.get(UPDATE_SCREENSHOTS_ENV) == "1":
+        copy_new_screenshots(SCREENSHOTS, DOCS_SCREENSHOTS, started)

@@ -9,6 +9,7 @@ Streamlit's grid renders beside the canvas for screen readers.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -138,6 +139,16 @@ def screenshot(page: Page, path: Path, *, full_page: bool = True, height: int | 
     else:
         page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(viewport)
+
+
+def copy_new_screenshots(source: Path, target: Path, since: float) -> list[Path]:
+    """The PNGs written in `source` at or after `since`, copied into `target` (a shot
+    left over from an earlier run is not copied over a newer committed one)."""
+    copied = []
+    for shot in sorted(source.glob("*.png")):
+        if shot.stat().st_mtime >= since:
+            copied.append(Path(shutil.copy2(shot, target / shot.name)))
+    return copied
 
 
 def choose(page: Page, key: str, option: str) -> None:

@@ -1,5 +1,6 @@
 """Every page in the app's navigation opens in a real browser without an error, and
-leaves a screenshot in docs/screenshots/. The pages are read from dashboard/views/navigation.py,
+leaves a screenshot in tests/e2e/artifacts/screenshots/ (docs/screenshots/ with
+MEMLENS_UPDATE_SCREENSHOTS=1). The pages are read from dashboard/views/navigation.py,
 so a page added there is covered here without touching this file."""
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from conftest import _free_port, running_streamlit
+from conftest import running_streamlit
 from oidc_provider_mock import run_server_in_thread
+from ports import free_port
 from st_browser import FIRST_RESULT_TIMEOUT_MS, ask, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -21,7 +22,7 @@ THEME = "Which UI theme does the user prefer?"
 def test_sign_in_label_as_the_signed_in_identity_and_sign_out(tmp_path, browser):
     data = tmp_path / "data"
     data.mkdir()
-    port = _free_port()
+    port = free_port()
     with run_server_in_thread() as provider:
         secrets = tmp_path / "secrets.toml"
         secrets.write_text(

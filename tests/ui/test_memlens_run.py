@@ -14,13 +14,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def port_is_free(port: int) -> bool:

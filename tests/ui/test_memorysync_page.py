@@ -6,10 +6,10 @@ that never shows up anywhere."""
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 from markdown_text import seen
+from ports import closed_port
 from streamlit.testing.v1.element_tree import Block
 
 from connectors.http.memorysync import NORMALISED_NOTE, USAGE_NOTE
@@ -90,12 +90,6 @@ def test_query_floor_and_labels_work_the_same_on_both_stores(app, ms_env, data_d
 
 
 # ------------------------------------------------------------------ faults as messages
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 FAULTS = [

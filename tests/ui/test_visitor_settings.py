@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.server
 import logging
-import socket
 import socketserver
 import sys
 import threading
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from markdown_text import seen
+from ports import closed_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "connectors"))  # langgraph_factory
 
@@ -71,10 +71,7 @@ def listening(kind: str):
     """A loopback port with something behind it: nothing ("closed"), a plain HTTP
     server that knows no POST ("http"), or a socket that hangs up at once ("hangup")."""
     if kind == "closed":
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{closed_port()}"
         return
     server: socketserver.TCPServer
     if kind == "http":

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -16,17 +15,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ports import free_port
 
 from dashboard.judging.client import ChatClient, ModelConfig
 from dashboard.judging.judges import LlmJudge
 
 START_WAIT_S = 300  # how long the server may take to load the model on a busy machine
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
