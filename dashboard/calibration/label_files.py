@@ -31,7 +31,7 @@ import io
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_
 from dashboard.calibration.scores import LabelledScores, labelled_scores
 from dashboard.database.model import LABEL_VALUES
 from dashboard.labels.export import FORMULA_PREFIXES
+from dashboard.labels.resolution import RULE, majority, reviewer_key
 
 ID_FIELDS = ("message_id", "memory_id")
 TEXT_FIELDS = ("reviewer", "store")
@@ -390,43 +391,34 @@ def from_labels(labels: Iterable[Any], source: str = "label store") -> LabelFile
 # ----------------------------------------------------------------- one label per pair
 
 
-def _written_at(row: LabelRow) -> datetime | None:
-    """When the row's label was last written (updated_at, else created_at), in UTC;
-    a timestamp without an offset is taken as UTC, as memlens writes them."""
-    stamp = row.updated_at or row.created_at
-    if not stamp:
-        return None
-    written = datetime.fromisoformat(stamp)
-    return written if written.tzinfo else written.replace(tzinfo=UTC)
-
-
 def one_label_per_pair(result: LabelFile) -> LabelFile:
     """The one rule for several labels of one (message_id, memory_id) pair, used by
     every reader of labels (label files, the label store, ``memlens calibrate``),
     so a pair counts once in a sweep however the labels arrive:
 
     1. One reviewer has one label per pair: the label store keeps it that way
-       (last-write-wins upserts), so a second row of the same reviewer (or, in a
-       file without reviewers, any second row) is a duplicate. It is reported with
-       its line, "duplicate of line N", and skipped; the first row stays.
-    2. Across reviewers the most recently written label wins (``updated_at``, else
-       ``created_at``; a row with neither counts as older than any with one); on
-       equal times the earlier row stays. A note says how many pairs had several
-       reviewers. This is not a duplicate: an export of a two-reviewer session is
-       read without a complaint.
+       (last-write-wins upserts), so a second row of the same reviewer (names
+       matched case-insensitively; in a file without reviewers, any second row) is
+       a duplicate. It is reported with its line, "duplicate of line N", and
+       skipped; the first row stays.
+    2. Across reviewers, the rule of dashboard/labels/resolution.py: the majority
+       label counts (its first row stands for the pair); a tie is unresolved and
+       the pair is left out. Notes say how many pairs had several reviewers and
+       how many ties were left out. (An adjudicated label is applied before rows
+       reach here: the label store's resolved rows, or a resolved export, hold one
+       row per pair.)
 
     Rows without both ids are kept as they are (nothing says which pair they are).
     Returns `result` with its rows, issues (in line order) and notes updated."""
-    first_of: dict[tuple[str, str, str | None], int] = {}  # (pair, reviewer) -> line of its first row
-    chosen: dict[tuple[str, str], LabelRow] = {}
-    reviewers_of: dict[tuple[str, str], set[str | None]] = {}
+    first_of: dict[tuple[str, str, str], int] = {}  # (pair, reviewer) -> line of its first row
+    rows_of: dict[tuple[str, str], list[LabelRow]] = {}
     kept: list[LabelRow] = []
     for row in result.rows:
         if not (row.message_id and row.memory_id):
             kept.append(row)
             continue
         pair = (row.message_id, row.memory_id)
-        own = (*pair, row.reviewer)
+        own = (*pair, reviewer_key(row.reviewer))
         if own in first_of:
             who = f", reviewer {echo(row.reviewer)}" if row.reviewer else ""
             result.issues.append(
@@ -440,25 +432,22 @@ def one_label_per_pair(result: LabelFile) -> LabelFile:
             )
             continue
         first_of[own] = row.line
-        reviewers_of.setdefault(pair, set()).add(row.reviewer)
-        best = chosen.get(pair)
-        if best is None or _newer(row, best):
-            chosen[pair] = row
-    kept.extend(chosen.values())
+        rows_of.setdefault(pair, []).append(row)
+    ties = 0
+    for rows in rows_of.values():
+        label = majority([row.label for row in rows])
+        if label is None:
+            ties += 1
+            continue
+        kept.append(next(row for row in rows if row.label == label))
     result.rows = sorted(kept, key=lambda row: row.line)
     result.issues.sort(key=lambda issue: issue.line)  # stable: a line's own issues keep their order
-    shared = sum(1 for reviewers in reviewers_of.values() if len(reviewers) > 1)
+    shared = sum(1 for rows in rows_of.values() if len(rows) > 1)
     if shared:
         result.notes.append(
             f"{shared} memory/message pair(s) were labelled by more than one reviewer; "
-            "the most recent label of each is used."
+            f"the majority label of each is used ({RULE})."
         )
+    if ties:
+        result.notes.append(f"{ties} pair(s) tied between reviewers: unresolved, left out until adjudicated.")
     return result
-
-
-def _newer(row: LabelRow, than: LabelRow) -> bool:
-    """True when `row` was written strictly later than `than` (see one_label_per_pair)."""
-    mine, theirs = _written_at(row), _written_at(than)
-    if mine is None:
-        return False
-    return theirs is None or mine > theirs

@@ -5,6 +5,17 @@
     Cohen's kappa 0.780 over 12 row(s) labelled by two or more reviewers (raw agreement 91.7%)
     1 disagreement(s):
       demo-q03 sam-02 rank 2 score 0.412: ana relevant, ben not_relevant
+    pairwise kappa:
+      ana-ben: kappa 0.780 over 12 row(s), raw agreement 92%
+    relevant labels per reviewer:
+      ana: 40% relevant of 25 label(s); on 12 row(s) shared with others 42% relevant against the others' 33%
+      ...
+    Rule: adjudicated label first, else the majority of reviewers; a tie is unresolved and left out.
+    ...
+
+Only the reviewers on the session's list are compared (names matched
+case-insensitively); labels from other names are counted in the last lines and
+left out, as in every figure.
 
 With --judge NAME it also prints how far that judge (its labels from `memlens
 judge`) agrees with the session's people: Cohen's kappa with a bootstrap
@@ -34,7 +45,9 @@ from connectors.common.paths import data_dir
 from dashboard.database import label_store_target, open_label_store
 from dashboard.database.model import LabelStoreError
 from dashboard.labels.agreement import agreement
+from dashboard.labels.counted import counted
 from dashboard.labels.people_files import FORMATS, PeopleFileError, read_people_labels
+from dashboard.labels.resolution import counted_labels, resolve
 
 SHOWN_ISSUES = 20
 
@@ -81,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
             for issue in found.issues[:SHOWN_ISSUES]:
                 print(f"memlens agreement: {issue}", file=sys.stderr)
             session_labels = found.labels
+            resolved, resolution = None, resolve(session_labels).lines()  # a file holds no adjudication
             messages = {label.message_id for label in session_labels}
             title = f"{found.summary()}: {len({(lab.message_id, lab.memory_id) for lab in session_labels})} rows in {len(messages)} turns"
         elif session is None:
@@ -89,11 +103,16 @@ def run(args: argparse.Namespace) -> int:
             return 1
         else:
             items = store.session_items(session.name)
-            session_labels = store.session_labels(session.name)
+            team = counted(store, session=session.name, environ=dict(os.environ))
+            # The reviewers whose labels count (the session's list): a mistyped name's labels are flagged, not compared.
+            session_labels = counted_labels(team.raw, team.resolution.listed)[0]
+            resolved, resolution = team.labels, team.resolution.lines()
             messages = {item.message_id for item in items}
             title = f"session {session.name}: {len(items)} rows in {len(messages)} turns"
         report = agreement(session_labels)
-        judge_lines = judge_report(store, args.judge, session_labels, messages) if getattr(args, "judge", None) else []
+        judge_lines = (
+            judge_report(store, args.judge, session_labels, messages, resolved) if getattr(args, "judge", None) else []
+        )
     finally:
         store.close()
     print(f"{title}, reviewers {', '.join(report.reviewers) or 'none yet'}")
@@ -101,6 +120,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(report.disagreements)} disagreement(s)" + (":" if report.disagreements else ""))
     for disagreement in report.disagreements:
         print(f"  {disagreement.describe()}")
+    print(f"pairwise kappa{':' if report.pairwise else ': none (no two reviewers labelled the same row)'}")
+    for pair in report.pairwise:
+        print(f"  {pair.line()}")
+    print("relevant labels per reviewer:")
+    for rate in report.rates:
+        print(f"  {rate.line()}")
+    for line in resolution:
+        print(line)
     if judge_lines is None:
         print(f"memlens agreement: no judge labels from {args.judge!r} (run `memlens judge` first)", file=sys.stderr)
         return 1
@@ -109,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def judge_report(store, name: str, session_labels, messages: set[str]) -> list[str] | None:
+def judge_report(store, name: str, session_labels, messages: set[str], resolved=None) -> list[str] | None:
     """The judge-vs-people lines for every source of judge `name` (None: no such judge)."""
     from dashboard.database.judge_labels import source_name
     from dashboard.database.model import RELEVANT
@@ -122,7 +149,7 @@ def judge_report(store, name: str, session_labels, messages: set[str]) -> list[s
     lines: list[str] = []
     for source in sources:
         judged = store.judgments(source=source, message_ids=messages)
-        figures = judge_agreement(session_labels, judged, source)
+        figures = judge_agreement(session_labels, judged, source, resolved=resolved)
         lines.append(figures.headline())
         if figures.count:
             lines += [f"  {line}" for line in figures.confusion_lines()]

@@ -23,6 +23,14 @@ advice (mode, target, floor, each mode's choice, diagnosis, warnings) and segmen
 
 Problems in the file go to stderr with their line numbers; the usable rows are used.
 Exit status 2 when nothing usable is left (no rows, one class only, unreadable file).
+
+    memlens calibrate --labels URL [--session NAME] [the options above]
+
+reads the label database instead of a file (a SQLite path or a PostgreSQL URL; with
+--session, that session's labels), one label per pair by the same rule as the
+Calibrate page and every export (dashboard/labels/resolution.py): the figures,
+and the interval, equal the page's on the same labels. The rule and what it left
+out are printed first (to stderr for csv, under "resolution" in json).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from typing import Any
 
 from dashboard.calibration.advice import advice_lines, advise, json_safe
 from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
-from dashboard.calibration.label_files import LabelFileError, read_label_file
+from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, read_label_file
 from dashboard.calibration.report import as_json, table_lines
 from dashboard.calibration.segments import SEGMENT_FIELDS, segment_fields, segment_floors
 from dashboard.calibration.sweep import DEFAULT_SEED, CalibrationError, calibrate
@@ -54,7 +62,14 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         description="For each floor: the irrelevant memories it keeps and the relevant ones it drops. "
         "FILE is JSONL or CSV in the label export format, or any file with score and label.",
     )
-    parser.add_argument("file", metavar="FILE", help="label file (JSONL or CSV)")
+    parser.add_argument("file", metavar="FILE", nargs="?", help="label file (JSONL or CSV); or --labels")
+    parser.add_argument(
+        "--labels",
+        metavar="URL",
+        default=None,
+        help="calibrate on the label database instead of a file: a SQLite file or a PostgreSQL URL",
+    )
+    parser.add_argument("--session", metavar="NAME", default=None, help="with --labels: only this labelling session's labels")
     parser.add_argument(
         "--floors",
         type=parse_floors,
@@ -121,10 +136,39 @@ def direction_refusal(labels: Any, direction: str | None) -> str | None:
     return f"{warning} Calibration refused: if higher is better in this file, say so with --score-direction higher."
 
 
-def run(args: argparse.Namespace) -> int:
+def _from_database(args: argparse.Namespace) -> tuple[LabelFile, list[str]]:
+    """The label database's labels as the Calibrate page counts them, and the lines
+    saying by which rule (LabelStoreError and NoSuchSession propagate)."""
+    import os
+
+    from dashboard.database import open_label_store
+    from dashboard.labels.counted import counted
+
+    store = open_label_store(args.labels)
     try:
-        labels = read_label_file(args.file)
-    except LabelFileError as exc:
+        found = counted(store, session=args.session, environ=dict(os.environ))
+    finally:
+        store.close()
+    name = f"label store, session {args.session}" if args.session else "label store"
+    return from_labels(found.labels, source=name), found.lines()
+
+
+def run(args: argparse.Namespace) -> int:
+    from dashboard.labels.counted import NoSuchSession
+
+    resolution: list[str] = []
+    if (args.file is None) == (args.labels is None):
+        print("memlens calibrate: give a label FILE or --labels URL (one of the two)", file=sys.stderr)
+        return EXIT_UNUSABLE
+    if args.session and args.labels is None:
+        print("memlens calibrate: --session needs --labels URL", file=sys.stderr)
+        return EXIT_UNUSABLE
+    try:
+        if args.labels is not None:
+            labels, resolution = _from_database(args)
+        else:
+            labels = read_label_file(args.file)
+    except (LabelFileError, NoSuchSession) as exc:
         print(f"memlens calibrate: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     if labels.issues:
@@ -160,13 +204,17 @@ def run(args: argparse.Namespace) -> int:
             segments = segment_floors(labels, args.segment_by, advice.mode, advice.target, resamples=resamples, seed=args.seed)
             segment_warnings = [f"{segment.title(args.segment_by)}: {segment.note}" for segment in segments if segment.note]
     except CalibrationError as exc:
-        print(f"memlens calibrate: {args.file}: {exc}", file=sys.stderr)
+        print(f"memlens calibrate: {labels.source}: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
+    if resolution and args.format != "json":
+        print("\n".join(resolution), file=sys.stderr if args.format == "csv" else sys.stdout)
     if args.format == "csv":
         sys.stdout.write(advice.sweep_frame().to_csv(index=False))
     elif args.format == "json":
         report = as_json(result, labels)
         report["advice"] = advice.as_dict()
+        if resolution:
+            report["resolution"] = resolution
         report["segments"] = (
             {
                 "by": args.segment_by,

@@ -19,6 +19,8 @@
     memlens phoenix pull|push        a running Phoenix's retriever spans as a log; labels back as annotations
     memlens langfuse pull|push       Langfuse's RETRIEVER observations as a log; labels back as scores
     memlens labels import FILE ...   people's labels from a file (JSONL, CSV, TREC qrels) as a session
+    memlens labels export|adjudicate|history   the label database: resolved export, adjudication, changes
+    memlens sessions list|edit|reassign|archive|delete   manage labelling sessions
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ COMMANDS = (
     ("monitor", "dashboard.cli.monitor"),  # memlens monitor LOG... --floor F | --floor-config FLOOR.json
     ("phoenix", "dashboard.cli.phoenix"),  # memlens phoenix pull|push --project P
     ("langfuse", "dashboard.cli.langfuse"),  # memlens langfuse pull|push
-    ("labels", "dashboard.cli.labels"),  # memlens labels import FILE --session NAME
+    ("labels", "dashboard.cli.labels"),  # memlens labels import|export|adjudicate|history
+    ("sessions", "dashboard.cli.sessions"),  # memlens sessions list|edit|reassign|archive|delete
 )
 
 

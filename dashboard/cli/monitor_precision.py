@@ -97,12 +97,16 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
             concurrency=client.config.concurrency if client is not None else 1, max_pairs=args.max_pairs,
         )
         created = judged.creation_times(run, sampled, store, client.config.concurrency if client is not None else 1) if args.stale_after else None
-        people = labels.labels()
+        from dashboard.labels.counted import counted
+
+        found = counted(labels, environ=dict(os.environ))  # people's labels by the one rule, adjudications applied
         agreement = None
-        if people:
+        if found.raw:
             from dashboard.judging.agreement import judge_agreement
 
-            agreement = judge_agreement(people, labels.judgments(source=judge.source), judge.source, resamples=200)
+            agreement = judge_agreement(
+                found.raw, labels.judgments(source=judge.source), judge.source, resamples=200, resolved=found.labels
+            )
     finally:
         store.close()
         labels.close()

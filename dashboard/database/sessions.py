@@ -69,7 +69,12 @@ CREATE TABLE IF NOT EXISTS session_skips (
 # label database an older memlens created gets them when it is opened, NULL in the
 # rows it already holds.
 # (judge_labels.store: the store a judge's grade was for, recorded since the judges came.)
-ADDED_COLUMNS = (("label_sessions", "drawn_store", "TEXT"), ("judge_labels", "store", "TEXT"))
+# (label_sessions.archived_at: when a lead archived the session, NULL while it is open.)
+ADDED_COLUMNS = (
+    ("label_sessions", "drawn_store", "TEXT"),
+    ("judge_labels", "store", "TEXT"),
+    ("label_sessions", "archived_at", "TEXT"),
+)
 
 
 class SessionExists(ValueError):
@@ -92,6 +97,7 @@ class LabelSession:
     keep_text: bool = False  # the message text from the log is kept with the items
     params: dict[str, Any] = field(default_factory=dict)  # e.g. score bands
     created_at: str = ""
+    archived_at: str | None = None  # set when a lead archived it: kept and counted, not offered for labelling
 
     def drawn_on_another_store(self, fingerprint: str) -> bool:
         """True when the session records the store it was drawn on and it is not
@@ -186,7 +192,7 @@ class SessionMethods:
         with self._reading():
             rows = self._run(
                 "SELECT name, method, size, seed, overlap, reviewers, source, store, keep_text, params, created_at,"
-                " drawn_store FROM label_sessions ORDER BY created_at DESC, name"
+                " drawn_store, archived_at FROM label_sessions ORDER BY created_at DESC, name"
             )
         return [
             LabelSession(
@@ -202,6 +208,7 @@ class SessionMethods:
                 params=json.loads(r[9]),
                 created_at=r[10],
                 drawn_store=r[11],
+                archived_at=r[12],
             )
             for r in rows
         ]

@@ -29,9 +29,11 @@ from typing import Any
 
 from connectors.common.paths import DATA_DIR_ENV
 from connectors.common.redaction import redact_text
+from dashboard.database.adjudications import ADJUDICATION_TABLES, AdjudicationMethods
 from dashboard.database.judge_labels import JUDGE_TABLES, JudgeLabelMethods
 from dashboard.database.model import LABEL_COLUMNS, LABEL_VALUES, Label, LabelStoreError, utc_now
 from dashboard.database.schema import EVAL_TABLES
+from dashboard.database.session_admin import SessionAdminMethods
 from dashboard.database.sessions import SESSION_TABLES, SessionMethods
 
 LABELS_URL_ENV = "MEMLENS_LABELS_URL"
@@ -71,16 +73,18 @@ SCHEMA = (
     + SESSION_TABLES.format(real="REAL")
     + EVAL_TABLES.format(real="REAL")  # judged sets and runs (dashboard/evaluation)
     + JUDGE_TABLES.format(real="REAL")  # judge labels, apart from people's (judge_labels.py)
+    + ADJUDICATION_TABLES  # a lead's final label of a disputed pair (adjudications.py)
 )
 POSTGRES_SCHEMA = (
     _LABEL_TABLES.format(real="DOUBLE PRECISION", history_id="id BIGSERIAL PRIMARY KEY,\n    ")
     + SESSION_TABLES.format(real="DOUBLE PRECISION")
     + EVAL_TABLES.format(real="DOUBLE PRECISION")
     + JUDGE_TABLES.format(real="DOUBLE PRECISION")
+    + ADJUDICATION_TABLES
 )
 
 
-class LabelStore(SessionMethods, JudgeLabelMethods):
+class LabelStore(SessionMethods, SessionAdminMethods, JudgeLabelMethods, AdjudicationMethods):
     """Labels and sessions in one SQLite file (WAL, so readers never block the writer).
 
     ``PostgresLabelStore`` is the same class on a PostgreSQL connection; every

@@ -115,8 +115,8 @@ def parse_trec(
 def from_labels(
     labels: Iterable[Any], texts: Mapping[str, tuple[str | None, str | None]], source: str = "labels"
 ) -> tuple[list[JudgedQuestion], list[LineIssue]]:
-    """Labelled turns promoted to questions: the majority label of each pair (ties
-    relevant). `texts` maps message_id -> (query text, user id); a turn whose query
+    """Labelled turns promoted to questions: the majority label of each pair (a tie is
+    unresolved and left out, dashboard/labels/resolution.py). `texts` maps message_id -> (query text, user id); a turn whose query
     text was not kept cannot be run again, so it is named and left out."""
     grades = grades_from_labels(labels)
     questions, issues = [], []

@@ -43,8 +43,14 @@ class JudgeAgreement:
     tnr: float | None
     confusion: dict[str, dict[str, int]]  # people's label -> the judge's verdict -> count
     per_reviewer: dict[str, JudgeAgreement] = field(default_factory=dict)
+    ties: int = 0  # pairs the judge graded that are unresolved ties between people: left out overall
 
     def headline(self) -> str:
+        if not self.count and self.ties:
+            return (
+                f"{self.source} vs people: every pair both graded ({self.ties}) is an unresolved tie between "
+                "reviewers, so no overall figure (adjudicate them); each reviewer's is below."
+            )
         if not self.count:
             return f"{self.source}: no pair is labelled by both a person and the judge yet, so no agreement figure."
 
@@ -60,6 +66,7 @@ class JudgeAgreement:
         return (
             f"{self.source} vs people: Cohen's kappa {kappa} over {self.count} pair(s); "
             f"raw agreement {share(self.raw_agreement)}, TPR {share(self.tpr)}, TNR {share(self.tnr)}"
+            + (f"; {self.ties} tied pair(s) left out" if self.ties else "")
         )
 
     def per_label(self) -> dict[str, tuple[float | None, float | None]]:
@@ -165,8 +172,15 @@ def judge_agreement(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    resolved: Iterable[Label] | None = None,
 ) -> JudgeAgreement:
-    """Agreement of the judge `source` with every person's labels, and per reviewer."""
+    """Agreement of the judge `source` with people, and per reviewer. Overall, the
+    people's label of a pair is the one rule's (dashboard/labels/resolution.py:
+    `resolved`, one label per pair with adjudications applied; else the majority of
+    `labels`, ties left out); per reviewer, that reviewer's own labels."""
+    from dashboard.labels.resolution import resolve
+
+    labels = list(labels)
     verdicts = {(j.message_id, j.memory_id): j.relevant for j in judgments if j.source == source}
     by_reviewer: dict[str, tuple[list[bool], list[bool]]] = {}
     people: list[bool] = []
@@ -175,13 +189,19 @@ def judge_agreement(
         verdict = verdicts.get((label.message_id, label.memory_id))
         if verdict is None or label.label not in (RELEVANT, NOT_RELEVANT):
             continue
-        person = label.label == RELEVANT
-        people.append(person)
-        judge.append(verdict)
         mine = by_reviewer.setdefault(label.reviewer, ([], []))
-        mine[0].append(person)
+        mine[0].append(label.label == RELEVANT)
         mine[1].append(verdict)
+    counted = set()
+    for label in resolve(labels).labels if resolved is None else resolved:
+        verdict = verdicts.get((label.message_id, label.memory_id))
+        if verdict is None or label.label not in (RELEVANT, NOT_RELEVANT):
+            continue
+        counted.add((label.message_id, label.memory_id))
+        people.append(label.label == RELEVANT)
+        judge.append(verdict)
     overall = _figures(source, people, judge, resamples, seed)
+    overall.ties = len({(lab.message_id, lab.memory_id) for lab in labels if (lab.message_id, lab.memory_id) in verdicts} - counted)
     overall.per_reviewer = {
         reviewer: _figures(source, p, j, resamples, seed) for reviewer, (p, j) in sorted(by_reviewer.items())
     }

@@ -7,6 +7,11 @@ overlap assignment). Both are (observed agreement - chance agreement) /
 (1 - chance agreement); 1 is perfect agreement, 0 what chance alone would give.
 When chance agreement is 1 (every label the same value) kappa is undefined: NaN,
 as scikit-learn and statsmodels return.
+
+Where a lead sees who needs guidance: Cohen's kappa for every pair of reviewers over
+the rows both labelled, and each reviewer's share of relevant labels beside the
+others' share on the same rows. Reviewer names are matched case-insensitively
+(dashboard/labels/resolution.py), so "Ana" and "ana" are one reviewer.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dashboard.database.model import LABEL_VALUES, Label
+from dashboard.database.model import LABEL_VALUES, RELEVANT, Label
+from dashboard.labels.resolution import votes_by_pair
 
 
 def cohen_kappa(first: Sequence[Hashable], second: Sequence[Hashable]) -> float:
@@ -68,6 +74,42 @@ class Disagreement:
 
 
 @dataclass
+class PairAgreement:
+    """Two reviewers over the rows both labelled."""
+
+    first: str
+    second: str
+    rows: int
+    kappa: float
+    observed: float
+
+    def line(self) -> str:
+        kappa = "undefined" if np.isnan(self.kappa) else f"{self.kappa:.3f}"
+        return f"{self.first}-{self.second}: kappa {kappa} over {self.rows} row(s), raw agreement {self.observed:.0%}"
+
+
+@dataclass
+class ReviewerRate:
+    """How often one reviewer says relevant, against the others on the same rows."""
+
+    reviewer: str
+    labels: int  # every label of theirs counted
+    relevant_rate: float  # share of those that are relevant
+    shared: int  # of them, rows another reviewer labelled too
+    shared_rate: float | None  # their relevant share on those rows
+    others_rate: float | None  # the other reviewers' relevant share on the same rows
+
+    def line(self) -> str:
+        text = f"{self.reviewer}: {self.relevant_rate:.0%} relevant of {self.labels} label(s)"
+        if self.shared and self.shared_rate is not None and self.others_rate is not None:
+            text += (
+                f"; on {self.shared} row(s) shared with others {self.shared_rate:.0%} relevant "
+                f"against the others' {self.others_rate:.0%}"
+            )
+        return text
+
+
+@dataclass
 class AgreementReport:
     method: str | None  # "cohen" | "fleiss" | None (nothing labelled twice yet)
     kappa: float | None
@@ -76,6 +118,8 @@ class AgreementReport:
     observed: float | None  # share of those rows where every reviewer agreed
     disagreements: list[Disagreement] = field(default_factory=list)
     left_out: int = 0  # rows labelled twice or more but not at the counted number
+    pairwise: list[PairAgreement] = field(default_factory=list)
+    rates: list[ReviewerRate] = field(default_factory=list)
 
     @property
     def method_name(self) -> str:
@@ -96,9 +140,8 @@ class AgreementReport:
 def agreement(labels: Iterable[Label]) -> AgreementReport:
     """Agreement over every row (message, memory) that two or more reviewers
     labelled, and the rows where their labels differ."""
-    by_row: dict[tuple[str, str], dict[str, Label]] = {}
-    for label in labels:
-        by_row.setdefault((label.message_id, label.memory_id), {})[label.reviewer] = label
+    by_row = votes_by_pair(labels)  # one vote per reviewer, names matched case-insensitively
+    pairwise, rates = pairwise_agreement(by_row), reviewer_rates(by_row)
     reviewers = sorted({r for votes in by_row.values() for r in votes})
     shared = {key: votes for key, votes in by_row.items() if len(votes) >= 2}
     disagreements = [
@@ -113,14 +156,16 @@ def agreement(labels: Iterable[Label]) -> AgreementReport:
         if len({label.label for label in votes.values()}) > 1
     ]
     if not shared:
-        return AgreementReport(None, None, 0, reviewers, None)
+        return AgreementReport(None, None, 0, reviewers, None, pairwise=pairwise, rates=rates)
     pair_reviewers = sorted({r for votes in shared.values() for r in votes})
     if len(pair_reviewers) == 2:
         a, b = pair_reviewers
         first = [votes[a].label for votes in shared.values()]
         second = [votes[b].label for votes in shared.values()]
         kappa = cohen_kappa(first, second)
-        return AgreementReport("cohen", kappa, len(shared), reviewers, _observed(shared.values()), disagreements)
+        return AgreementReport(
+            "cohen", kappa, len(shared), reviewers, _observed(shared.values()), disagreements, pairwise=pairwise, rates=rates
+        )
     size = Counter(len(votes) for votes in shared.values()).most_common(1)[0][0]
     counted = [votes for votes in shared.values() if len(votes) == size]
     categories = list(LABEL_VALUES) + sorted({vote.label for v in counted for vote in v.values()} - set(LABEL_VALUES))
@@ -133,7 +178,46 @@ def agreement(labels: Iterable[Label]) -> AgreementReport:
         _observed(counted),
         disagreements,
         left_out=len(shared) - len(counted),
+        pairwise=pairwise,
+        rates=rates,
     )
+
+
+def pairwise_agreement(by_row: dict[tuple[str, str], dict[str, Label]]) -> list[PairAgreement]:
+    """Cohen's kappa of every two reviewers over the rows both labelled."""
+    reviewers = sorted({r for votes in by_row.values() for r in votes})
+    found = []
+    for i, first in enumerate(reviewers):
+        for second in reviewers[i + 1 :]:
+            both = [(v[first].label, v[second].label) for v in by_row.values() if first in v and second in v]
+            if not both:
+                continue
+            a, b = [x for x, _ in both], [y for _, y in both]
+            observed = sum(x == y for x, y in both) / len(both)
+            found.append(PairAgreement(first, second, len(both), cohen_kappa(a, b), observed))
+    return found
+
+
+def reviewer_rates(by_row: dict[tuple[str, str], dict[str, Label]]) -> list[ReviewerRate]:
+    """Each reviewer's share of relevant labels, overall and against the others on shared rows."""
+    rates = []
+    for reviewer in sorted({r for votes in by_row.values() for r in votes}):
+        mine = [votes for votes in by_row.values() if reviewer in votes]
+        relevant = sum(votes[reviewer].label == RELEVANT for votes in mine)
+        shared = [votes for votes in mine if len(votes) > 1]
+        own = [votes[reviewer].label == RELEVANT for votes in shared]
+        others = [vote.label == RELEVANT for votes in shared for name, vote in votes.items() if name != reviewer]
+        rates.append(
+            ReviewerRate(
+                reviewer,
+                len(mine),
+                relevant / len(mine),
+                len(shared),
+                sum(own) / len(own) if own else None,
+                sum(others) / len(others) if others else None,
+            )
+        )
+    return rates
 
 
 def _observed(rows: Iterable[dict[str, Label]]) -> float:

@@ -60,12 +60,14 @@ def to_csv(labels: Iterable[Label], *, include_text: bool = False) -> str:
 
 def to_qrels(labels: Iterable[Label]) -> str:
     """TREC qrels: `message_id 0 memory_id relevance`. Several reviewers of one
-    pair collapse to the majority (ties count as relevant, the cautious side for a
-    judgment set). Ids go through `trec_token`, so each label is exactly one line."""
-    votes: dict[tuple[str, str], list[int]] = {}
-    for label in labels:
-        votes.setdefault((label.message_id, label.memory_id), []).append(int(label.label == "relevant"))
+    pair collapse by the one rule (dashboard/labels/resolution.py): the majority,
+    and a tie is unresolved and left out (pass resolved labels to apply an
+    adjudication). Ids go through `trec_token`, so each label is exactly one line."""
+    from dashboard.labels.resolution import majority, votes_by_pair
+
     lines = []
-    for (message, memory), vs in sorted(votes.items()):
-        lines.append(f"{trec_token(message)} 0 {trec_token(memory)} {int(sum(vs) * 2 >= len(vs))}")
+    for (message, memory), votes in sorted(votes_by_pair(labels).items()):
+        label = majority([vote.label for vote in votes.values()])
+        if label is not None:
+            lines.append(f"{trec_token(message)} 0 {trec_token(memory)} {int(label == 'relevant')}")
     return "\n".join(lines) + ("\n" if lines else "")

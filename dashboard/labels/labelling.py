@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from dashboard.database.sessions import LabelSession, SessionItem
 from dashboard.database.store import LabelStore
+from dashboard.labels.resolution import on_list
 
 ACTIONS = ("relevant", "not_relevant", "skip")
 
@@ -87,12 +88,27 @@ def load_queue(store: LabelStore, session_name: str, reviewer: str) -> ReviewerQ
         raise KeyError(f"no labelling session named {session_name!r}")
     items = store.session_items(session_name)
     assignments = store.session_assignments(session_name)
-    assigned = bool(assignments) and any(reviewer in names for names in assignments.values())
+    # Names match case-insensitively: "Ana" works through ana's queue, not a queue of her own.
+    assigned = bool(assignments) and any(on_list(reviewer, names) for names in assignments.values())
     if assigned:
-        items = [item for item in items if reviewer in assignments.get(item.message_id, ())]
+        items = [item for item in items if on_list(reviewer, assignments.get(item.message_id, []))]
     labels = {(row.message_id, row.memory_id): row.label for row in store.session_labels(session_name, reviewer=reviewer)}
     skipped = {(m, k) for m, k, _ in store.skips(session_name, reviewer=reviewer)}
     return ReviewerQueue(session, reviewer, items, labels, skipped, assigned)
+
+
+class NotAReviewer(ValueError):
+    """A name the session does not list: its labels would count for no one the lead chose."""
+
+
+def check_reviewer(session: LabelSession, reviewer: str) -> None:
+    """NotAReviewer unless `reviewer` is on the session's list (case-insensitively);
+    a session that names no reviewers takes anyone."""
+    if session.reviewers and not on_list(reviewer, session.reviewers):
+        raise NotAReviewer(
+            f"{reviewer!r} is not among this session's reviewers ({', '.join(session.reviewers)}): "
+            "nothing was saved. Check the spelling, or ask the session's lead to add the name."
+        )
 
 
 def label_store_name(item: SessionItem, session: LabelSession, connected: str | None) -> str:
@@ -115,6 +131,7 @@ def record(
     longer has can be marked not relevant or skipped, not relevant."""
     if action not in ACTIONS:
         raise ValueError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
+    check_reviewer(session, reviewer)
     if memory_missing and action == "relevant":
         raise ValueError(f"memory {item.memory_id} is missing from the store: it cannot be judged relevant")
     previous = store.get(item.message_id, item.memory_id, reviewer)

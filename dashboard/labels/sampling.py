@@ -18,7 +18,6 @@ a share of turns (the overlap) to a second one, so agreement can be measured.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ import pandas as pd
 
 from dashboard.database.sessions import LabelSession, SessionItem
 from dashboard.database.store import LabelStore
+from dashboard.labels.resolution import parse_names
 
 METHODS = ("uniform", "stratified", "turns")
 DEFAULT_BAND_WIDTH = 0.05
@@ -123,8 +123,9 @@ def assign_turns(
 
 
 def parse_reviewers(text: str) -> list[str]:
-    """Reviewer names from "ana, ben; cy" (commas, semicolons or new lines)."""
-    return list(dict.fromkeys(name.strip() for name in re.split(r"[,;\n]", text or "") if name.strip()))
+    """Reviewer names (or e-mails) from "ana, ben; cy" (commas, semicolons or new
+    lines); a repeat in another case is the same reviewer (resolution.parse_names)."""
+    return parse_names(text)
 
 
 def build_session(

@@ -270,14 +270,19 @@ def stale_but_convincing(
 
 def grades_from_labels(labels: Iterable[Any]) -> dict[str, dict[str, int]]:
     """message_id -> {memory_id: 1 or 0} from label rows (anything with message_id,
-    memory_id, label). Several reviewers of one pair: the majority, ties relevant,
-    as in the TREC qrels export."""
-    votes: dict[tuple[str, str], list[int]] = {}
+    memory_id, label). Several reviewers of one pair: the one rule of
+    dashboard/labels/resolution.py, as in every export: the majority; a tie is
+    unresolved and the pair is left out (not graded)."""
+    from dashboard.labels.resolution import majority
+
+    votes: dict[tuple[str, str], list[str]] = {}
     for label in labels:
-        votes.setdefault((label.message_id, label.memory_id), []).append(int(label.label == "relevant"))
+        votes.setdefault((label.message_id, label.memory_id), []).append(label.label)
     grades: dict[str, dict[str, int]] = {}
     for (message, memory), vs in votes.items():
-        grades.setdefault(message, {})[memory] = int(sum(vs) * 2 >= len(vs))
+        decided = majority(vs)
+        if decided is not None:
+            grades.setdefault(message, {})[memory] = int(decided == "relevant")
     return grades
 
 
@@ -293,7 +298,8 @@ def cases_from_labels(
     grades = grades_from_labels(labels)
     first: dict[tuple[str, str], Any] = {}
     for label in labels:
-        first.setdefault((label.message_id, label.memory_id), label)
+        if label.memory_id in grades.get(label.message_id, {}):  # an unresolved tie is left out
+            first.setdefault((label.message_id, label.memory_id), label)
     by_message: dict[str, list[Any]] = {}
     for (message, _), label in first.items():
         by_message.setdefault(message, []).append(label)

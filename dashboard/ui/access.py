@@ -72,6 +72,9 @@ def require_access() -> None:
             return
         st.info("This page shows memory text. Sign in to continue.")
         st.button("Sign in", key="access_login", on_click=st.login)
+        from dashboard.ui.sign_in_return import remember_page
+
+        remember_page()  # sign-in comes back to the root: come back here instead
         st.stop()
     password = secret_value(PASSWORD_ENV)
     if not password:
@@ -102,6 +105,9 @@ def account_menu() -> None:
         # inert_markdown puts after '@' (no autolink), so the address reads and copies as given.
         st.sidebar.caption(f"Signed in as {code_span(identity)}; your labels carry this identity.")
         st.sidebar.button("Sign out", key="access_logout", on_click=st.logout)
+        from dashboard.ui.sign_in_return import return_to_page
+
+        return_to_page()
 
 
 def show_setting_errors() -> None:

@@ -36,7 +36,8 @@ from dashboard.display import inert_markdown
 from dashboard.floor import default_floor, floor_list
 from dashboard.judging.agreement import JudgeAgreement
 from dashboard.judging.label_source import JUDGE, PEOPLE_ELSE_JUDGE, MergedLabels, merge_labels
-from dashboard.ui import cache, session
+from dashboard.labels.counted import CountedLabels
+from dashboard.ui import cache, label_counting, session
 from dashboard.ui import calibration_charts as charts
 from dashboard.ui import floor_advice as advice_ui
 from dashboard.ui import label_source as label_source_ui
@@ -59,6 +60,8 @@ class LabelSource:
     filters: dict[str, Any] = field(default_factory=dict)
     # Set when any label came from a judge: how far that judge agrees with people.
     agreement: JudgeAgreement | None = None
+    # Set for the label store: the people's labels by the one rule, and what it left out.
+    counted: CountedLabels | None = None
 
 
 # ------------------------------------------------------------------ the floor from Inspect
@@ -129,35 +132,31 @@ def _stored_labels() -> LabelSource:
     else:
         judgments = []
     days = sorted(d for d in (_label_date(stamp) for stamp in stamps) if d)
-    cols = st.columns(3)
+    sessions = [s.name for s in store.sessions()]
+    cols = st.columns(4 if sessions else 3)
     # A store only the picked judge graded (its labels record it) can be picked too.
     stores = sorted(set(store.stores()) | {j.store for j in judgments if j.store})
     store_name = cols[0].selectbox("Store", [ALL, *stores], key="calibrate_store")
     reviewer = cols[1].selectbox("Reviewer", [ALL, *store.reviewers()], key="calibrate_reviewer")
-    picked = cols[2].date_input(
-        "Labelled between", value=(days[0], days[-1]) if days else None, key="calibrate_dates"
-    )
+    picked = cols[2].date_input("Labelled between", value=(days[0], days[-1]) if days else None, key="calibrate_dates")
+    session_name = cols[3].selectbox("Session", [ALL, *sessions], key="calibrate_session") if sessions else ALL
     dates = tuple(picked) if isinstance(picked, (tuple, list)) else (picked,)
     since = dates[0] if dates else None
     until = dates[-1] if dates else None
     # updated_at is an ISO timestamp: everything on the last day sorts before the next day.
     until_text = (until + timedelta(days=1)).isoformat() if until else None
-    labels = store.labels(
-        store=None if store_name == ALL else store_name,
-        reviewer=None if reviewer == ALL else reviewer,
-        since=since.isoformat() if since else None,
-        until=until_text,
-    )
     filters: dict[str, Any] = {
         "store": None if store_name == ALL else store_name,
         "reviewer": None if reviewer == ALL else reviewer,
         "from": since.isoformat() if since else None,
         "to": until.isoformat() if until else None,
     }
+    found = label_counting.counted_for_page(store, everything, None if session_name == ALL else session_name, filters, until_text)
+    labels = found.labels
     if judge is None:
         if not everything:
             st.info("No person has labelled yet: pick a judge under Label source to calibrate on its labels.")
-        return LabelSource(from_labels(labels), "store", filters)
+        return LabelSource(from_labels(labels), "store", filters, counted=found)
     merged: MergedLabels = merge_labels(
         labels,
         judgments,
@@ -171,11 +170,11 @@ def _stored_labels() -> LabelSource:
     filters.update(label_source=rule, judge=judge, people_labels=merged.from_people, judge_labels=merged.from_judge)
     if rule == JUDGE and reviewer != ALL:
         st.caption("Judge labels have no reviewer: the Reviewer filter applies to the agreement with people only.")
-    found = label_source_ui.agreement(labels, judgments, judge)
-    kappa = found.kappa if found.kappa is not None and found.kappa == found.kappa else None  # NaN is not JSON
-    filters["agreement"] = {"kappa": kappa, "kappa_interval": found.kappa_interval, "pairs": found.count}
+    agreed = label_source_ui.agreement(found.raw, judgments, judge, resolved=found.labels)
+    kappa = agreed.kappa if agreed.kappa is not None and agreed.kappa == agreed.kappa else None  # NaN is not JSON
+    filters["agreement"] = {"kappa": kappa, "kappa_interval": agreed.kappa_interval, "pairs": agreed.count}
     name = "label store" if rule == PEOPLE_ELSE_JUDGE else f"label store ({judge})"
-    return LabelSource(from_labels(merged.labels, source=name), "store", filters, agreement=found)
+    return LabelSource(from_labels(merged.labels, source=name), "store", filters, agreement=agreed, counted=found)
 
 
 def _uploaded_labels() -> LabelSource | None:

@@ -41,11 +41,14 @@ def label_rule(sources: list[str], key: str, judge_key: str) -> tuple[str, str |
     return JUDGE, choice
 
 
-def agreement(people: list[Label], judgments: list[JudgeLabel], source: str) -> JudgeAgreement:
+def agreement(
+    people: list[Label], judgments: list[JudgeLabel], source: str, resolved: list[Label] | None = None
+) -> JudgeAgreement:
     """judge_agreement, computed again only when the labels change (its bootstrap
-    is not free, and a page reruns on every control)."""
+    is not free, and a page reruns on every control). `resolved`: the people's
+    labels one per pair by the one rule (adjudications applied), for the overall figure."""
     digest = hashlib.sha1(source.encode())
-    for row in people:
+    for row in [*people, *(resolved or [])]:
         digest.update(f"{row.message_id}\x1f{row.memory_id}\x1f{row.reviewer}\x1f{row.label}\x1e".encode())
     for j in judgments:
         digest.update(f"{j.message_id}\x1f{j.memory_id}\x1f{j.source}\x1f{j.grade}\x1e".encode())
@@ -54,7 +57,7 @@ def agreement(people: list[Label], judgments: list[JudgeLabel], source: str) -> 
     if key not in memo:
         if len(memo) > 8:  # two pages, a few judges: keep it small
             memo.clear()
-        memo[key] = judge_agreement(people, judgments, source)
+        memo[key] = judge_agreement(people, judgments, source, resolved=resolved)
     return memo[key]
 
 

@@ -21,8 +21,7 @@ from dashboard.database.sessions import LabelSession, SessionExists
 from dashboard.database.store import LabelStore
 from dashboard.display import clip_text, code_span, inert_markdown
 from dashboard.judging.label_order import DISAGREEMENT, SESSION, UNCERTAINTY, order_items
-from dashboard.labels import export, labelling, sampling
-from dashboard.labels.agreement import agreement
+from dashboard.labels import labelling, sampling
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
 from dashboard.ui import judge_trust
 from dashboard.ui.errors import show_error, show_store_error
@@ -184,7 +183,10 @@ def new_session_form(store: LabelStore, log: LogImport | None, drawn_store: str)
 
 
 def session_picker(store: LabelStore) -> LabelSession | None:
-    sessions = {s.name: s for s in store.sessions()}
+    every = store.sessions()
+    # An archived session is kept (its labels count) but not offered unless asked for.
+    shown = st.checkbox("Show archived sessions", key="label_show_archived") if any(s.archived_at for s in every) else False
+    sessions = {s.name: s for s in every if shown or not s.archived_at}
     if note := st.session_state.pop("session_created", None):
         st.success(inert_markdown(note))
     if not sessions:
@@ -200,6 +202,7 @@ def session_picker(store: LabelStore) -> LabelSession | None:
         f"{session.size} rows, {session.method} sample, seed {session.seed}, from {inert_markdown(session.source or 'a log')}; "
         f"reviewers: {who}" + (f"; overlap {session.overlap:.0%}" if session.reviewers else "")
         + (f"; drawn on store {code_span(session.drawn_store)}" if session.drawn_store else "")
+        + (f"; archived {session.archived_at}" if session.archived_at else "")
     )
     return session
 
@@ -330,10 +333,14 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
             "This session was drawn before memlens recorded the store it was drawn on: check that the "
             "sidebar's store is the one its log came from."
         )
+    try:
+        labelling.check_reviewer(session, reviewer)
+    except labelling.NotAReviewer as exc:
+        # A mistyped name would otherwise label rows that no figure should count.
+        show_error(str(exc))
+        return
     queue = labelling.load_queue(store, session.name, reviewer)
     turn_order(store, queue)
-    if session.reviewers and not queue.assigned:
-        st.caption(f"{inert_markdown(reviewer)} is not among this session's reviewers, so every turn is shown.")
     total = max(queue.total, 1)
     st.progress(queue.done / total, text=f"{queue.done} of {queue.total} rows done by {reviewer}")
     if error := st.session_state.get("label_error"):
@@ -424,49 +431,3 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         "On only once the judge's agreement with people passes the bar shown above.",
     )
     st.caption("Keys: 1 relevant · 2 not relevant · 3 skip · U undo · A accept the suggestion")
-
-
-# ------------------------------------------------------------------ results
-
-
-def session_results(store: LabelStore, session: LabelSession) -> None:
-    labels = store.session_labels(session.name)
-    st.subheader("Session labels and agreement")
-    if not labels:
-        st.caption("No labels in this session yet.")
-        return
-    report = agreement(labels)
-    cols = st.columns(3)
-    cols[0].metric("Labels", len(labels))
-    cols[1].metric("Reviewers", len(report.reviewers))
-    kappa = report.kappa if report.kappa is not None and report.kappa == report.kappa else None
-    cols[2].metric(report.method_name, f"{kappa:.3f}" if kappa is not None else "n/a")
-    st.caption(inert_markdown(report.headline()))
-    if report.disagreements:
-        st.markdown(f"**{len(report.disagreements)} disagreement(s) to resolve**")
-        st.dataframe(
-            pd.DataFrame(
-                [
-                    {"message id": d.message_id, "memory id": d.memory_id, "rank": d.rank, "score": d.score,
-                     **{f"{reviewer}": label for reviewer, label in sorted(d.labels.items())}}
-                    for d in report.disagreements
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
-            key="disagreements_table",
-        )
-    cols = st.columns(3)
-    name = session.name.replace("/", "_")
-    cols[0].download_button(
-        "Download JSONL", lambda: export.to_jsonl(labels), file_name=f"{name}-labels.jsonl",
-        mime="application/jsonl", key="session_download_jsonl", on_click="ignore",
-    )
-    cols[1].download_button(
-        "Download CSV", lambda: export.to_csv(labels), file_name=f"{name}-labels.csv",
-        mime="text/csv", key="session_download_csv", on_click="ignore",
-    )
-    cols[2].download_button(
-        "Download TREC qrels", lambda: export.to_qrels(labels), file_name=f"{name}.qrels",
-        mime="text/plain", key="session_download_qrels", on_click="ignore",
-    )

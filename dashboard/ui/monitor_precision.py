@@ -89,11 +89,14 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
 
 def _agreement(labels: Any, source: str) -> str:
     from dashboard.judging.agreement import judge_agreement
+    from dashboard.labels.counted import counted
+    from dashboard.ui.label_counting import reviewers_setting
 
-    people = labels.labels()
-    if not people:
+    found = counted(labels, environ=reviewers_setting())  # people's labels by the one rule, adjudications applied
+    if not found.raw:
         return f"{source}: no people's labels in the app database, so the judge's agreement with people is unknown."
-    return judge_agreement(people, labels.judgments(source=source), source, resamples=200).headline()
+    judged = labels.judgments(source=source)
+    return judge_agreement(found.raw, judged, source, resamples=200, resolved=found.labels).headline()
 
 
 def _label(start: Any, window: str) -> str:

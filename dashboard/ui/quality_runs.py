@@ -27,8 +27,10 @@ from dashboard.evaluation.run_figures import RunFigures, format_value, run_figur
 from dashboard.evaluation.runs import RunRequest, RunStopped, failure_summary, resume_run, start_run, store_limit
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
+from dashboard.labels.counted import counted
 from dashboard.ui import cache, quality_misses, session
 from dashboard.ui.errors import show_error, show_store_error
+from dashboard.ui.label_counting import reviewers_setting
 from dashboard.ui.progress import progress_bar
 from dashboard.ui.sidebar import (
     StoreChoice,
@@ -130,7 +132,8 @@ def _restore_set_from_url(names: list[str]) -> None:
 
 
 def _promote(evals: EvalStore, name: str) -> None:
-    labels = evals.labels.labels()
+    # One label per pair by the one rule (adjudications applied), as every figure counts them.
+    labels = counted(evals.labels, environ=reviewers_setting()).labels
     texts: dict[str, tuple[str | None, str | None]] = {}
     for drawn in evals.labels.sessions():
         for item in evals.labels.session_items(drawn.name):

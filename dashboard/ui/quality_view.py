@@ -15,8 +15,10 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Hit
+from dashboard.display import inert_markdown
 from dashboard.judged import DEMO_QUERIES, JudgedQuestion, parse_jsonl
 from dashboard.judging.label_source import merge_labels
+from dashboard.labels.counted import counted
 from dashboard.logs import otlp
 from dashboard.logs import read_log as readlog
 from dashboard.ranking import metrics
@@ -25,6 +27,7 @@ from dashboard.ranking.rerank import RerankSettings
 from dashboard.ui import cache
 from dashboard.ui import label_source as label_source_ui
 from dashboard.ui.errors import show_error
+from dashboard.ui.label_counting import reviewers_setting
 from dashboard.ui.progress import progress_bar
 from dashboard.ui.rerank_panel import RELEVANCE_SOURCE_TEXT, rerank_controls, settings_text
 from dashboard.ui.sidebar import StoreChoice, missing_users_warning
@@ -295,7 +298,12 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
         st.session_state["quality_label_reviewer"] = ALL_REVIEWERS
     reviewer = cols[1].selectbox("Reviewer", reviewers, key="quality_label_reviewer")
     rule, judge = label_source_ui.label_rule(labels_db.judge_sources(), "quality_label_source", "quality_fill_judge")
-    people = labels_db.labels(store=store_fingerprint, reviewer=None if reviewer == ALL_REVIEWERS else reviewer)
+    raw = labels_db.labels(store=store_fingerprint, reviewer=None if reviewer == ALL_REVIEWERS else reviewer)
+    # One label per pair by the one rule (adjudicated, else majority, a tie left out),
+    # as on Calibrate; one reviewer's own figures leave adjudications out.
+    counted_people = counted(labels_db, labels=raw, environ=reviewers_setting(),
+                             adjudicated=reviewer == ALL_REVIEWERS)  # fmt: skip
+    people = counted_people.labels
     labels, found, from_judge = people, None, 0
     if judge is not None:
         judgments = labels_db.judgments(source=judge)
@@ -305,7 +313,7 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
             people, judgments, rule, judge, stores={row.message_id: row.store for row in here}, store=store_fingerprint
         )
         labels, from_judge = merged.labels, merged.from_judge
-        found = label_source_ui.agreement(people, judgments, judge)
+        found = label_source_ui.agreement(raw, judgments, judge, resolved=people)
     if not labels:
         st.info("No labels for this store and reviewer.")
         return
@@ -321,6 +329,7 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
             else "The open store is not the one these labels judged, so ages are unknown (recency 0)."
         )
     )
+    st.caption(inert_markdown(" ".join(counted_people.resolution.lines())))
     report = metrics.compare_orders(cases, settings=settings, now=datetime.now(UTC), k=cutoff)
     if found is not None:  # beside the figures whenever a judge supplied some of the labels
         label_source_ui.show_agreement(found, from_judge)

@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.ui import calibrate_view as view
 from dashboard.ui import floor_advice as advice_ui
+from dashboard.ui import label_counting
 from dashboard.ui.access import require_access
 from dashboard.ui.score_checks import direction_allows
 
@@ -32,6 +33,7 @@ mode = advice_ui.mode_controls(cost_ratio)
 result = view.calibration(data, floors, cost_ratio)
 advice = advice_ui.floor_advice(result, mode)
 view.show_agreement(source)  # beside the figures whenever a judge supplied labels
+label_counting.show_resolution(source.counted)  # the rule, the kappa and the unresolved ties behind the figures
 view.show_summary(result, floor, advice)
 view.show_charts(result, floor, advice)
 view.show_sweep_table(result, advice)

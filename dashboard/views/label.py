@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.database.model import LabelStoreError
-from dashboard.ui import cache, label_import
+from dashboard.ui import cache, label_import, label_team, session_manage
 from dashboard.ui import label_view as view
 from dashboard.ui import reviewer as reviewer_ui
 from dashboard.ui.access import require_access
@@ -29,7 +29,8 @@ try:
         label_import.import_form(labels)
     if session is not None:
         view.labelling_panel(labels, session, reviewer, choice)
-        view.session_results(labels, session)
+        label_team.session_results(labels, session, reviewer)
+        session_manage.manage_panel(labels, session)
 except LabelStoreError as exc:  # the label database went away: say so, keep the app up
     show_error(str(exc))
     # A rerun is all recovery takes (the store tries the server again), so the

@@ -148,8 +148,10 @@ def test_the_label_pages_export_of_a_two_reviewer_session_is_not_called_duplicat
     assert "duplicate" not in done.stderr, done.stderr
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    # Three pairs, each once; m1/a carries ben's label, written after ana's.
-    assert report["labels"]["rows"] == 3 and report["labels"]["relevant"] == 1, report["labels"]
+    # m1/a is a tie (ana relevant, ben not): unresolved and left out, and said so;
+    # m1/b and m2/c count once each.
+    assert report["labels"]["rows"] == 2 and report["labels"]["relevant"] == 1, report["labels"]
+    assert any("1 pair(s) tied" in note for note in report["notes"])
 
 
 @pytest.mark.parametrize("floors, named", [("0.2,2", "'2' is outside [0, 1]"), ("-1,0.3", "'-1' is outside [0, 1]")])

@@ -168,14 +168,16 @@ def test_message_ids_are_used_only_when_every_row_has_one():
     assert labels.labelled_scores().turn is None
 
 
-def test_label_store_rows_collapse_several_reviewers_to_the_latest(store):
+def test_label_store_rows_collapse_several_reviewers_by_majority_and_leave_a_tie_out(store):
     store.upsert(message_id="m1", memory_id="sam-01", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
     labels = from_labels(store.labels())
-    assert len(labels.rows) == 3
-    pair = next(r for r in labels.rows if r.memory_id == "sam-01")
-    assert (pair.label, pair.reviewer) == ("not_relevant", "ben")
-    assert labels.notes and "more than one reviewer" in labels.notes[0]
-    assert labels.reviewers() == ["ana", "ben"]
+    # ana relevant, ben not relevant: a tie, unresolved, so the pair is not counted
+    assert len(labels.rows) == 2 and "sam-01" not in {r.memory_id for r in labels.rows}
+    assert "more than one reviewer" in labels.notes[0] and "1 pair(s) tied" in labels.notes[1]
+    # a third reviewer breaks the tie; the latest click no longer decides
+    store.upsert(message_id="m1", memory_id="sam-01", label="relevant", reviewer="cy", store="embedded:1", rank=1, score=0.61)
+    pair = next(r for r in from_labels(store.labels()).rows if r.memory_id == "sam-01")
+    assert (pair.label, pair.reviewer) == ("relevant", "ana")
 
 
 def test_line_numbers_hold_with_crlf_and_raw_unicode_line_separators_in_ids():
@@ -192,7 +194,7 @@ def test_line_numbers_hold_with_crlf_and_raw_unicode_line_separators_in_ids():
 
 def two_reviewer_session(store: LabelStore) -> None:
     """ana labels three pairs (the fixture); ben then labels one of them the other way
-    and relabels it: the latest write of the latest reviewer is the pair's label."""
+    (a tie: left out) and another the same way (counted once)."""
     store.upsert(message_id="m1", memory_id="sam-01", label="relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
     store.upsert(message_id="m1", memory_id="sam-01", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
     store.upsert(message_id="m2", memory_id="sam-02", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.12)
@@ -208,13 +210,13 @@ def test_an_export_of_a_two_reviewer_session_reads_like_the_label_store(store, t
     assert from_file.issues == [] and from_file.skipped == 0
     chosen = {(r.message_id, r.memory_id): (r.label, r.reviewer) for r in from_file.rows}
     assert chosen == {(r.message_id, r.memory_id): (r.label, r.reviewer) for r in from_store.rows}
-    assert chosen[("m1", "sam-01")] == ("not_relevant", "ben")  # ben's later relabel, not ana's first label
-    assert len(from_file.rows) == 3
+    assert ("m1", "sam-01") not in chosen  # ana relevant, ben (relabelled) not relevant: a tie
+    assert len(from_file.rows) == 2
     assert from_file.notes == from_store.notes and "2 memory/message pair(s)" in from_file.notes[0]
     assert sorted(r.score for r in from_file.rows) == sorted(r.score for r in from_store.rows)
 
 
-def test_the_latest_label_wins_across_reviewers_whatever_the_line_order():
+def test_the_majority_wins_across_reviewers_whatever_the_times():
     lines = [
         {"message_id": "m1", "memory_id": "a", "score": 0.5, "label": "relevant", "reviewer": "ben", "updated_at": "2026-03-02T10:00:00+00:00"},
         {"message_id": "m1", "memory_id": "a", "score": 0.5, "label": "not_relevant", "reviewer": "ana", "updated_at": "2026-03-01T10:00:00+00:00"},
@@ -224,7 +226,8 @@ def test_the_latest_label_wins_across_reviewers_whatever_the_line_order():
     labels = parse_label_text("".join(json.dumps(line) + "\n" for line in lines), source="x.jsonl")
     assert labels.issues == []
     [row] = labels.rows
-    assert (row.reviewer, row.label, row.line) == ("ben", "relevant", 1)
+    # ben wrote last, but two of three say not relevant: the first of those stands for the pair
+    assert (row.reviewer, row.label, row.line) == ("ana", "not_relevant", 2)
 
 
 def test_a_true_duplicate_of_one_reviewer_is_still_reported_with_its_line():
@@ -237,4 +240,5 @@ def test_a_true_duplicate_of_one_reviewer_is_still_reported_with_its_line():
     [issue] = labels.issues
     assert issue.line == 3 and issue.skipped
     assert issue.message.startswith("duplicate of line 1") and "reviewer 'ana'" in issue.message
-    assert len(labels.rows) == 1 and "more than one reviewer" in labels.notes[0]
+    # what is left is ana's first row against ben's: a tie, left out and said so
+    assert labels.rows == [] and "more than one reviewer" in labels.notes[0] and "tied" in labels.notes[1]

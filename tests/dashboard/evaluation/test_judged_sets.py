@@ -71,12 +71,12 @@ def test_promoted_labels_take_the_majority_and_need_the_query_text():
 
     labels = [
         label("turn-1", "m1", "relevant", "ana"),
-        label("turn-1", "m1", "not_relevant", "bo"),  # tie: relevant
+        label("turn-1", "m1", "not_relevant", "bo"),  # a tie: unresolved, left out
         label("turn-1", "m2", "not_relevant", "ana"),
         label("turn-2", "m5", "relevant", "ana"),
     ]
     questions, issues = judged_sets.from_labels(labels, {"turn-1": ("What city?", "sam")})
-    assert [(q.message_id, q.grades, q.user_id) for q in questions] == [("turn-1", {"m1": 1, "m2": 0}, "sam")]
+    assert [(q.message_id, q.grades, q.user_id) for q in questions] == [("turn-1", {"m2": 0}, "sam")]
     assert [(i.field, "turn-2" in i.message) for i in issues] == [("query_text", True)]
 
 

@@ -89,8 +89,20 @@ def test_agreement_with_a_judge_keeps_the_people_lines_and_adds_the_judge(model,
     assert main(["agreement", "s1", "--labels", str(labels_path), "--judge", "umbrela"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(people_only)
-    assert re.search(r"judge:umbrela@grader vs people: Cohen's kappa .* over 12 pair\(s\)", out)
-    assert "people relevant" in out and "  ana: " in out and "  ben: " in out
+    # Overall, people's label of a pair is the one rule's: ana and ben split on all six,
+    # so every pair is an unresolved tie and only the per-reviewer figures stand.
+    assert re.search(r"judge:umbrela@grader vs people: every pair both graded \(6\) is an unresolved tie", out)
+    assert "people relevant" not in out and "  ana: " in out and "  ben: " in out
+    # A lead adjudicates the six: now the overall figure (and its confusion matrix) is over them.
+    store = LabelStore(labels_path)
+    for item in items:
+        store.adjudicate(message_id=item.message_id, memory_id=item.memory_id, label="relevant", adjudicator="lead",
+                         note="decided", session="s1")  # fmt: skip
+    store.close()
+    assert main(["agreement", "s1", "--labels", str(labels_path), "--judge", "umbrela"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"judge:umbrela@grader vs people: Cohen's kappa .* over 6 pair\(s\)", out)
+    assert "people relevant" in out and "6 pair(s) counted: 6 adjudicated" in out
     assert main(["agreement", "s1", "--labels", str(labels_path), "--judge", "nobody"]) == 1
     assert "no judge labels from 'nobody'" in capsys.readouterr().err
 

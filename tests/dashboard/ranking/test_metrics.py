@@ -179,16 +179,16 @@ class LabelRow:
     score: float | None = None
 
 
-def test_grades_from_labels_take_the_majority_with_ties_relevant():
+def test_grades_from_labels_take_the_majority_and_leave_ties_out():
     rows = [
         LabelRow("m1", "a", "relevant"),
-        LabelRow("m1", "a", "not_relevant"),  # a tie: relevant
+        LabelRow("m1", "a", "not_relevant"),  # a tie: unresolved, not graded
         LabelRow("m1", "b", "not_relevant"),
         LabelRow("m1", "b", "not_relevant"),
         LabelRow("m1", "b", "relevant"),  # 1 of 3: not relevant
         LabelRow("m2", "c", "relevant"),
     ]
-    assert metrics.grades_from_labels(rows) == {"m1": {"a": 1, "b": 0}, "m2": {"c": 1}}
+    assert metrics.grades_from_labels(rows) == {"m1": {"b": 0}, "m2": {"c": 1}}
 
 
 def test_cases_from_labels_rebuild_the_store_order_and_ages():
