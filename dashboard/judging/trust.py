@@ -106,7 +106,10 @@ def judge_trust(
     """The trust of judge `source`: its agreement with `people` (or the `recorded`
     one when that rests on more labels) and the checks of its grades."""
     mine = [j for j in judgments if j.source == source]
-    measured = judge_agreement(people, mine, source, resamples=0)
+    people = list(people)
+    # Every person's label counts here, as trust_from_summary counts them in SQL (so the
+    # two agree), not one label per pair by the resolution rule the figures use.
+    measured = judge_agreement(people, mine, source, resamples=0, resolved=people)
     check = check_run(source, [(j.grade, j.reason) for j in mine])
     if recorded is not None and recorded.count > measured.count:
         return JudgeTrust(source, recorded, check, bar, "memlens judge align, held-out labels")
