@@ -6,8 +6,9 @@ lands on the Label page, not on Inspect."""
 from __future__ import annotations
 
 import pytest
-from conftest import _free_port, running_streamlit
+from conftest import running_streamlit
 from oidc_provider_mock import run_server_in_thread
+from ports import free_port
 from st_browser import FIRST_RESULT_TIMEOUT_MS, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -18,7 +19,7 @@ IDENTITY = "ben@example.test"
 def test_sign_in_from_the_label_page_comes_back_to_it(tmp_path, browser):
     data = tmp_path / "data"
     data.mkdir()
-    port = _free_port()
+    port = free_port()
     with run_server_in_thread() as provider:
         secrets = tmp_path / "secrets.toml"
         secrets.write_text(
