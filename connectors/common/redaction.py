@@ -25,7 +25,9 @@ from typing import Any
 REDACTED = "***"
 
 # user:password@ in any scheme://... ; stops at the first "@" so "u:p@h1,h2" works.
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*):(?P<secret>[^\s@/]*)@")
+# One slash is enough: a URL passed where a file path was expected comes back from
+# pathlib as "postgresql:/user:pw@host/db".
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*:/{1,2}[^\s:/@]*):(?P<secret>[^\s@/]*)@")
 _SECRET_PARAMS = re.compile(
     r"(?P<head>\b(?:password|passwd|pwd|api[_-]?key|access[_-]?token|token|secret)\s*=\s*)"
     r"(?P<secret>'[^']*'|\"[^\"]*\"|[^\s&;,'\"]+)",
@@ -78,3 +80,28 @@ def shorten(text: str, limit: int) -> str:
     """Whitespace collapsed and cut to ``limit`` characters (call after redacting)."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def terminal_line(text: Any) -> str:
+    """``text`` as one line that a terminal shows and does not obey: control
+    characters (escape sequences, bell, backspace, newlines), bidi overrides and
+    line separators are written as escapes (``\\x1b``, ``\\n``, ``\\u202e``)."""
+    return "".join(_terminal_char(char) for char in str(text))
+
+
+# C0 and C1 controls and DEL, but not the tab, line feed and carriage return that
+# multi-line output and progress lines use.
+_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` with its lines kept and every other control character (escape
+    sequences, bell, backspace, bidi overrides) written as an escape: what the
+    command line writes to a terminal."""
+    return _CONTROL_IN_TEXT.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
+def _terminal_char(char: str) -> str:
+    if char.isprintable() or char == " ":
+        return char
+    return char.encode("unicode_escape").decode("ascii")

@@ -2,7 +2,8 @@
 
 ``HttpBoundary.send`` is the only place an HTTP connector touches httpx. It
 
-- sends with a per-request timeout (so an injected ``httpx.Client`` is bounded too),
+- sends through ``connectors.http.outbound`` (a total deadline per attempt, redirects
+  only to the same origin and never with a key, credentials out of every message),
 - retries a 429 after the delay the store asks for (``retry_after`` in the body or
   the ``Retry-After`` header), and a 5xx after an exponential backoff, both at most
   ``max_retries`` times; a request that is not safe to repeat (feedback changes
@@ -47,10 +48,10 @@ from connectors.base import (
     InvalidRequest,
     NotFound,
     RateLimited,
-    StoreTimeout,
     StoreUnavailable,
 )
 from connectors.common.redaction import REDACTED, redact, shorten
+from connectors.http import outbound
 
 __all__ = ["REDACTED", "HttpBoundary", "HttpReply", "redact"]
 
@@ -176,7 +177,9 @@ class HttpBoundary:
         if not base_url:
             raise StoreUnavailable(f"{store_title}: no base URL is set")
         if not base_url.startswith(("http://", "https://")):
-            raise InvalidRequest(f"{store_title}: base URL must start with http:// or https://, got {base_url!r}")
+            raise InvalidRequest(
+                f"{store_title}: base URL must start with http:// or https://, got {outbound.public_url(base_url)!r}"
+            )
         if timeout is None or timeout <= 0:
             raise InvalidRequest(f"{store_title}: timeout must be above 0 seconds, got {timeout!r}")
         if max_retries < 0:
@@ -189,9 +192,11 @@ class HttpBoundary:
         self.backoff = float(backoff)
         self.sleep = sleep
         self._secrets = [s for s in secrets if s]
+        for secret in self._secrets:
+            outbound.check_credential(f"{store_title}: the configured key", secret)
         self.typed_address = typed_address
         self._owns_client = client is None
-        self.client = client or httpx.Client(follow_redirects=False)
+        self.client = client or outbound.outbound_client()
 
     def redact(self, value: Any) -> Any:
         return redact(value, self._secrets)
@@ -213,7 +218,7 @@ class HttpBoundary:
         except ConnectorError as exc:
             if not self.typed_address:
                 raise
-            log.warning("%s at a typed address %s: %s", self.store_title, self.base_url, exc)
+            log.warning("%s at a typed address %s: %s", self.store_title, outbound.public_url(self.base_url), exc)
             raise StoreUnavailable(f"{self.store_title}: {TYPED_ADDRESS_FAILED}") from None
 
     def _send(
@@ -226,23 +231,10 @@ class HttpBoundary:
         while True:
             attempt += 1
             started = time.perf_counter()
-            try:
-                response = self.client.request(
-                    method, url, headers=headers, json=json, params=params, timeout=self.timeout
-                )
-            except httpx.TimeoutException as exc:
-                raise StoreTimeout(
-                    f"{self.store_title} did not answer {route} within {self.timeout:g} s"
-                ) from exc
-            except httpx.ConnectError as exc:
-                raise StoreUnavailable(
-                    f"{self.store_title} refused the connection or could not be reached at "
-                    f"{self.base_url}: {self.redact(str(exc)) or type(exc).__name__}"
-                ) from exc
-            except httpx.HTTPError as exc:
-                raise StoreUnavailable(
-                    f"{self.store_title} {route} failed: {type(exc).__name__}: {self.redact(str(exc))}"
-                ) from exc
+            response = outbound.request(
+                self.client, method, url, what=self.store_title, route=route, timeout=self.timeout,
+                headers=headers, json=json, params=params, secrets=self._secrets,
+            )
             latency_ms = (time.perf_counter() - started) * 1000
             body, decoded = self._decode(response)
             request_id = _request_id(body if decoded else None, response.headers, self._secrets)

@@ -17,6 +17,17 @@ def _number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
+def finite(text: str) -> float:
+    """A finite number: `nan`, `inf` and a number too large for a float are refused
+    (each would pass every comparison wrongly, or end in a traceback later)."""
+    if len(text) > 50:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}... ({len(text):,} characters) is not a usable number")
+    value = _number(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

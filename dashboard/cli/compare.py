@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from dashboard.cli.arguments import non_negative
+from dashboard.cli.arguments import finite, non_negative
 
 EXIT_REGRESSED = 1
 EXIT_UNUSABLE = 2
@@ -30,7 +30,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("run_a", metavar="RUN_A", help="the baseline run's id")
     parser.add_argument("run_b", metavar="RUN_B", help="the candidate run's id")
     parser.add_argument("--metric", default=None, help="metric to compare (default recall@K at the runs' k)")
-    parser.add_argument("--floor", type=float, default=None, help="score floor for the floor_* metrics")
+    parser.add_argument("--floor", type=finite, default=None, help="score floor for the floor_* metrics")
     parser.add_argument(
         "--fail-if-worse", type=non_negative, default=None, metavar="DELTA",
         help="exit 1 when B is worse than A by more than DELTA with p < 0.05",

@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dashboard.cli.arguments import positive_int
+from dashboard.cli.arguments import finite, positive_int
 
 EXIT_STOPPED = 1
 EXIT_UNUSABLE = 2
@@ -55,7 +55,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--k", type=positive_int, required=True, help="memories asked for per question")
     parser.add_argument("--name", default="", help="the run's name")
     parser.add_argument("--set-name", default=None, help="name to keep the judged set under (default: the file's stem)")
-    parser.add_argument("--floor", type=float, default=None, help="also report the figures at this score floor")
+    parser.add_argument("--floor", type=finite, default=None, help="also report the figures at this score floor")
     parser.add_argument("--keep-text", action="store_true", help="keep the query text with the run (off: ids and scores only)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--trec-run", metavar="FILE", help="also write the run in TREC run format")

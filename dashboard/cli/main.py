@@ -27,9 +27,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 from pathlib import Path
+from typing import Any
+
+from connectors.common.redaction import redact_text, terminal_text
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -94,14 +98,48 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from dashboard.database.model import LabelStoreError
+class SafeOutput(io.TextIOBase):
+    """A command's stdout or stderr, as the terminal gets it: control characters from
+    outside text (a model's error body, an id in a log) written as escapes, and, on
+    stderr, connection strings and keys redacted. Every line every subcommand prints
+    goes through it, so a new message needs no care of its own."""
 
+    def __init__(self, inner: Any, *, redacting: bool):
+        self._inner = inner
+        self._redacting = redacting
+
+    def write(self, text: str) -> int:
+        safe = terminal_text(redact_text(text) if self._redacting else text)
+        self._inner.write(safe)
+        return len(text)
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding ...
+        return getattr(self._inner, name)
+
+
+def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     if words[:1] == ["run"]:
         # Every word after `run` is streamlit's (`memlens run --server.port 8600`):
         # argparse's REMAINDER refuses one that starts with "--" in that place.
         return _run(argparse.Namespace(streamlit_args=words[1:]))
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeOutput(stdout, redacting=False), SafeOutput(stderr, redacting=True)
+    try:
+        return _main(words, argv)
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+def _main(words: list[str], argv: list[str] | None) -> int:
+    from dashboard.database.model import LabelStoreError
+
     named = words[0] if words and words[0] in {"run", *(name for name, _ in COMMANDS)} else None
     if words[:2] == ["judge", "align"]:
         # `memlens judge TARGET` takes any target, so the align action has its own parser.

@@ -33,7 +33,7 @@ import sys
 from typing import Any
 
 from dashboard.cli import monitor_connect, monitor_precision
-from dashboard.cli.arguments import positive_int, share
+from dashboard.cli.arguments import finite, positive_int, share
 from dashboard.logs.log_files import LogFormatError
 from dashboard.monitoring import report, webhook
 from dashboard.monitoring.alerts import (
@@ -66,7 +66,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("logs", nargs="*", metavar="LOG", help="log files, folders or globs (quote a glob for cron)")
     monitor_connect.add_arguments(parser)
     floor = parser.add_mutually_exclusive_group(required=True)
-    floor.add_argument("--floor", type=float, help="the floor in production")
+    floor.add_argument("--floor", type=finite, help="the floor in production")
     floor.add_argument("--floor-config", metavar="FLOOR.json", help="the floor JSON Calibrate exports (floor, label dates)")
     parser.add_argument("--window", choices=tuple(WINDOWS), default="1d", help="window width (default 1d)")
     baseline = parser.add_mutually_exclusive_group()

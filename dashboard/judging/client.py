@@ -6,7 +6,8 @@ Configured from the environment (or st.secrets, which the page merges in):
     MEMLENS_LLM_BASE_URL      e.g. http://127.0.0.1:11434/v1 (Ollama), https://api.openai.com/v1
     MEMLENS_LLM_MODEL         the model name the server knows, e.g. llama3.2, gpt-4o-mini
     MEMLENS_LLM_API_KEY       optional; sent only to the host of MEMLENS_LLM_BASE_URL
-    MEMLENS_LLM_TIMEOUT       seconds per request (default 60)
+    MEMLENS_LLM_TIMEOUT       seconds per request, in all (default 60): a server that drips
+                              its answer a byte at a time is cut off when they are up
     MEMLENS_LLM_CONCURRENCY   requests in flight at once (default 4)
     MEMLENS_LLM_JSON_MODE     schema (default) | object | none: how structured output is asked for
                               (object: {"type": "json_object", "schema": ...}, as llama.cpp's server takes it)
@@ -49,6 +50,7 @@ import httpx
 from connectors.base import BadResponse, ConnectorError, InvalidRequest
 from connectors.common.allowed import destination
 from connectors.http.base import HttpBoundary
+from connectors.http.outbound import check_credential
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +96,7 @@ class ModelConfig:
             raise InvalidRequest(f"{JSON_MODE_ENV} must be one of {', '.join(JSON_MODES)}, got {self.json_mode!r}")
         if not (isinstance(self.concurrency, int) and 1 <= self.concurrency <= MAX_CONCURRENCY):
             raise InvalidRequest(f"{CONCURRENCY_ENV} must be a whole number from 1 to {MAX_CONCURRENCY}, got {self.concurrency!r}")
+        check_credential(API_KEY_ENV, self.api_key)
         if not (math.isfinite(self.timeout) and self.timeout > 0):
             raise InvalidRequest(f"{TIMEOUT_ENV} must be a number of seconds above 0, got {self.timeout!r}")
 
@@ -185,6 +188,10 @@ def decode_json_content(content: str) -> tuple[Any, str | None]:
         return json.loads(body), None
     except json.JSONDecodeError as exc:
         return None, f"the model's answer is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+    except ValueError as exc:  # a number longer than Python converts (4,300 digits)
+        return None, f"the model's answer is not usable JSON: {exc}"
+    except RecursionError:
+        return None, "the model's answer is not usable JSON: nested deeper than memlens reads"
 
 
 class ChatClient:

@@ -406,37 +406,61 @@ def _outcome_from_cache(record: dict[str, Any], formula: dict[str, Any], message
 
 
 class RankCache:
-    """Model rankings by cache key, in one SQLite file in the data directory."""
+    """Model rankings by cache key, in one SQLite file in the data directory.
+
+    A cache is a convenience: a damaged or locked file is logged once and the
+    ranking runs without it (``problem`` says why), instead of failing every press."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else data_dir() / CACHE_NAME
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.reads = 0
         self.hits = 0
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS rankings (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                "prompt_version TEXT NOT NULL, created_at TEXT NOT NULL, record TEXT NOT NULL)"
-            )
+        self.problem: str | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as db:
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS rankings (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+                    "prompt_version TEXT NOT NULL, created_at TEXT NOT NULL, record TEXT NOT NULL)"
+                )
+        except (OSError, sqlite3.Error) as exc:
+            self._give_up(exc)
+
+    def _give_up(self, exc: BaseException) -> None:
+        if self.problem is None:
+            self.problem = f"the ranking cache {self.path.name} cannot be used ({type(exc).__name__}: {exc}); ranking without it"
+            log.warning("%s", self.problem)
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=3.0)
 
     def get(self, key: str) -> dict[str, Any] | None:
-        with self._connect() as db:
-            row = db.execute("SELECT record FROM rankings WHERE key = ?", (key,)).fetchone()
+        if self.problem:
+            return None
+        try:
+            with self._connect() as db:
+                row = db.execute("SELECT record FROM rankings WHERE key = ?", (key,)).fetchone()
+            record = json.loads(row[0]) if row is not None else None
+        except (sqlite3.Error, ValueError, TypeError, RecursionError) as exc:
+            self._give_up(exc)
+            return None
         self.reads += 1
-        if row is None:
+        if not isinstance(record, dict):
             return None
         self.hits += 1
-        return json.loads(row[0])
+        return record
 
     def put(self, key: str, model: str, record: dict[str, Any]) -> None:
-        with self._connect() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO rankings VALUES (?, ?, ?, ?, ?)",
-                (key, model, PROMPT_VERSION, datetime.now(UTC).isoformat(timespec="seconds"), json.dumps(record)),
-            )
+        if self.problem:
+            return
+        try:
+            with self._connect() as db:
+                db.execute(
+                    "INSERT OR REPLACE INTO rankings VALUES (?, ?, ?, ?, ?)",
+                    (key, model, PROMPT_VERSION, datetime.now(UTC).isoformat(timespec="seconds"), json.dumps(record)),
+                )
+        except sqlite3.Error as exc:
+            self._give_up(exc)
 
 
 _log_lock = threading.Lock()

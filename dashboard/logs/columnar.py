@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.lines import MAX_RANK
 from dashboard.logs.log_files import detect_format
 
@@ -102,6 +103,11 @@ def _number_rules(memory_id: str, rank: str, score: str) -> str:
         OR (NOT {empty_turn} AND ({score} IS NULL OR NOT isfinite({score}))))"""
 
 
+def _out_of_range(ts: str) -> str:
+    """A time outside the inbound boundary's range (year 9999): a bad row."""
+    return f"({ts} IS NOT NULL AND ({ts} < TIMESTAMPTZ '{EARLIEST.isoformat()}' OR {ts} >= TIMESTAMPTZ '{LATEST.isoformat()}'))"
+
+
 def _checks(message_id: str, memory_id: str, rank: str, score: str, ts_text: str, ts: str, extra_bad: str = "false") -> str:
     """The `bad` column: the row-level rules of retrieval_log, in SQL."""
     # NULL (e.g. trim of a missing memory_id) is not a finding: coalesce to false
@@ -109,6 +115,7 @@ def _checks(message_id: str, memory_id: str, rank: str, score: str, ts_text: str
         {message_id} IS NULL OR {_blank(message_id)} OR {_blank(memory_id)}
         OR {_number_rules(memory_id, rank, score)}
         OR ({ts_text} IS NOT NULL AND {ts} IS NULL)
+        OR {_out_of_range(ts)}
         OR {extra_bad}
     ), false)"""
 
@@ -291,6 +298,7 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, pa.
         f"""SELECT message_id, memory_id, rank, score, user_id, query, timestamp, store,
                    coalesce(message_id IS NULL
                        OR (rank_json IS NOT NULL AND rank IS NULL) OR (score_json IS NOT NULL AND score IS NULL)
+                       OR {_out_of_range("timestamp")}
                        OR {_number_rules("memory_id", "rank", "score")}, false) AS bad,
                    CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair
             FROM (SELECT message_id, memory_id, user_id, query, store, timestamp, rank AS rank_json, score AS score_json,

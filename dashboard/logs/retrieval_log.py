@@ -45,6 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.lines import MAX_RANK, LineIssue
 from dashboard.logs.log_files import (
     COLUMNS,
@@ -367,6 +368,10 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
     else:
         parsed = pd.to_datetime(stamps, utc=True, errors="coerce", format="ISO8601")
         flag((parsed.isna() & stamps.notna()).to_numpy(), "timestamp", "not an ISO 8601 date-time")
+    # a time no retrieval happened at (year 9999, 1900) would end every window sum
+    outside = parsed.notna() & ((parsed < pd.Timestamp(EARLIEST)) | (parsed >= pd.Timestamp(LATEST)))
+    flag(outside.to_numpy(), "timestamp", f"outside {EARLIEST:%Y}-{LATEST:%Y}")
+    parsed = parsed.mask(outside)
     frame["timestamp"] = parsed
     frame["rank"] = np.where(bad, 0, np.nan_to_num(rank_values, nan=0)).astype(np.int64)
     frame["score"] = score_values

@@ -4,11 +4,12 @@ which make the monitor's default baseline. Pure."""
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+from connectors.common import inbound
+from connectors.common.redaction import shorten
 
 
 class FloorConfigError(ValueError):
@@ -26,27 +27,38 @@ class FloorConfig:
 def _stamp(value: object, path: str, name: str) -> datetime:
     import pandas as pd  # only for a floor config: the command otherwise starts without pandas
 
+    wrong = f"{path}: field 'date_range.{name}': {shorten(repr(value), 60)}"
     try:
         stamp = pd.Timestamp(str(value))
-    except ValueError:
-        raise FloorConfigError(f"{path}: field 'date_range.{name}': {value!r} is not an ISO 8601 date-time") from None
+    except (ValueError, OverflowError):  # pandas' OutOfBoundsDatetime is a ValueError
+        raise FloorConfigError(f"{wrong} is not an ISO 8601 date-time") from None
+    if pd.isna(stamp):  # "NaT", "nat": pandas' missing time, not a date
+        raise FloorConfigError(f"{wrong} is not an ISO 8601 date-time")
     stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.to_pydatetime()
+    when = stamp.to_pydatetime()
+    if not inbound.sane_time(when):
+        raise FloorConfigError(f"{wrong} is outside {inbound.EARLIEST:%Y}-{inbound.LATEST:%Y}")
+    return when
 
 
 def read_floor_config(path: str | Path) -> FloorConfig:
+    """The floor config at `path`, read through the inbound file boundary (a regular
+    file of config size, JSON of sane depth and numbers), or FloorConfigError."""
     path = str(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FloorConfigError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FloorConfigError(f"{path}: not a JSON file ({exc})") from exc
+        data = inbound.load_json(inbound.read_small(path, "floor config").decode("utf-8"), path)
+    except inbound.InboundError as exc:
+        raise FloorConfigError(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise FloorConfigError(f"{path}: not a JSON file ({exc})") from None
     if not isinstance(data, dict):
         raise FloorConfigError(f"{path}: not a floor config (a JSON object with a 'floor', as Calibrate exports)")
-    floor = data.get("floor")
-    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not math.isfinite(floor):
-        raise FloorConfigError(f"{path}: field 'floor': {floor!r} is not a number (export the floor from Calibrate as JSON)")
+    floor = inbound.finite_number(data.get("floor"))
+    if floor is None:
+        raise FloorConfigError(
+            f"{path}: field 'floor': {shorten(repr(data.get('floor')), 60)} is not a finite number "
+            "(export the floor from Calibrate as JSON)"
+        )
     label_range = None
     dates = data.get("date_range")
     if isinstance(dates, dict) and dates.get("from") and dates.get("to"):

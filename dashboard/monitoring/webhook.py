@@ -36,22 +36,28 @@ def webhook_url(given: str | None, environ: dict[str, str] | None = None, secret
     return None
 
 
-def post(url: str, payload: dict[str, Any], *, client: httpx.Client | None = None) -> str | None:
-    """Post `payload` as JSON; None when the hook took it, else what went wrong
-    (without the URL, which httpx's own messages may quote)."""
-    import httpx
+def post(url: str, payload: dict[str, Any], *, client: httpx.Client | None = None, deadline: float = TIMEOUT_SECONDS) -> str | None:
+    """Post `payload` as JSON through the outbound boundary (connectors/http/outbound:
+    a total deadline, redirects only within the hook's own host); None when the hook
+    took it (a 2xx), else what went wrong, without the URL. A 3xx is not a delivery:
+    the hook moved, and the message names the host it moved to."""
+    from connectors.base import ConnectorError, StoreTimeout, StoreUnavailable
+    from connectors.http import outbound
 
     own = client is None
-    client = client or httpx.Client(timeout=TIMEOUT_SECONDS)
+    client = client or outbound.outbound_client()
     try:
-        response = client.post(url, json=payload)
-    except httpx.TimeoutException:
-        return "the webhook did not answer in time"
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        return f"the webhook could not be reached ({type(exc).__name__})"
+        response = outbound.request(client, "POST", url, what="the webhook", timeout=deadline, json=payload, secrets=[url])
+    except StoreTimeout:
+        return f"the webhook did not answer within {deadline:g} s"
+    except StoreUnavailable as exc:
+        cause = exc.__cause__
+        return f"the webhook could not be reached ({type(cause).__name__ if cause else 'unknown error'})"
+    except ConnectorError as exc:
+        return outbound.terminal_line(str(exc))
     finally:
         if own:
             client.close()
-    if response.status_code >= 400:
+    if not 200 <= response.status_code < 300:
         return f"the webhook refused the post (HTTP {response.status_code})"
     return None

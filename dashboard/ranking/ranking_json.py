@@ -68,6 +68,10 @@ def parse_ranking_json(text: str) -> tuple[Any, str | None]:
         return json.loads(body), None
     except json.JSONDecodeError as exc:
         return None, f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
+    except ValueError as exc:  # a number longer than Python converts (4,300 digits)
+        return None, f"Not usable JSON: {exc}."
+    except RecursionError:
+        return None, "Not usable JSON: nested deeper than memlens reads."
 
 
 def validate_ranking(

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -168,29 +169,49 @@ def monitor_logs(files: list[tuple[str, bytes]]) -> LogSet:
     return _monitor_logs(digest.hexdigest(), files)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+# The upload folder of each cached relation, removed with the cache entry that made
+# it (evicted by a fifth upload, or cleared): ten uploads leave at most four folders.
+_upload_folders: dict[int, Path] = {}
+
+
+def _release_monitor_logs(logs: LogSet) -> None:
+    folder = _upload_folders.pop(id(logs), None)
+    try:
+        logs.con.close()
+    except Exception:  # a connection already closed: nothing left to release
+        pass
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4, on_release=_release_monitor_logs)
 def _monitor_logs(digest: str, _files: list[tuple[str, bytes]]) -> LogSet:
     from dashboard.logs.log_files import LogFormatError
 
     # DuckDB reads files: the uploads go to a folder of their own, kept while the
-    # cached relation (which scans them) lives
+    # cached relation (which scans them) lives, and removed when it is released
     folder = Path(tempfile.mkdtemp(prefix="memlens-monitor-"))
-    paths = []
-    for index, (name, content) in enumerate(_files):
-        path = folder / f"{index:03d}-{Path(name).name}"
-        path.write_bytes(content)
-        paths.append(str(path))
-    # issues and errors name the file as the user knows it, not the copy
-    names = {path: name for path, (name, _) in zip(paths, _files, strict=True)}
     try:
-        logs = open_logs(paths)
-    except LogFormatError as exc:
-        message = str(exc)
-        for copy, name in names.items():
-            message = message.replace(copy, name)
-        raise LogFormatError(message) from None
+        paths = []
+        for index, (name, content) in enumerate(_files):
+            path = folder / f"{index:03d}-{Path(name).name}"
+            path.write_bytes(content)
+            paths.append(str(path))
+        # issues and errors name the file as the user knows it, not the copy
+        names = {path: name for path, (name, _) in zip(paths, _files, strict=True)}
+        try:
+            logs = open_logs(paths)
+        except LogFormatError as exc:
+            message = str(exc)
+            for copy, name in names.items():
+                message = message.replace(copy, name)
+            raise LogFormatError(message) from None
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # nothing is cached, so nothing else would remove it
+        raise
     logs.issues = [dataclasses.replace(issue, file=names.get(issue.file, issue.file)) for issue in logs.issues]
     logs.files = [names[path] for path in paths]
+    _upload_folders[id(logs)] = folder
     return logs
 
 

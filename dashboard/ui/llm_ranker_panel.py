@@ -109,15 +109,23 @@ def _llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime, me
     asked = st.button("Rank with the model", key="llm_rank_run", disabled=not allowed, help="Uses the weights, threshold, cutoff and clock above; the store is not queried again.")
     wanted = (message_id, repr(settings), now.isoformat(), config.model, config.base_url)
     if asked and allowed:
-        client = ChatClient(config, send_text=True)
+        try:
+            # the client checks the base URL and key: a bad setting is a message here
+            client = ChatClient(config, send_text=True)
+        except ConnectorError as exc:
+            show_error(f"The model settings are unusable: {exc}")
+            return
+        cache = RankCache()
         try:
             with st.spinner(f"Asking {config.model} at {config.host}…"):
                 outcome = rank_with_model(
                     client, result.hits, query=result.query, settings=settings, now=now,
-                    query_label=result.query if include_text else message_id, cache=RankCache(),
+                    query_label=result.query if include_text else message_id, cache=cache,
                 )
         finally:
             client.close()
+        if cache.problem:
+            st.caption(inert_markdown(cache.problem))
         st.session_state[OUTCOME_KEY] = (wanted, outcome)
         tally = st.session_state.setdefault(TALLY_KEY, {"model": 0, "fallback": 0})
         tally["fallback" if outcome.fell_back else "model"] += 1
@@ -125,6 +133,11 @@ def _llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime, me
     if not kept or kept[0] != wanted:
         return  # nothing asked yet for these hits and settings
     show_outcome(result, kept[1])
+
+
+def _inert_line(text: object, limit: int) -> str:
+    """Outside text as one inert Markdown line: a line break would end the list item."""
+    return inert_markdown(" ".join(clip_text(str(text), limit)[0].split()))
 
 
 def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
@@ -141,7 +154,7 @@ def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
             "The model's ranking failed "
             + ("after a retry" if outcome.retried else "")
             + ": the formula's ranking is used instead (the failure is logged)."
-            + (f" {inert_markdown(clip_text(last.error, 500)[0])}" if last.error else "")
+            + (f" {clip_text(last.error, 500)[0]}" if last.error else "")  # show_error makes it inert, once
         )
     elif outcome.status == RETRIED:
         st.warning("The first answer broke the rules below; the retry, sent with those violations, passed every check.")
@@ -149,7 +162,12 @@ def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
         st.success("The model's ranking passes every check.")
     for number, attempt in enumerate(outcome.attempts, start=1):
         if attempt.violations:
-            listed = "\n".join(f"- `{v.where}` ({v.rule}): {inert_markdown(clip_text(v.message, 300)[0])}" for v in attempt.violations[:MAX_VIOLATIONS_SHOWN])
+            # `where` is a path into the model's JSON: the model wrote its keys, so it is
+            # drawn inert like the message, never inside a code span it could close
+            listed = "\n".join(
+                f"- {_inert_line(v.where, 200)} ({_inert_line(v.rule, 100)}): {_inert_line(v.message, 300)}"
+                for v in attempt.violations[:MAX_VIOLATIONS_SHOWN]
+            )
             more = len(attempt.violations) - MAX_VIOLATIONS_SHOWN
             st.markdown(f"**Answer {number}: {len(attempt.violations)} violation(s)**\n{listed}" + (f"\n- … and {more} more" if more > 0 else ""))
     tally = st.session_state.get(TALLY_KEY)

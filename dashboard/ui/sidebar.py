@@ -232,7 +232,7 @@ def store_picker(*, keep_notes: bool = False) -> StoreChoice:
     _restore_store_from_url()
     choice = choose_store(st.sidebar, key=STORE_KEY, label="Store", settings_label="Store settings", describe=True)
     for note in session.notes_to_say("store_link_notes", again_next_run=keep_notes):
-        st.warning(note)
+        st.warning(inert_markdown(note))  # it quotes the link's own text
     return choice
 
 
@@ -312,7 +312,7 @@ def user_picker(store: MemoryStore | None) -> str | None:
         # Said until another user is picked, not only on the run that replaced it.
         note = session.recall("unknown_user")
         if note and note[1] == user:
-            st.warning(note[0])
+            st.warning(note[0])  # built inert by _unknown_user_text
         elif note:
             session.remember("unknown_user", None)
     else:

@@ -1,0 +1,280 @@
+"""The one outbound HTTP boundary: every request memlens makes to a server (a model,
+a webhook, an HTTP memory store) goes through ``request`` on a client from
+``outbound_client``. By construction, so a new client gets the rules too:
+
+- a **total deadline** per request, not only a timeout per read: a server that sends
+  one byte every two seconds is cut off when the deadline passes, headers and body
+  alike (the socket reads and writes are bounded by what is left of it);
+- **redirects** are followed only to the same scheme, host and port, and never with
+  credentials (a request carrying a key, or a Location holding a user or password,
+  is not followed); a 3xx that is not followed is a failure naming the new
+  location's host;
+- **credentials** (URL userinfo, keys, tokens) are removed from every message and
+  URL this module writes (``public_url``; ``redact`` for anything else);
+- a **key holding a control character** is refused when it is configured
+  (``check_credential``): such a key escapes redaction through its repr;
+- outside text is made **terminal-safe** by ``terminal_line`` (re-exported from
+  connectors.common.redaction, which the CLI uses without importing httpx).
+
+Failures are the ``connectors.base`` hierarchy (``StoreTimeout``, ``StoreUnavailable``,
+``BadResponse``), with messages that name a host, never a full URL.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpcore
+import httpx
+
+from connectors.base import BadResponse, InvalidRequest, StoreTimeout, StoreUnavailable
+from connectors.common.redaction import redact, terminal_line
+
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "RedirectRefused",
+    "check_credential",
+    "outbound_client",
+    "public_url",
+    "redact",
+    "request",
+    "terminal_line",
+]
+
+MAX_REDIRECTS = 5
+# Header names that carry a credential whatever their value.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
+
+
+class RedirectRefused(BadResponse):
+    """A 3xx memlens did not follow (another origin, or a request with credentials)."""
+
+
+# ------------------------------------------------------------------ credentials
+
+
+def check_credential(name: str, value: str | None) -> None:
+    """Refuse a key or token holding a control character (a newline from a copied
+    file, an escape): its repr escapes the character, so the key would no longer
+    match the redaction and would reach a message. The key itself is not quoted."""
+    if not value:
+        return
+    for position, char in enumerate(value):
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            raise InvalidRequest(
+                f"{name} holds a control character ({char.encode('unicode_escape').decode('ascii')} at "
+                f"position {position + 1} of {len(value)}): a key is one line of printable text; check how it was copied"
+            )
+
+
+def public_url(url: Any) -> str:
+    """``url`` without its user, password and query string: what a message may name."""
+    text = str(url or "")
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return str(redact(text.split("?")[0]))
+    if not parts.scheme or not host:
+        return str(redact(text.split("?")[0]))
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, url.port or default
+
+
+def _carries_credentials(url: httpx.URL, headers: Mapping[str, str] | None, secrets: Iterable[str]) -> bool:
+    if url.userinfo:
+        return True
+    known = [s for s in secrets if s]
+    for name, value in (headers or {}).items():
+        if name.lower() in CREDENTIAL_HEADERS or any(secret in value for secret in known):
+            return True
+    return any(secret in str(url) for secret in known)
+
+
+# ------------------------------------------------------------------ the total deadline
+
+_deadline = threading.local()
+
+
+@contextmanager
+def total_deadline(seconds: float) -> Iterator[None]:
+    """Every socket operation of this thread, inside the block, ends by `seconds`
+    from now (nested blocks keep the earlier end)."""
+    previous = getattr(_deadline, "at", None)
+    at = time.monotonic() + seconds
+    _deadline.at = at if previous is None else min(previous, at)
+    try:
+        yield
+    finally:
+        _deadline.at = previous
+
+
+def _bounded(timeout: float | None, error: type[Exception]) -> float | None:
+    at = getattr(_deadline, "at", None)
+    if at is None:
+        return timeout
+    remaining = at - time.monotonic()
+    if remaining <= 0:
+        raise error("the total deadline for the request passed")
+    return remaining if timeout is None else min(timeout, remaining)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream):
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
+        inner = self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout, httpcore.ConnectTimeout))
+        return _DeadlineStream(inner)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's own sockets, with every read, write and connect bounded by the
+    calling thread's deadline."""
+
+    def __init__(self, backend: httpcore.NetworkBackend):
+        self._backend = backend
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        stream = self._backend.connect_tcp(
+            host, port, _bounded(timeout, httpcore.ConnectTimeout), local_address=local_address, socket_options=socket_options
+        )
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
+        stream = self._backend.connect_unix_socket(path, _bounded(timeout, httpcore.ConnectTimeout), socket_options=socket_options)
+        return _DeadlineStream(stream)
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+class _DeadlineTransport(httpx.HTTPTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        # httpx builds its pool from httpcore's public constructor but takes no
+        # network backend of its own; the pool's sockets are wrapped here, once.
+        pool = self._pool
+        pool._network_backend = _DeadlineBackend(pool._network_backend)
+
+
+def outbound_client() -> httpx.Client:
+    """A client whose requests ``request`` bounds by a total deadline. Redirects are
+    never followed by httpx itself: ``request`` decides."""
+    return httpx.Client(transport=_DeadlineTransport(), follow_redirects=False, trust_env=False)
+
+
+# ------------------------------------------------------------------ one request
+
+
+def request(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    what: str,
+    route: str = "",
+    timeout: float,
+    deadline: float | None = None,
+    headers: Mapping[str, str] | None = None,
+    json: Any = None,
+    params: Mapping[str, Any] | None = None,
+    secrets: Iterable[str] = (),
+) -> httpx.Response:
+    """One request, its body read, within ``deadline`` seconds in all (default: the
+    per-read ``timeout``), with redirects as the module docstring says. ``what``
+    names the server in messages ("The model at http://host:port"), ``route`` the
+    request ("POST /chat/completions"). Any status that is not a redirect is returned
+    for the caller to judge."""
+    secrets = [s for s in secrets if s]
+    deadline = timeout if deadline is None else deadline
+    started = time.monotonic()
+    current = httpx.URL(url)
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            with total_deadline(max(deadline - (time.monotonic() - started), 0.001)):
+                response = client.request(method, current, headers=dict(headers or {}), json=json, params=params, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            raise StoreTimeout(f"{what} did not answer {route}{' ' if route else ''}within {deadline:g} s") from exc
+        except httpx.ConnectError as exc:
+            raise StoreUnavailable(
+                f"{what} refused the connection or could not be reached at {_origin_text(current)}: "
+                f"{_safe(str(exc), _hidden(current, secrets)) or type(exc).__name__}"
+            ) from exc
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise StoreUnavailable(
+                f"{what} {route}{' ' if route else ''}failed: {type(exc).__name__}: {_safe(str(exc), _hidden(current, secrets))}"
+            ) from exc
+        # an injected client (tests, MockTransport) has no deadline sockets: check once more
+        if time.monotonic() - started > deadline:
+            raise StoreTimeout(f"{what} did not answer {route}{' ' if route else ''}within {deadline:g} s")
+        if not (300 <= response.status_code < 400 and "location" in response.headers):
+            return response
+        target = _redirect_target(response, what)
+        if origin(target) != origin(response.url) or target.userinfo:
+            raise RedirectRefused(
+                f"{what} answered {response.status_code}, moving it to {target.host or 'an unnamed host'}: memlens follows a "
+                "redirect only to the same scheme, host and port; point the setting at the new address if you trust it",
+                status=response.status_code,
+            )
+        if _carries_credentials(response.url, headers, secrets):
+            raise RedirectRefused(
+                f"{what} answered {response.status_code}, moving it to another path on the same host: memlens never "
+                "resends a key after a redirect; point the setting at the new address",
+                status=response.status_code,
+            )
+        if response.status_code == 303 or (response.status_code in (301, 302) and method == "POST"):
+            method, json = "GET", None
+        current, params = target, None
+    raise RedirectRefused(f"{what} redirected more than {MAX_REDIRECTS} times")
+
+
+def _origin_text(url: httpx.URL) -> str:
+    scheme, host, port = origin(url)
+    return f"{scheme}://{host}:{port}"
+
+
+def _redirect_target(response: httpx.Response, what: str) -> httpx.URL:
+    try:
+        return response.url.join(response.headers["location"])
+    except (httpx.InvalidURL, ValueError):
+        raise RedirectRefused(
+            f"{what} answered {response.status_code} with a Location that is not a URL", status=response.status_code
+        ) from None
+
+
+def _safe(text: str, secrets: list[str]) -> str:
+    return terminal_line(str(redact(text, secrets)))
+
+
+def _hidden(url: httpx.URL, secrets: list[str]) -> list[str]:
+    """What a message must not quote: the keys, and the URL itself (a webhook's
+    path is its secret), longest first."""
+    return [*secrets, str(url), url.raw_path.decode("ascii", "replace") if url.raw_path not in (b"", b"/") else ""]

@@ -1,0 +1,116 @@
+"""A loopback HTTP server that misbehaves the ways the outbound boundary must survive,
+on a real socket (raw, so it can drip bytes and answer with anything):
+
+    drip     a 200 whose headers and body arrive one byte every `interval` seconds
+    redirect a 3xx to `location` (another host, or the same one)
+    control  a 500 whose body holds terminal escapes (retitle, colour, bell)
+    ok       a 200 with a small JSON body (the chat shape, so a model client reads it)
+
+Every request's method, path and headers are kept in ``received``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+CONTROL_BODY = '{"error": {"message": "bad \\u001b]0;pwned\\u0007 \\u001b[31mred\\u001b[0m \\u0008x"}}'
+OK_BODY = json.dumps(
+    {"choices": [{"message": {"role": "assistant", "content": "{}"}}], "model": "m", "ok": True}
+)
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+
+
+@dataclass
+class HostileServer:
+    mode: str = "ok"
+    location: str = ""
+    status: int = 307
+    interval: float = 0.25
+    drip_for: float = 30.0  # then the answer completes: a client without a deadline gets it
+    received: list[Seen] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._socket = socket.socket()
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(16)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._socket.getsockname()[1]
+
+    def url(self, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}"
+
+    def __enter__(self) -> HostileServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopped.set()
+        self._socket.close()
+
+    def _serve(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            try:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        return
+                    head += chunk
+                lines = head.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+                self.received.append(Seen(method, path, {k.lower(): v for k, v in headers.items()}))
+                if self.mode == "drip":
+                    self._drip(connection, self._reply())
+                else:
+                    connection.sendall(self._reply())
+            except OSError:
+                return
+
+    def _reply(self) -> bytes:
+        if self.mode == "redirect":
+            return (
+                f"HTTP/1.1 {self.status} Moved\r\nLocation: {self.location}\r\nContent-Length: 0\r\n"
+                "Connection: close\r\n\r\n"
+            ).encode()
+        if self.mode == "control":
+            body = CONTROL_BODY.encode()
+            return b"HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (
+                len(body), body,
+            )
+        body = OK_BODY.encode()
+        return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (
+            len(body), body,
+        )
+
+    def _drip(self, connection: socket.socket, whole: bytes) -> None:
+        started = time.monotonic()
+        for index in range(len(whole)):
+            if self._stopped.is_set():
+                return
+            connection.sendall(whole[index : index + 1])
+            if time.monotonic() - started < self.drip_for:
+                time.sleep(self.interval)
