@@ -75,7 +75,7 @@ def test_a_broken_answer_shows_its_violations_the_retry_and_then_the_fallback(ap
     assert not at.exception, at.exception
     shown = texts(at)
     assert "formula's ranking is used instead" in shown and "after a retry" in shown
-    assert "`ranked_results` (shape)" in shown  # the first answer's violation, by JSON path
+    assert "ranked\\_results (shape)" in shown  # the first answer's violation, by JSON path, inert
     assert "not valid JSON" in shown  # the second's
     assert [m.value for m in at.metric if m.label == "Outcome"] == ["fallback"]
     assert "Your answer breaks these rules" in model.received[1].body["messages"][-1]["content"]
