@@ -62,6 +62,7 @@ class LogSet:
     sources: dict[int, str] = field(default_factory=dict, repr=False)
     parquet: set[int] = field(default_factory=set, repr=False)  # the sources that are Parquet files
     validate: list[int] = field(default_factory=list, repr=False)
+    named: set[int] = field(default_factory=set, repr=False)  # read by DuckDB, bad rows named by streaming
 
     @property
     def bad_rows(self) -> int:
@@ -198,13 +199,40 @@ def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None) 
         bad = [index for index in bad if index in sources]
         if not bad:
             break
-        # files with bad rows: the validating reader names each one, and keeps the rest
+        # files with bad rows: named by a streaming pass while DuckDB keeps the good
+        # rows (bounded memory at any size); else the validating reader reads them whole
         for index in bad:
-            del sources[index]
-            validate.append(index)
-    logs.fast_files = [logs.files[i] for i in sorted(sources)]
-    logs.validated_files = [logs.files[i] for i in sorted(set(validate))]
+            if not _name_in_place(logs, index):
+                del sources[index]
+                validate.append(index)
+    logs.fast_files = [logs.files[i] for i in sorted(sources) if i not in logs.named]
+    logs.validated_files = [logs.files[i] for i in sorted(set(validate) | logs.named)]
     logs.issues.sort(key=lambda issue: (logs.files.index(issue.file) if issue.file in logs.files else -1, issue.line, issue.field))
+
+
+def _name_in_place(logs: LogSet, index: int) -> bool:
+    """Name the bad rows of a file DuckDB reads by streaming it through the validating
+    checks (dashboard.logs.bad_rows), and keep its good rows in DuckDB, filtered.
+    False when the format is not streamed, or the two disagree on which rows are bad
+    (then the validating reader, whose word is final, reads the file)."""
+    from dashboard.logs.bad_rows import named_bad_rows
+
+    path = logs.files[index]
+    kind = file_kind(path)
+    source = fast_source(logs.con, path, kind, index, exact=True) if kind != "validate" else None
+    if source is None:
+        return False
+    issues = named_bad_rows(path, kind, path)
+    if not issues:
+        return False
+    found = logs.con.execute(f"SELECT count(*) FILTER (WHERE bad) FROM ({source})").fetchone()
+    if found is None or found[0] != len({issue.line for issue in issues if issue.skipped}):
+        return False
+    logs.issues.extend(issues)
+    logs.sources[index] = f"SELECT * FROM ({source}) WHERE NOT bad"
+    logs.parquet.discard(index)  # read alone, with its filter
+    logs.named.add(index)
+    return True
 
 
 def _read_validated(logs: LogSet, index: int) -> None:

@@ -1,0 +1,83 @@
+"""Naming the bad rows of a large log in bounded memory. Pure (no streamlit).
+
+When DuckDB reads a file and finds bad rows (``columnar``'s ``bad`` column), the good
+rows stay in DuckDB (the relation filters the bad ones out) and only the naming is
+left: this module streams the file through the validating reader's checks one batch
+at a time, so a 5,000,000-row Parquet file with one NaN score costs one batch of
+pandas (100,000 rows), not the whole file as a frame. Parquet is read by row groups
+(``iter_batches``), JSONL by chunks cut at a line feed; line numbers are the file's.
+Other formats (CSV, whose quoted values may span lines; OTLP traces; the read log)
+return None and are read by the validating reader whole, as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from connectors.common.lines import LineIssue
+
+BATCH_ROWS = 100_000
+CHUNK_BYTES = 16 << 20
+
+
+def named_bad_rows(path: str, kind: str, name: str) -> list[LineIssue] | None:
+    """Every bad row of the file named by file, line and field, or None when the
+    format is not streamed here."""
+    from dashboard.logs.retrieval_log import _validate
+
+    if kind == "parquet":
+        batches = _parquet_batches(path)
+    elif kind == "jsonl":
+        batches = _jsonl_batches(path, name)
+    else:
+        return None
+    issues: list[LineIssue] = []
+    for frame, lines, read_issues in batches:
+        issues.extend(_validate(frame, lines, read_issues, name).issues)
+    return sorted(issues, key=lambda issue: (issue.line, issue.field))
+
+
+def _parquet_batches(path: str) -> Iterator[tuple]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dashboard.logs.log_files import COLUMNS
+
+    parquet = pq.ParquetFile(path)
+    present = [column for column in COLUMNS if column in parquet.schema_arrow.names]
+    first = 1
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=present):
+        frame = pa.Table.from_batches([batch]).to_pandas()
+        yield frame, np.arange(first, first + len(frame), dtype=np.int64), []
+        first += len(frame)
+
+
+def _jsonl_batches(path: str, name: str) -> Iterator[tuple]:
+    from dashboard.logs.log_files import read_jsonl
+
+    before = 0  # lines in the chunks already read
+    with Path(path).open("rb") as handle:
+        rest = b""
+        while True:
+            block = handle.read(CHUNK_BYTES)
+            data = rest + block
+            if not block:
+                if data:
+                    yield _offset(read_jsonl(data, name), before)
+                return
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            chunk, rest = data[: cut + 1], data[cut + 1 :]
+            yield _offset(read_jsonl(chunk, name), before)
+            before += chunk.count(b"\n")
+
+
+def _offset(read: tuple, before: int) -> tuple:
+    frame, lines, issues = read
+    return frame, lines + before, [dataclasses.replace(issue, line=issue.line + before) for issue in issues]
