@@ -9,16 +9,26 @@ A page that shows memory text calls ``require_access()`` first:
 - else the page is open (the local demo).
 
 The password is compared in constant time and never shown, logged or echoed.
+Repeated wrong passwords from one client lock it out for a growing time
+(dashboard/password_throttle.py); each failure is logged with the client's address,
+never with what was typed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import math
 
 import streamlit as st
 
+from dashboard.password_throttle import FailureThrottle
 from dashboard.ui.secret_lookup import secret_value
+
+log = logging.getLogger(__name__)
+# one for the server process: every session of one client shares its record
+THROTTLE = FailureThrottle()
 
 # navigation.py runs the gate, the account menu and the setting check on every page before
 # the page's title. On a server where none of them has anything to say they import
@@ -55,14 +65,35 @@ def _digest(password: str) -> str:
     return hashlib.sha256(password.encode("utf-8")).hexdigest()
 
 
+def _client() -> str:
+    """The address the browser connects from; Streamlit gives none for localhost."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # no connection context (a bare script run)
+        return "localhost"
+    return address if isinstance(address, str) and address else "localhost"
+
+
 def _check_password(password: str) -> None:
     entered = st.session_state.get("access_password") or ""
+    st.session_state["access_password"] = ""  # never keep what was typed
+    client = _client()
+    wait = THROTTLE.wait(client)
+    if wait > 0:
+        # refused unread: a locked client learns nothing from trying again
+        log.warning("memlens password: attempt from %s refused, locked for %.0f s more", client, wait)
+        st.session_state["access_error"] = f"Too many wrong passwords: try again in {math.ceil(wait)} s."
+        return
     if hmac.compare_digest(entered.encode("utf-8"), password.encode("utf-8")):
+        THROTTLE.succeeded(client)
         st.session_state[_GRANTED] = _digest(password)
         st.session_state.pop("access_error", None)
-    else:
-        st.session_state["access_error"] = "Wrong password."
-    st.session_state["access_password"] = ""  # never keep what was typed
+        return
+    failures, locked = THROTTLE.failed(client)
+    log.warning("memlens password: wrong password from %s (%d in a row; locked for %g s)", client, failures, locked)
+    st.session_state["access_error"] = "Wrong password." + (
+        f" Too many wrong passwords: try again in {math.ceil(locked)} s." if locked else ""
+    )
 
 
 def require_access() -> None:
