@@ -13,10 +13,12 @@ the demo tools can all build on it. Pure functions: no Streamlit, no store calls
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from connectors.common import inbound
 from connectors.common.lines import LineIssue, json_objects
 
 DEMO_QUERIES = Path(__file__).resolve().parents[1] / "demo_data" / "queries.jsonl"
@@ -52,7 +54,7 @@ class JudgedQuestion:
 
 def check_grade(value: Any) -> int | None:
     """A whole number 0-MAX_GRADE as an int, else None (booleans are not grades)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
         return None
     return int(value) if 0 <= value <= MAX_GRADE else None
 
@@ -128,9 +130,21 @@ def read_questions(path: str | Path) -> tuple[list[JudgedQuestion], list[LineIss
     cannot be read is one issue (line 0), so a caller reports it like any other."""
     path = Path(path)
     try:
+        inbound.regular_file(path, "judged questions file")
         text = path.read_text(encoding="utf-8")
+    except inbound.InboundError as exc:
+        return [], [LineIssue(path.name, 0, "(file)", f"cannot read {exc}")]
     except OSError as exc:
         return [], [LineIssue(path.name, 0, "(file)", f"cannot read {path}: {exc.strerror or exc}")]
     except UnicodeDecodeError as exc:
         return [], [LineIssue(path.name, 0, "(file)", f"not UTF-8 text (byte {exc.start}): save it as UTF-8 JSONL")]
     return parse_jsonl(text, source=path.name)
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "judged questions", read_questions, (), ".jsonl",
+        {"message_id": "q1", "user_id": "sam", "query": "Where does the user live?", "relevant": ["m1"]},
+        qualname=f"{__name__}.read_questions",
+    )
+)

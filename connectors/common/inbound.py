@@ -14,6 +14,9 @@ label files, judged sets. Pure (standard library only).
 
 Each refusal is an ``InboundError`` naming the file (and the field where there is
 one); a command turns it into exit status 2 and a page into a message.
+
+Every reader registers itself in ``READERS`` (``register_reader``), where it is
+defined; the hostile-input suite runs one corpus against each.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import json
 import math
 import os
 import stat
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,7 +57,7 @@ def regular_file(path: str | Path, what: str = "file") -> Path:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise InboundError(f"{path}: no such {what}") from None
+        raise InboundError(f"{path}: no such file (cannot read the file)") from None
     except OSError as exc:
         raise InboundError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
     if not stat.S_ISREG(mode):
@@ -97,18 +102,45 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
+class _NotANumber(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotANumber(name)  # NaN, Infinity, -Infinity: Python's extension, not JSON
+
+
 def load_json(text: str, where: str) -> Any:
     """Decoded JSON, or InboundError naming ``where`` (the file) and what is wrong."""
     if nesting_depth(text) > MAX_NESTING:
         raise InboundError(f"{where}: JSON nested deeper than {MAX_NESTING} levels; memlens does not read it")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
+    except _NotANumber as exc:
+        raise InboundError(f"{where}: {exc} is not a number JSON allows; write a finite number") from None
     except json.JSONDecodeError as exc:
-        raise InboundError(f"{where}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise InboundError(f"{where}, line {exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
     except ValueError as exc:  # an integer of 4,300 digits or more
         raise InboundError(f"{where}: not usable JSON: {exc}") from None
     except RecursionError:
         raise InboundError(f"{where}: JSON nested too deeply to read") from None
+
+
+def load_toml(text: str, where: str) -> dict[str, Any]:
+    """Decoded TOML, or InboundError naming ``where``: tomllib raises ValueError for
+    an integer of 4,300 digits and RecursionError for deep arrays, besides its own."""
+    import tomllib
+
+    if nesting_depth(text.replace("'", '"')) > MAX_NESTING:
+        raise InboundError(f"{where}: TOML nested deeper than {MAX_NESTING} levels; memlens does not read it")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InboundError(f"{where}: not valid TOML: {exc}") from None
+    except ValueError as exc:
+        raise InboundError(f"{where}: not usable TOML: {exc}") from None
+    except RecursionError:
+        raise InboundError(f"{where}: TOML nested too deeply to read") from None
 
 
 def finite_number(value: Any) -> float | None:
@@ -126,3 +158,28 @@ def finite_number(value: Any) -> float | None:
 def sane_time(stamp: datetime) -> bool:
     """True for a time-zone-aware time from ``EARLIEST`` up to ``LATEST``."""
     return EARLIEST <= stamp < LATEST
+
+
+# ------------------------------------------------------------------ the registry of readers
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A file reader, registered where it is defined, so the hostile-input suite
+    (tests/test_hostile_inputs.py) meets every one: a new reader that is not
+    registered fails that suite's completeness test."""
+
+    name: str
+    read: Callable[[str], Any]  # path -> what the reader returns
+    errors: tuple[type[Exception], ...]  # its clear refusal (the message names the file)
+    suffix: str  # the file name ending it reads: ".jsonl", ".json", ".toml", ".parquet"
+    sample: dict[str, Any]  # one good row (for a file of rows) or the whole document
+    rows: bool = True  # a file of rows (one per line, or Parquet rows), else one document
+    qualname: str = ""  # module.function of the reader, for the completeness test
+
+
+READERS: dict[str, Reader] = {}
+
+
+def register_reader(reader: Reader) -> None:
+    READERS[reader.name] = reader

@@ -50,7 +50,7 @@ from connectors.base import (
     RateLimited,
     StoreUnavailable,
 )
-from connectors.common.redaction import REDACTED, redact, shorten
+from connectors.common.redaction import REDACTED, redact, shorten, terminal_line
 from connectors.http import outbound
 
 __all__ = ["REDACTED", "HttpBoundary", "HttpReply", "redact"]
@@ -142,7 +142,8 @@ def error_message(body: Any, text: str) -> str:
 
 
 def _short(text: str) -> str:
-    return shorten(text, MAX_MESSAGE_CHARS)
+    # a store's or model's own words: shown on one line, its control characters escaped
+    return terminal_line(shorten(text, MAX_MESSAGE_CHARS))
 
 
 def _request_id(body: Any, headers: httpx.Headers, secrets: Iterable[str]) -> str | None:

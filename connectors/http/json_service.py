@@ -53,7 +53,6 @@ from __future__ import annotations
 import math
 import re
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,7 +74,9 @@ from connectors.base import (
     as_number,
     check_query,
 )
+from connectors.common import inbound
 from connectors.common.score_spaces import ScoreSpace, space_for
+from connectors.http import outbound
 from connectors.http.base import HttpBoundary, dotted_get, flatten_numbers
 
 ENV_CONFIG = "MEMLENS_HTTP_JSON_CONFIG"
@@ -232,13 +233,12 @@ def parse_config(data: dict[str, Any], source: str = "(config)") -> HttpJsonConf
 def load_config(path: str | Path) -> HttpJsonConfig:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = inbound.read_small(path, "HTTP JSON store config").decode("utf-8")
+        data = inbound.load_toml(text, str(path))  # the message carries line and column
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"Cannot read the HTTP JSON store config {path}: {exc}") from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc  # the message carries line and column
+    except inbound.InboundError as exc:
+        raise ConfigError(f"Cannot read the HTTP JSON store config: {exc}") from None
     return parse_config(data, source=str(path))
 
 
@@ -444,3 +444,29 @@ def open_store(config_path: str | None = None, api_key: str | None = None, **opt
     if config_path is None or not config_path.strip():
         raise StoreUnavailable(f"HTTP JSON store: no config file; set {ENV_CONFIG} or enter its path in the sidebar")
     return HttpJsonStore(load_config(config_path), api_key=api_key, **options)
+
+
+def _probe(url: str, deadline: float) -> None:
+    """One query through this connector (the outbound registry's probe)."""
+    config = parse_config(
+        {"base_url": url, "timeout": deadline, "max_retries": 0, "auth": {"header": "Authorization", "prefix": "Bearer "},
+         "response": {"results": "results", "id": "id", "text": "text", "score": "score"}},
+        source="(probe)",
+    )
+    store = HttpJsonStore(config, api_key=outbound.PROBE_KEY)
+    try:
+        store.query("probe", user_id="probe", k=1)
+    finally:
+        store.close()
+
+
+outbound.register_client("http_json", _probe, __name__)
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "HTTP JSON store config", load_config, (ConfigError,), ".toml",
+        {"base_url": "http://127.0.0.1:9", "timeout": 5, "response": {"results": "r", "id": "i", "text": "t"}},
+        rows=False, qualname=f"{__name__}.load_config",
+    )
+)

@@ -46,6 +46,7 @@ from connectors.base import (
     as_number,
     check_query,
 )
+from connectors.http import outbound
 from connectors.http.base import HttpBoundary, flatten_numbers
 
 STORE_TITLE = "MemorySync"
@@ -373,3 +374,15 @@ def open_store(
         max_retries=max_retries,
         **options,
     )
+
+
+def _probe(url: str, deadline: float) -> None:
+    """One query through this connector (the outbound registry's probe)."""
+    store = MemorySyncStore(url, outbound.PROBE_KEY, end_user_id="probe", timeout=deadline, max_retries=0)
+    try:
+        store.query("probe", user_id="probe", k=1)
+    finally:
+        store.close()
+
+
+outbound.register_client("memorysync", _probe, __name__)

@@ -16,6 +16,10 @@ a webhook, an HTTP memory store) goes through ``request`` on a client from
 - outside text is made **terminal-safe** by ``terminal_line`` (re-exported from
   connectors.common.redaction, which the CLI uses without importing httpx).
 
+Every client registers a probe in ``CLIENTS`` (``register_client``), where it is
+defined: one request through its own code to a URL, so the hostile-input suite
+(tests/test_hostile_inputs.py) meets every client with the same servers.
+
 Failures are the ``connectors.base`` hierarchy (``StoreTimeout``, ``StoreUnavailable``,
 ``BadResponse``), with messages that name a host, never a full URL.
 """
@@ -25,8 +29,9 @@ from __future__ import annotations
 import threading
 import time
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -48,6 +53,25 @@ __all__ = [
 ]
 
 MAX_REDIRECTS = 5
+PROBE_KEY = "sk-probe-0123456789abcdef"  # the key a probe sends, so a test can look for it
+
+
+@dataclass(frozen=True)
+class Client:
+    """An outbound client: ``probe(url, deadline)`` sends one request through the
+    client's own code with ``PROBE_KEY`` as its key where it takes one, and raises
+    ConnectorError on any failure (a webhook's reported problem included)."""
+
+    name: str
+    probe: Callable[[str, float], None]
+    module: str  # where it is defined, for the completeness test
+
+
+CLIENTS: dict[str, Client] = {}
+
+
+def register_client(name: str, probe: Callable[[str, float], None], module: str) -> None:
+    CLIENTS[name] = Client(name, probe, module)
 # Header names that carry a credential whatever their value.
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
 

@@ -38,6 +38,7 @@ from connectors.base import (
     StoreUnavailable,
     check_query,
 )
+from connectors.common import inbound
 from connectors.common.paths import data_dir
 from connectors.common.score_spaces import AS_SENT, ScoreSpace
 from connectors.mem0.history import events_of_kinds, memory_history
@@ -64,18 +65,20 @@ def load_config(config: dict[str, Any] | str | Path) -> dict[str, Any]:
         return dict(config)
     path = Path(config).expanduser()
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidRequest(f"Cannot read the Mem0 config {path}: {exc.strerror or exc}") from exc
+        text = inbound.read_small(path, "Mem0 config").decode("utf-8")
+    except inbound.InboundError as exc:
+        raise InvalidRequest(f"Cannot read the Mem0 config: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(f"Cannot read the Mem0 config {path}: {exc}") from exc
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
 
             loaded = yaml.safe_load(text)
         else:
-            loaded = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidRequest(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+            loaded = inbound.load_json(text, str(path))
+    except inbound.InboundError as exc:
+        raise InvalidRequest(str(exc)) from None
     except Exception as exc:  # yaml.YAMLError carries its own line/column text
         raise InvalidRequest(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(loaded, dict):
@@ -347,3 +350,12 @@ def open_library(
     if not config:
         raise InvalidRequest("Mem0: give the path of a Mem0 config file (YAML or JSON), or set MEMLENS_MEM0_CONFIG.")
     return Mem0LibraryStore.from_config(config, app_threshold=optional_threshold(app_threshold))
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "Mem0 config", load_config, (InvalidRequest,), ".json",
+        {"vector_store": {"provider": "qdrant", "config": {"path": "/tmp/memlens-probe", "embedding_model_dims": 384}}},
+        rows=False, qualname=f"{__name__}.load_config",
+    )
+)

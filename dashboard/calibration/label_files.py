@@ -31,12 +31,13 @@ import io
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from connectors.common import inbound
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
 from dashboard.calibration.scores import LabelledScores, labelled_scores
 from dashboard.database.model import LABEL_VALUES
@@ -156,7 +157,10 @@ class LabelFile:
 def read_label_file(path: str | Path) -> LabelFile:
     path = Path(path)
     try:
+        inbound.regular_file(path, "label file")
         data = path.read_bytes()
+    except inbound.InboundError as exc:
+        raise LabelFileError(str(exc)) from None
     except OSError as exc:
         raise LabelFileError(f"Cannot read {path}: {exc.strerror or exc}") from exc
     return parse_label_bytes(data, source=str(path))
@@ -350,11 +354,12 @@ def _optional_rank(result: LabelFile, number: int, value: Any, from_csv: bool) -
 
 
 def _is_timestamp(value: str) -> bool:
+    """An ISO 8601 time inside the inbound boundary's range (year 9999 is not one)."""
     try:
-        datetime.fromisoformat(value)
+        stamp = datetime.fromisoformat(value)
     except ValueError:
         return False
-    return True
+    return inbound.sane_time(stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC))
 
 
 # ----------------------------------------------------------------- label store
@@ -451,3 +456,13 @@ def one_label_per_pair(result: LabelFile) -> LabelFile:
     if ties:
         result.notes.append(f"{ties} pair(s) tied between reviewers: unresolved, left out until adjudicated.")
     return result
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "label file", read_label_file, (LabelFileError,), ".jsonl",
+        {"message_id": "t1", "memory_id": "m1", "rank": 1, "score": 0.5, "label": "relevant",
+         "created_at": "2026-01-01T10:00:00Z"},
+        qualname=f"{__name__}.read_label_file",
+    )
+)

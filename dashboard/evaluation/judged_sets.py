@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from connectors.common import inbound
 from connectors.common.lines import LineIssue
 from dashboard.judged import DEMO_QUERIES, MAX_GRADE, JudgedQuestion, check_grade, parse_jsonl
 from dashboard.ranking.metrics import grades_from_labels
@@ -149,8 +150,13 @@ def read_file(
     """A judged set from a JSONL file, or from TREC qrels when `topics` is given."""
     path = Path(path)
     try:
+        inbound.regular_file(path, "judged set")
+        if topics:
+            inbound.regular_file(topics, "topics file")
         text = path.read_text(encoding="utf-8")
         topics_text = Path(topics).read_text(encoding="utf-8") if topics else None
+    except inbound.InboundError as exc:
+        raise JudgedSetError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise JudgedSetError(f"Cannot read {exc.filename if isinstance(exc, OSError) else path}: {exc}") from exc
     if topics_text is not None:
@@ -182,3 +188,12 @@ def users_missing(asked: Iterable[str | None], held: Iterable[str]) -> list[str]
     """The users questions are asked for that a store does not hold, sorted: their
     questions can only come back empty, so a run would count them as misses."""
     return sorted({user for user in asked if user} - set(held))
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "judged set", read_file, (JudgedSetError,), ".jsonl",
+        {"message_id": "q1", "user_id": "sam", "query": "Where does the user live?", "relevant": ["m1"], "grades": {"m1": 3}},
+        qualname=f"{__name__}.read_file",
+    )
+)

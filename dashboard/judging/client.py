@@ -49,6 +49,7 @@ import httpx
 
 from connectors.base import BadResponse, ConnectorError, InvalidRequest
 from connectors.common.allowed import destination
+from connectors.http import outbound
 from connectors.http.base import HttpBoundary
 from connectors.http.outbound import check_credential
 
@@ -324,3 +325,16 @@ def bounded_map(
                 error = future.exception()
                 yield (item, None, error) if error is not None else (item, future.result(), None)
             top_up()
+
+
+def _probe(url: str, deadline: float) -> None:
+    """One chat completion through this client (the outbound registry's probe)."""
+    config = ModelConfig(base_url=url, model="probe", api_key=outbound.PROBE_KEY, timeout=deadline, max_retries=0)
+    client = ChatClient(config, send_text=True)
+    try:
+        client.complete([{"role": "user", "content": "probe"}])
+    finally:
+        client.close()
+
+
+outbound.register_client("model", _probe, __name__)

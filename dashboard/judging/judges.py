@@ -27,15 +27,14 @@ variant `memlens judge align` measured), holding ``{query}`` and ``{passage}``.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from connectors.common import inbound
 from dashboard.database.judge_labels import GRADES, RELEVANT_GRADE, judge_source
 from dashboard.judging.client import ChatClient, TokenUsage, decode_json_content
 
@@ -249,13 +248,12 @@ def load_judge_config(path: str | Path) -> JudgeConfig:
     """A judge config from a TOML or JSON file; errors name the file and the field."""
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = inbound.read_small(path, "judge config").decode("utf-8")
+        data = inbound.load_json(text, where) if where.endswith(".json") else inbound.load_toml(text, where)
+    except inbound.InboundError as exc:
+        raise JudgeError(str(exc)) from None
+    except UnicodeDecodeError as exc:
         raise JudgeError(f"{where}: cannot read the judge config: {exc}") from None
-    try:
-        data = json.loads(text) if where.endswith(".json") else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise JudgeError(f"{where}: not valid {'JSON' if where.endswith('.json') else 'TOML'}: {exc}") from None
     if not isinstance(data, dict):
         raise JudgeError(f"{where}: expected a table of settings")
     name = data.get("name")
@@ -302,3 +300,12 @@ def build_judge(config: JudgeConfig, client: ChatClient | None) -> Judge:
     if client is None:
         raise JudgeError(f"{config.source_file}: an llm judge needs a model (set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL)")
     return LlmJudge(client, config.name, config.prompt)
+
+
+for _suffix in (".json", ".toml"):
+    inbound.register_reader(
+        inbound.Reader(
+            f"judge config ({_suffix[1:]})", load_judge_config, (JudgeError,), _suffix, {"name": "umbrela", "kind": "llm"},
+            rows=False, qualname=f"{__name__}.load_judge_config",
+        )
+    )

@@ -99,7 +99,8 @@ def _number_rules(memory_id: str, rank: str, score: str) -> str:
     finite score. Shared by _checks and read_jsonl_rows."""
     empty_turn = f"({memory_id} IS NULL AND {rank} IS NULL AND {score} IS NULL)"
     return f"""(({memory_id} IS NULL AND NOT {empty_turn})
-        OR (NOT {empty_turn} AND ({rank} IS NULL OR {rank} <> floor({rank}) OR {rank} < 1 OR {rank} > {MAX_RANK}))
+        OR (NOT {empty_turn} AND ({rank} IS NULL OR NOT isfinite({rank}) OR {rank} <> floor({rank}) OR {rank} < 1
+                                  OR {rank} > {MAX_RANK}))
         OR (NOT {empty_turn} AND ({score} IS NULL OR NOT isfinite({score}))))"""
 
 
@@ -403,7 +404,9 @@ def parquet_sources(con: duckdb.DuckDBPyConnection, paths: dict[int, str]) -> li
 def probe(con: duckdb.DuckDBPyConnection, source: str) -> bool:
     """True when DuckDB reads the whole source without an error."""
     try:
-        con.execute(f"SELECT count(*) FROM ({source})").fetchone()
+        # count(bad), not count(*): a bare count may skip parsing the fields, and a line
+        # that is a JSON array only fails when its fields are read
+        con.execute(f"SELECT count(bad) FROM ({source})").fetchone()
     except duckdb.Error:
         return False
     return True

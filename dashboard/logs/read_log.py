@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import MemoryStore, QueryResult
+from connectors.common import inbound
 from connectors.common.lines import LineIssue, json_objects
 from connectors.common.paths import data_dir
 
@@ -170,6 +171,7 @@ def read_records(path: str | Path | None = None) -> tuple[list[dict[str, Any]], 
     path = Path(path) if path is not None else read_log_path()
     if not path.exists():
         return [], 0
+    inbound.regular_file(path, "read log")  # the app's own file; a FIFO put there must not hang a page
     issues: list[LineIssue] = []
     text = path.read_text(encoding="utf-8", errors="replace")
     records = [record for _, record in json_objects(text, path.name, issues)]
@@ -234,3 +236,4 @@ def log_bytes(path: str | Path | None = None) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         return b""
+

@@ -45,6 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from connectors.common import inbound
 from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.lines import MAX_RANK, LineIssue
 from dashboard.logs.log_files import (
@@ -118,8 +119,10 @@ def read_log(path: str | Path, *, format: str | None = None, include_query: bool
     every row checked in SQL); a file with any bad row or repeated pair, and every
     other format, by the validating reader below, which names each bad row."""
     path = Path(path)
-    if not path.is_file():
-        raise LogFormatError(f"{path}: cannot read the file (no such file)")
+    try:
+        inbound.regular_file(path, "log")
+    except inbound.InboundError as exc:
+        raise LogFormatError(str(exc)) from None
     fast = _read_fast(path, str(path), format)
     if fast is not None:
         return fast
@@ -343,7 +346,8 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
     raw_rank = frame["rank"]
     flag(raw_rank.isna().to_numpy() & ~empty_turn, "rank", "required, missing")
     rank_values = rank.to_numpy(dtype=float, na_value=np.nan)
-    not_number = rank.isna().to_numpy() & raw_rank.notna().to_numpy()
+    # a NaN or infinity that arrow kept as a number (not a missing value) is no rank either
+    not_number = (rank.isna().to_numpy() | ~np.isfinite(rank_values)) & raw_rank.notna().to_numpy()
     flag(not_number, "rank", "not a whole number")
     with np.errstate(invalid="ignore"):
         fractional = ~np.isnan(rank_values) & (np.floor(rank_values) != rank_values)
@@ -459,3 +463,10 @@ def _issue_list(
 def turns(rows: pd.DataFrame) -> list[str]:
     """The message ids of a log in the order they first appear."""
     return rows["message_id"].drop_duplicates().tolist()
+
+
+_LOG_ROW = {"message_id": "t1", "memory_id": "m1", "rank": 1, "score": 0.5, "timestamp": "2026-01-01T10:00:00Z"}
+for _suffix in (".jsonl", ".parquet"):
+    inbound.register_reader(
+        inbound.Reader(f"retrieval log ({_suffix[1:]})", read_log, (LogFormatError,), _suffix, _LOG_ROW, qualname=f"{__name__}.read_log")
+    )

@@ -65,3 +65,12 @@ def read_floor_config(path: str | Path) -> FloorConfig:
         label_range = (_stamp(dates["from"], path, "from"), _stamp(dates["to"], path, "to"))
     store = data.get("store") if isinstance(data.get("store"), str) else None
     return FloorConfig(floor=float(floor), label_range=label_range, store=store, source=path)
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "floor config", read_floor_config, (FloorConfigError,), ".json",
+        {"floor": 0.35, "date_range": {"from": "2026-01-01T00:00:00Z", "to": "2026-01-07T00:00:00Z"}, "store": "embedded"},
+        rows=False, qualname=f"{__name__}.read_floor_config",
+    )
+)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from connectors.common import inbound
 from connectors.common.lines import LineIssue
 from dashboard.logs.columnar import connect, fast_source, file_kind, parquet_sources, probe
 from dashboard.logs.log_files import LogFormatError
@@ -154,8 +155,10 @@ def open_logs(
     logs = LogSet(con=con, files=files)
     sources, validate = logs.sources, logs.validate
     for index, path in enumerate(files):
-        if not Path(path).is_file():
-            raise LogFormatError(f"{path}: no such file")
+        try:
+            inbound.regular_file(path, "log")
+        except inbound.InboundError as exc:
+            raise LogFormatError(str(exc)) from None
         kind = file_kind(path)
         source = None if kind == "validate" else fast_source(con, path, kind, index)
         if source is None:
@@ -346,3 +349,16 @@ def score_direction(con: duckdb.DuckDBPyConnection):
         f"FROM {RELATION} WHERE NOT bad AND memory_id IS NOT NULL"
     ).fetchone() or (0, 0)
     return DirectionCheck(int(ranked), int(rising), int(falling), int(outside), int(scores))
+
+
+def _open_one(path: str) -> LogSet:
+    return open_logs([path], scores=False, floor=0.35)
+
+
+for _suffix in (".jsonl", ".parquet"):
+    inbound.register_reader(
+        inbound.Reader(
+            f"monitor logs ({_suffix[1:]})", _open_one, (LogFormatError,), _suffix,
+            {"message_id": "t1", "memory_id": "m1", "rank": 1, "score": 0.5, "timestamp": "2026-01-01T10:00:00Z"}, qualname=f"{__name__}.open_logs",
+        )
+    )

@@ -61,3 +61,21 @@ def post(url: str, payload: dict[str, Any], *, client: httpx.Client | None = Non
     if not 200 <= response.status_code < 300:
         return f"the webhook refused the post (HTTP {response.status_code})"
     return None
+
+
+def _probe(url: str, deadline: float) -> None:
+    """One post through this module (the outbound registry's probe); a problem raises."""
+    from connectors.base import BadResponse
+
+    problem = post(url, {"text": "probe"}, deadline=deadline)
+    if problem:
+        raise BadResponse(problem)
+
+
+def _register() -> None:
+    from connectors.http import outbound
+
+    outbound.register_client("webhook", _probe, __name__)
+
+
+_register()

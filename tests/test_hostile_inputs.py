@@ -1,0 +1,358 @@
+"""The hostile-input suite, by construction: every file reader registered in
+``connectors.common.inbound.READERS`` and every outbound client registered in
+``connectors.http.outbound.CLIENTS`` meets the same corpus.
+
+Files: a compression bomb (5,000,000 Parquet rows in under 100 KB), a bad row at
+row 5,000,000, year 9999, NaN, a 5,000-digit number, 100,000 brackets, /dev/zero and a
+FIFO (each under the reader's own file ending). A reader must refuse with its own
+error naming the file, or read and name the bad row; never another exception, never
+a hang. Servers: a slow drip, a 3xx to another host, a body of terminal escapes, a
+password in the URL. A client must fail with a ConnectorError whose message holds no
+control character, no key and no password, within its deadline.
+
+The completeness tests fail when a module defines a reader (a ``read_*`` or ``load_*``
+function taking a path) or sends HTTP without registering it.
+Run with ``-s`` for the table of outcomes.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import math
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hostile_server import HostileServer
+
+from connectors.base import ConnectorError
+from connectors.common import inbound
+from connectors.http import outbound
+
+ROOT = Path(__file__).resolve().parents[1]
+# Modules that register a reader or a client when imported (the completeness tests
+# below find any module that should and is not listed).
+REGISTERING = (
+    "dashboard.logs.retrieval_log", "dashboard.monitoring.relation", "dashboard.monitoring.floor_config",
+    "dashboard.calibration.label_files", "dashboard.evaluation.judged_sets", "dashboard.judged",
+    "dashboard.judging.judges", "dashboard.logs.read_log", "connectors.http.json_service",
+    "connectors.mem0.library", "dashboard.judging.client", "dashboard.monitoring.webhook", "connectors.http.memorysync", "connectors.mem0.platform",
+)  # fmt: skip
+for _module in REGISTERING:
+    importlib.import_module(_module)
+
+NOT_READERS = {
+    "dashboard.logs.read_log.read_log_path": "builds the read log's path; reads nothing",
+    "dashboard.demo.load_demo_labels": "the bundled demo labels, through read_label_file's parser",
+    "connectors.common.inbound.read_small": "the boundary itself",
+    "dashboard.logs.read_log.read_records": "the Quality page's table of the app's own read log (regular files only); "
+    "the same file read as a log goes through the retrieval log reader",
+}
+BOUNDARY_MODULES = {"connectors.http.base", "connectors.http.outbound"}
+FILE_CASES = (
+    "compression bomb", "bad row at 5,000,000", "year 9999", "NaN", "5,000-digit number", "100,000 brackets",
+    "/dev/zero", "FIFO",
+)  # fmt: skip
+SERVER_CASES = ("slow drip", "3xx to another host", "control characters", "password in the URL")
+BIG = "1" * 5000
+BOMB_ROWS = 5_000_000
+TABLE: dict[tuple[str, str], str] = {}
+NOT_APPLICABLE = "n/a"
+
+
+# ------------------------------------------------------------------ completeness
+
+
+def _modules() -> list[tuple[str, ast.Module]]:
+    found = []
+    for package in ("connectors", "dashboard"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            found.append((name, ast.parse(path.read_text(encoding="utf-8"))))
+    return found
+
+
+def _takes_a_path(function: ast.FunctionDef) -> bool:
+    arguments = function.args.args
+    return bool(arguments) and arguments[0].annotation is not None and "Path" in ast.unparse(arguments[0].annotation)
+
+
+def test_every_file_reader_is_registered():
+    registered = {reader.qualname for reader in inbound.READERS.values()}
+    missing = [
+        f"{module}.{node.name}"
+        for module, tree in _modules()
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and re.match(r"(read|load)_", node.name) and _takes_a_path(node)
+        and f"{module}.{node.name}" not in registered | set(NOT_READERS)
+    ]  # fmt: skip
+    assert not missing, f"register these readers with connectors.common.inbound.register_reader: {missing}"
+
+
+_SENDS = re.compile(r"^(HttpBoundary|outbound\.request|outbound\.outbound_client|outbound_client|httpx\.(Client|get|post|request|stream)|urlopen|HTTPS?Connection)$")
+
+
+def test_every_outbound_client_is_registered():
+    registered = {client.module for client in outbound.CLIENTS.values()}
+    sending = {
+        module
+        for module, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _SENDS.match(ast.unparse(node.func).split("(")[0].removeprefix("urllib.request."))
+    }
+    missing = sorted(sending - registered - BOUNDARY_MODULES)
+    assert not missing, f"register these clients with connectors.http.outbound.register_client: {missing}"
+
+
+# ------------------------------------------------------------------ the file corpus
+
+
+def _rows(sample: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    rows = []
+    for index in range(count):
+        row = dict(sample)
+        for key in ("message_id", "memory_id"):
+            if isinstance(row.get(key), str):
+                row[key] = f"{row[key]}-{index}"
+        rows.append(row)
+    return rows
+
+
+def _date_fields(document: dict[str, Any]) -> list[tuple[dict, str]]:
+    found = []
+    for key, value in document.items():
+        if isinstance(value, str) and re.match(r"^\d{4}-\d\d-\d\d", value):
+            found.append((document, key))
+        elif isinstance(value, dict):
+            found += _date_fields(value)
+    return found
+
+
+def _number_field(document: dict[str, Any]) -> tuple[dict, str] | None:
+    for key, value in document.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return document, key
+        if isinstance(value, dict) and (inner := _number_field(value)):
+            return inner
+    return None
+
+
+def _toml(document: dict[str, Any]) -> str:
+    plain = [f"{key} = {_toml_value(value)}" for key, value in document.items() if not isinstance(value, dict)]
+    tables = [
+        f"[{key}]\n" + "\n".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
+        for key, value in document.items() if isinstance(value, dict)
+    ]  # fmt: skip
+    return "\n".join(plain) + "\n" + "\n".join(tables) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if value == "__BIG__":
+        return BIG
+    return json.dumps(value)
+
+
+def _text(reader: inbound.Reader, documents: list[dict[str, Any]]) -> str:
+    if reader.suffix == ".toml":
+        text = _toml(documents[0])
+    elif reader.rows:
+        text = "\n".join(json.dumps(document) for document in documents) + "\n"
+    else:
+        text = json.dumps(documents[0])
+    return text.replace('"__BIG__"', BIG)
+
+
+def _hostile_file(reader: inbound.Reader, case: str, folder: Path) -> Path | None:
+    """The case as a file this reader would open, or None where it does not apply."""
+    path = folder / f"hostile{reader.suffix}"
+    parquet = reader.suffix == ".parquet"
+    if case == "/dev/zero":
+        path.symlink_to("/dev/zero")
+        return path
+    if case == "FIFO":
+        os.mkfifo(path)
+        return path
+    if case in ("compression bomb", "bad row at 5,000,000"):
+        if not parquet:
+            return None  # a text file of five million rows is a benchmark, not a test
+        score = np.full(BOMB_ROWS, 0.5)
+        if case == "bad row at 5,000,000":
+            score[-1] = np.nan
+        row = reader.sample
+        table = pa.table(
+            {
+                **{key: pa.array([value] * BOMB_ROWS, pa.string()) for key, value in row.items() if isinstance(value, str)},
+                "rank": np.ones(BOMB_ROWS, dtype=np.int64),
+                "score": score,
+            }
+        )
+        pq.write_table(table, path)
+        return path
+    documents = _rows(reader.sample, 3) if reader.rows else [json.loads(json.dumps(reader.sample))]
+    target = documents[1] if reader.rows else documents[0]
+    if case == "year 9999":
+        fields = _date_fields(target)
+        if not fields:
+            return None
+        for holder, key in fields:
+            holder[key] = "9999-12-31T23:59:59Z"
+    elif case in ("NaN", "5,000-digit number"):
+        field = _number_field(target)
+        if field is None:
+            return None
+        holder, key = field
+        holder[key] = math.nan if case == "NaN" else "__BIG__"
+        if parquet and case == "5,000-digit number":
+            # Parquet has no such integer: the column holds text, one value the 5,000 digits
+            for document in documents:
+                document[key] = str(document[key])
+            holder[key] = BIG
+    elif case == "100,000 brackets":
+        if parquet:
+            return None
+        deep = "[" * 100_000 + "]" * 100_000
+        text = _text(reader, documents)
+        if reader.suffix == ".toml":
+            text = f"deep = {deep}\n" + text
+        elif reader.rows:
+            lines = text.splitlines()
+            lines[1] = deep
+            text = "\n".join(lines) + "\n"
+        else:
+            text = deep
+        path.write_text(text)
+        return path
+    if parquet:
+        pq.write_table(pa.Table.from_pylist(documents), path)
+    else:
+        path.write_text(_text(reader, documents))
+    return path
+
+
+def _run_with_limit(work, seconds: float, release=None) -> tuple[Any, BaseException | None, bool]:
+    """(result, error, finished): `work()` in a thread; past `seconds`, `release()`
+    unblocks it (a FIFO gets a writer) and the run counts as a hang."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as exc:  # everything, RecursionError and MemoryError included
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        if release is not None:
+            release()
+        thread.join(10)
+        return None, None, False
+    return box.get("result"), box.get("error"), True
+
+
+def _issues(result: Any) -> list:
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], list):
+        return result[1]  # (questions, issues)
+    return list(getattr(result, "issues", []) or [])
+
+
+def _release(path: Path):
+    def release() -> None:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+    return release
+
+
+@pytest.mark.parametrize("case", FILE_CASES)
+@pytest.mark.parametrize("name", sorted(inbound.READERS))
+def test_every_reader_refuses_or_names_each_hostile_file(name, case, tmp_path):
+    reader = inbound.READERS[name]
+    path = _hostile_file(reader, case, tmp_path)
+    if path is None:
+        TABLE[(name, case)] = NOT_APPLICABLE
+        return
+    result, error, finished = _run_with_limit(lambda: reader.read(str(path)), 120, _release(path))
+    assert finished, f"{name} hung on {case}"
+    if error is not None:
+        TABLE[(name, case)] = f"refused ({type(error).__name__})"
+        assert isinstance(error, reader.errors), f"{name} on {case}: {type(error).__name__}: {str(error)[:300]}"
+        assert path.name in str(error), f"{name} on {case}: the message does not name the file: {str(error)[:300]}"
+        return
+    issues = _issues(result)
+    TABLE[(name, case)] = f"read, {len(issues)} bad row(s) named" if issues else "read"
+    assert issues, f"{name} took {case} without a word"
+    assert all(path.name in str(issue) for issue in issues)
+
+
+# ------------------------------------------------------------------ the server corpus
+
+
+def _probe_failure(client: outbound.Client, url: str, deadline: float = 1.0) -> BaseException:
+    result, error, finished = _run_with_limit(lambda: client.probe(url, deadline), 20)
+    assert finished, f"{client.name} was not cut off by its deadline"
+    assert error is not None, f"{client.name} reported success: {result!r}"
+    return error
+
+
+def _clean(client: outbound.Client, error: BaseException) -> str:
+    assert isinstance(error, ConnectorError), f"{client.name}: {type(error).__name__}: {error}"
+    message = f"{error} {error!r}"
+    assert outbound.PROBE_KEY not in message, f"{client.name} quoted its key"
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", message), f"{client.name}: control characters in {message!r}"
+    return str(error)
+
+
+@pytest.mark.parametrize("case", SERVER_CASES)
+@pytest.mark.parametrize("name", sorted(outbound.CLIENTS))
+def test_every_client_meets_each_hostile_server_with_a_clean_failure(name, case):
+    client = outbound.CLIENTS[name]
+    if case == "slow drip":
+        with HostileServer(mode="drip", interval=0.25) as server:
+            message = _clean(client, _probe_failure(client, server.url() + "/v1"))
+        TABLE[(name, case)] = "cut off at the deadline"
+        assert "within 1 s" in message
+    elif case == "3xx to another host":
+        with HostileServer(mode="ok") as elsewhere, HostileServer(
+            mode="redirect", location=elsewhere.url("localhost") + "/moved"
+        ) as server:
+            message = _clean(client, _probe_failure(client, server.url() + "/v1"))
+            assert elsewhere.received == [], f"{name} followed a redirect to another host"
+        TABLE[(name, case)] = "not followed, host named"
+        assert "localhost" in message
+    elif case == "control characters":
+        with HostileServer(mode="control") as server:
+            _clean(client, _probe_failure(client, server.url() + "/v1"))
+        TABLE[(name, case)] = "failed, escapes shown escaped"
+    else:
+        with HostileServer(mode="control") as server:
+            port = server.port
+        message = _clean(client, _probe_failure(client, f"http://memlens:pw-Sekret-9@127.0.0.1:{port}/v1"))
+        TABLE[(name, case)] = "failed, password not shown"
+        assert "pw-Sekret-9" not in message
+
+
+def test_zz_the_table_covers_every_reader_and_client():
+    """Printed with -s: the outcome of every case (run last, after the others)."""
+    rows = [(name, FILE_CASES) for name in sorted(inbound.READERS)] + [(name, SERVER_CASES) for name in sorted(outbound.CLIENTS)]
+    lines = []
+    for name, cases in rows:
+        lines.append(f"| {name} | " + " | ".join(TABLE.get((name, case), "not run") for case in cases) + " |")
+    print("\n| reader | " + " | ".join(FILE_CASES) + " |")
+    print("\n".join(lines[: len(inbound.READERS)]))
+    print("\n| client | " + " | ".join(SERVER_CASES) + " |")
+    print("\n".join(lines[len(inbound.READERS) :]))
+    assert len(inbound.READERS) >= 10 and len(outbound.CLIENTS) >= 5
