@@ -48,6 +48,7 @@ import pyarrow.compute as pc
 from connectors.common import inbound
 from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.lines import MAX_RANK, LineIssue
+from dashboard.logs.bad_rows import named_bad_rows
 from dashboard.logs.log_files import (
     COLUMNS,
     ID_COLUMNS,
@@ -159,9 +160,10 @@ def _read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
         # numeric-looking ids from the first line on: no VARCHAR scan to find it out
         if kind == "jsonl" and not columnar.exact_text_fields(str(path)):
             verdict, table = columnar.read_jsonl_rows(con, str(path))
-            if verdict == "bad":
-                return None
-            # "unsure" (no table): a text field may hold a non-string; the exact read below says
+            # "bad" or "unsure" (no table): the exact read below marks each row
+        issues: list[LineIssue] = []
+        line_numbers: np.ndarray | None = None
+        first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
         if table is None:
             # for JSONL, every text field read as JSON text (fast_source's exact)
             source = columnar.fast_source(con, str(path), kind, 0, exact=True)
@@ -172,34 +174,68 @@ def _read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
                 "SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad,"
                 f" CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair FROM ({source})"
             ).to_arrow_table()
-            if pc.any(table.column("bad")).as_py():
-                return None
+            bad = table.column("bad")
+            if pc.any(bad).as_py():
+                # the bad rows named by a streaming pass (bounded memory), the rest kept
+                if kind == "jsonl" and _not_plain_jsonl(path):
+                    return None  # OTLP traces or the app's read log: their own readers name the rows
+                named = named_bad_rows(str(path), kind, name)
+                if not named or len({i.line for i in named if i.skipped}) != pc.sum(bad).as_py():
+                    return None  # the two readers disagree: the validating reader's word is final
+                issues = named
+                keep = pc.invert(bad)
+                line_numbers = np.arange(first_line, first_line + table.num_rows, dtype=np.int64)[
+                    keep.to_numpy(zero_copy_only=False)
+                ]
+                table = table.filter(keep)
             table = table.drop_columns(["bad"])
-        if table.num_rows == 0:
+        rows_read = table.num_rows + len({issue.line for issue in issues})
+        if rows_read == 0:
             return None
-        first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
-        if lines is not None and lines.result() != table.num_rows + first_line - 1:
+        if lines is not None and lines.result() != rows_read + first_line - 1:
             return None  # blank lines, a header only, values over several lines: line numbers would not hold
         # the pairs' hashes are sorted while pandas takes the rows
         collide = _BESIDE.submit(_hashes_collide, table.column("pair"))
-        good, empty = _frames(table.drop_columns(["pair"]), first_line)
-        # a repeated pair is merged by the validating reader, which names the repeats that disagree
-        if collide.result() and _repeats_a_pair(con, table):
-            return None
+        good, empty = _frames(table, first_line, line_numbers)
+        duplicated = np.zeros(len(good), dtype=bool)
+        conflicts: list[LineIssue] = []
+        if collide.result():
+            # repeated pairs merged here, on the few rows whose hash repeats: the first kept
+            candidates = good["pair"].duplicated(keep=False).to_numpy()
+            repeated = good[candidates]
+            repeats = repeated.duplicated(list(ID_COLUMNS), keep="first").to_numpy()
+            duplicated[np.flatnonzero(candidates)[repeats]] = True
+            conflicts = _repeat_conflicts(repeated, repeats, name)
+            if duplicated.any():
+                good = good[~duplicated].reset_index(drop=True)
+        good = good.drop(columns=["pair"])
+        empty = empty.drop(columns=["pair"])
     except duckdb.Error:
         return None  # DuckDB would not parse it: the validating reader says why, line by line
     finally:
         con.close()
-    conflicts: list[LineIssue] = []
     empty_turns, merged = _empty_turns(empty, good, name, conflicts)
+    conflicts.sort(key=lambda issue: (issue.line, issue.field))
     return LogImport(
-        source=name, rows=good, duplicates=merged, conflicts=conflicts, rows_read=table.num_rows, empty_turns=empty_turns, columnar=True
+        source=name, rows=good, issues=issues, duplicates=int(duplicated.sum()) + merged, conflicts=conflicts,
+        rows_read=rows_read, empty_turns=empty_turns, columnar=True,
     )
 
 
-def _frames(table: pa.Table, first_line: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The rows with their line numbers as pandas frames: those with a memory, and the empty turns."""
-    table = table.append_column("line", pa.array(np.arange(first_line, first_line + table.num_rows, dtype=np.int64)))
+def _not_plain_jsonl(path: Path) -> bool:
+    from dashboard.logs import otlp, read_log
+
+    with path.open("rb") as handle:
+        head = handle.read(1 << 16)
+    return otlp.looks_like_otlp(head) or read_log.looks_like_read_log(head)
+
+
+def _frames(table: pa.Table, first_line: int, line_numbers: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows with their line numbers (consecutive from `first_line`, or as given
+    where bad rows were taken out) as pandas frames: those with a memory, and the empty turns."""
+    if line_numbers is None:
+        line_numbers = np.arange(first_line, first_line + table.num_rows, dtype=np.int64)
+    table = table.append_column("line", pa.array(line_numbers))
     # split off the empty turns in arrow, and only when there are some: each pandas
     # filter or column reorder of a million rows is a copy of every column
     empty_turn = pc.is_null(table.column("memory_id"))
@@ -385,21 +421,8 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
     empty = frame[empty_turn & ~bad]
     good = frame[~empty_turn & ~bad].reset_index(drop=True)
     duplicated = good.duplicated(list(ID_COLUMNS), keep="first").to_numpy()
-    conflicts: list[LineIssue] = []
+    conflicts = _repeat_conflicts(good, duplicated, name)
     if duplicated.any():
-        first = good.groupby(list(ID_COLUMNS), sort=False)[["rank", "score", "line"]].transform("first")
-        for column in ("rank", "score"):
-            differs = duplicated & (good[column].to_numpy() != first[column].to_numpy())
-            for line, value, kept, kept_line in zip(
-                good["line"].to_numpy()[differs],
-                good[column].to_numpy()[differs],
-                first[column].to_numpy()[differs],
-                first["line"].to_numpy()[differs],
-                strict=True,
-            ):
-                conflicts.append(
-                    LineIssue(name, int(line), column, f"repeats line {kept_line} with {column} {value} instead of {kept}; line {kept_line} is kept")
-                )
         good = good[~duplicated].reset_index(drop=True)
     empty_turns, merged = _empty_turns(empty, good, name, conflicts)
     conflicts.sort(key=lambda issue: (issue.line, issue.field))
@@ -412,6 +435,29 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
         rows_read=rows_read,
         empty_turns=empty_turns,
     )
+
+
+def _repeat_conflicts(rows: pd.DataFrame, duplicated: np.ndarray, name: str) -> list[LineIssue]:
+    """A conflict for each repeat (`duplicated`, in file order) whose rank or score
+    differs from the first row of its pair, which is kept. `rows` holds every row of
+    each repeated pair (it may hold others too)."""
+    conflicts: list[LineIssue] = []
+    if not duplicated.any():
+        return conflicts
+    first = rows.groupby(list(ID_COLUMNS), sort=False)[["rank", "score", "line"]].transform("first")
+    for column in ("rank", "score"):
+        differs = duplicated & (rows[column].to_numpy() != first[column].to_numpy())
+        for line, value, kept, kept_line in zip(
+            rows["line"].to_numpy()[differs],
+            rows[column].to_numpy()[differs],
+            first[column].to_numpy()[differs],
+            first["line"].to_numpy()[differs],
+            strict=True,
+        ):
+            conflicts.append(
+                LineIssue(name, int(line), column, f"repeats line {kept_line} with {column} {value} instead of {kept}; line {kept_line} is kept")
+            )
+    return conflicts
 
 
 def _empty_turns(empty: pd.DataFrame, good: pd.DataFrame, name: str, conflicts: list[LineIssue]) -> tuple[pd.DataFrame, int]:

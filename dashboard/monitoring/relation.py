@@ -225,6 +225,10 @@ def _name_in_place(logs: LogSet, index: int) -> bool:
     source = fast_source(logs.con, path, kind, index, exact=True) if kind != "validate" else None
     if source is None:
         return False
+    from dashboard.logs.retrieval_log import _not_plain_jsonl
+
+    if kind == "jsonl" and _not_plain_jsonl(Path(path)):
+        return False
     issues = named_bad_rows(path, kind, path)
     if not issues:
         return False

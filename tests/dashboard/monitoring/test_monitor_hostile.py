@@ -74,7 +74,7 @@ def test_an_unusable_floor_config_exits_2_naming_the_file_and_field(year_9999, t
     err = capsys.readouterr().err
     assert err.startswith(f"memlens monitor: {config}") and "Traceback" not in err
     if "floor" in case:
-        assert "'floor'" in err or "usable JSON" in err
+        assert "'floor'" in err or "usable JSON" in err or "not a number JSON allows" in err
 
 
 def test_a_floor_config_that_is_not_a_regular_file_is_refused_before_reading(year_9999, tmp_path, capsys):
