@@ -35,6 +35,7 @@ from benchmarks._common import exit_code, report, rows_per_second_table
 from dashboard.logs.retrieval_log import read_log
 
 BAD_LINES = 100
+REPEATS = 50
 
 
 def write_logs(directory: Path, rows: int) -> tuple[dict[str, Path], list[int]]:
@@ -63,7 +64,19 @@ def write_logs(directory: Path, rows: int) -> tuple[dict[str, Path], list[int]]:
         lines[index] = "{truncated" if n % 2 else json.dumps({**records[index], "score": "high"})
     paths["broken"] = directory / "broken.jsonl"
     paths["broken"].write_text("\n".join(lines) + "\n")
-    return paths, [index + 1 for index in bad]
+    # the messy file: 100 rows with a bad value (a text score, a rank of 0) and 50 rows
+    # repeating the pair of the row before (half with another score), as retries and
+    # double logging leave them
+    messy = [json.dumps(r) for r in records]
+    spots = sorted(rng.sample(range(1, rows // 2), BAD_LINES + REPEATS))
+    spots = [spot * 2 for spot in spots]  # even lines only: no spot is the row before another
+    for n, index in enumerate(spots[:BAD_LINES]):
+        messy[index] = json.dumps({**records[index], **({"score": "high"} if n % 2 else {"rank": 0})})
+    for n, index in enumerate(spots[BAD_LINES:]):
+        messy[index] = json.dumps({**records[index - 1], **({"score": 0.123} if n % 2 else {})})
+    paths["messy"] = directory / "messy.jsonl"
+    paths["messy"].write_text("\n".join(messy) + "\n")
+    return paths, [index + 1 for index in bad], [index + 1 for index in spots[:BAD_LINES]]
 
 
 DUCKDB_COLUMNS = (
@@ -72,13 +85,17 @@ DUCKDB_COLUMNS = (
 )
 
 
-def duckdb_read_json(path: Path):
-    """The same columns, typed, parsed by DuckDB into Arrow: no checks at all."""
+def duckdb_read_json(path: Path, *, lenient: bool = False):
+    """The same columns, typed, parsed by DuckDB into Arrow: no checks at all
+    (`lenient`: rows that do not fit the types are skipped, unnamed)."""
     import duckdb
 
     con = duckdb.connect()
     try:
-        return con.sql(f"SELECT * FROM read_json('{path}', columns = {DUCKDB_COLUMNS}, format = 'newline_delimited')").to_arrow_table()
+        skip = ", ignore_errors = true" if lenient else ""
+        return con.sql(
+            f"SELECT * FROM read_json('{path}', columns = {DUCKDB_COLUMNS}, format = 'newline_delimited'{skip})"
+        ).to_arrow_table()
     finally:
         con.close()
 
@@ -127,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, repeat = args.rows, args.repeat
 
     with tempfile.TemporaryDirectory(prefix="memlens-bench-log-") as directory:
-        paths, bad_lines = write_logs(Path(directory), rows)
+        paths, bad_lines, messy_lines = write_logs(Path(directory), rows)
         problems = []
         results = {}
         for name in ("jsonl", "csv", "parquet"):
@@ -137,6 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         broken = read_log(paths["broken"])
         if sorted({i.line for i in broken.issues}) != bad_lines or len(broken.rows) != rows - BAD_LINES:
             problems.append(f"broken jsonl: {broken.summary()}")
+        messy = read_log(paths["messy"])
+        if (
+            sorted({i.line for i in messy.issues}) != messy_lines
+            or messy.duplicates != REPEATS
+            or len(messy.rows) != rows - BAD_LINES - REPEATS
+            or len(messy.conflicts) != REPEATS // 2
+        ):
+            problems.append(f"messy jsonl: {messy.summary()}")
         good, found = json_loop_with_checks(paths["broken"])
         if sorted({line for line, _ in found}) != bad_lines:
             problems.append("the baseline importer missed bad lines")
@@ -156,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
             ("DuckDB read_json into an Arrow table, JSONL (no validation)", lambda: duckdb_read_json(paths["jsonl"])),
             ("memlens read_log, JSONL", lambda: read_log(paths["jsonl"])),
             ("memlens read_log, JSONL with 100 bad lines", lambda: read_log(paths["broken"])),
+            ("DuckDB read_json into an Arrow table, JSONL with 100 bad rows and 50 repeats (bad rows skipped)",
+             lambda: duckdb_read_json(paths["messy"], lenient=True)),
+            ("memlens read_log, JSONL with 100 bad rows and 50 repeats", lambda: read_log(paths["messy"])),
         ]
         body += "\n\n" + rows_per_second_table(against_duckdb, rows, repeat, "import", "time / DuckDB read_json")
 
@@ -163,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\n\nEvery memlens import above validates every field of every row (types, empty ids, ranks >= 1,"
         f" finite scores, ISO 8601 timestamps), names each bad row by line and field, and merges repeated"
         f" (message_id, memory_id) pairs; the 100 corrupted lines (half broken JSON, half a text score) were"
-        f" all reported. A clean file takes the DuckDB path (dashboard/logs/columnar.py: for JSONL, one scan with the"
+        f" all reported. In the file with 100 bad rows (a text score or a rank of 0) and 50 repeated pairs"
+        f" (25 with another score), every bad row was named, the 50 repeats merged and the 25 conflicting ones named."
+        f" A clean file takes the DuckDB path (dashboard/logs/columnar.py: for JSONL, one scan with the"
         f" text fields as VARCHAR and rank and score as JSON text, the number rules in the scan, the text"
         f" rules from each field's first bytes); the file with bad lines is read that way, found unclean,"
         f" and read the validating way."
