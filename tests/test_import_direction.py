@@ -107,7 +107,7 @@ def connector_violations(path: Path) -> set[str]:
             found.add(module)
         elif layer == "embedding" and target not in ("base", "common", "embedding"):
             found.add(module)
-        elif layer in STORE_PACKAGES and target in STORE_PACKAGES and target != layer and not module.startswith("connectors.http.base"):
+        elif layer in STORE_PACKAGES and target in STORE_PACKAGES and target != layer and not module.startswith(("connectors.http.base", "connectors.http.outbound")):
             found.add(module)
         elif layer == "registry" and target not in ("base", "common"):
             found.add(module)
@@ -144,9 +144,12 @@ def test_the_connector_rule_catches_a_store_importing_another(tmp_path):
         bad.unlink(missing_ok=True)
 
 
-# connectors.http.base is the HTTP boundary (timeouts, retries, redaction, typed
-# errors), not a store: the chat-model client speaks through it too.
-DOMAIN_CONNECTOR_IMPORTS = ("connectors.base", "connectors.registry", "connectors.common", "connectors.http.base")
+# connectors.http.base and connectors.http.outbound are the HTTP boundary (deadlines,
+# redirects, retries, redaction, typed errors), not a store: the chat-model client and
+# the webhook speak through it too.
+DOMAIN_CONNECTOR_IMPORTS = (
+    "connectors.base", "connectors.registry", "connectors.common", "connectors.http.base", "connectors.http.outbound",
+)
 
 
 def store_module_imports(path: Path) -> set[str]:

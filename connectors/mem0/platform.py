@@ -30,7 +30,7 @@ import httpx
 
 from connectors.base import AuthFailed, BadResponse, InvalidRequest, Memory, NotFound, QueryResult, ScoreKind, check_query
 from connectors.common.allowed import destination
-from connectors.http import outbound
+from connectors.http.outbound import PROBE_KEY, register_client
 from connectors.mem0.scores import hits_from_search, memory_from_item, optional_threshold, results_list
 
 # The Platform's v3 search hides hits under 0.1 unless told otherwise (API docs).
@@ -174,11 +174,11 @@ def open_platform(
 
 def _probe(url: str, deadline: float) -> None:
     """One search through this connector (the outbound registry's probe)."""
-    store = Mem0PlatformStore(outbound.PROBE_KEY, base_url=url, timeout=deadline, max_retries=0)
+    store = Mem0PlatformStore(PROBE_KEY, base_url=url, timeout=deadline, max_retries=0)
     try:
         store.query("probe", user_id="probe", k=1)
     finally:
         store.close()
 
 
-outbound.register_client("mem0_platform", _probe, __name__)
+register_client("mem0_platform", _probe, __name__)

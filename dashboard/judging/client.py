@@ -49,9 +49,8 @@ import httpx
 
 from connectors.base import BadResponse, ConnectorError, InvalidRequest
 from connectors.common.allowed import destination
-from connectors.http import outbound
 from connectors.http.base import HttpBoundary
-from connectors.http.outbound import check_credential
+from connectors.http.outbound import PROBE_KEY, check_credential, register_client
 
 log = logging.getLogger(__name__)
 
@@ -329,7 +328,7 @@ def bounded_map(
 
 def _probe(url: str, deadline: float) -> None:
     """One chat completion through this client (the outbound registry's probe)."""
-    config = ModelConfig(base_url=url, model="probe", api_key=outbound.PROBE_KEY, timeout=deadline, max_retries=0)
+    config = ModelConfig(base_url=url, model="probe", api_key=PROBE_KEY, timeout=deadline, max_retries=0)
     client = ChatClient(config, send_text=True)
     try:
         client.complete([{"role": "user", "content": "probe"}])
@@ -337,4 +336,4 @@ def _probe(url: str, deadline: float) -> None:
         client.close()
 
 
-outbound.register_client("model", _probe, __name__)
+register_client("model", _probe, __name__)

@@ -42,19 +42,19 @@ def post(url: str, payload: dict[str, Any], *, client: httpx.Client | None = Non
     took it (a 2xx), else what went wrong, without the URL. A 3xx is not a delivery:
     the hook moved, and the message names the host it moved to."""
     from connectors.base import ConnectorError, StoreTimeout, StoreUnavailable
-    from connectors.http import outbound
+    from connectors.http.outbound import outbound_client, request, terminal_line
 
     own = client is None
-    client = client or outbound.outbound_client()
+    client = client or outbound_client()
     try:
-        response = outbound.request(client, "POST", url, what="the webhook", timeout=deadline, json=payload, secrets=[url])
+        response = request(client, "POST", url, what="the webhook", timeout=deadline, json=payload, secrets=[url])
     except StoreTimeout:
         return f"the webhook did not answer within {deadline:g} s"
     except StoreUnavailable as exc:
         cause = exc.__cause__
         return f"the webhook could not be reached ({type(cause).__name__ if cause else 'unknown error'})"
     except ConnectorError as exc:
-        return outbound.terminal_line(str(exc))
+        return terminal_line(str(exc))
     finally:
         if own:
             client.close()
@@ -73,9 +73,9 @@ def _probe(url: str, deadline: float) -> None:
 
 
 def _register() -> None:
-    from connectors.http import outbound
+    from connectors.http.outbound import register_client
 
-    outbound.register_client("webhook", _probe, __name__)
+    register_client("webhook", _probe, __name__)
 
 
 _register()
