@@ -281,7 +281,8 @@ def _any_blank(column: pa.ChunkedArray, low: int, high: int, any_empty: bool) ->
 
 
 def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, pa.Table | None]:
-    """("clean", the rows), ("unsure", None) or ("bad", None) for a JSONL file.
+    """("clean", the rows), ("bad", the rows with their `bad` column), ("unsure", None)
+    or ("bad", None) (a blank id somewhere: the exact read marks the row) for a JSONL file.
 
     "bad": some row breaks a rule (the validating reader names it). "unsure": a text
     field holds what may have been a number, true/false, an object or an array, which
@@ -306,15 +307,15 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, pa.
                          TRY_CAST(CAST(rank AS VARCHAR) AS DOUBLE) AS rank, TRY_CAST(CAST(score AS VARCHAR) AS DOUBLE) AS score
                   FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited'))"""
     ).to_arrow_table()
-    if pc.any(table.column("bad")).as_py():
-        return "bad", None
     # the first bytes of each text field say for most ids that none can be blank or
     # another JSON type; only the rest are looked into, value by value
     ranges = {name: _first_byte_range(table.column(name)) for name in TEXT_FIELDS if name != "timestamp"}
     if any(_any_blank(table.column(name), *ranges[name]) for name in ("message_id", "memory_id")):
-        return "bad", None
+        return "bad", None  # which row is blank: the exact read's per-row rules say
     if any(_may_be_other_json(table.column(n), *ranges[n][:2]) for n in ranges):
         return "unsure", None
+    if pc.any(table.column("bad")).as_py():
+        return "bad", table  # every other rule is per row: `bad` marks each bad row
     return "clean", table.drop_columns(["bad"])
 
 

@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 from connectors.common import inbound
 from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.lines import MAX_RANK, LineIssue
-from dashboard.logs.bad_rows import named_bad_rows
+from dashboard.logs.bad_rows import named_bad_rows, named_lines
 from dashboard.logs.log_files import (
     COLUMNS,
     ID_COLUMNS,
@@ -160,7 +160,7 @@ def _read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
         # numeric-looking ids from the first line on: no VARCHAR scan to find it out
         if kind == "jsonl" and not columnar.exact_text_fields(str(path)):
             verdict, table = columnar.read_jsonl_rows(con, str(path))
-            # "bad" or "unsure" (no table): the exact read below marks each row
+            # "unsure", or "bad" with a blank id (no table): the exact read below marks each row
         issues: list[LineIssue] = []
         line_numbers: np.ndarray | None = None
         first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
@@ -174,12 +174,18 @@ def _read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
                 "SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad,"
                 f" CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair FROM ({source})"
             ).to_arrow_table()
+        if "bad" in table.column_names:
             bad = table.column("bad")
             if pc.any(bad).as_py():
-                # the bad rows named by a streaming pass (bounded memory), the rest kept
+                # the bad rows named and left out, the rest kept (bounded memory)
                 if kind == "jsonl" and _not_plain_jsonl(path):
                     return None  # OTLP traces or the app's read log: their own readers name the rows
-                named = named_bad_rows(str(path), kind, name)
+                if kind == "jsonl" and lines is not None and lines.result() == table.num_rows:
+                    # one row per line: DuckDB's positions are the lines, and only they are looked at
+                    positions = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
+                    named = named_lines(str(path), positions + 1, name)
+                else:
+                    named = named_bad_rows(str(path), kind, name)
                 if not named or len({i.line for i in named if i.skipped}) != pc.sum(bad).as_py():
                     return None  # the two readers disagree: the validating reader's word is final
                 issues = named
