@@ -160,7 +160,7 @@ def read_label_file(path: str | Path) -> LabelFile:
         inbound.regular_file(path, "label file")
         data = path.read_bytes()
     except inbound.InboundError as exc:
-        raise LabelFileError(str(exc)) from None
+        raise LabelFileError(f"Cannot read {exc}") from None
     except OSError as exc:
         raise LabelFileError(f"Cannot read {path}: {exc.strerror or exc}") from exc
     return parse_label_bytes(data, source=str(path))
