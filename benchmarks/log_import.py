@@ -38,7 +38,7 @@ BAD_LINES = 100
 REPEATS = 50
 
 
-def write_logs(directory: Path, rows: int) -> tuple[dict[str, Path], list[int]]:
+def write_logs(directory: Path, rows: int) -> tuple[dict[str, Path], list[int], list[int]]:
     rng = random.Random(5)
     records = []
     for i in range(rows):

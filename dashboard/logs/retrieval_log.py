@@ -183,7 +183,7 @@ def _read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
                 if kind == "jsonl" and lines is not None and lines.result() == table.num_rows:
                     # one row per line: DuckDB's positions are the lines, and only they are looked at
                     positions = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
-                    named = named_lines(str(path), positions + 1, name)
+                    named: list[LineIssue] | None = named_lines(str(path), positions + 1, name)
                 else:
                     named = named_bad_rows(str(path), kind, name)
                 if not named or len({i.line for i in named if i.skipped}) != pc.sum(bad).as_py():
