@@ -5,8 +5,8 @@
 Files: a compression bomb (5,000,000 Parquet rows in under 100 KB), a bad row at
 row 5,000,000, year 9999, NaN, a 5,000-digit number, 100,000 brackets, /dev/zero and a
 FIFO (each under the reader's own file ending). A reader must refuse with its own
-error naming the file, or read and name the bad row; never another exception, never
-a hang. Servers: a slow drip, a 3xx to another host, a body of terminal escapes, a
+error naming the file, or read and name the bad row (the bomb's rows are all good:
+read them); never another exception, never a hang. Servers: a slow drip, a 3xx to another host, a body of terminal escapes, a
 password in the URL. A client must fail with a ConnectorError whose message holds no
 control character, no key and no password, within its deadline.
 
@@ -294,7 +294,8 @@ def test_every_reader_refuses_or_names_each_hostile_file(name, case, tmp_path):
         return
     issues = _issues(result)
     TABLE[(name, case)] = f"read, {len(issues)} bad row(s) named" if issues else "read"
-    assert issues, f"{name} took {case} without a word"
+    # the bomb's five million rows are all good: reading them (in bounded memory) is right
+    assert issues or case == "compression bomb", f"{name} took {case} without a word"
     assert all(path.name in str(issue) for issue in issues)
 
 
