@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REGISTERING = (
     "dashboard.logs.retrieval_log", "dashboard.monitoring.relation", "dashboard.monitoring.floor_config",
     "dashboard.calibration.label_files", "dashboard.evaluation.judged_sets", "dashboard.judged",
-    "dashboard.judging.judges", "dashboard.logs.read_log", "connectors.http.json_service",
+    "dashboard.judging.judges", "dashboard.labels.people_files", "dashboard.logs.read_log", "connectors.http.json_service",
     "connectors.mem0.library", "dashboard.judging.client", "dashboard.monitoring.webhook", "connectors.http.memorysync", "connectors.mem0.platform",
 )  # fmt: skip
 for _module in REGISTERING:

@@ -287,8 +287,10 @@ def load_judge_config(path: str | Path) -> JudgeConfig:
 def read_prompt(path: str | Path) -> str:
     """A prompt variant from a text file, checked (check_prompt)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = inbound.read_small(path, "prompt").decode("utf-8")
+    except inbound.InboundError as exc:
+        raise JudgeError(str(exc)) from None
+    except UnicodeDecodeError as exc:
         raise JudgeError(f"{path}: cannot read the prompt: {exc}") from None
     return check_prompt(text, str(path))
 
@@ -302,6 +304,9 @@ def build_judge(config: JudgeConfig, client: ChatClient | None) -> Judge:
     return LlmJudge(client, config.name, config.prompt)
 
 
+inbound.register_reader(
+    inbound.Reader("judge prompt", read_prompt, (JudgeError,), ".txt", {}, rows=False, qualname=f"{__name__}.read_prompt")
+)
 for _suffix in (".json", ".toml"):
     inbound.register_reader(
         inbound.Reader(

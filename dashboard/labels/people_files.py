@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from connectors.common import inbound
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, echo, parse_line
 from dashboard.database.judge_labels import RELEVANT_GRADE
 from dashboard.database.model import LABEL_VALUES, NOT_RELEVANT, RELEVANT, Label
@@ -287,3 +288,12 @@ def import_as_session(store: Any, found: PeopleLabels, name: str) -> tuple[Any, 
             store=label.store or file_store, rank=label.rank, score=label.score,
         )
     return session, len(found.labels)
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "people labels", read_people_labels, (PeopleFileError,), ".jsonl",
+        {"message_id": "t1", "memory_id": "m1", "rank": 1, "score": 0.5, "label": "relevant", "reviewer": "ana"},
+        qualname=f"{__name__}.read_people_labels",
+    )
+)
