@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # below find any module that should and is not listed).
 REGISTERING = (
     "dashboard.logs.retrieval_log", "dashboard.monitoring.relation", "dashboard.monitoring.floor_config",
-    "dashboard.calibration.label_files", "dashboard.evaluation.judged_sets", "dashboard.judged",
+    "dashboard.calibration.label_files", "dashboard.evaluation.judged_sets", "dashboard.evaluation.write_audit", "dashboard.judged",
     "dashboard.judging.judges", "dashboard.labels.people_files", "dashboard.logs.read_log", "connectors.http.json_service",
     "connectors.mem0.library", "dashboard.judging.client", "dashboard.monitoring.webhook", "connectors.http.memorysync", "connectors.mem0.platform",
 )  # fmt: skip

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import ConnectorError, ReplayedMessage, parse_as_of
+from connectors.common import inbound
 from connectors.common.lines import LineIssue, echo, parse_line
 from dashboard.browse import SAME_FACT_AT
 from dashboard.judged import JudgedQuestion
@@ -239,3 +240,11 @@ def table_lines(audits: Sequence[ConfigAudit], include_text: bool = False) -> li
 def _printable(text: str) -> str:
     """Outside text as the terminal may print it: a control character is escaped."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "conversations file", read_conversations, (WriteAuditError,), ".jsonl",
+        {"message_id": "c1", "user_id": "sam", "text": "I moved to Lisbon."}, qualname=f"{__name__}.read_conversations",
+    )
+)
