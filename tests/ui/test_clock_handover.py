@@ -68,3 +68,35 @@ def test_compare_to_inspect_keeps_run_bs_clock_and_the_floor(app, data_dir):
     # Without the clock, Inspect shows today's store: another retrieval than run B's.
     today = _inspect(app, {key: value for key, value in params.items() if key != "as_of"})
     assert [str(v) for v in today.dataframe[0].value["memory id"]] != seen_by_b
+
+
+def test_quality_misses_to_inspect_keeps_the_runs_clock_and_the_floor(app, data_dir):
+    """Quality's per-question lists (the miss anatomy beside a run's metrics) link each
+    question to Inspect: the link opens the store as the run saw it, at the page's floor
+    to the last digit, so Inspect shows the run's own hits in the run's order."""
+    at = app()
+    at.run()
+    at.switch_page("quality.py").run()
+    at.number_input(key="eval_k").set_value(5).run()
+    clock = (datetime.now(UTC) - timedelta(days=40)).replace(microsecond=0).isoformat()
+    _run(at, "40 days ago", clock)
+    at.session_state["eval_floor"] = FLOOR
+    at.button(key="misses_find").click().run()
+    assert not at.exception, at.exception
+    counts = {m.label: int(m.value) for m in at.metric if m.label in ("past_k", "under_floor", "kept")}
+    cause = next(c for c in ("kept", "under_floor", "past_k") if counts.get(c))
+    at.radio(key="misses_cause").set_value(cause).run()
+    listed = next(d.value for d in at.dataframe if "memory_id" in d.value.columns and "inspect" in d.value.columns)
+    link = parse_qs(urlsplit(listed["inspect"].iloc[0]).query)
+    params = {key: values[0] for key, values in link.items()}
+    assert params["as_of"] == clock and float(params["floor"]) == FLOOR
+
+    evals = open_eval_store({"MEMLENS_DATA_DIR": str(data_dir)})
+    run = next(info for info in evals.runs() if info.name == "40 days ago")
+    outcome = next(o for o in evals.outcomes(run.run_id) if o.message_id == listed["message_id"].iloc[0])
+    seen_by_run = [hit.memory_id for hit in outcome.hits]
+
+    inspect = _inspect(app, params)
+    assert inspect.slider(key="floor").value == FLOOR  # not 0.37
+    assert [str(v) for v in inspect.dataframe[0].value["memory id"]] == seen_by_run
+    assert any(f"Ranked as of {clock}" in i.value for i in inspect.sidebar.info)

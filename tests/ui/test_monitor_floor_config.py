@@ -43,3 +43,23 @@ def test_the_page_and_the_command_agree_at_the_shipped_floor(app, demo_days, tmp
     baseline = next(m for m in at.metric if m.label == "Baseline no memory")
     assert baseline.value == f"{expected:.1%}"
     assert any(f"every figure at the floor {FLOOR:g}" in c.value for c in at.caption)
+
+
+def cli_document(days, *floor_args: str, capsys) -> dict:
+    assert main(["monitor", *map(str, days), *floor_args, "--format", "json"]) in (0, 1)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_command_watches_the_config_floor_to_the_last_digit(demo_days, tmp_path, capsys):
+    """`memlens monitor --floor-config` on a floor off the 0.01 grid computes every window
+    at that floor: the same document as `--floor 0.36577`, another one than `--floor 0.37`."""
+    config = tmp_path / "memlens-floor.json"
+    config.write_text(json.dumps({"floor": FLOOR}), encoding="utf-8")
+    from_config = cli_document(demo_days, "--floor-config", str(config), capsys=capsys)
+    exact = cli_document(demo_days, "--floor", str(FLOOR), capsys=capsys)
+    grid = cli_document(demo_days, "--floor", "0.37", capsys=capsys)
+    assert from_config["floor"] == FLOOR
+    assert from_config["baseline"] == exact["baseline"]
+    assert from_config["windows"] == exact["windows"]
+    assert from_config["baseline"]["no_memory_share"] != grid["baseline"]["no_memory_share"]
+    assert [w["no_memory_share"] for w in from_config["windows"]] != [w["no_memory_share"] for w in grid["windows"]]
