@@ -28,7 +28,8 @@ from dashboard.monitoring.windows import WINDOWS, Window, window_rows
 from dashboard.ui import cache
 from dashboard.ui.errors import show_error
 from dashboard.ui.llm_ranker_panel import model_config
-from dashboard.ui.sidebar import store_picker
+from dashboard.ui.monitor_view import logs_with_queries
+from dashboard.ui.sidebar import StoreChoice
 
 NOT_WATCHED = (
     "Relevance is not being watched: the figures above count turns left with no memory, not wrong memories "
@@ -37,8 +38,9 @@ NOT_WATCHED = (
 )
 
 
-def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | None) -> None:
-    """`uploads`: the page's uploaded log files (their query text is read from them), None for files on disk."""
+def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | None, choice: StoreChoice) -> None:
+    """`uploads`: the page's uploaded log files (their query text is read from them), None for files on disk;
+    `choice`: the sidebar's store, which the memory text is read from and a session is tied to."""
     st.subheader("Kept precision: are the memories let in right?")
     config, problem = model_config()
     if problem:
@@ -58,7 +60,6 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
     grades = judged.cached_grades(sampled, labels, source)
     pairs = sum(len(t.kept) for t in sampled)
     if pairs > len(grades):
-        choice = store_picker()  # the memory text is read from the sidebar's store, by id
         st.caption(f"Memory text is read by id from the sidebar's store ({choice.fingerprint}).")
         allowed = st.checkbox(
             f"Send the query and memory text of {pairs - len(grades):,} pair(s) to {config.host} ({config.model})",
@@ -84,7 +85,7 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
     _chart(windows, baseline, alerts, target)
     alerted = [a.window for a in alerts]
     if alerted:
-        _judged_session_form(logs, sampled, windows, alerted, source, WINDOWS[settings.window])
+        _judged_session_form(logs, sampled, windows, alerted, source, WINDOWS[settings.window], choice.fingerprint)
 
 
 def _agreement(labels: Any, source: str) -> str:
@@ -103,15 +104,6 @@ def _label(start: Any, window: str) -> str:
     return Window(start, start, 0, 0, 0, 0.0, None, None, None, None).label(window)
 
 
-def _logs_with_queries(logs: LogSet, uploads: list[Any] | None) -> list[Any]:
-    """The logs as read with their query text: the page's uploads, else the files."""
-    from dashboard.logs.retrieval_log import read_log, read_log_bytes
-
-    if uploads:
-        return [read_log_bytes(upload.getvalue(), upload.name, include_query=True) for upload in uploads]
-    return [read_log(path, include_query=True) for path in logs.files]
-
-
 def _grade(logs: LogSet, uploads: list[Any] | None, sampled: list[SampledTurn], source: str, name: str, config: Any, choice: Any) -> None:
     if choice.store is None:
         show_error(f"The store the memory text is read from is not open: {choice.error}")
@@ -120,7 +112,7 @@ def _grade(logs: LogSet, uploads: list[Any] | None, sampled: list[SampledTurn], 
     try:
         with st.spinner(f"Grading with {config.model} at {config.host}…", show_time=True):
             run = judged.grade_sample(
-                sampled, lambda ids: judged.queries_in(_logs_with_queries(logs, uploads), ids), judge=LlmJudge(client, name), labels=cache.label_store(), store=choice.store,
+                sampled, lambda ids: judged.queries_in(logs_with_queries(logs, uploads), ids), judge=LlmJudge(client, name), labels=cache.label_store(), store=choice.store,
                 store_id=choice.fingerprint, concurrency=config.concurrency,
             )
     except (LabelStoreError, LogFormatError) as exc:
@@ -168,9 +160,11 @@ def _chart(windows: list, baseline: Any, alerts: list, target: float) -> None:
     st.plotly_chart(figure, key="monitor_precision_chart")
 
 
-def _judged_session_form(logs: LogSet, sampled: list[SampledTurn], windows: list, alerted: list[str], source: str, width: Any) -> None:
+def _judged_session_form(
+    logs: LogSet, sampled: list[SampledTurn], windows: list, alerted: list[str], source: str, width: Any, drawn_store: str
+) -> None:
     state = st.session_state
-    with st.form("monitor_judged_session_form"):
+    with st.form("monitor_judged_session_form", enter_to_submit=False):
         st.markdown("**Check the judge**: a labelling session of exactly the pairs it graded in an alert window.")
         cols = st.columns(2)
         label = cols[0].selectbox("Alert window", list(dict.fromkeys(alerted)), key="monitor_judged_window")
@@ -184,7 +178,7 @@ def _judged_session_form(logs: LogSet, sampled: list[SampledTurn], windows: list
         try:
             session = sampling.save_session(
                 cache.label_store(), str(state.get("monitor_judged_session_name") or f"judged-{label}"), rows,
-                method="uniform", size=len(rows), seed=1, source=f"pairs {source} graded in {label}",
+                method="uniform", size=len(rows), seed=1, source=f"pairs {source} graded in {label}", drawn_store=drawn_store,
             )
         except (SessionExists, ValueError, LabelStoreError) as exc:
             show_error(str(exc))

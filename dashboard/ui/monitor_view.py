@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,10 +18,11 @@ import streamlit as st
 
 from dashboard.database.model import LabelStoreError
 from dashboard.database.sessions import SessionExists
-from dashboard.display import inert_markdown
+from dashboard.display import code_span, inert_markdown
 from dashboard.floor import default_floor
 from dashboard.labels import sampling
 from dashboard.logs.log_files import LogFormatError
+from dashboard.monitoring import judged
 from dashboard.monitoring.alerts import (
     DEFAULT_BASELINE_WINDOWS,
     DEFAULT_MARGIN,
@@ -35,6 +37,7 @@ from dashboard.monitoring.relation import TURNS, LogSet
 from dashboard.monitoring.windows import NEAR_FLOOR, WINDOWS, Window, window_rows
 from dashboard.ui import cache
 from dashboard.ui.errors import show_error
+from dashboard.ui.sidebar import StoreChoice
 
 DEMO_CHOICE = "Demo: 30 synthetic days with two known changes"
 UPLOAD_CHOICE = "Upload log files"
@@ -258,14 +261,28 @@ def show_window(logs: LogSet, result: MonitorResult, window: Window) -> None:
         st.caption(f"The first {MAX_TURNS_SHOWN:,} of {window.turns:,} turns.")
 
 
-def _start_session(logs: LogSet, window: Window, window_label: str) -> None:
+def logs_with_queries(logs: LogSet, uploads: list[Any] | None) -> list[Any]:
+    """The logs as read with their query text: the page's uploads, else the files.
+    The monitor's relation leaves the text out; it is read only when asked for."""
+    from dashboard.logs.retrieval_log import read_log, read_log_bytes
+
+    if uploads:
+        return [read_log_bytes(upload.getvalue(), upload.name, include_query=True) for upload in uploads]
+    return [read_log(path, include_query=True) for path in logs.files]
+
+
+def _start_session(logs: LogSet, window: Window, window_label: str, drawn_store: str, uploads: list[Any] | None) -> None:
     state = st.session_state
     state.pop("monitor_session_error", None)
     rows = window_rows(logs.con.cursor(), window.start, window.end)
     if rows.empty:
         state["monitor_session_error"] = "This window has no memory to label (every turn came back empty)."
         return
+    keep_text = bool(state.get("monitor_session_keep_text", False))
     try:
+        if keep_text:  # the reviewer opted in: the log's message text goes with the rows
+            texts = judged.queries_in(logs_with_queries(logs, uploads), set(rows["message_id"]))
+            rows = rows.assign(query=rows["message_id"].map(texts))
         session = sampling.save_session(
             cache.label_store(),
             str(state.get("monitor_session_name") or ""),
@@ -274,8 +291,10 @@ def _start_session(logs: LogSet, window: Window, window_label: str) -> None:
             size=int(state.get("monitor_session_size", 200)),
             seed=1,
             source=f"monitor window {window_label}",
+            keep_text=keep_text,
+            drawn_store=drawn_store,
         )
-    except (SessionExists, ValueError, LabelStoreError) as exc:
+    except (SessionExists, ValueError, LabelStoreError, LogFormatError) as exc:
         state["monitor_session_error"] = str(exc)
         return
     # the Label page opens on it
@@ -286,19 +305,31 @@ def _start_session(logs: LogSet, window: Window, window_label: str) -> None:
     )
 
 
-def session_form(logs: LogSet, result: MonitorResult, window: Window) -> None:
+def session_form(logs: LogSet, result: MonitorResult, window: Window, choice: StoreChoice, uploads: list[Any] | None) -> None:
+    """`choice`: the sidebar's store, which the session is tied to (its reviewers look
+    the rows up there); `uploads`: the page's uploaded logs, read again for their
+    message text only when the reviewer keeps it."""
     label = window.label(result.settings.window)
     state = st.session_state
     if state.get("_monitor_session_for") != label:  # a new window: a name and size of its own
         state["_monitor_session_for"] = label
         state["monitor_session_name"] = f"monitor-{label.replace(' ', '-').replace(':', '')}"
         state["monitor_session_size"] = min(200, max(1, window.rows))
-    with st.form("monitor_session_form"):
+    # Enter in a field does not submit: the text box below may not be ticked yet
+    with st.form("monitor_session_form", enter_to_submit=False):
         st.markdown("**Label fresh turns from this window**: a session stratified by score band, drawn from exactly these turns.")
         cols = st.columns(2)
         cols[0].text_input("Session name", key="monitor_session_name")
         cols[1].number_input("Size (rows)", min_value=1, step=1, key="monitor_session_size")
-        st.form_submit_button("Start a labelling session", on_click=_start_session, args=(logs, window, label))
+        st.checkbox(
+            "Keep the message text from the log with the session",
+            key="monitor_session_keep_text",
+            help="Off: the session holds ids and scores only. Memory text is never kept.",
+        )
+        st.caption(f"The session is tied to the store configured in the sidebar, {code_span(choice.fingerprint)}.")
+        st.form_submit_button(
+            "Start a labelling session", on_click=_start_session, args=(logs, window, label, choice.fingerprint, uploads)
+        )
     if error := state.get("monitor_session_error"):
         show_error(error)
     if note := state.get("monitor_session_created"):

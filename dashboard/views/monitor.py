@@ -9,9 +9,12 @@ from dashboard.ui import monitor_precision
 from dashboard.ui import monitor_view as view
 from dashboard.ui.access import require_access
 from dashboard.ui.errors import show_error
+from dashboard.ui.sidebar import store_picker
 
 st.title("Monitor the floor")
 require_access()  # logs name turns and memories
+# The store the memory text is read from and a labelling session is tied to (by id)
+choice = store_picker()
 st.caption(
     "Per window: the turns left with no memory at the floor, the top-1 score, and alerts when "
     "either moves away from the baseline. Pick a window to label fresh turns from it."
@@ -28,13 +31,13 @@ if not result.windows:
 view.show_charts(result)
 try:
     uploaded = st.session_state.get("monitor_upload") if st.session_state.get("monitor_source") == view.UPLOAD_CHOICE else None
-    monitor_precision.show_precision(logs, result, uploaded)
+    monitor_precision.show_precision(logs, result, uploaded, choice)
 except LabelStoreError as exc:  # the app database went away: say so, keep the page up
     show_error(str(exc))
 window = view.pick_window(result)
 if window is not None:
     view.show_window(logs, result, window)
     try:
-        view.session_form(logs, result, window)
+        view.session_form(logs, result, window, choice, uploaded)
     except LabelStoreError as exc:  # the label database went away: say so, keep the page up
         show_error(str(exc))
