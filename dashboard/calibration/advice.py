@@ -100,6 +100,7 @@ class FloorAdvice:
             "mode_name": self.name,
             "reached": self.reached,
             "warnings": list(self.warnings),
+            "fallback": self.fallback,
             "diagnosis": {
                 "roc_auc": self.diagnosis.roc_auc,
                 "average_precision": self.diagnosis.average_precision,
@@ -123,6 +124,12 @@ class FloorAdvice:
         return frame
 
 
+def empties_prompts(calibration: Calibration) -> bool:
+    """The cost-ratio floor drops more than half of the relevant labels: as the default
+    line it would leave most prompts without their memories."""
+    return 2 * calibration.recommendation.dropped_relevant > calibration.sweep.relevant_total
+
+
 def advise(
     calibration: Calibration,
     targets: dict[str, float] | None = None,
@@ -131,24 +138,27 @@ def advise(
     resamples: int | None = 0,
     seed: int = 0,
     guard_recall: bool = False,
+    ask_cost_ratio: str | None = None,
 ) -> FloorAdvice:
     """Choose a floor by each mode in ``targets`` ({mode: target}); export ``mode``'s.
 
     The cost ratio is the calibration's own; ``resamples`` is for the other modes'
     intervals (0: none; None: the sweep's default for the row count).
     ``guard_recall``: the cost ratio is the default, not asked for (see the module
-    docstring).
+    docstring); ``ask_cost_ratio``: how this surface asks for the cost-ratio floor
+    explicitly, said in the fallback line (default: the CLI's ``--cost-ratio``).
     """
     data, full, rec = calibration.data, calibration.sweep, calibration.recommendation
     targets = dict(targets or {})
     fallback = None
-    if guard_recall and mode == COST_RATIO and not targets and 2 * rec.dropped_relevant > full.relevant_total:
+    if guard_recall and mode == COST_RATIO and not targets and empties_prompts(calibration):
         mode, targets = TARGET_RECALL, {TARGET_RECALL: GUARD_RECALL}
+        ask = ask_cost_ratio or f"ask for the cost ratio explicitly (--cost-ratio {rec.cost_ratio:g})"
         fallback = (
             f"MEMORY_SCORE_FLOOR follows {mode_name(TARGET_RECALL, GUARD_RECALL)}: the cost-ratio floor "
             f"{format_floor(rec.floor)} (cost ratio {rec.cost_ratio:g}) drops {rec.dropped_relevant:,} of "
             f"{full.relevant_total:,} relevant memories, more than half, and would leave most prompts without them; "
-            f"ask for the cost ratio explicitly (--cost-ratio {rec.cost_ratio:g}) to export it"
+            f"{ask} to export it"
         )
     if mode == COST_RATIO:
         targets.pop(COST_RATIO, None)

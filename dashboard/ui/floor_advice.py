@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard.calibration.advice import FloorAdvice, advise
+from dashboard.calibration.advice import FloorAdvice, advise, empties_prompts
 from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
 from dashboard.calibration.diagnosis import missed_text
 from dashboard.calibration.label_files import LabelFile
@@ -33,6 +33,9 @@ MODE_LABELS = {
 }
 SEGMENT_LABELS = {"user": "user", "store": "store", "tag": "tag (e.g. question category)"}
 SEGMENTS_EXPORTED = "_segments_exported"  # the floors per segment shown on this run, for the floor JSON
+DEFAULT_COST_RATIO = 1.0  # the page's cost ratio until the reviewer sets another
+AS_ASKED = "cost_ratio_as_asked"  # the box that exports the default cost ratio's floor even when it empties prompts
+AS_ASKED_LABEL = "Export the cost-ratio floor as asked"
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def floor_advice(result: Calibration, settings: ModeSettings) -> FloorAdvice:
     when only the floor list changed (the page keeps the same recommendation object),
     the kept advice is reused and only its turn split is counted at the new floors.
     """
-    key = (id(result.recommendation), settings)
+    key = (id(result.recommendation), settings, bool(st.session_state.get(AS_ASKED, False)))
     memo = st.session_state.get("_floor_advice_memo")
     if memo is not None and memo[0] == key:
         advice = memo[1]
@@ -80,7 +83,11 @@ def floor_advice(result: Calibration, settings: ModeSettings) -> FloorAdvice:
         split = advice.split.at(result.sweep.floor) if advice.split is not None else None
         return dataclasses.replace(advice, calibration=result, split=split)
     targets = {} if settings.mode == COST_RATIO else {settings.mode: settings.target}
-    advice = advise(result, targets, settings.mode, resamples=None)
+    # As memlens calibrate does at its default cost ratio: a floor that drops more than
+    # half the relevant labels is not the line a team copies unless asked for.
+    guard = settings.target == DEFAULT_COST_RATIO and not st.session_state.get(AS_ASKED, False)
+    advice = advise(result, targets, settings.mode, resamples=None, guard_recall=guard,
+                    ask_cost_ratio=f"tick “{AS_ASKED_LABEL}” (or set another cost ratio)")
     st.session_state["_floor_advice_memo"] = (key, advice)
     return advice
 
@@ -106,6 +113,13 @@ def show_diagnosis(advice: FloorAdvice) -> None:
         cols[2].metric("Relevant share", f"{diagnosis.relevant_share:.1%}")
     for warning in advice.warnings:
         st.warning(warning, icon="⚠️")
+    calibration = advice.calibration
+    default_cost = calibration.recommendation.cost_ratio == DEFAULT_COST_RATIO
+    if advice.fallback or (advice.mode == COST_RATIO and default_cost and empties_prompts(calibration)):
+        if advice.fallback:
+            st.warning(advice.fallback + ".", icon="⚠️")
+        st.checkbox(AS_ASKED_LABEL, key=AS_ASKED, help="Export the floor the cost ratio gives, though it drops more "
+                    "than half of the relevant memories.")
 
 
 def recommendation_caption(advice: FloorAdvice) -> str | None:

@@ -1,7 +1,8 @@
 """The floor advice in headless Chromium: a week of rare, overlapping labels is
-uploaded, the diagnosis and its warnings stand above a cost-ratio floor that drops
-most relevant memories, and picking "Target recall" gives a floor that keeps them and
-a .env download that names the mode and the warnings.
+uploaded, the diagnosis and its warnings stand above the recommendation, the cost-ratio
+floor drops most relevant memories so the default floor follows target recall 0.90 and
+says why, and picking "Target recall" gives that floor and a .env download that names
+the mode and the warnings.
 The README's diagnosis screenshot comes from here."""
 
 from __future__ import annotations
@@ -34,10 +35,16 @@ def test_rare_overlapping_labels_get_a_diagnosis_and_a_target_recall_floor(page,
     alerts = page.get_by_test_id("stAlert")
     expect(alerts.filter(has_text="a floor cannot fix this ranking")).to_be_visible()
     dropping = alerts.filter(has_text=re.compile(r"\(cost ratio 1\) drops \d+ of \d+ relevant memories"))
-    expect(dropping).to_be_visible()
-    cost_floor = float(metric_value(page, "Recommended floor (cost ratio 1)"))
+    expect(dropping.first).to_be_visible()
+    # The default floor does not empty most prompts: it follows target recall 0.90 and
+    # names the cost-ratio floor beside it.
+    why = alerts.filter(has_text="MEMORY_SCORE_FLOOR follows target recall 0.90")
+    expect(why).to_be_visible()
+    cost_floor = float(re.search(r"the cost-ratio floor (\d+\.\d+) \(cost ratio 1\)", why.inner_text()).group(1))
     kept = scores >= cost_floor
     assert (kept & relevant).sum() < relevant.sum() / 2  # the warning is true: most relevant memories dropped
+    default_floor = float(metric_value(page, "Recommended floor (target recall 0.90)"))
+    assert (scores >= default_floor)[relevant].mean() >= 0.9
 
     recommended = page.get_by_test_id("stMetric").filter(has_text="Recommended floor")
     box = recommended.bounding_box()

@@ -46,11 +46,12 @@ def test_rare_overlapping_labels_show_the_diagnosis_and_warnings_above_the_recom
     assert any("of answerable turns (turns with a relevant memory) with no memory at all" in w for w in warnings)
     assert metric(at, "ROC AUC") == f"{roc_auc_score(relevant, scores):.2f}"
     assert metric(at, "Average precision") == f"{average_precision_score(relevant, scores):.2f}"
-    assert metric(at, "Recommended floor (cost ratio 1)") == format_floor(rec.floor)
+    # Cost ratio 1 drops most relevant memories: the default floor follows target recall 0.90
+    assert metric(at, "Recommended floor (target recall 0.90)") == format_floor(choose(expected.data, TARGET_RECALL, 0.9).floor)
 
     # The diagnosis is drawn before the recommendation.
     labels_in_order = [m.label for m in at.metric]
-    assert labels_in_order.index("ROC AUC") < labels_in_order.index("Recommended floor (cost ratio 1)")
+    assert labels_in_order.index("ROC AUC") < labels_in_order.index("Recommended floor (target recall 0.90)")
     assert any("answerable turns" in c.value and "turns with no relevant memory" in c.value for c in at.caption)
     # The no-memory chart draws answerable turns (a loss) and the others apart; a label
     # file does not say whether those others had an answer, so they are not called right.
@@ -62,8 +63,36 @@ def test_rare_overlapping_labels_show_the_diagnosis_and_warnings_above_the_recom
     assert answerable[0] == 0 and answerable[-1] > 0.9  # the lowest floor keeps a memory in every turn
 
 
-def test_target_precision_out_of_reach_and_max_fbeta(app, tmp_path):
+def test_the_default_floor_follows_target_recall_when_the_cost_ratio_empties_prompts(app, tmp_path):
+    """As memlens calibrate does: the page's headline and export floor at the default cost
+    ratio follow target recall 0.90 where the cost-ratio floor drops more than half of
+    the relevant labels, say why, name the cost-ratio floor; ticked, the cost ratio wins."""
     at, path, scores, relevant = upload_rare(app, tmp_path)
+    data = parse_label_bytes(path.read_bytes(), path.name).labelled_scores()
+    rec = calibrate(data, resamples=0).recommendation
+    recall_floor = choose(data, TARGET_RECALL, 0.9).floor
+    assert recall_floor is not None and rec.floor > recall_floor
+    assert metric(at, "Recommended floor (target recall 0.90)") == format_floor(recall_floor)
+    assert at.code[0].value == f"MEMORY_SCORE_FLOOR={format_floor(recall_floor)}"
+    assert (scores[relevant] >= recall_floor).mean() >= 0.9
+    why = next(w for w in markdown_of(at.warning) if w.startswith("MEMORY_SCORE_FLOOR follows target recall 0.90"))
+    assert f"the cost-ratio floor {format_floor(rec.floor)} (cost ratio 1) drops {rec.dropped_relevant:,} of {int(relevant.sum()):,}" in why
+    exported = json.loads(at.json[0].value)
+    assert exported["floor"] == recall_floor and exported["mode"] == "target_recall"
+    assert exported["fallback"] == why.rstrip(".")
+
+    at.checkbox(key="cost_ratio_as_asked").check().run()
+    assert not at.exception, at.exception
+    assert metric(at, "Recommended floor (cost ratio 1)") == format_floor(rec.floor)
+    assert at.code[0].value == f"MEMORY_SCORE_FLOOR={format_floor(rec.floor)}"
+    assert not any(w.startswith("MEMORY_SCORE_FLOOR follows") for w in markdown_of(at.warning))
+
+    at.number_input(key="cost_ratio").set_value(2.0).run()  # another cost ratio is asked for: exported as asked
+    assert any(m.label == "Recommended floor (cost ratio 2)" for m in at.metric)
+
+
+def test_target_precision_out_of_reach_and_max_fbeta(app, tmp_path):
+    at, path, scores, relevant = upload_rare(app, tmp_path, cost_ratio_as_asked=True)
     data = parse_label_bytes(path.read_bytes(), path.name).labelled_scores()
     cost_floor = metric(at, "Recommended floor (cost ratio 1)")
     at.radio(key="floor_mode").set_value(TARGET_PRECISION).run()
@@ -107,7 +136,7 @@ def test_target_recall_mode_moves_the_recommended_and_exported_floor(app, tmp_pa
 
 
 def test_floors_per_tag_with_intervals_and_a_warning_for_the_small_segment(app, tmp_path):
-    at, *_ = upload_rare(app, tmp_path)
+    at, *_ = upload_rare(app, tmp_path, cost_ratio_as_asked=True)  # the cost ratio's floors per tag
     assert at.selectbox(key="segment_by").value == "tag"
     table = next(frame.value for frame in at.dataframe if "segment" in frame.value.columns)
     assert table["segment"].tolist()[0] == "(all segments)"
