@@ -158,7 +158,8 @@ def new_session_form(store: LabelStore, log: LogImport | None, drawn_store: str)
     state = st.session_state
     state.setdefault("session_name", f"session-{datetime.now(UTC):%Y%m%d-%H%M}")
     state.setdefault("sample_size", min(200, max(1, len(log.rows))))
-    with st.form("session_form"):
+    # Enter in a field does not create the session: "keep the message text" may not be ticked yet
+    with st.form("session_form", enter_to_submit=False):
         st.text_input("Session name", key="session_name")
         st.selectbox("Sampling", sampling.METHODS, key="sample_method", index=1, format_func=METHOD_TITLES.__getitem__)
         cols = st.columns(3)
@@ -182,6 +183,13 @@ def new_session_form(store: LabelStore, log: LogImport | None, drawn_store: str)
         show_error(error)
 
 
+_FOCUS_PAGE = "_label_focus_page"  # a session was just picked: the keys go to the page again
+
+
+def _session_picked() -> None:
+    st.session_state[_FOCUS_PAGE] = True
+
+
 def session_picker(store: LabelStore) -> LabelSession | None:
     every = store.sessions()
     # An archived session is kept (its labels count) but not offered unless asked for.
@@ -194,7 +202,11 @@ def session_picker(store: LabelStore) -> LabelSession | None:
         return None
     if st.session_state.get("label_session") not in sessions:
         st.session_state["label_session"] = next(iter(sessions))
-    name = st.selectbox("Session", list(sessions), key="label_session")
+    name = st.selectbox("Session", list(sessions), key="label_session", on_change=_session_picked)
+    if st.session_state.pop(_FOCUS_PAGE, False):
+        # The pick leaves the focus in the selectbox, where the 1/2/3 shortcuts are
+        # typed into it instead: hand the focus back to the page (a constant script).
+        st.html("<script>document.activeElement && document.activeElement.blur()</script>", unsafe_allow_javascript=True)
     session = sessions[name]
     # reviewer names and the source were typed by whoever made the session: inert
     who = inert_markdown(", ".join(session.reviewers)) if session.reviewers else "everyone labels every turn"

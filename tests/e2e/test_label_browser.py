@@ -122,3 +122,72 @@ def test_a_hostile_log_upload_names_every_bad_line_and_keeps_the_server_up(page,
     second.base_url = page.base_url
     open_app(second, "inspect")
     expect(second.get_by_role("heading", name="Inspect a retrieval")).to_be_visible()
+
+
+def test_enter_in_the_size_does_not_create_the_session_before_its_text_box_is_ticked(page):
+    """Enter in "Size" used to submit the form: the session was made without the
+    message text the reviewer was about to keep. Only the button creates it."""
+    open_app(page, "label")
+    sign_in(page)
+    read_sample_log(page)
+    widget(page, "session_name").locator("input").fill("e2e-enter")
+    size = widget(page, "sample_size").locator("input")
+    size.fill("4")
+    size.press("Enter")
+    wait_idle(page)
+    expect(page.get_by_text("Session 'e2e-enter' created")).to_have_count(0)
+
+    widget(page, "session_keep_text").get_by_text("Keep the message text from the log with the session").click()
+    page.get_by_role("button", name="Create session").click()
+    wait_idle(page)
+    expect(page.get_by_text("Session 'e2e-enter' created: 4 rows")).to_be_visible()
+    expect(page.get_by_text("message text not available")).to_have_count(0)
+
+
+def unfold_new_session_form(page) -> None:
+    """The new-session expander folds once a session exists: open it."""
+    form = page.get_by_test_id("stExpander").filter(has_text="New labelling session from a log")
+    if form.locator("details").get_attribute("open") is None:
+        form.locator("summary").click()
+        wait_idle(page)
+
+
+def read_sample_log(page) -> None:
+    """Read the bundled sample log in the new-session form."""
+    unfold_new_session_form(page)
+    widget(page, "log_read").locator("button").click()
+    wait_idle(page)
+
+
+def create_session(page, name: str, size: int) -> None:
+    unfold_new_session_form(page)
+    if not widget(page, "session_name").count():
+        read_sample_log(page)
+    widget(page, "session_name").locator("input").fill(name)
+    widget(page, "sample_size").locator("input").fill(str(size))
+    page.get_by_role("button", name="Create session").click()
+    wait_idle(page)
+    expect(page.get_by_text(f"Session '{name}' created: {size} rows")).to_be_visible()
+
+
+def test_keys_label_right_after_a_session_is_picked(page):
+    """Picking a session in the list left the focus in it, so 1 and 2 did nothing
+    until the page was clicked; now the first key labels."""
+    open_app(page, "label")
+    sign_in(page)
+    create_session(page, "e2e-picked-first", 4)
+    create_session(page, "e2e-picked-second", 4)
+    picker = widget(page, "label_session").get_by_role("combobox")
+    expect(picker).to_have_value("e2e-picked-second")
+    picker.click()
+    picker.fill("e2e-picked-first")  # typed and chosen with Enter: the focus stays in the list
+    page.keyboard.press("Enter")
+    wait_idle(page)
+    expect(picker).to_have_value("e2e-picked-first")
+    expect(progress(page)).to_contain_text(f"of 4 rows done by {REVIEWER}")
+    # the reviewer's labels are by id, so rows an earlier test labelled count as done
+    done = int(progress(page).inner_text().split(" of ")[0])
+    assert done < 4
+    page.keyboard.press("1")  # no click on the page first
+    wait_idle(page)
+    expect(progress(page)).to_contain_text(f"{done + 1} of 4 rows done")
