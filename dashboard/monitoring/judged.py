@@ -52,6 +52,16 @@ def query_texts(files: list[str], message_ids: set[str]) -> dict[str, str]:
     return queries_in((read_log(path, include_query=True) for path in files), message_ids)
 
 
+def logs_with_queries(files: list[str], uploads: list[Any] | None) -> list[Any]:
+    """The logs read again with their query text (the monitor's relation leaves it out):
+    the page's uploads (anything with ``name`` and ``getvalue()``), else ``files``."""
+    from dashboard.logs.retrieval_log import read_log, read_log_bytes
+
+    if uploads:
+        return [read_log_bytes(upload.getvalue(), upload.name, include_query=True) for upload in uploads]
+    return [read_log(path, include_query=True) for path in files]
+
+
 def queries_in(imports: Iterable[Any], message_ids: set[str]) -> dict[str, str]:
     """The same from logs already read (``LogImport``s: the page's uploads)."""
     found: dict[str, str] = {}

@@ -28,7 +28,6 @@ from dashboard.monitoring.windows import WINDOWS, Window, window_rows
 from dashboard.ui import cache
 from dashboard.ui.errors import show_error
 from dashboard.ui.llm_ranker_panel import model_config
-from dashboard.ui.monitor_view import logs_with_queries
 from dashboard.ui.sidebar import StoreChoice
 
 NOT_WATCHED = (
@@ -112,7 +111,7 @@ def _grade(logs: LogSet, uploads: list[Any] | None, sampled: list[SampledTurn], 
     try:
         with st.spinner(f"Grading with {config.model} at {config.host}…", show_time=True):
             run = judged.grade_sample(
-                sampled, lambda ids: judged.queries_in(logs_with_queries(logs, uploads), ids), judge=LlmJudge(client, name), labels=cache.label_store(), store=choice.store,
+                sampled, lambda ids: judged.queries_in(judged.logs_with_queries(logs.files, uploads), ids), judge=LlmJudge(client, name), labels=cache.label_store(), store=choice.store,
                 store_id=choice.fingerprint, concurrency=config.concurrency,
             )
     except (LabelStoreError, LogFormatError) as exc:

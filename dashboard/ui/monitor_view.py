@@ -261,16 +261,6 @@ def show_window(logs: LogSet, result: MonitorResult, window: Window) -> None:
         st.caption(f"The first {MAX_TURNS_SHOWN:,} of {window.turns:,} turns.")
 
 
-def logs_with_queries(logs: LogSet, uploads: list[Any] | None) -> list[Any]:
-    """The logs as read with their query text: the page's uploads, else the files.
-    The monitor's relation leaves the text out; it is read only when asked for."""
-    from dashboard.logs.retrieval_log import read_log, read_log_bytes
-
-    if uploads:
-        return [read_log_bytes(upload.getvalue(), upload.name, include_query=True) for upload in uploads]
-    return [read_log(path, include_query=True) for path in logs.files]
-
-
 def _start_session(logs: LogSet, window: Window, window_label: str, drawn_store: str, uploads: list[Any] | None) -> None:
     state = st.session_state
     state.pop("monitor_session_error", None)
@@ -281,7 +271,7 @@ def _start_session(logs: LogSet, window: Window, window_label: str, drawn_store:
     keep_text = bool(state.get("monitor_session_keep_text", False))
     try:
         if keep_text:  # the reviewer opted in: the log's message text goes with the rows
-            texts = judged.queries_in(logs_with_queries(logs, uploads), set(rows["message_id"]))
+            texts = judged.queries_in(judged.logs_with_queries(logs.files, uploads), set(rows["message_id"]))
             rows = rows.assign(query=rows["message_id"].map(texts))
         session = sampling.save_session(
             cache.label_store(),
