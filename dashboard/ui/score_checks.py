@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard.calibration.label_files import LabelFile
 from dashboard.score_direction import check_direction
+from dashboard.ui.errors import show_error
 
 
 def direction_allows(labels: LabelFile) -> bool:
@@ -18,7 +19,7 @@ def direction_allows(labels: LabelFile) -> bool:
     warning = check_direction([r.score for r in rows], [r.message_id for r in rows], [r.rank for r in rows]).warning()
     if warning is None:
         return True
-    st.error(f"{warning} Calibration is refused until you say which way these scores go.")
+    show_error(f"{warning} Calibration is refused until you say which way these scores go.")
     return bool(
         st.checkbox(
             "Higher is better in these scores: calibrate them as they are",
