@@ -68,9 +68,13 @@ def test_upload_run_compare_and_open_a_lost_question_on_inspect(page, tmp_path, 
     metric.scroll_into_view_if_needed()
     metric.get_by_role("combobox").click()
     page.keyboard.type("mrr")
+    # Enter picks the first option the list shows: on a loaded machine it was pressed
+    # before the list had filtered to "mrr", and picked another metric.
+    option = page.get_by_role("option", name="mrr", exact=True)
+    expect(option).to_be_visible()
     page.keyboard.press("Enter")
     wait_idle(page)
-    expect(page.get_by_test_id("stMetric").filter(has_text="mrr, A")).to_be_visible()
+    expect(page.get_by_test_id("stMetric").filter(has_text="mrr, A")).to_be_visible(timeout=15_000)
     record = page.get_by_test_id("stMetric").filter(has_text="B wins / ties / losses")
     wins, ties, losses = (int(x) for x in record.get_by_test_id("stMetricValue").inner_text().split(" / "))
     assert losses > wins
