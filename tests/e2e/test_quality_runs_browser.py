@@ -5,6 +5,8 @@ which reproduces it on Inspect (query, user, k, floor)."""
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -16,6 +18,19 @@ pytestmark = pytest.mark.e2e
 
 DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 RUN_TIMEOUT_MS = 300_000
+
+
+def pick(page, key: str, name: str) -> None:
+    """Choose the option of the select box `key` whose label holds `name`, by typing, as a
+    keyboard user does; Enter only once the list has filtered to it."""
+    box = widget(page, key)
+    box.scroll_into_view_if_needed()
+    box.get_by_role("combobox").click()
+    page.keyboard.type(name)
+    expect(page.get_by_role("option").filter(has_text=name).first).to_be_visible()
+    page.keyboard.press("Enter")
+    wait_idle(page)
+    expect(box.get_by_role("combobox")).to_have_value(re.compile(re.escape(name)))
 
 
 def start_run(page, name: str) -> None:
@@ -62,6 +77,10 @@ def test_upload_run_compare_and_open_a_lost_question_on_inspect(page, tmp_path, 
     weights.press("Enter")
     wait_idle(page)
     start_run(page, "recency heavy")
+    # The two runs, picked by name: the data directory may hold earlier tests' runs, and
+    # the compare section keeps the pair it offered before these runs existed.
+    pick(page, "eval_run_a", "default weights")
+    pick(page, "eval_run_b", "recency heavy")
 
     # Typed into the select box, as a keyboard user picks an option.
     metric = widget(page, "eval_compare_metric")
