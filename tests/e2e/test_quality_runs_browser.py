@@ -6,7 +6,6 @@ which reproduces it on Inspect (query, user, k, floor)."""
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
