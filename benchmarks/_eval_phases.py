@@ -53,13 +53,13 @@ CLI = [
     ("dashboard.cli.eval", "report", "report (printing)"),
 ]
 PAGE = [
-    ("dashboard.ui.quality_runs", "show", "page before the run (set picker, controls)"),
-    ("dashboard.ui.quality_runs", "_execute", "run: other"),
+    ("dashboard.ui.pages.quality_runs", "show", "page before the run (set picker, controls)"),
+    ("dashboard.ui.pages.quality_runs", "_execute", "run: other"),
     ("streamlit.elements.progress", "ProgressMixin.progress", "progress bar"),
     ("streamlit", "success", "completion message"),
-    ("dashboard.ui.quality_runs", "show_runs", "page after the run (runs, figures, comparison)"),
-    ("dashboard.ui.quality_runs", "show_compare", "page after the run (runs, figures, comparison)"),
-    ("dashboard.ui.quality_runs", "show_whatif", "page after the run (runs, figures, comparison)"),
+    ("dashboard.ui.pages.quality_runs", "show_runs", "page after the run (runs, figures, comparison)"),
+    ("dashboard.ui.pages.quality_runs", "show_compare", "page after the run (runs, figures, comparison)"),
+    ("dashboard.ui.pages.quality_runs", "show_whatif", "page after the run (runs, figures, comparison)"),
 ]
 
 

@@ -24,7 +24,7 @@ a new machine pays it once). Two data-dir cases per path: a fresh MEMLENS_DATA_D
 
 The app's server answers its health check once it is ready: dashboard/app.py opens
 the embedding model, the default store and the first view's modules first
-(dashboard/ui/start_up.py). So "after health" is the wait of a reviewer on a ready
+(dashboard/ui/widgets/start_up.py). So "after health" is the wait of a reviewer on a ready
 server, and "server up" carries the start-up; the verdicts give the gap counted from
 process start as well.
 
@@ -275,7 +275,7 @@ def floor_verdicts(runs: dict[tuple[str, str], list[dict[str, float]]]) -> list[
     result = median((a["result"] - a["health"]) - (f["result"] - f["health"]) for a, f in pairs)
     paint = median((a["paint"] - a["health"]) - (f["paint"] - f["health"]) for a, f in pairs)
     second = median(a["warm_framed"] - f["warm_framed"] for a, f in pairs)
-    # The app gets ready before it answers (dashboard/ui/start_up.py): what it no
+    # The app gets ready before it answers (dashboard/ui/widgets/start_up.py): what it no
     # longer spends after the health answer it spends before it. Both are said.
     up = median(a["health"] - f["health"] for a, f in pairs)
     from_start = median(a["result"] - f["result"] for a, f in pairs)

@@ -247,7 +247,7 @@ def ranker_panel_moves(timer: ScriptRunTimer, fragments: FragmentRerun, counter:
     """Floor moves with the LLM ranker's answer on the page, against the same page
     with the model configured and nothing asked, interleaved in one process."""
     from benchmarks.judging import load_server_module  # tests/chat_model_server.py, the loopback model
-    from dashboard.ui.llm_ranker_panel import OUTCOME_KEY
+    from dashboard.ui.widgets.llm_ranker_panel import OUTCOME_KEY
 
     server_module = load_server_module()
     names = ("MEMLENS_LLM_BASE_URL", "MEMLENS_LLM_MODEL")
@@ -301,7 +301,7 @@ def calibrate_reruns(rows: int, repeat: int = 3) -> dict[str, float]:
 
     from dashboard.calibration.label_files import parse_label_bytes
     from dashboard.calibration.sweep import calibrate
-    from dashboard.ui import cache
+    from dashboard.ui.widgets import cache
 
     rng = np.random.default_rng(3)
     relevant = rng.random(rows) < 0.3

@@ -4,7 +4,7 @@ Streamlit finds `app` below (an st.App) and serves dashboard/views/navigation.py
 script every visit runs, with it. Its lifespan gets the server ready before the
 server answers: the embedding model, the default store and the first view's modules
 are open by the time a health check or a shared link gets an answer
-(dashboard/ui/start_up.py says what and why).
+(dashboard/ui/widgets/start_up.py says what and why).
 """
 
 import asyncio
@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import streamlit as st
 
-from dashboard.ui.start_up import get_ready
+from dashboard.ui.widgets.start_up import get_ready
 
 
 @asynccontextmanager

@@ -1,4 +1,4 @@
-"""Slowing down password guessing at the page's gate (ui/access.py). Pure.
+"""Slowing down password guessing at the page's gate (ui/widgets/access.py). Pure.
 
 Per client (the address the browser connects from): the first ``FREE_FAILURES``
 wrong passwords cost nothing; each one after locks the client out for twice as long

@@ -39,7 +39,7 @@ def table_rows(markdown: object) -> list[dict[str, str]]:
 
 def markdown_table(at) -> list[dict[str, str]]:
     """The first Markdown table an AppTest page draws, as `table_rows` reads it (a
-    shared link's first view draws its hits so: dashboard/ui/inspect_view.py)."""
+    shared link's first view draws its hits so: dashboard/ui/pages/inspect.py)."""
     for element in at.markdown:
         if rows := table_rows(element.value):
             return rows

@@ -54,7 +54,7 @@ def test_connectors_never_import_dashboard_or_streamlit(path):
     assert not {m for m in imports if m.split(".")[0] in ("dashboard", "streamlit")}
 
 
-@pytest.mark.parametrize("path", modules("dashboard/ui/*.py"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", modules("dashboard/ui/**/*.py"), ids=lambda p: str(p.relative_to(ROOT / "dashboard")))
 def test_ui_never_imports_views(path):
     assert not {m for m in imported_modules(path) if m.startswith("dashboard.views")}
 
@@ -224,25 +224,47 @@ def test_the_cycle_rule_catches_a_cycle():
     assert find_cycle({"labels": {"database"}, "evaluation": {"database", "labels"}}) is None
 
 
-# One page's module is that page's alone: what pages share (the store choice, the
-# reviewer, the Inspect floor, the model warm-up) lives in ui/session.py,
-# ui/sidebar.py and ui/reviewer.py, not in another page's module.
-PAGE_MODULES = {p.stem for p in modules("dashboard/ui/*_view.py")}
+# One page's modules are that page's alone: ui/pages/<page>.py and the panels only
+# that page shows, ui/pages/<page>_*.py. What pages share (the store choice, the
+# reviewer, the Inspect floor, the model warm-up) lives in ui/widgets/, not in another
+# page's module.
+PAGES_PACKAGE = "dashboard.ui.pages."
 
 
-def page_modules_imported(path: Path) -> set[str]:
-    parts = (m.split(".") for m in imported_modules(path) if m.startswith("dashboard.ui."))
-    return {p[2] for p in parts} & PAGE_MODULES
+def page_of(stem: str) -> str:
+    """`quality_runs` -> "quality": the page a module of ui/pages/ belongs to."""
+    return stem.split("_")[0]
 
 
-@pytest.mark.parametrize("path", modules("dashboard/ui/*.py"), ids=lambda p: p.name)
-def test_no_ui_module_imports_a_page_module(path):
-    assert page_modules_imported(path) <= {path.stem}, f"{path.name} reaches into another page's module"
+def pages_imported(path: Path) -> set[str]:
+    """The pages whose modules `path` imports."""
+    return {
+        page_of(m.removeprefix(PAGES_PACKAGE).split(".")[0]) for m in imported_modules(path) if m.startswith(PAGES_PACKAGE)
+    }
+
+
+@pytest.mark.parametrize("path", modules("dashboard/ui/pages/*.py"), ids=lambda p: p.name)
+def test_a_page_module_imports_only_its_own_page(path):
+    assert pages_imported(path) <= {page_of(path.stem)}, f"{path.name} reaches into another page's module"
+
+
+@pytest.mark.parametrize("path", modules("dashboard/ui/widgets/*.py"), ids=lambda p: p.name)
+def test_no_widget_imports_a_page_module(path):
+    assert pages_imported(path) == set(), f"{path.name} is shared by pages but reaches into one page's module"
 
 
 @pytest.mark.parametrize("path", modules("dashboard/views/*.py"), ids=lambda p: p.name)
 def test_each_page_imports_only_its_own_page_module(path):
-    assert page_modules_imported(path) <= {f"{path.stem}_view"}, f"{path.name} reaches into another page's module"
+    assert pages_imported(path) <= {path.stem}, f"{path.name} reaches into another page's module"
+
+
+def test_the_page_rule_sees_a_page_and_its_panels():
+    """The scan itself, so the rules above cannot pass by finding nothing."""
+    assert pages_imported(ROOT / "dashboard" / "views" / "quality.py") == {"quality"}
+    assert pages_imported(ROOT / "dashboard" / "ui" / "pages" / "quality_runs.py") == {"quality"}
+    assert {page_of(p.stem) for p in modules("dashboard/ui/pages/*.py") if p.stem != "__init__"} == {
+        p.stem for p in modules("dashboard/views/*.py") if p.stem != "navigation"
+    }
 
 
 # dashboard/judged.py is the one model of a judged question, read by ranking,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.ui import browse_view as view
-from dashboard.ui.access import require_access
-from dashboard.ui.errors import show_store_error
-from dashboard.ui.sidebar import store_picker, user_picker, warm_model
+from dashboard.ui.pages import browse as view
+from dashboard.ui.widgets.access import require_access
+from dashboard.ui.widgets.errors import show_store_error
+from dashboard.ui.widgets.sidebar import store_picker, user_picker, warm_model
 
 st.title("Browse a store")
 require_access()  # the page shows memory text

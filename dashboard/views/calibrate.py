@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.ui import calibrate_view as view
-from dashboard.ui import floor_advice as advice_ui
-from dashboard.ui import label_counting
-from dashboard.ui.access import require_access
-from dashboard.ui.score_checks import direction_allows
+from dashboard.ui.pages import calibrate as view
+from dashboard.ui.pages import calibrate_advice as advice_ui
+from dashboard.ui.pages.calibrate_checks import direction_allows
+from dashboard.ui.widgets import label_counting
+from dashboard.ui.widgets.access import require_access
 
 st.title("Calibrate the floor")
 require_access()  # labels and uploads name memories and reviewers

@@ -5,10 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.store_compare import compare
-from dashboard.ui import compare_view as view
-from dashboard.ui.access import require_access
-from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import user_picker
+from dashboard.ui.pages import compare as view
+from dashboard.ui.widgets.access import require_access
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.sidebar import user_picker
 
 st.title("Compare two stores")
 require_access()  # the page shows memory text

@@ -10,32 +10,32 @@ st.title("Inspect a retrieval")
 st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
 
 # A link's first result needs the embedding model of the linked (or default) store.
-# Start-up has opened the default store's (ui/start_up.py); a linked store's, or one
+# Start-up has opened the default store's (ui/widgets/start_up.py); a linked store's, or one
 # whose start-up failed, starts opening now, on its own thread, beside the imports
 # and the sidebar below. Not before the title: started in navigation.py, its imports
 # (numpy, onnxruntime) took the GIL from the first run and the title went out about
 # half a second later (benchmarks/RESULTS.md, issue 24). Once per process.
-from dashboard.ui.sidebar import default_store, store_picker, user_picker, warm_model  # noqa: E402
+from dashboard.ui.widgets.sidebar import default_store, store_picker, user_picker, warm_model  # noqa: E402
 
 warm_model(st.query_params.get("store") or default_store())
 
 from dashboard.floor import apply_floor, prompt_block  # noqa: E402
-from dashboard.ui import held_controls, session  # noqa: E402
-from dashboard.ui import inspect_view as view  # noqa: E402
-from dashboard.ui import reviewer as reviewer_ui  # noqa: E402
-from dashboard.ui.access import require_access  # noqa: E402
-from dashboard.ui.errors import show_store_error  # noqa: E402
-from dashboard.ui.score_notes import show_score_space  # noqa: E402
+from dashboard.ui.pages import inspect as view  # noqa: E402
+from dashboard.ui.widgets import held_controls, session  # noqa: E402
+from dashboard.ui.widgets import reviewer as reviewer_ui  # noqa: E402
+from dashboard.ui.widgets.access import require_access  # noqa: E402
+from dashboard.ui.widgets.errors import show_store_error  # noqa: E402
+from dashboard.ui.widgets.score_notes import show_score_space  # noqa: E402
 
 require_access()  # the page shows memory text
 # A shared link's first run shows its result without the page's controls (their code
 # held the result back): their values come from the link, and the next run draws them
-# (ui/held_controls.py).
+# (ui/widgets/held_controls.py).
 view.restore_from_url()
 choice = store_picker(keep_notes=view.holding_the_rest())
 user = user_picker(choice.store)
 view.inspect_clock.sidebar(choice)
-# Shared widgets (ui/session.py): what was set here is here again after another page.
+# Shared widgets (ui/widgets/session.py): what was set here is here again after another page.
 k = session.widget(held_controls.drawn(st.sidebar.number_input), "k", 5, "k (results)", min_value=1, max_value=50, step=1)
 reviewer = reviewer_ui.sidebar_box()
 store_text = session.widget(
@@ -89,7 +89,7 @@ def floor_dependent_parts() -> None:
     view.show_prompt_block(prompt_block(kept, dropped, result.context))
     # Feedback is planned from kept/dropped, so it moves with the floor. Imported
     # here: it brings pandas, which a shared link's first view does not need.
-    from dashboard.ui.feedback_panel import show_feedback
+    from dashboard.ui.pages.inspect_feedback import show_feedback
 
     show_feedback(result, choice, user, kept, dropped)
 
@@ -103,8 +103,8 @@ if view.holding_the_rest():
 
 # Imported here, once the result is on its way: the re-rank panel brings the judge's
 # HTTP client (httpx), a quarter of a second on a cold server, and the rank lookup pandas.
-from dashboard.ui.feedback_panel import show_rank_lookup  # noqa: E402
-from dashboard.ui.rerank_panel import show_rerank_panel  # noqa: E402
+from dashboard.ui.pages.inspect_feedback import show_rank_lookup  # noqa: E402
+from dashboard.ui.widgets.rerank_panel import show_rerank_panel  # noqa: E402
 
 msg = view.current_message_id()  # one id per result: labels and the re-rank export
 view.show_labelling(result, msg, choice, reviewer, store_text)

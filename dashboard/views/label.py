@@ -5,12 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.database.model import LabelStoreError
-from dashboard.ui import cache, label_import, label_team, session_manage
-from dashboard.ui import label_view as view
-from dashboard.ui import reviewer as reviewer_ui
-from dashboard.ui.access import require_access
-from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import store_picker
+from dashboard.ui.pages import label as view
+from dashboard.ui.pages import label_import, label_sessions, label_team
+from dashboard.ui.widgets import cache
+from dashboard.ui.widgets import reviewer as reviewer_ui
+from dashboard.ui.widgets.access import require_access
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.sidebar import store_picker
 
 st.title("Label a session")
 st.caption(
@@ -30,7 +31,7 @@ try:
     if session is not None:
         view.labelling_panel(labels, session, reviewer, choice)
         label_team.session_results(labels, session, reviewer)
-        session_manage.manage_panel(labels, session)
+        label_sessions.manage_panel(labels, session)
 except LabelStoreError as exc:  # the label database went away: say so, keep the app up
     show_error(str(exc))
     # A rerun is all recovery takes (the store tries the server again), so the

@@ -5,11 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.database.model import LabelStoreError
-from dashboard.ui import monitor_precision
-from dashboard.ui import monitor_view as view
-from dashboard.ui.access import require_access
-from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import store_picker
+from dashboard.ui.pages import monitor as view
+from dashboard.ui.pages import monitor_precision
+from dashboard.ui.widgets.access import require_access
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.sidebar import store_picker
 
 st.title("Monitor the floor")
 require_access()  # logs name turns and memories

@@ -39,8 +39,8 @@ page = st.navigation(
 )
 # Every page, deep links included, is behind the password or sign-in when one is
 # configured; a page added later cannot forget it.
-from dashboard.ui import session  # noqa: E402
-from dashboard.ui.access import account_menu, require_access, show_setting_errors  # noqa: E402
+from dashboard.ui.widgets import session  # noqa: E402
+from dashboard.ui.widgets.access import account_menu, require_access, show_setting_errors  # noqa: E402
 
 session.on_page(page.url_path)
 

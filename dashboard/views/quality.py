@@ -7,10 +7,11 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.database.model import LabelStoreError
-from dashboard.ui import quality_runs, quality_view
-from dashboard.ui.access import require_access
-from dashboard.ui.errors import show_error, show_store_error
-from dashboard.ui.sidebar import store_picker, warm_model
+from dashboard.ui.pages import quality as view
+from dashboard.ui.pages import quality_runs
+from dashboard.ui.widgets.access import require_access
+from dashboard.ui.widgets.errors import show_error, show_store_error
+from dashboard.ui.widgets.sidebar import store_picker, warm_model
 
 st.title("Retrieval quality")
 st.caption(
@@ -28,13 +29,13 @@ st.caption(
     "How often the top results are relevant, in the store's order and re-ranked by relevance and "
     "recency, over judged queries. Moving a control re-ranks what was already read."
 )
-settings, k, cutoff = quality_view.controls()
+settings, k, cutoff = view.controls()
 if choice.error:
     show_store_error(choice.error)
 else:
-    quality_view.show_demo_quality(choice, settings, k, cutoff)
+    view.show_demo_quality(choice, settings, k, cutoff)
 try:
-    quality_view.show_labelled_quality(choice, settings, cutoff)
+    view.show_labelled_quality(choice, settings, cutoff)
 except LabelStoreError as exc:  # the label database went away: say so, keep the page up
     show_error(f"The label store cannot be read: {exc}")
-quality_view.show_read_log()
+view.show_read_log()

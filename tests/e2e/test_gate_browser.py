@@ -27,7 +27,7 @@ def test_every_page_and_deep_link_is_behind_the_password(tmp_path, browser):
     data.mkdir()
     with running_streamlit(data, tmp_path / "streamlit.log", {"MEMLENS_PASSWORD": PASSWORD}) as gated:
         # The server's start-up, before any visitor, opened the default store
-        # (dashboard/ui/start_up.py): the demo store's files, and nothing else.
+        # (dashboard/ui/widgets/start_up.py): the demo store's files, and nothing else.
         at_start = sorted(p.name for p in data.iterdir())
         assert "demo.sqlite" in at_start and not any(name.startswith("labels") for name in at_start), at_start
         context = browser.new_context(viewport={"width": 1400, "height": 900})

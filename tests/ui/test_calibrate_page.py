@@ -211,7 +211,7 @@ def test_the_inspect_slider_keeps_its_floor_across_a_visit_to_calibrate(app):
 
 def test_an_upload_is_parsed_once_however_often_the_page_reruns(app, monkeypatch):
     from dashboard.calibration import label_files
-    from dashboard.ui import cache
+    from dashboard.ui.widgets import cache
 
     parsed = []
     real = label_files.parse_label_bytes

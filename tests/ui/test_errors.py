@@ -1,4 +1,4 @@
-"""Errors on a page are drawn one way (dashboard/ui/errors.py): a store's message that
+"""Errors on a page are drawn one way (dashboard/ui/widgets/errors.py): a store's message that
 holds markup is shown as the characters it is made of, in the common wording.
 
 A store's text reaches the page through its error messages as well as its results: a
@@ -25,7 +25,7 @@ HOSTILE = "**bold** <b>tag</b> :material/home: [link](https://evil.example) www.
 
 def page():
     from connectors.base import BadResponse
-    from dashboard.ui.errors import show_error, show_store_error
+    from dashboard.ui.widgets.errors import show_error, show_store_error
 
     show_store_error(BadResponse("**bold** <b>tag</b> :material/home: [link](https://evil.example) www.evil.example\n# heading"))
     show_error("The label database cannot be read: it said *no*.")
@@ -46,7 +46,7 @@ def test_a_store_error_is_drawn_as_its_characters_in_the_common_wording():
 
 ROOT = Path(__file__).resolve().parents[2]
 # The one list drawn as Markdown on purpose: each violation in it is inert already.
-MARKDOWN_ERRORS = {("dashboard/ui/rerank_panel.py", "show_pasted_ranking")}
+MARKDOWN_ERRORS = {("dashboard/ui/widgets/rerank_panel.py", "show_pasted_ranking")}
 
 
 def error_calls(tree: ast.Module) -> list[tuple[int, str]]:
@@ -67,11 +67,11 @@ def error_calls(tree: ast.Module) -> list[tuple[int, str]]:
 
 def test_pages_draw_errors_only_through_the_errors_module():
     direct = []
-    for path in sorted([*(ROOT / "dashboard/ui").glob("*.py"), *(ROOT / "dashboard/views").glob("*.py")]):
+    for path in sorted([*(ROOT / "dashboard/ui").rglob("*.py"), *(ROOT / "dashboard/views").glob("*.py")]):
         where = str(path.relative_to(ROOT))
-        if where == "dashboard/ui/errors.py":
+        if where == "dashboard/ui/widgets/errors.py":
             continue
         for line, function in error_calls(ast.parse(path.read_text(encoding="utf-8"))):
             if (where, function) not in MARKDOWN_ERRORS:
                 direct.append(f"{where}:{line} in {function}")
-    assert not direct, "draw errors with dashboard.ui.errors.show_error / show_store_error:\n" + "\n".join(direct)
+    assert not direct, "draw errors with dashboard.ui.widgets.errors.show_error / show_store_error:\n" + "\n".join(direct)

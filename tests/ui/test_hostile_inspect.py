@@ -18,7 +18,7 @@ from markdown_it import MarkdownIt
 from markdown_text import seen
 
 from dashboard.display import TABLE_TEXT_CHARS, WORD_JOINER
-from dashboard.ui.inspect_view import MAX_LABEL_ROWS, MAX_NOTES, MAX_TABLE_ROWS
+from dashboard.ui.pages.inspect import MAX_LABEL_ROWS, MAX_NOTES, MAX_TABLE_ROWS
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_text import seen
 
-from dashboard.ui.inspect_view import MAX_QUERY_CHARS
+from dashboard.ui.pages.inspect import MAX_QUERY_CHARS
 
 SEARCH = "FormSubmitter:query_form-Search"
 PIZZA = "What is the user's favourite pizza topping?"

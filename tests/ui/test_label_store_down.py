@@ -265,9 +265,9 @@ def test_the_checks_before_every_pages_title_import_no_label_database_when_none_
     database modules or the store registry, which held a new server's first paint back."""
     code = (
         "import sys\n"
-        "from dashboard.ui.access import account_menu, require_access, show_setting_errors\n"
+        "from dashboard.ui.widgets.access import account_menu, require_access, show_setting_errors\n"
         "require_access(); account_menu(); show_setting_errors()\n"
-        "heavy = ('dashboard.database', 'dashboard.ui.cache', 'dashboard.ui.sidebar', 'connectors')\n"
+        "heavy = ('dashboard.database', 'dashboard.ui.widgets.cache', 'dashboard.ui.widgets.sidebar', 'connectors')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("MEMLENS_LABELS_URL", "MEMLENS_PASSWORD")}
@@ -278,6 +278,6 @@ def test_the_checks_before_every_pages_title_import_no_label_database_when_none_
 
 def test_the_gate_checks_the_setting_the_label_database_reads():
     from dashboard.database.store import LABELS_URL_ENV
-    from dashboard.ui import access
+    from dashboard.ui.widgets import access
 
     assert access.LABELS_URL_ENV == LABELS_URL_ENV

@@ -9,7 +9,7 @@ from markdown_text import seen
 
 from dashboard.database.store import LabelStore
 from dashboard.monitoring.synthetic import DEMO_LOG
-from dashboard.ui import cache
+from dashboard.ui.widgets import cache
 
 PAGE = "monitor.py"
 

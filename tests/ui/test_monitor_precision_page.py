@@ -14,7 +14,7 @@ from judged_logs import DAYS, START, SWAP_DAY, demo_judge, log_text, user_memori
 from markdown_text import seen
 
 from dashboard.database.store import LabelStore
-from dashboard.ui.monitor_view import UPLOAD_CHOICE
+from dashboard.ui.pages.monitor import UPLOAD_CHOICE
 
 PAGE = "monitor.py"
 

@@ -12,7 +12,7 @@ import pytest
 from markdown_text import seen
 
 from dashboard.database import open_label_store
-from dashboard.ui.monitor_view import UPLOAD_CHOICE
+from dashboard.ui.pages.monitor import UPLOAD_CHOICE
 
 SAMPLE_LOG = Path(__file__).resolve().parents[2] / "demo_data" / "sample_log.jsonl"
 QUERIES = {row["message_id"]: row["query"] for row in map(json.loads, SAMPLE_LOG.read_text(encoding="utf-8").splitlines())}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import tempfile
 
-from dashboard.ui import cache
+from dashboard.ui.widgets import cache
 
 
 def _log(turn: int) -> bytes:

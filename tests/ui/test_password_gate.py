@@ -11,7 +11,7 @@ import pytest
 from markdown_text import error_texts
 
 from dashboard.password_throttle import FREE_FAILURES, FailureThrottle
-from dashboard.ui import access
+from dashboard.ui.widgets import access
 
 PASSWORD = "pw-Zebra-42"
 UNLOCK = "FormSubmitter:access_form-Unlock"
@@ -49,7 +49,7 @@ def _unlocked(at) -> bool:
 
 def test_repeated_wrong_passwords_lock_the_client_out_for_longer_each_time(gate, caplog):
     at, clock = gate
-    caplog.set_level(logging.WARNING, logger="dashboard.ui.access")
+    caplog.set_level(logging.WARNING, logger="dashboard.ui.widgets.access")
     for attempt in range(FREE_FAILURES):
         assert _try(at, f"guess-{attempt}") == ["Wrong password."]
     assert _try(at, "guess-5") == ["Wrong password. Too many wrong passwords: try again in 1 s."]

@@ -1,4 +1,4 @@
-"""The server gets ready before it answers (dashboard/ui/start_up.py): a shared link's
+"""The server gets ready before it answers (dashboard/ui/widgets/start_up.py): a shared link's
 first run then opens no store, no model and imports none of memlens's modules; and
 a start-up step that fails keeps neither the server nor the page from running."""
 
@@ -21,8 +21,8 @@ FIRST_LINK = """
 import json, sys
 from unittest import mock
 from streamlit.testing.v1 import AppTest
-from dashboard.ui.start_up import get_ready
-from dashboard.ui import cache
+from dashboard.ui.widgets.start_up import get_ready
+from dashboard.ui.widgets import cache
 from connectors.embedding import runtime
 
 took = get_ready()

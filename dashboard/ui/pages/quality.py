@@ -24,13 +24,13 @@ from dashboard.logs import read_log as readlog
 from dashboard.ranking import metrics
 from dashboard.ranking.metrics import QualityReport
 from dashboard.ranking.rerank import RerankSettings
-from dashboard.ui import cache
-from dashboard.ui import label_source as label_source_ui
-from dashboard.ui.errors import show_error
-from dashboard.ui.label_counting import reviewers_setting
-from dashboard.ui.progress import progress_bar
-from dashboard.ui.rerank_panel import RELEVANCE_SOURCE_TEXT, rerank_controls, settings_text
-from dashboard.ui.sidebar import StoreChoice, missing_users_warning
+from dashboard.ui.widgets import cache
+from dashboard.ui.widgets import label_source as label_source_ui
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.label_counting import reviewers_setting
+from dashboard.ui.widgets.progress import progress_bar
+from dashboard.ui.widgets.rerank_panel import RELEVANCE_SOURCE_TEXT, rerank_controls, settings_text
+from dashboard.ui.widgets.sidebar import StoreChoice, missing_users_warning
 
 ALL_REVIEWERS = "(all reviewers)"
 RECENT_READS = 20

@@ -24,8 +24,8 @@ from dashboard.ranking.rerank import (
     rerank,
 )
 from dashboard.ranking.review import review_flags
-from dashboard.ui.errors import show_error
-from dashboard.ui.llm_ranker_panel import show_llm_ranker
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.llm_ranker_panel import show_llm_ranker
 
 DECAY_MODES = ("half-life", "per hour")
 WHY_EXPANDED_ROWS = 10

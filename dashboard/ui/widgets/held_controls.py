@@ -8,7 +8,7 @@ after Streamlit's own floor (benchmarks/RESULTS.md, issue 24). So on a link's fi
 run the page draws no control at all: each control's value is read from the session,
 where the link's values were written (`drawn`), the query runs with them, and the
 result goes out alone. The run the page asks for once the result is painted
-(inspect_view.ask_for_the_rest) draws the controls. A widget created under a key the
+(pages/inspect.py, ask_for_the_rest) draws the controls. A widget created under a key the
 session already holds shows that value, so they come back as the link set them.
 
 Public Streamlit API only: nothing here reaches into how a run sends its elements,
@@ -23,7 +23,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard.ui import session
+from dashboard.ui.widgets import session
 
 # The page whose controls are held, for the rest of the run that set it: a flag of the
 # session alone would hold another page's controls if the reviewer moved on before the

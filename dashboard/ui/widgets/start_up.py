@@ -30,14 +30,14 @@ log = get_logger(__name__)
 # by the follow-up run, once the result is on screen, and is left to it.
 # tests/ui/test_start_up.py checks that the first run imports nothing more.
 FIRST_RUN_MODULES = (
-    "dashboard.ui.access",
-    "dashboard.ui.cache",
-    "dashboard.ui.sidebar",
-    "dashboard.ui.session",
-    "dashboard.ui.reviewer",
-    "dashboard.ui.errors",
-    "dashboard.ui.inspect_view",
-    "dashboard.ui.score_notes",
+    "dashboard.ui.widgets.access",
+    "dashboard.ui.widgets.cache",
+    "dashboard.ui.widgets.sidebar",
+    "dashboard.ui.widgets.session",
+    "dashboard.ui.widgets.reviewer",
+    "dashboard.ui.widgets.errors",
+    "dashboard.ui.pages.inspect",
+    "dashboard.ui.widgets.score_notes",
     "dashboard.floor",
 )
 
@@ -73,7 +73,7 @@ def _import_first_run_modules() -> bool:
 def _open_model() -> bool:
     """The packaged model, when the default store embeds its queries with it."""
     from connectors.embedding import runtime
-    from dashboard.ui.sidebar import default_store, uses_packaged_model
+    from dashboard.ui.widgets.sidebar import default_store, uses_packaged_model
 
     if not uses_packaged_model(default_store()):
         return False
@@ -85,7 +85,7 @@ def _open_default_store() -> bool:
     """The default store with the settings a first visit's sidebar gives it, opened as
     the sidebar opens it, so the page's first run finds it in the cache. Not when
     those settings depend on the visitor's session."""
-    from dashboard.ui.sidebar import default_store, first_visit_settings, open_with_settings
+    from dashboard.ui.widgets.sidebar import default_store, first_visit_settings, open_with_settings
 
     store = default_store()
     settings = first_visit_settings(store)

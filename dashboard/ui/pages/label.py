@@ -23,9 +23,9 @@ from dashboard.display import clip_text, code_span, inert_markdown
 from dashboard.judging.label_order import DISAGREEMENT, SESSION, UNCERTAINTY, order_items
 from dashboard.labels import labelling, sampling
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
-from dashboard.ui import judge_trust
-from dashboard.ui.errors import show_error, show_store_error
-from dashboard.ui.sidebar import StoreChoice
+from dashboard.ui.pages import label_judge_trust
+from dashboard.ui.widgets.errors import show_error, show_store_error
+from dashboard.ui.widgets.sidebar import StoreChoice
 
 SAMPLE_LOG_CHOICE = "The bundled sample log"
 UPLOAD_CHOICE = "Upload a log file"
@@ -386,11 +386,11 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
     else:
         texts = memory_texts(choice, session.name, turn.message_id, turn.items)
     suggestions = judge_suggestions(store, turn.message_id)
-    trusts = judge_trust.suggestion_trust(
+    trusts = label_judge_trust.suggestion_trust(
         store, {s.source for found in suggestions.values() for s in found}, (session.name, turn.message_id, queue.done)
     )
-    people = judge_trust.people_labels(store, turn.message_id) if suggestions else {}
-    judge_trust.show_trust(trusts)
+    people = label_judge_trust.people_labels(store, turn.message_id) if suggestions else {}
+    label_judge_trust.show_trust(trusts)
     for row in turn.items:
         kind, text = texts.get(row.memory_id, ("error", "not looked up"))
         is_current = (row.message_id, row.memory_id) == (item.message_id, item.memory_id)
@@ -408,7 +408,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
                 st.caption(
                     f"Suggested by {code_span(suggestion.source)}: grade **{suggestion.grade}** "
                     f"({GRADES[suggestion.grade]}), {inert_markdown(clip_text(suggestion.reason, 300)[0])}"
-                    + judge_trust.aligned_mark(suggestion, people.get(row.memory_id, set()))
+                    + label_judge_trust.aligned_mark(suggestion, people.get(row.memory_id, set()))
                 )
     kind = texts.get(item.memory_id, ("error", None))[0]
     missing = kind == "missing"

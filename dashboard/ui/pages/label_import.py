@@ -11,7 +11,7 @@ from dashboard.database.sessions import SessionExists
 from dashboard.database.store import LabelStore
 from dashboard.display import inert_markdown
 from dashboard.labels.people_files import PeopleFileError, import_as_session, read_people_bytes
-from dashboard.ui.errors import show_error
+from dashboard.ui.widgets.errors import show_error
 
 MAX_ISSUES_SHOWN = 20
 

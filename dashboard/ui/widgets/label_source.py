@@ -79,7 +79,7 @@ def show_record(source: str) -> None:
     """The agreement `memlens judge align` recorded for the judge, when there is one,
     and a warning for each problem of its grades (dashboard/judging/run_check.py)."""
     from dashboard.judging.trust import TrustBar, trust_from_summary
-    from dashboard.ui import cache
+    from dashboard.ui.widgets import cache
 
     try:
         store = cache.label_store()

@@ -23,10 +23,10 @@ from dashboard.evaluation import misses
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_compare import inspect_link
 from dashboard.evaluation.storage import EvalStore, RunInfo
-from dashboard.ui import cache
-from dashboard.ui.errors import show_store_error
-from dashboard.ui.progress import progress_bar
-from dashboard.ui.sidebar import StoreChoice, run_link_params
+from dashboard.ui.widgets import cache
+from dashboard.ui.widgets.errors import show_store_error
+from dashboard.ui.widgets.progress import progress_bar
+from dashboard.ui.widgets.sidebar import StoreChoice, run_link_params
 
 RESULT = "misses_result"
 CAUSE_COLOURS = {"not_stored": "#E45756", "past_k": "#F58518", "under_floor": "#BAB0AC", "kept": "#4C78A8"}

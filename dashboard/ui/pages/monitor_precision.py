@@ -25,10 +25,10 @@ from dashboard.monitoring.alerts import MonitorResult
 from dashboard.monitoring.precision import TOP, SampledTurn, precision_alerts, sample_turns, window_precision
 from dashboard.monitoring.relation import LogSet
 from dashboard.monitoring.windows import WINDOWS, Window, window_rows
-from dashboard.ui import cache
-from dashboard.ui.errors import show_error
-from dashboard.ui.llm_ranker_panel import model_config
-from dashboard.ui.sidebar import StoreChoice
+from dashboard.ui.widgets import cache
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.llm_ranker_panel import model_config
+from dashboard.ui.widgets.sidebar import StoreChoice
 
 NOT_WATCHED = (
     "Relevance is not being watched: the figures above count turns left with no memory, not wrong memories "
@@ -90,7 +90,7 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
 def _agreement(labels: Any, source: str) -> str:
     from dashboard.judging.agreement import judge_agreement
     from dashboard.labels.counted import counted
-    from dashboard.ui.label_counting import reviewers_setting
+    from dashboard.ui.widgets.label_counting import reviewers_setting
 
     found = counted(labels, environ=reviewers_setting())  # people's labels by the one rule, adjudications applied
     if not found.raw:

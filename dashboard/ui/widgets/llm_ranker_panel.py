@@ -20,7 +20,7 @@ from dashboard.display import clip_text, inert_markdown
 from dashboard.judging.client import ENV_NAMES, ChatClient, ModelConfig, config_from_environ
 from dashboard.judging.ranker import FALLBACK, RETRIED, RankCache, RankOutcome, rank_with_model
 from dashboard.ranking.rerank import RerankSettings
-from dashboard.ui.errors import show_error
+from dashboard.ui.widgets.errors import show_error
 
 MAX_VIOLATIONS_SHOWN = 30
 OUTCOME_KEY = "llm_rank_outcome"

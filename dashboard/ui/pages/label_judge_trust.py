@@ -19,7 +19,7 @@ from dashboard.database.store import LabelStore
 from dashboard.display import inert_markdown
 from dashboard.judging.agreement import from_record
 from dashboard.judging.trust import MIN_KAPPA_ENV, MIN_LABELS_ENV, JudgeTrust, TrustBar, trust_from_summary
-from dashboard.ui.errors import show_error
+from dashboard.ui.widgets.errors import show_error
 
 TRUST_KEY = "_label_judge_trust"  # (what it was counted for, the trust), this browser session
 

@@ -14,8 +14,8 @@ from dashboard.display import MISSING_CELL, SCORE_FORMAT, clip_text, inert_markd
 from dashboard.floor import default_floor
 from dashboard.logs.read_log import logged_query
 from dashboard.store_compare import ABSENT, KEPT, MATCH_BY, StoreComparison
-from dashboard.ui.errors import store_error_text
-from dashboard.ui.sidebar import StoreChoice, choose_store, warm_model
+from dashboard.ui.widgets.errors import store_error_text
+from dashboard.ui.widgets.sidebar import StoreChoice, choose_store, warm_model
 
 TABLE_TEXT_CHARS = 200
 

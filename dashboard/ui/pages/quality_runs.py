@@ -28,11 +28,12 @@ from dashboard.evaluation.runs import RunRequest, RunStopped, failure_summary, r
 from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
 from dashboard.labels.counted import counted
-from dashboard.ui import cache, quality_misses, session
-from dashboard.ui.errors import show_error, show_store_error
-from dashboard.ui.label_counting import reviewers_setting
-from dashboard.ui.progress import progress_bar
-from dashboard.ui.sidebar import (
+from dashboard.ui.pages import quality_misses
+from dashboard.ui.widgets import cache, session
+from dashboard.ui.widgets.errors import show_error, show_store_error
+from dashboard.ui.widgets.label_counting import reviewers_setting
+from dashboard.ui.widgets.progress import progress_bar
+from dashboard.ui.widgets.sidebar import (
     StoreChoice,
     missing_users_warning,
     run_link_params,

@@ -13,7 +13,7 @@ from dashboard.database.store import LabelStore
 from dashboard.display import inert_markdown
 from dashboard.labels.counted import CountedLabels, counted, filter_labels
 from dashboard.labels.resolution import REVIEWERS_ENV, RULE
-from dashboard.ui.secret_lookup import secret_value
+from dashboard.ui.widgets.secret_lookup import secret_value
 
 
 def reviewers_setting() -> dict[str, str]:

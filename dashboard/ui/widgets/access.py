@@ -1,4 +1,4 @@
-"""Who may see memory text (who is labelling: ui/reviewer.py).
+"""Who may see memory text (who is labelling: ui/widgets/reviewer.py).
 
 A page that shows memory text calls ``require_access()`` first:
 
@@ -24,7 +24,7 @@ import math
 import streamlit as st
 
 from dashboard.password_throttle import FailureThrottle
-from dashboard.ui.secret_lookup import secret_value
+from dashboard.ui.widgets.secret_lookup import secret_value
 
 log = logging.getLogger(__name__)
 # one for the server process: every session of one client shares its record
@@ -103,7 +103,7 @@ def require_access() -> None:
             return
         st.info("This page shows memory text. Sign in to continue.")
         st.button("Sign in", key="access_login", on_click=st.login)
-        from dashboard.ui.sign_in_return import remember_page
+        from dashboard.ui.widgets.sign_in_return import remember_page
 
         remember_page()  # sign-in comes back to the root: come back here instead
         st.stop()
@@ -118,7 +118,7 @@ def require_access() -> None:
         st.text_input("Password", type="password", key="access_password")
         st.form_submit_button("Unlock", on_click=_check_password, args=(password,))
     if error := st.session_state.get("access_error"):
-        from dashboard.ui.errors import show_error
+        from dashboard.ui.widgets.errors import show_error
 
         show_error(error)
     st.stop()
@@ -131,12 +131,12 @@ def account_menu() -> None:
     if identity:
         from dashboard.display import code_span
 
-        # Said once, here, for every page: labels carry this identity (ui/reviewer.py
+        # Said once, here, for every page: labels carry this identity (ui/widgets/reviewer.py
         # adds no second line). A code span keeps it inert without the word joiner
         # inert_markdown puts after '@' (no autolink), so the address reads and copies as given.
         st.sidebar.caption(f"Signed in as {code_span(identity)}; your labels carry this identity.")
         st.sidebar.button("Sign out", key="access_logout", on_click=st.logout)
-        from dashboard.ui.sign_in_return import return_to_page
+        from dashboard.ui.widgets.sign_in_return import return_to_page
 
         return_to_page()
 
@@ -147,8 +147,8 @@ def show_setting_errors() -> None:
     labels would silently stop being shared."""
     if not secret_value(LABELS_URL_ENV):
         return  # labels.sqlite in the data directory: nothing to check
-    from dashboard.ui import cache
-    from dashboard.ui.errors import show_error
+    from dashboard.ui.widgets import cache
+    from dashboard.ui.widgets.errors import show_error
 
     if problem := cache.labels_setting_error():
         show_error(problem)

@@ -22,9 +22,9 @@ from dashboard.browse import (
 )
 from dashboard.display import MISSING_CELL, SCORE_FORMAT, SHOWN_DECIMALS, TABLE_TEXT_CHARS, clip_text, hits_frame, inert_markdown
 from dashboard.logs.read_log import logged_query
-from dashboard.ui import session
-from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import StoreChoice, store_url_params
+from dashboard.ui.widgets import session
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.sidebar import StoreChoice, store_url_params
 
 PAGE_SIZES = (25, 50, 100, 200)
 NEAREST_K = 5

@@ -5,7 +5,7 @@ rebuilding it on every floor move)."""
 import pytest
 
 from connectors.base import Hit
-from dashboard.ui.charts import move_floor, score_breakdown_figure
+from dashboard.charts.hits import move_floor, score_breakdown_figure
 
 
 def hits(weighted: bool) -> list[Hit]:

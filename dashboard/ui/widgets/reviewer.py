@@ -23,9 +23,9 @@ import streamlit as st
 
 from dashboard.display import inert_markdown
 from dashboard.labels.resolution import REVIEWERS_ENV, listed_spelling, parse_names
-from dashboard.ui import held_controls
-from dashboard.ui.access import logged_in_identity
-from dashboard.ui.secret_lookup import secret_value
+from dashboard.ui.widgets import held_controls
+from dashboard.ui.widgets.access import logged_in_identity
+from dashboard.ui.widgets.secret_lookup import secret_value
 
 REVIEWER_ENV = "MEMLENS_REVIEWER"
 REVIEWER_KEY = "label_reviewer"  # the name given in this session (plain state, no widget's)
@@ -77,7 +77,7 @@ def _name(name: str) -> None:
 
 def _show_refusal() -> None:
     if refused := st.session_state.get(_REFUSED):
-        from dashboard.ui.errors import show_error
+        from dashboard.ui.widgets.errors import show_error
 
         show_error(refused)
 

@@ -1,7 +1,7 @@
 """The Monitor page's pieces: logs in, the floor, the windows as charts, one window's
 turns, and a labelling session drawn from exactly those turns.
 
-The logs are read once (dashboard/ui/cache.py keeps the relation and its turns);
+The logs are read once (dashboard/ui/widgets/cache.py keeps the relation and its turns);
 moving the floor or picking a window reruns SQL over the cached turns. Drawing a
 session reads the window's rows once, when the button is pressed.
 """
@@ -35,9 +35,9 @@ from dashboard.monitoring.alerts import (
 from dashboard.monitoring.floor_config import FloorConfigError, read_floor_config
 from dashboard.monitoring.relation import TURNS, LogSet
 from dashboard.monitoring.windows import NEAR_FLOOR, WINDOWS, Window, window_rows
-from dashboard.ui import cache
-from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import StoreChoice
+from dashboard.ui.widgets import cache
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.sidebar import StoreChoice
 
 DEMO_CHOICE = "Demo: 30 synthetic days with two known changes"
 UPLOAD_CHOICE = "Upload log files"

@@ -15,8 +15,8 @@ import streamlit as st
 
 from connectors.base import MemoryStore, QueryResult
 from dashboard import clock
-from dashboard.ui import cache
-from dashboard.ui.sidebar import StoreChoice
+from dashboard.ui.widgets import cache
+from dashboard.ui.widgets.sidebar import StoreChoice
 
 AS_OF = "inspect_as_of"
 

@@ -14,7 +14,7 @@ from dashboard.display import inert_markdown
 from dashboard.labels import export
 from dashboard.labels.counted import counted
 from dashboard.labels.session_admin import edit_session, reassign
-from dashboard.ui.errors import show_error
+from dashboard.ui.widgets.errors import show_error
 
 _DONE, _ERROR = "label_manage_done", "label_manage_error"
 

@@ -15,8 +15,8 @@ from dashboard.display import inert_markdown
 from dashboard.labels import export
 from dashboard.labels.adjudication import Disputed, disputed_pairs
 from dashboard.labels.counted import CountedLabels, counted
-from dashboard.ui.errors import show_error
-from dashboard.ui.label_counting import reviewers_setting
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.label_counting import reviewers_setting
 
 FINAL_LABELS = {RELEVANT: "Relevant", NOT_RELEVANT: "Not relevant"}
 

@@ -11,6 +11,7 @@ import streamlit as st
 from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.embedding import runtime as embedding
 from connectors.registry import REGISTRY
+from dashboard.charts.hits import move_floor, score_breakdown_figure
 from dashboard.database.model import LabelStoreError, message_id
 from dashboard.display import (
     MISSING_CELL,
@@ -25,11 +26,11 @@ from dashboard.display import (
 from dashboard.floor import PromptBlock, default_floor, floor_text
 from dashboard.labels import export
 from dashboard.logs import read_log as readlog
-from dashboard.ui import cache, held_controls, inspect_clock, session
-from dashboard.ui import reviewer as reviewer_ui
-from dashboard.ui.charts import move_floor, score_breakdown_figure
-from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import StoreChoice, store_url_params
+from dashboard.ui.pages import inspect_clock
+from dashboard.ui.widgets import cache, held_controls, session
+from dashboard.ui.widgets import reviewer as reviewer_ui
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.sidebar import StoreChoice, store_url_params
 
 MAX_QUERY_CHARS = 2_000
 MAX_USER_CHARS = 200
@@ -108,7 +109,7 @@ def keep_floor(floor: float) -> None:
 
 def sync_url(choice: StoreChoice, user: str | None, k: int, floor: float) -> None:
     """The address bar reads the page's query, user, k and floor, and the store and
-    its settings when they are not the server's defaults (see ui/sidebar.py)."""
+    its settings when they are not the server's defaults (see ui/widgets/sidebar.py)."""
     query = st.session_state.get("query", "")
     wanted = {"query": query, "user": user or "", "k": str(k), "floor": floor_text(floor), **inspect_clock.url_params()}
     # A store setting may be empty on purpose (an empty path: the demo data).
@@ -254,7 +255,7 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
 # code view's (st.code, the prompt block) about 0.5 s, and every other kind of element
 # on the page adds its own. On a shared link's first run the result came out together
 # with all of them, 2 s after the run ended. So that run draws the result (the summary
-# and the table) only, without the controls (ui/held_controls.py); this
+# and the table) only, without the controls (ui/widgets/held_controls.py); this
 # small component waits until the browser has painted them and then asks for the rest
 # of the page (the controls, the chart, the prompt block, feedback, labels, the re-rank
 # panel), which a second run draws (benchmarks/cold_start.py and benchmarks/RESULTS.md

@@ -18,8 +18,8 @@ from connectors.registry import REGISTRY
 from dashboard import feedback
 from dashboard.logs import read_log as readlog
 from dashboard.ranking.rank_lookup import find_rank, lookup_k
-from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import StoreChoice
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.sidebar import StoreChoice
 
 FEEDBACK_MODES = {
     "floor": "Kept rows → retrieved, dropped rows → ignored",

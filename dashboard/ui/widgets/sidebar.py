@@ -15,8 +15,8 @@ from connectors.embedding import warm_up_in_background
 from connectors.registry import REGISTRY, ConfigField, fingerprint, offered_values, with_configured_secrets
 from dashboard import store_link
 from dashboard.display import clip_text, inert_markdown
-from dashboard.ui import cache, held_controls, session
-from dashboard.ui.secret_lookup import secret_value
+from dashboard.ui.widgets import cache, held_controls, session
+from dashboard.ui.widgets.secret_lookup import secret_value
 
 DEFAULT_STORE = "embedded"  # without an operator's MEMLENS_DEFAULT_STORE
 DEFAULT_STORE_ENV = "MEMLENS_DEFAULT_STORE"
@@ -137,7 +137,7 @@ def _seed_value(field: ConfigField) -> Any:
 
 def open_with_settings(store_name: str, config: dict[str, Any]) -> MemoryStore:
     """The store opened with `config`, through the cache. The settings' text is the
-    cache's key, so it is written here only: start-up (ui/start_up.py) and the sidebar
+    cache's key, so it is written here only: start-up (ui/widgets/start_up.py) and the sidebar
     must hit the same entry."""
     return cache.open_store(store_name, json.dumps(config, sort_keys=True, default=str))
 
@@ -146,7 +146,7 @@ def first_visit_settings(store_name: str) -> dict[str, Any] | None:
     """The settings `choose_store` opens `store_name` with for a visitor who has set
     none: each field's server default, as its widget returns it. None when a field is
     a secret or an operator's list, whose value depends on the visitor's session.
-    Start-up opens the default store with these (ui/start_up.py)."""
+    Start-up opens the default store with these (ui/widgets/start_up.py)."""
     cache.operator_settings_loaded()  # defaults may come from .streamlit/secrets.toml
     fields = REGISTRY[store_name].fields
     if any(field.kind in ("secret", "allowed") for field in fields):
@@ -174,7 +174,7 @@ def choose_store(
     """A store selectbox (widget key `key`; the embedded store until one is chosen),
     the chosen store's settings in an expander (keys prefixed `key_prefix`), and the
     opened store, drawn in `container` (the sidebar, or one of Compare's columns).
-    The choice and the settings are the browser session's (see ui/session.py): set
+    The choice and the settings are the browser session's (see ui/widgets/session.py): set
     on one page, every page that draws them shows them."""
     names = list(REGISTRY)
     first = default_store()

@@ -30,6 +30,7 @@ from dashboard.calibration.sweep import (
     format_floor,
     shown_interval,
 )
+from dashboard.charts import calibration as charts
 from dashboard.database.model import LabelStoreError
 from dashboard.demo import DEMO_LABELS, load_demo_labels
 from dashboard.display import inert_markdown
@@ -37,12 +38,11 @@ from dashboard.floor import default_floor, floor_list
 from dashboard.judging.agreement import JudgeAgreement
 from dashboard.judging.label_source import JUDGE, PEOPLE_ELSE_JUDGE, MergedLabels, merge_labels
 from dashboard.labels.counted import CountedLabels
-from dashboard.ui import cache, label_counting, session
-from dashboard.ui import calibration_charts as charts
-from dashboard.ui import floor_advice as advice_ui
-from dashboard.ui import label_source as label_source_ui
-from dashboard.ui.errors import show_error
-from dashboard.ui.sidebar import OPENED_SPACES
+from dashboard.ui.pages import calibrate_advice as advice_ui
+from dashboard.ui.widgets import cache, label_counting, session
+from dashboard.ui.widgets import label_source as label_source_ui
+from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.sidebar import OPENED_SPACES
 
 SOURCE_STORE = "Label store"
 SOURCE_UPLOAD = "Upload a file"

@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard.calibration.label_files import LabelFile
 from dashboard.score_direction import check_direction
-from dashboard.ui.errors import show_error
+from dashboard.ui.widgets.errors import show_error
 
 
 def direction_allows(labels: LabelFile) -> bool:

@@ -1,0 +1,1 @@
+"""Plotly figures the pages show. No Streamlit here: a figure is built, a page shows it."""

@@ -1,0 +1,1 @@
+"""Pieces several pages share: the sidebar, the session, access, errors, the caches."""
