@@ -4,28 +4,29 @@ from __future__ import annotations
 
 import streamlit as st
 
-# The title goes out before the imports below (pandas, plotly, the panels): on a
-# cold start the page paints at once instead of after them.
+from dashboard.floor import apply_floor, prompt_block
+from dashboard.ui.pages import inspect as view
+from dashboard.ui.pages import inspect_panels as panels
+from dashboard.ui.widgets import held_controls, session
+from dashboard.ui.widgets import reviewer as reviewer_ui
+from dashboard.ui.widgets.access import require_access
+from dashboard.ui.widgets.errors import show_store_error
+from dashboard.ui.widgets.score_notes import show_score_space
+from dashboard.ui.widgets.sidebar import default_store, store_picker, user_picker, warm_model
+
+# The modules above are imported before the server answers (ui/widgets/start_up.py),
+# so on a cold start the title goes out at once; the panels that bring pandas and the
+# judge's HTTP client are imported when the page reaches them (ui/pages/inspect_panels.py).
 st.title("Inspect a retrieval")
 st.caption("Type the message the agent would query memory with; see what comes back, why, and what survives the floor.")
 
 # A link's first result needs the embedding model of the linked (or default) store.
 # Start-up has opened the default store's (ui/widgets/start_up.py); a linked store's, or one
-# whose start-up failed, starts opening now, on its own thread, beside the imports
-# and the sidebar below. Not before the title: started in navigation.py, its imports
-# (numpy, onnxruntime) took the GIL from the first run and the title went out about
-# half a second later (benchmarks/RESULTS.md, issue 24). Once per process.
-from dashboard.ui.widgets.sidebar import default_store, store_picker, user_picker, warm_model  # noqa: E402
-
+# whose start-up failed, starts opening now, on its own thread, beside the sidebar
+# below. Not before the title: started in navigation.py, its imports (numpy,
+# onnxruntime) took the GIL from the first run and the title went out about half a
+# second later (benchmarks/RESULTS.md, issue 24). Once per process.
 warm_model(st.query_params.get("store") or default_store())
-
-from dashboard.floor import apply_floor, prompt_block  # noqa: E402
-from dashboard.ui.pages import inspect as view  # noqa: E402
-from dashboard.ui.widgets import held_controls, session  # noqa: E402
-from dashboard.ui.widgets import reviewer as reviewer_ui  # noqa: E402
-from dashboard.ui.widgets.access import require_access  # noqa: E402
-from dashboard.ui.widgets.errors import show_store_error  # noqa: E402
-from dashboard.ui.widgets.score_notes import show_score_space  # noqa: E402
 
 require_access()  # the page shows memory text
 # A shared link's first run shows its result without the page's controls (their code
@@ -87,11 +88,8 @@ def floor_dependent_parts() -> None:
         return  # a shared link's first run: the rest follows once the result is painted
     view.show_chart(result, floor, kept)
     view.show_prompt_block(prompt_block(kept, dropped, result.context))
-    # Feedback is planned from kept/dropped, so it moves with the floor. Imported
-    # here: it brings pandas, which a shared link's first view does not need.
-    from dashboard.ui.pages.inspect_feedback import show_feedback
-
-    show_feedback(result, choice, user, kept, dropped)
+    # Feedback is planned from kept/dropped, so it moves with the floor.
+    panels.show_feedback(result, choice, user, kept, dropped)
 
 
 floor_dependent_parts()
@@ -101,14 +99,9 @@ if view.holding_the_rest():
     view.ask_for_the_rest(result)
     st.stop()
 
-# Imported here, once the result is on its way: the re-rank panel brings the judge's
-# HTTP client (httpx), a quarter of a second on a cold server, and the rank lookup pandas.
-from dashboard.ui.pages.inspect_feedback import show_rank_lookup  # noqa: E402
-from dashboard.ui.widgets.rerank_panel import show_rerank_panel  # noqa: E402
-
 msg = view.current_message_id()  # one id per result: labels and the re-rank export
 view.show_labelling(result, msg, choice, reviewer, store_text)
-show_rank_lookup(result, choice, user)
+panels.show_rank_lookup(result, choice, user)
 view.show_session_labels(store_text)
-show_rerank_panel(result, msg, store_text)
+panels.show_rerank_panel(result, msg, store_text)
 view.show_raw_response(result)
