@@ -131,6 +131,10 @@ class PostgresLabelStore(LabelStore):
                 finally:
                     self._local.watchdog = None
                     watchdog.stop()
+                if watchdog.fired:
+                    # The allowance ran out just as the statement answered: the socket is
+                    # shut down, so this connection must not go back to the pool.
+                    conn.close()
         except (LabelStoreError, OSError) as exc:
             if watchdog.fired:
                 raise LabelDatabaseGone(
@@ -183,6 +187,12 @@ class _Watchdog:
         self.fired = False
         self._conn: Any = None
         self._timer: threading.Timer | None = None
+        # Each arm() or stop() starts a new generation. A timer of an older one may
+        # already be running when it is cancelled (cancel() cannot stop a started
+        # timer), and must then do nothing: otherwise it shut down the socket of a
+        # connection whose statement had answered, and that connection went back to
+        # the pool dead ("server closed the connection unexpectedly" on its next use).
+        self._generation = 0
         self._lock = threading.Lock()
 
     def watch(self, conn: Any) -> None:
@@ -193,7 +203,8 @@ class _Watchdog:
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = threading.Timer(seconds, self._sever)
+            self._generation += 1
+            self._timer = threading.Timer(seconds, self._sever, args=(self._generation,))
             self._timer.daemon = True
             self._timer.start()
 
@@ -202,17 +213,21 @@ class _Watchdog:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+            self._generation += 1
 
-    def _sever(self) -> None:
-        self.fired = True
-        try:
-            sock = socket.socket(fileno=socket.dup(self._conn.pgconn.socket))
+    def _sever(self, generation: int) -> None:
+        with self._lock:
+            if generation != self._generation:
+                return
+            self.fired = True
             try:
-                sock.shutdown(socket.SHUT_RDWR)
-            finally:
-                sock.close()
-        except Exception:  # already closed: the blocked call has returned anyway
-            pass
+                sock = socket.socket(fileno=socket.dup(self._conn.pgconn.socket))
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                finally:
+                    sock.close()
+            except Exception:  # already closed: the blocked call has returned anyway
+                pass
 
 
 def is_postgres_url(target: str) -> bool:

@@ -88,6 +88,36 @@ def test_a_frozen_postgres_fails_the_click_with_a_message_and_keeps_nothing_lock
     store.close()
 
 
+class LateTimer(threading.Timer):
+    """A timer that had already begun to run when it was cancelled, as happens when a
+    statement answers at the end of its allowance on a loaded machine: cancel() cannot
+    stop it, so its function still runs, on its own thread."""
+
+    started: list[threading.Thread] = []
+
+    def cancel(self) -> None:
+        super().cancel()
+        late = threading.Thread(target=self.function, args=self.args, kwargs=self.kwargs)
+        late.start()
+        LateTimer.started.append(late)
+
+
+def test_a_watchdog_that_fires_as_the_statement_answers_leaves_no_dead_connection(postgres, monkeypatch):
+    store = open_label_store(postgres.new_database(), timeout=TIMEOUT_S)
+    upsert(store, memory_id="before")
+    monkeypatch.setattr("dashboard.database.postgres.threading.Timer", LateTimer)
+    for memory_id in ("m2", "m3", "m4"):
+        upsert(store, memory_id=memory_id)
+        for late in LateTimer.started:
+            late.join()
+        # the pooled connection the late timer saw is still usable for the next click
+        assert {label.memory_id for label in store.labels()} >= {"before", memory_id}
+        for late in LateTimer.started:
+            late.join()
+    assert {label.memory_id for label in store.labels()} == {"before", "m2", "m3", "m4"}
+    store.close()
+
+
 HOLDER = """
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
