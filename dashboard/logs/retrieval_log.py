@@ -34,11 +34,8 @@ memories never sees a row without one.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -48,7 +45,6 @@ import pyarrow.compute as pc
 from connectors.common import inbound
 from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.lines import MAX_RANK, LineIssue
-from dashboard.logs.bad_rows import named_bad_rows, named_lines
 from dashboard.logs.log_files import (
     COLUMNS,
     ID_COLUMNS,
@@ -60,9 +56,7 @@ from dashboard.logs.log_files import (
     read_parquet,
 )
 
-if TYPE_CHECKING:
-    import duckdb
-
+FAST_MIN_BYTES = 1 << 20  # below this an upload is read in memory: a temporary file would cost more
 EMPTY_TURN_COLUMNS = ("message_id", "user_id", "timestamp", "store", "line")
 
 
@@ -116,15 +110,18 @@ class LogImport:
 def read_log(path: str | Path, *, format: str | None = None, include_query: bool = False) -> LogImport:
     """Read a log file; the format comes from the extension unless given.
 
-    A clean JSONL, CSV or Parquet file is read by DuckDB (``columnar``: one scan,
-    every row checked in SQL); a file with any bad row or repeated pair, and every
-    other format, by the validating reader below, which names each bad row."""
+    A JSONL, CSV or Parquet file is read by DuckDB (``fast_path``: one scan, every
+    row checked in SQL, the bad rows named by looking at their lines alone, repeated
+    pairs merged); a file DuckDB will not parse, and every other format, by the
+    validating reader below, which names each bad row."""
     path = Path(path)
     try:
         inbound.regular_file(path, "log")
     except inbound.InboundError as exc:
         raise LogFormatError(str(exc)) from None
-    fast = _read_fast(path, str(path), format)
+    from dashboard.logs.fast_path import read_fast
+
+    fast = read_fast(path, str(path), format)
     if fast is not None:
         return fast
     try:
@@ -134,178 +131,6 @@ def read_log(path: str | Path, *, format: str | None = None, include_query: bool
     return read_log_bytes(data, str(path), format=format, include_query=include_query)
 
 
-FAST_MIN_BYTES = 1 << 20  # below this an upload is read in memory: a temporary file would cost more
-# Work done beside the main thread while it waits on DuckDB or on pandas: counting a
-# file's lines, sorting the pairs' hashes (numpy and DuckDB both let go of the GIL).
-_BESIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-log")
-
-
-def _read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
-    """The log read by DuckDB when it is clean, else None (read it the validating way)."""
-    import duckdb
-
-    from dashboard.logs import columnar
-
-    try:
-        kind = format or columnar.file_kind(str(path))
-    except (LogFormatError, OSError):
-        return None
-    if kind not in ("jsonl", "csv", "parquet"):
-        return None
-    # the file's lines are counted while DuckDB scans it: one more pass over the bytes, at no wait
-    lines = _BESIDE.submit(_line_count, path) if kind != "parquet" else None
-    con = columnar.connect()
-    try:
-        table: pa.Table | None = None
-        # numeric-looking ids from the first line on: no VARCHAR scan to find it out
-        if kind == "jsonl" and not columnar.exact_text_fields(str(path)):
-            verdict, table = columnar.read_jsonl_rows(con, str(path))
-            # "unsure", or "bad" with a blank id (no table): the exact read below marks each row
-        issues: list[LineIssue] = []
-        line_numbers: np.ndarray | None = None
-        first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
-        if table is None:
-            # for JSONL, every text field read as JSON text (fast_source's exact)
-            source = columnar.fast_source(con, str(path), kind, 0, exact=True)
-            if source is None:
-                return None
-            # the pair's hash, in the same scan: what finds a repeated pair below
-            table = con.sql(
-                "SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad,"
-                f" CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair FROM ({source})"
-            ).to_arrow_table()
-        if "bad" in table.column_names:
-            bad = table.column("bad")
-            if pc.any(bad).as_py():
-                # the bad rows named and left out, the rest kept (bounded memory)
-                if kind == "jsonl" and _not_plain_jsonl(path):
-                    return None  # OTLP traces or the app's read log: their own readers name the rows
-                if kind == "jsonl" and lines is not None and lines.result() == table.num_rows:
-                    # one row per line: DuckDB's positions are the lines, and only they are looked at
-                    positions = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
-                    named: list[LineIssue] | None = named_lines(str(path), positions + 1, name)
-                else:
-                    named = named_bad_rows(str(path), kind, name)
-                if not named or len({i.line for i in named if i.skipped}) != pc.sum(bad).as_py():
-                    return None  # the two readers disagree: the validating reader's word is final
-                issues = named
-                keep = pc.invert(bad)
-                line_numbers = np.arange(first_line, first_line + table.num_rows, dtype=np.int64)[
-                    keep.to_numpy(zero_copy_only=False)
-                ]
-                table = table.filter(keep)
-            table = table.drop_columns(["bad"])
-        rows_read = table.num_rows + len({issue.line for issue in issues})
-        if rows_read == 0:
-            return None
-        if lines is not None and lines.result() != rows_read + first_line - 1:
-            return None  # blank lines, a header only, values over several lines: line numbers would not hold
-        # the pairs' hashes are sorted while pandas takes the rows
-        collide = _BESIDE.submit(_hashes_collide, table.column("pair"))
-        good, empty = _frames(table, first_line, line_numbers)
-        duplicated = np.zeros(len(good), dtype=bool)
-        conflicts: list[LineIssue] = []
-        if collide.result():
-            # repeated pairs merged here, on the few rows whose hash repeats: the first kept
-            candidates = good["pair"].duplicated(keep=False).to_numpy()
-            repeated = good[candidates]
-            repeats = repeated.duplicated(list(ID_COLUMNS), keep="first").to_numpy()
-            duplicated[np.flatnonzero(candidates)[repeats]] = True
-            conflicts = _repeat_conflicts(repeated, repeats, name)
-            if duplicated.any():
-                good = good[~duplicated].reset_index(drop=True)
-        good = good.drop(columns=["pair"])
-        empty = empty.drop(columns=["pair"])
-    except duckdb.Error:
-        return None  # DuckDB would not parse it: the validating reader says why, line by line
-    finally:
-        con.close()
-    empty_turns, merged = _empty_turns(empty, good, name, conflicts)
-    conflicts.sort(key=lambda issue: (issue.line, issue.field))
-    return LogImport(
-        source=name, rows=good, issues=issues, duplicates=int(duplicated.sum()) + merged, conflicts=conflicts,
-        rows_read=rows_read, empty_turns=empty_turns, columnar=True,
-    )
-
-
-def _not_plain_jsonl(path: Path) -> bool:
-    from dashboard.logs import otlp, read_log
-
-    with path.open("rb") as handle:
-        head = handle.read(1 << 16)
-    return otlp.looks_like_otlp(head) or read_log.looks_like_read_log(head)
-
-
-def _frames(table: pa.Table, first_line: int, line_numbers: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The rows with their line numbers (consecutive from `first_line`, or as given
-    where bad rows were taken out) as pandas frames: those with a memory, and the empty turns."""
-    if line_numbers is None:
-        line_numbers = np.arange(first_line, first_line + table.num_rows, dtype=np.int64)
-    table = table.append_column("line", pa.array(line_numbers))
-    # split off the empty turns in arrow, and only when there are some: each pandas
-    # filter or column reorder of a million rows is a copy of every column
-    empty_turn = pc.is_null(table.column("memory_id"))
-    if pc.any(empty_turn).as_py():
-        empty = table.filter(empty_turn).to_pandas()
-        table = table.filter(pc.invert(empty_turn))
-    else:
-        empty = table.slice(0, 0).to_pandas()
-    good = table.to_pandas()
-    good["rank"] = good["rank"].astype(np.int64)
-    return good, empty
-
-
-def _hashes_collide(pairs: pa.ChunkedArray) -> bool:
-    """True when two of the pairs' hashes are equal: sorted and compared, a few
-    milliseconds for a million rows."""
-    hashes = np.sort(pc.drop_null(pairs).to_numpy())
-    return bool((hashes[1:] == hashes[:-1]).any())
-
-
-def _repeats_a_pair(con: duckdb.DuckDBPyConnection, table: pa.Table) -> bool:
-    """True when two rows hold the same (message_id, memory_id). Asked only when two
-    hashes are equal (_hashes_collide: a repeat, or very rarely two pairs with one
-    hash): grouping the pairs themselves costs ten times more than the hashes."""
-    con.register("fast_rows", table)
-    repeated = con.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM fast_rows WHERE memory_id IS NOT NULL GROUP BY message_id, memory_id HAVING count(*) > 1)"
-    ).fetchone()
-    return repeated is None or bool(repeated[0])
-
-
-def _read_fast_bytes(data: bytes, name: str, kind: str) -> LogImport | None:
-    """An upload through the DuckDB path, by way of a temporary file (DuckDB reads
-    files); None when it is not clean, or is traces or a read log."""
-    import tempfile
-
-    from dashboard.logs import otlp, read_log
-
-    if kind == "jsonl" and (otlp.looks_like_otlp(data) or read_log.looks_like_read_log(data)):
-        return None
-    with tempfile.TemporaryDirectory(prefix="memlens-log-") as directory:
-        path = Path(directory) / f"upload.{kind}"
-        path.write_bytes(data)
-        return _read_fast(path, name, kind)
-
-
-def _line_count(path: Path) -> int:
-    """Lines in the file (a last line without a line feed counts). numpy over a
-    memory map, 16 MB at a time: three to four times faster than bytes.count over
-    reads, which copy the file first (measured: 0.07 s against 0.25-0.32 s for 177 MB)."""
-    import mmap
-
-    with path.open("rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            return 0
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            data = np.frombuffer(mapped, dtype=np.uint8)
-            step = 1 << 24
-            count = sum(int(np.count_nonzero(data[i : i + step] == 10)) for i in range(0, len(data), step))
-            ends_with_newline = data[-1] == 10
-            del data  # the map cannot close while an array still points into it
-    return count + (0 if ends_with_newline else 1)
-
-
 def read_log_bytes(data: bytes, name: str, *, format: str | None = None, include_query: bool = False) -> LogImport:
     """Read a log held in memory (an upload); `name` is what issues call the file.
 
@@ -313,10 +138,11 @@ def read_log_bytes(data: bytes, name: str, *, format: str | None = None, include
     Collector's file exporter writes) is read as traces (dashboard.logs.otlp); its
     query text is kept only with `include_query`."""
     from dashboard.logs import otlp, read_log
+    from dashboard.logs.fast_path import read_fast_bytes
 
     kind = format or detect_format(name)
     if len(data) >= FAST_MIN_BYTES and kind in ("jsonl", "csv", "parquet"):
-        fast = _read_fast_bytes(data, name, kind)
+        fast = read_fast_bytes(data, name, kind)
         if fast is not None:
             return fast
     if kind == "otlp" or (kind == "jsonl" and otlp.looks_like_otlp(data)):

@@ -225,9 +225,9 @@ def _name_in_place(logs: LogSet, index: int) -> bool:
     source = fast_source(logs.con, path, kind, index, exact=True) if kind != "validate" else None
     if source is None:
         return False
-    from dashboard.logs.retrieval_log import _not_plain_jsonl
+    from dashboard.logs.fast_path import not_plain_jsonl
 
-    if kind == "jsonl" and _not_plain_jsonl(Path(path)):
+    if kind == "jsonl" and not_plain_jsonl(Path(path)):
         return False
     issues = named_bad_rows(path, kind, path)
     if not issues:

@@ -1,0 +1,177 @@
+"""read_log's DuckDB path: a JSONL, CSV or Parquet log read by one DuckDB scan. Pure.
+
+The scan (``columnar``) gives every row with a ``bad`` column (the row rules in SQL)
+and a ``pair`` column (the hash of message_id and memory_id). What is left is done on
+the Arrow table, before any pandas frame exists, so that a file with a few bad rows
+or repeated pairs costs about what a clean one does:
+
+- the bad rows are named by looking at their lines alone (``bad_rows.named_lines``,
+  by way of a small index of the file's line feeds built while DuckDB scans);
+- repeated pairs are found from the sorted hashes, and only the rows whose hash
+  repeats are compared in pandas;
+- the bad rows and the repeats leave the table in one filter, and the rest becomes
+  the pandas frame ``LogImport.rows`` once.
+
+A file DuckDB will not parse, or whose rows the two readers see differently, gives
+None: the caller reads it the validating way, which names every row.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connectors.common.lines import LineIssue
+from dashboard.logs.bad_rows import LineIndex, named_bad_rows, named_lines
+from dashboard.logs.log_files import ID_COLUMNS, LogFormatError
+from dashboard.logs.retrieval_log import LogImport, _empty_turns, _repeat_conflicts
+
+# Work done beside the main thread while it waits on DuckDB: indexing a file's line
+# feeds (numpy lets go of the GIL).
+_BESIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-log")
+
+
+def read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
+    """The log read by DuckDB, every bad row named, or None (read it the validating way)."""
+    import duckdb
+
+    from dashboard.logs import columnar
+
+    try:
+        kind = format or columnar.file_kind(str(path))
+    except (LogFormatError, OSError):
+        return None
+    if kind not in ("jsonl", "csv", "parquet"):
+        return None
+    # the file's line feeds are indexed while DuckDB scans it: one more pass over the bytes, at no wait
+    lines = _BESIDE.submit(LineIndex, path) if kind != "parquet" else None
+    con = columnar.connect()
+    try:
+        table: pa.Table | None = None
+        # numeric-looking ids from the first line on: no VARCHAR scan to find it out
+        if kind == "jsonl" and not columnar.exact_text_fields(str(path)):
+            verdict, table = columnar.read_jsonl_rows(con, str(path))
+            # "unsure", or "bad" with a blank id (no table): the exact read below marks each row
+        if table is None:
+            # for JSONL, every text field read as JSON text (fast_source's exact)
+            source = columnar.fast_source(con, str(path), kind, 0, exact=True)
+            if source is None:
+                return None
+            # the pair's hash, in the same scan: what finds a repeated pair below
+            table = con.sql(
+                "SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad,"
+                f" CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair FROM ({source})"
+            ).to_arrow_table()
+    except duckdb.Error:
+        return None  # DuckDB would not parse it: the validating reader says why, line by line
+    finally:
+        con.close()
+    first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
+    index = lines.result() if lines is not None else None
+    bad = np.zeros(table.num_rows, dtype=bool)
+    issues: list[LineIssue] = []
+    if "bad" in table.column_names and pc.any(table.column("bad")).as_py():
+        bad = table.column("bad").to_numpy(zero_copy_only=False)
+        named = _named(path, kind, name, bad, index)
+        if named is None:
+            return None
+        issues = named
+    rows_read = table.num_rows
+    if rows_read == 0:
+        return None
+    if index is not None and index.count != rows_read + first_line - 1:
+        return None  # blank lines, a header only, values over several lines: line numbers would not hold
+    line_of_row = np.arange(first_line, first_line + rows_read, dtype=np.int64)
+    repeats, conflicts = _repeats(table, bad, line_of_row, name)
+    table = table.select([c for c in table.column_names if c not in ("bad", "pair")])
+    drop = bad | repeats
+    if drop.any():
+        keep = ~drop
+        table, line_of_row = table.filter(pa.array(keep)), line_of_row[keep]
+    good, empty = _frames(table, line_of_row)
+    empty_turns, merged = _empty_turns(empty, good, name, conflicts)
+    conflicts.sort(key=lambda issue: (issue.line, issue.field))
+    return LogImport(
+        source=name, rows=good, issues=issues, duplicates=int(repeats.sum()) + merged, conflicts=conflicts,
+        rows_read=rows_read, empty_turns=empty_turns, columnar=True,
+    )
+
+
+def _named(path: Path, kind: str, name: str, bad: np.ndarray, index: LineIndex | None) -> list[LineIssue] | None:
+    """The bad rows named by the validating reader's checks, or None when it must read
+    the file itself (traces or the app's read log, or the two readers disagree)."""
+    if kind == "jsonl" and not_plain_jsonl(path):
+        return None  # OTLP traces or the app's read log: their own readers name the rows
+    if kind == "jsonl" and index is not None and index.count == len(bad):
+        # one row per line: DuckDB's positions are the lines, and only they are looked at
+        named = named_lines(str(path), np.flatnonzero(bad) + 1, name, index)
+    else:
+        named = named_bad_rows(str(path), kind, name)
+    if not named or len({i.line for i in named if i.skipped}) != int(bad.sum()):
+        return None  # the two readers disagree: the validating reader's word is final
+    return named
+
+
+def _repeats(table: pa.Table, bad: np.ndarray, line_of_row: np.ndarray, name: str) -> tuple[np.ndarray, list[LineIssue]]:
+    """(which rows repeat the pair of an earlier good row, the repeats that disagree on
+    rank or score). The pairs' hashes are sorted to find those that occur twice (a few
+    milliseconds for a million rows); only the rows holding such a hash are compared,
+    pair by pair (two pairs can share a hash)."""
+    repeats = np.zeros(table.num_rows, dtype=bool)
+    hashes = np.sort(pc.drop_null(table.column("pair")).to_numpy())
+    twice = hashes[1:][hashes[1:] == hashes[:-1]]
+    if not len(twice):
+        return repeats, []
+    holds = pc.fill_null(pc.is_in(table.column("pair"), value_set=pa.array(np.unique(twice))), False)
+    candidates = np.flatnonzero(holds.to_numpy(zero_copy_only=False) & ~bad)
+    rows = table.select(["message_id", "memory_id", "rank", "score"]).take(pa.array(candidates)).to_pandas()
+    rows["rank"] = rows["rank"].astype(np.int64)  # good rows: a whole rank
+    rows["line"] = line_of_row[candidates]
+    repeated = rows.duplicated(list(ID_COLUMNS), keep="first").to_numpy()
+    repeats[candidates[repeated]] = True
+    return repeats, _repeat_conflicts(rows, repeated, name)
+
+
+def not_plain_jsonl(path: Path) -> bool:
+    """True for OTLP traces or the app's read log, which have readers of their own."""
+    from dashboard.logs import otlp, read_log
+
+    with path.open("rb") as handle:
+        head = handle.read(1 << 16)
+    return otlp.looks_like_otlp(head) or read_log.looks_like_read_log(head)
+
+
+def _frames(table: pa.Table, line_numbers: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows with their line numbers as pandas frames: those with a memory, and the empty turns."""
+    table = table.append_column("line", pa.array(line_numbers))
+    # split off the empty turns in arrow, and only when there are some: each pandas
+    # filter or column reorder of a million rows is a copy of every column
+    empty_turn = pc.is_null(table.column("memory_id"))
+    if pc.any(empty_turn).as_py():
+        empty = table.filter(empty_turn).to_pandas()
+        table = table.filter(pc.invert(empty_turn))
+    else:
+        empty = table.slice(0, 0).to_pandas()
+    good = table.to_pandas()
+    good["rank"] = good["rank"].astype(np.int64)
+    return good, empty
+
+
+def read_fast_bytes(data: bytes, name: str, kind: str) -> LogImport | None:
+    """An upload through the DuckDB path, by way of a temporary file (DuckDB reads
+    files); None when it is traces or a read log, or DuckDB will not read it."""
+    import tempfile
+
+    from dashboard.logs import otlp, read_log
+
+    if kind == "jsonl" and (otlp.looks_like_otlp(data) or read_log.looks_like_read_log(data)):
+        return None
+    with tempfile.TemporaryDirectory(prefix="memlens-log-") as directory:
+        path = Path(directory) / f"upload.{kind}"
+        path.write_bytes(data)
+        return read_fast(path, name, kind)
