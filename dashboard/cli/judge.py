@@ -186,11 +186,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         for pair, judgment, error in bounded_map(grade, todo, limit):
             if error is None and judgment is not None:
-                labels.save_judgment(
-                    message_id=pair.message_id, memory_id=pair.memory_id, source=judge.source, grade=judgment.grade,
-                    reason=judgment.reason, score=judgment.score, rank=pair.rank, store_score=pair.score,
-                    store=pair.store or opened,  # as a person's label names it, so a store filter keeps it
-                )
+                try:
+                    labels.save_judgment(
+                        message_id=pair.message_id, memory_id=pair.memory_id, source=judge.source, grade=judgment.grade,
+                        reason=judgment.reason, score=judgment.score, rank=pair.rank, store_score=pair.score,
+                        store=pair.store or opened,  # as a person's label names it, so a store filter keeps it
+                    )
+                except LabelStoreError as exc:
+                    # the grades before this one are saved, and a second run skips them
+                    print(f"\nmemlens judge: {exc}", file=sys.stderr)
+                    print(f"memlens judge: stopped; {graded} grade(s) of this run were saved before it. Run the same "
+                          "`memlens judge` command again to resume: the pairs already graded are skipped.", file=sys.stderr)
+                    return EXIT_UNUSABLE
                 graded += 1
                 answers.append((judgment.grade, judgment.reason))
                 unparseable += judgment.attempts > 1  # the first answer was unusable

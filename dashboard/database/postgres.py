@@ -139,7 +139,7 @@ class PostgresLabelStore(LabelStore):
             if watchdog.fired:
                 raise LabelDatabaseGone(
                     f"The label database at {self.target} did not answer within {self.timeout:g} s; "
-                    "nothing was saved. Try again."
+                    "this change was not saved. Try again."
                 ) from None
             if isinstance(exc, LabelStoreError):
                 raise

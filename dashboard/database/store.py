@@ -149,7 +149,7 @@ class LabelStore(SessionMethods, SessionAdminMethods, JudgeLabelMethods, Adjudic
         if "locked" in text or "busy" in text:
             return LabelStoreError(
                 f"The label file {self.target} is locked by another process (waited {self.timeout:g} s); "
-                "nothing was saved. Try again in a moment."
+                "this change was not saved. Try again in a moment."
             )
         if "readonly" in text or "unable to open" in text or "read-only" in text:
             return LabelStoreError(

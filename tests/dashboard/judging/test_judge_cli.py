@@ -4,6 +4,7 @@ memory text, a loopback model, a real label file."""
 from __future__ import annotations
 
 import re
+import sqlite3
 
 import pytest
 from chat_model_server import ChatModelServer, Reply
@@ -155,3 +156,42 @@ def test_judging_a_log_records_each_rows_store_and_the_opened_one_where_the_log_
     opened = fingerprint("embedded", {"db_path": str((demo_dir / "demo.sqlite").resolve())})
     assert stores == {"turn-a": "embedded:logged", "turn-b": opened}
     assert opened != "embedded:logged"
+
+
+def test_a_label_database_locked_mid_run_stops_with_the_grades_saved_so_far_and_a_rerun_resumes(setup, capsys, monkeypatch):
+    # Another process (a second connection to the real SQLite file) takes the write
+    # lock when the third question reaches the model: the two grades before it are
+    # saved, the third cannot be, and the message says so instead of "nothing was saved".
+    labels_path, base, items = setup
+    monkeypatch.setenv("MEMLENS_LLM_CONCURRENCY", "1")  # one pair at a time: the third request follows the second save
+    holder: list[sqlite3.Connection] = []
+
+    def lock_on_the_third(body) -> Reply:
+        if len(server.received) == 3 and not holder:
+            other = sqlite3.connect(labels_path, isolation_level=None, check_same_thread=False)
+            other.execute("BEGIN IMMEDIATE")  # the write lock, held until the test lets go
+            holder.append(other)
+        return grade_by_length(body)
+
+    with ChatModelServer(lock_on_the_third) as server:
+        monkeypatch.setenv("MEMLENS_LLM_BASE_URL", server.url)
+        monkeypatch.setenv("MEMLENS_LLM_MODEL", "grader")
+        try:
+            assert main(["judge", "s1", *base, "--send-text"]) == 2
+        finally:
+            for other in holder:
+                other.close()  # its transaction rolls back: the lock is let go
+        err = capsys.readouterr().err
+        assert "locked by another process" in err and "nothing was saved" not in err
+        assert "stopped; 2 grade(s) of this run were saved before it" in err and "`memlens judge`" in err
+        store = LabelStore(labels_path)
+        assert len(store.judgments(source="judge:umbrela@grader")) == 2  # what the message says
+        store.close()
+        # the same command again: the two are skipped, the other four graded
+        assert main(["judge", "s1", *base, "--send-text"]) == 0
+        out = capsys.readouterr()
+        assert "graded 4 pair(s), 0 failed" in out.out and "2 already graded" in out.err
+    store = LabelStore(labels_path)
+    judged = store.judgments(source="judge:umbrela@grader")
+    store.close()
+    assert sorted((j.message_id, j.memory_id) for j in judged) == sorted((i.message_id, i.memory_id) for i in items)
