@@ -103,7 +103,7 @@ class LineIndex:
                 step = 1 << 24  # compared 16 MB at a time: one boolean copy of the file would be its size again
                 for start in range(0, len(data), step):
                     is_newline = data[start : start + step] == 10
-                    counts.extend(np.count_nonzero(is_newline[i : i + self.BLOCK]) for i in range(0, len(is_newline), self.BLOCK))
+                    counts.extend(int(np.count_nonzero(is_newline[i : i + self.BLOCK])) for i in range(0, len(is_newline), self.BLOCK))
                 ends_with_newline = bool(data[-1] == 10)
                 del data, is_newline  # the map cannot close while an array still points into it
         self.ends = np.cumsum(np.array(counts, dtype=np.int64))

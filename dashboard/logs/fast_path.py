@@ -109,7 +109,7 @@ def _named(path: Path, kind: str, name: str, bad: np.ndarray, index: LineIndex |
         return None  # OTLP traces or the app's read log: their own readers name the rows
     if kind == "jsonl" and index is not None and index.count == len(bad):
         # one row per line: DuckDB's positions are the lines, and only they are looked at
-        named = named_lines(str(path), np.flatnonzero(bad) + 1, name, index)
+        named: list[LineIssue] | None = named_lines(str(path), np.flatnonzero(bad) + 1, name, index)
     else:
         named = named_bad_rows(str(path), kind, name)
     if not named or len({i.line for i in named if i.skipped}) != int(bad.sum()):
@@ -164,7 +164,8 @@ def _frames(table: pa.Table, line_numbers: np.ndarray) -> tuple[pd.DataFrame, pd
 
 def read_fast_bytes(data: bytes, name: str, kind: str) -> LogImport | None:
     """An upload through the DuckDB path, by way of a temporary file (DuckDB reads
-    files); None when it is traces or a read log, or DuckDB will not read it."""
+    files), or in parts where DuckDB stops at a broken line; None when it is traces,
+    a read log, or a file the validating reader must read whole."""
     import tempfile
 
     from dashboard.logs import otlp, read_log
@@ -174,4 +175,10 @@ def read_fast_bytes(data: bytes, name: str, kind: str) -> LogImport | None:
     with tempfile.TemporaryDirectory(prefix="memlens-log-") as directory:
         path = Path(directory) / f"upload.{kind}"
         path.write_bytes(data)
-        return read_fast(path, name, kind)
+        fast = read_fast(path, name, kind)
+        if fast is None and kind in ("jsonl", "csv"):
+            from dashboard.logs.streamed import read_streamed
+
+            # a line DuckDB cannot parse: in parts, not one frame of the whole upload
+            fast = read_streamed(path, name, kind)
+        return fast

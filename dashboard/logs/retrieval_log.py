@@ -125,6 +125,17 @@ def read_log(path: str | Path, *, format: str | None = None, include_query: bool
     if fast is not None:
         return fast
     try:
+        kind = format or detect_format(str(path))
+    except LogFormatError:
+        kind = None
+    if kind in ("jsonl", "csv"):
+        from dashboard.logs.streamed import read_streamed
+
+        # DuckDB stopped at a line it cannot parse: read in parts, each bad row named
+        streamed = read_streamed(path, str(path), kind)
+        if streamed is not None:
+            return streamed
+    try:
         data = path.read_bytes()
     except OSError as exc:
         raise LogFormatError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
@@ -172,6 +183,22 @@ def read_log_bytes(data: bytes, name: str, *, format: str | None = None, include
 
 def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], name: str) -> LogImport:
     """Check every column of every row at once, drop the bad rows, merge repeats."""
+    return merged([checked(frame, lines, issues, name)], name)
+
+
+@dataclass
+class Checked:
+    """One frame's rows checked: the good rows and empty turns kept, the rest named."""
+
+    good: pd.DataFrame  # COLUMNS + "line": rows with a memory, repeats not merged yet
+    empty: pd.DataFrame  # the same columns: empty-turn rows
+    issues: list[LineIssue]
+    rows_read: int
+
+
+def checked(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], name: str) -> Checked:
+    """The row rules on every column at once; repeats are merged by ``merged``, over
+    every part of a file read in parts."""
     issue_lines = np.unique(np.array([issue.line for issue in issues], dtype=np.int64))
     # every row once: the rows read whole, plus bad lines that never became a row
     rows_read = len(frame) + int((~_contains(issue_lines, lines)).sum())
@@ -250,21 +277,30 @@ def _validate(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], n
     frame["line"] = lines.astype(np.int64)
 
     issues = _issue_list(issues, found, name)
-    empty = frame[empty_turn & ~bad]
-    good = frame[~empty_turn & ~bad].reset_index(drop=True)
+    return Checked(frame[~empty_turn & ~bad], frame[empty_turn & ~bad], issues, rows_read)
+
+
+def merged(parts: list[Checked], name: str) -> LogImport:
+    """The parts of one file (in file order) as one import: repeated pairs merged into
+    the first, each repeat that disagrees named, the empty turns sorted out."""
+    if len(parts) == 1:
+        good, empty = parts[0].good.reset_index(drop=True), parts[0].empty
+    else:
+        good = pd.concat([part.good for part in parts], ignore_index=True)
+        empty = pd.concat([part.empty for part in parts], ignore_index=True)
     duplicated = good.duplicated(list(ID_COLUMNS), keep="first").to_numpy()
     conflicts = _repeat_conflicts(good, duplicated, name)
     if duplicated.any():
         good = good[~duplicated].reset_index(drop=True)
-    empty_turns, merged = _empty_turns(empty, good, name, conflicts)
+    empty_turns, merged_turns = _empty_turns(empty, good, name, conflicts)
     conflicts.sort(key=lambda issue: (issue.line, issue.field))
     return LogImport(
         source=name,
         rows=good,
-        issues=issues,
-        duplicates=int(duplicated.sum()) + merged,
+        issues=[issue for part in parts for issue in part.issues],  # each part's in order, the parts in file order
+        duplicates=int(duplicated.sum()) + merged_turns,
         conflicts=conflicts,
-        rows_read=rows_read,
+        rows_read=sum(part.rows_read for part in parts),
         empty_turns=empty_turns,
     )
 
