@@ -14,12 +14,13 @@ the demo tools can all build on it. Pure functions: no Streamlit, no store calls
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from connectors.common import inbound
-from connectors.common.lines import LineIssue, json_objects
+from connectors.common.lines import LineIssue, json_objects, text_file, utf8_error_offset
 
 DEMO_QUERIES = Path(__file__).resolve().parents[1] / "demo_data" / "queries.jsonl"
 MAX_GRADE = 3
@@ -70,13 +71,14 @@ def check_tags(tags: Any) -> tuple[str, ...] | None:
     return None
 
 
-def parse_jsonl(text: str, source: str = "judged.jsonl") -> tuple[list[JudgedQuestion], list[LineIssue]]:
-    """Questions from JSONL; a bad line is named with its number and field, the
-    good lines are used, and a message_id seen twice keeps its first line."""
+def parse_jsonl(text: str | Iterable[str], source: str = "judged.jsonl") -> tuple[list[JudgedQuestion], list[LineIssue]]:
+    """Questions from JSONL (the whole text, or a file's lines one at a time); a bad
+    line is named with its number and field, the good lines are used, and a
+    message_id seen twice keeps its first line."""
     questions: list[JudgedQuestion] = []
     issues: list[LineIssue] = []
     seen: dict[str, int] = {}
-    for number, obj in json_objects(text.lstrip("\ufeff"), source, issues):
+    for number, obj in json_objects(text.lstrip("\ufeff") if isinstance(text, str) else text, source, issues):
 
         def bad(name: str, message: str, number: int = number) -> None:
             issues.append(LineIssue(source, number, name, message))
@@ -131,14 +133,14 @@ def read_questions(path: str | Path) -> tuple[list[JudgedQuestion], list[LineIss
     path = Path(path)
     try:
         inbound.regular_file(path, "judged questions file")
-        text = path.read_text(encoding="utf-8")
+        with text_file(path) as lines:  # line by line: a large file is never held whole
+            return parse_jsonl(lines, source=path.name)
     except inbound.InboundError as exc:
         return [], [LineIssue(path.name, 0, "(file)", f"cannot read {exc}")]
     except OSError as exc:
         return [], [LineIssue(path.name, 0, "(file)", f"cannot read {path}: {exc.strerror or exc}")]
-    except UnicodeDecodeError as exc:
-        return [], [LineIssue(path.name, 0, "(file)", f"not UTF-8 text (byte {exc.start}): save it as UTF-8 JSONL")]
-    return parse_jsonl(text, source=path.name)
+    except UnicodeDecodeError:
+        return [], [LineIssue(path.name, 0, "(file)", f"not UTF-8 text (byte {utf8_error_offset(path)}): save it as UTF-8 JSONL")]
 
 
 inbound.register_reader(

@@ -55,6 +55,8 @@ NOT_READERS = {
     "connectors.common.inbound.read_small": "the boundary itself",
     "dashboard.logs.read_log.read_records": "the Quality page's table of the app's own read log (regular files only); "
     "the same file read as a log goes through the retrieval log reader",
+    "dashboard.logs.fast_path.read_fast": "read_log's DuckDB path, after read_log's regular-file check",
+    "dashboard.logs.streamed.read_streamed": "read_log's path in parts for a file DuckDB will not parse, after the same check",
 }
 BOUNDARY_MODULES = {"connectors.http.base", "connectors.http.outbound"}
 FILE_CASES = (

@@ -11,10 +11,12 @@ connectors never import dashboard; dashboard modules import it from here.
 
 from __future__ import annotations
 
+import codecs
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 LINE = "(line)"  # the `field` of an issue about the whole line rather than one field
 # Bounds against hostile files: an issue quotes at most MAX_ECHO_CHARS of the input,
@@ -108,13 +110,16 @@ def parse_line(line: str, number: int, file: str) -> dict[str, Any] | LineIssue:
     return obj
 
 
-def json_objects(text: str, file: str, issues: list[LineIssue]) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_objects(text: str | Iterable[str], file: str, issues: list[LineIssue]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each line holding a JSON object; blank lines are
     passed over, and every other line is appended to `issues` as it is met (so a
-    caller adding its own issues per object keeps them in line order)."""
+    caller adding its own issues per object keeps them in line order). `text` is the
+    whole text, or its lines one at a time (a file opened with ``newline="\\n"``,
+    read in bounded memory: ``text_file``)."""
     # Line feeds only: splitlines() would also break inside a JSON string holding a
     # raw U+2028 or U+0085, which JSON allows and memlens's own exports may carry.
-    for number, line in enumerate(text.split("\n"), start=1):
+    lines = text.split("\n") if isinstance(text, str) else (line.removesuffix("\n") for line in text)
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         parsed = parse_line(line, number, file)
@@ -122,3 +127,31 @@ def json_objects(text: str, file: str, issues: list[LineIssue]) -> Iterator[tupl
             issues.append(parsed)
         else:
             yield number, parsed
+
+
+def text_file(path: str | Path, *, newline: str = "\n") -> TextIO:
+    """`path` opened as UTF-8 text (a byte-order mark dropped) to be read line by line:
+    a large file is never held whole. ``newline="\\n"`` splits at line feeds only, as
+    ``json_objects`` does with whole text; ``""`` is what the csv module wants. A
+    byte that is not UTF-8 raises UnicodeDecodeError as the line is read
+    (``utf8_error_offset`` says where)."""
+    return open(path, encoding="utf-8-sig", newline=newline)
+
+
+def utf8_error_offset(path: str | Path) -> int:
+    """The offset in the file of its first byte that is not UTF-8 (a read line by
+    line only knows the offset in the block it was decoding)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                return offset + exc.start - len(decoder.getstate()[0])
+            offset += len(block)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            return offset + exc.start - len(decoder.getstate()[0])
+    return offset

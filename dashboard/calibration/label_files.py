@@ -33,12 +33,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
 from connectors.common import inbound
-from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects
+from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects, text_file, utf8_error_offset
 from dashboard.calibration.scores import LabelledScores, labelled_scores
 from dashboard.database.model import LABEL_VALUES
 from dashboard.labels.export import FORMULA_PREFIXES
@@ -155,15 +155,25 @@ class LabelFile:
 
 
 def read_label_file(path: str | Path) -> LabelFile:
+    """A label file read line by line (a large one is never held whole in memory)."""
     path = Path(path)
+    source = str(path)
     try:
         inbound.regular_file(path, "label file")
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            head = handle.read(1 << 16).decode("utf-8-sig", errors="ignore")  # enough to tell the format
+        fmt = _guess_format(head, source)
+        # JSONL splits at line feeds only; the csv module wants the file's own line ends
+        with text_file(path, newline="\n" if fmt == "jsonl" else "") as handle:
+            return _parse(handle, source, fmt, head)
     except inbound.InboundError as exc:
         raise LabelFileError(f"Cannot read {exc}") from None
+    except UnicodeDecodeError:
+        raise LabelFileError(
+            f"{source} is not UTF-8 text (byte {utf8_error_offset(path)}): save it as UTF-8 JSONL or CSV"
+        ) from None
     except OSError as exc:
         raise LabelFileError(f"Cannot read {path}: {exc.strerror or exc}") from exc
-    return parse_label_bytes(data, source=str(path))
 
 
 def parse_label_bytes(data: bytes, source: str = "upload") -> LabelFile:
@@ -180,10 +190,15 @@ def parse_label_text(text: str, source: str = "upload", fmt: str | None = None) 
     """Parse JSONL or CSV; ``fmt`` ("jsonl" / "csv") overrides the guess from the
     file name and the first character."""
     fmt = fmt or _guess_format(text, source)
+    return _parse(text, source, fmt, text)
+
+
+def _parse(lines: str | TextIO, source: str, fmt: str, head: str) -> LabelFile:
+    """`lines`: the whole text, or a file read line by line; `head`: its start."""
     if fmt == "jsonl":
-        return _parse_jsonl(text, source)
+        return _parse_jsonl(lines, source, head)
     if fmt == "csv":
-        return _parse_csv(text, source)
+        return _parse_csv(io.StringIO(lines, newline="") if isinstance(lines, str) else lines, source)
     raise LabelFileError(f"{source}: unknown format {echo(fmt)}; use jsonl or csv")
 
 
@@ -199,10 +214,9 @@ def _guess_format(text: str, source: str) -> str:
     return "jsonl" if stripped[0] in "{[" else "csv"
 
 
-def _parse_jsonl(text: str, source: str) -> LabelFile:
+def _parse_jsonl(text: str | TextIO, source: str, head: str) -> LabelFile:
     result = LabelFile(source=source, format="jsonl")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
+    if head.lstrip().startswith("["):
         raise LabelFileError(
             f"{source}: this is one JSON array; write one JSON object per line (JSONL), "
             "as memlens exports do"
@@ -212,9 +226,9 @@ def _parse_jsonl(text: str, source: str) -> LabelFile:
     return one_label_per_pair(result)
 
 
-def _parse_csv(text: str, source: str) -> LabelFile:
+def _parse_csv(handle: TextIO, source: str) -> LabelFile:
     result = LabelFile(source=source, format="csv")
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.DictReader(handle)
     try:
         header = reader.fieldnames or []
     except csv.Error as exc:  # e.g. one header cell longer than csv's field limit

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.common import inbound
-from connectors.common.lines import LineIssue
+from connectors.common.lines import LineIssue, text_file
 from dashboard.judged import DEMO_QUERIES, MAX_GRADE, JudgedQuestion, check_grade, parse_jsonl
 from dashboard.ranking.metrics import grades_from_labels
 
@@ -153,16 +153,16 @@ def read_file(
         inbound.regular_file(path, "judged set")
         if topics:
             inbound.regular_file(topics, "topics file")
-        text = path.read_text(encoding="utf-8")
-        topics_text = Path(topics).read_text(encoding="utf-8") if topics else None
+            text = path.read_text(encoding="utf-8")
+            topics_text = Path(topics).read_text(encoding="utf-8")
+            questions, issues = parse_trec(text, topics_text, qrels_source=path.name, topics_source=Path(str(topics)).name)
+        else:
+            with text_file(path) as lines:  # line by line: a large file is never held whole
+                questions, issues = parse_jsonl(lines, source=path.name)
     except inbound.InboundError as exc:
         raise JudgedSetError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise JudgedSetError(f"Cannot read {exc.filename if isinstance(exc, OSError) else path}: {exc}") from exc
-    if topics_text is not None:
-        questions, issues = parse_trec(text, topics_text, qrels_source=path.name, topics_source=Path(str(topics)).name)
-    else:
-        questions, issues = parse_jsonl(text, source=path.name)
     return _checked(JudgedSet(name or path.stem, questions, source=path.name, issues=issues))
 
 
