@@ -195,8 +195,11 @@ def main(argv: list[str] | None = None) -> int:
         f" (25 with another score), every bad row was named, the 50 repeats merged and the 25 conflicting ones named."
         f" A clean file takes the DuckDB path (dashboard/logs/columnar.py: for JSONL, one scan with the"
         f" text fields as VARCHAR and rank and score as JSON text, the number rules in the scan, the text"
-        f" rules from each field's first bytes); the file with bad lines is read that way, found unclean,"
-        f" and read the validating way."
+        f" rules from each field's first bytes). In the same scan each bad row is marked and named from its"
+        f" own line alone (found through an index of the file's line feeds built while DuckDB scans), and"
+        f" repeated pairs are found from the pairs' hashes before the rows become one pandas frame"
+        f" (dashboard/logs/fast_path.py). The file with broken JSON stops DuckDB and is read by the"
+        f" validating reader in 16 MB parts (dashboard/logs/streamed.py)."
         f" Median of {repeat} runs each."
     )
     report(f"Log import, {rows:,} rows (benchmarks/log_import.py)", body)
