@@ -99,7 +99,7 @@ def variables() -> dict[str, Variable]:
     for spec in REGISTRY.values():
         for field in spec.fields:
             if field.env:
-                where = f"connectors/registry.py ({spec.name}.{field.name})"
+                where = f"connectors/catalog.py ({spec.name}.{field.name})"
                 found.setdefault(field.env, Variable(field.env, where, "docs/stores.md"))
     for package in CODE:
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -193,7 +193,7 @@ def test_a_variable_removed_from_docs_fails_with_its_name_and_file(monkeypatch, 
     monkeypatch.setattr(sys.modules[__name__], "DOCS", tmp_path)
     with pytest.raises(AssertionError) as failure:
         test_every_variable_the_code_reads_is_in_docs()
-    assert "MEMLENS_QDRANT_URL (read in connectors/registry.py (qdrant.url)) is not documented in docs/: add it to docs/stores.md" in str(failure.value)
+    assert "MEMLENS_QDRANT_URL (read in connectors/catalog.py (qdrant.url)) is not documented in docs/: add it to docs/stores.md" in str(failure.value)
 
 
 # ------------------------------------------------------------------- links

@@ -81,8 +81,8 @@ def test_the_rule_itself_catches_a_violation(tmp_path):
     assert {"streamlit", "dashboard.ui", "dashboard.ui.cache", "dashboard.views"} <= domain_violations(bad)
 
 
-# connectors/: the contract (base, registry) and app-wide helpers (common) at the
-# bottom, the model runtime (embedding) above them, one sub-package per kind of
+# connectors/: the contract (base, the catalogue of stores, the registry) and
+# app-wide helpers (common) at the bottom, the model runtime (embedding) above them, one sub-package per kind of
 # store on top. A store package may use the HTTP boundary (http.base), never
 # another store package; only the demo loader, a tool that fills several stores,
 # reaches across them.
@@ -109,7 +109,7 @@ def connector_violations(path: Path) -> set[str]:
             found.add(module)
         elif layer in STORE_PACKAGES and target in STORE_PACKAGES and target != layer and not module.startswith(("connectors.http.base", "connectors.http.outbound")):
             found.add(module)
-        elif layer == "registry" and target not in ("base", "common"):
+        elif layer in ("registry", "catalog") and target not in ("base", "catalog", "common"):
             found.add(module)
     return found
 
@@ -119,7 +119,7 @@ def connector_modules() -> list[Path]:
 
 
 def test_connectors_are_sub_packages_by_kind():
-    flat = {p.stem for p in modules("connectors/*.py")} - {"__init__", "base", "registry", "demo_loader"}
+    flat = {p.stem for p in modules("connectors/*.py")} - {"__init__", "base", "catalog", "registry", "demo_loader"}
     assert flat == set(), f"store or helper modules at the top of connectors/: {sorted(flat)}"
     assert {p.name for p in (ROOT / "connectors").iterdir() if p.is_dir() and p.name != "__pycache__"} == {
         "common", "embedding", *STORE_PACKAGES
@@ -148,7 +148,7 @@ def test_the_connector_rule_catches_a_store_importing_another(tmp_path):
 # redirects, retries, redaction, typed errors), not a store: the chat-model client and
 # the webhook speak through it too.
 DOMAIN_CONNECTOR_IMPORTS = (
-    "connectors.base", "connectors.registry", "connectors.common", "connectors.http.base", "connectors.http.outbound",
+    "connectors.base", "connectors.catalog", "connectors.registry", "connectors.common", "connectors.http.base", "connectors.http.outbound",
 )
 
 
