@@ -285,7 +285,7 @@ def test_the_api_key_never_appears_in_the_page_logs_exports_or_url(app, ms_env, 
     assert "sam-02" in rendered and "Prefers light UI theme" in rendered  # the walk does see the page
     assert key not in rendered
     assert key not in str(dict(at.query_params))
-    assert "HTTP Request: POST" in caplog.text or "MemorySync POST /memory/query" in caplog.text
+    assert "HTTP Request: POST" in caplog.text and "MemorySync POST /memory/query -> 200" in caplog.text  # the walk was logged
     assert key not in caplog.text
 
     from dashboard.database.store import LabelStore

@@ -38,6 +38,36 @@ def counted_by_hand(floor: float) -> tuple[int, int, float]:
     return kept_irrelevant, dropped_relevant, len(empty) / len(turns)
 
 
+def band_by_hand() -> tuple[float, float] | None:
+    """(best irrelevant score, worst relevant score) when every relevant memory
+    scores above every irrelevant one, else None."""
+    rows = demo_rows()
+    best_irrelevant = max(r["score"] for r in rows if r["label"] == "not_relevant")
+    worst_relevant = min(r["score"] for r in rows if r["label"] == "relevant")
+    return (best_irrelevant, worst_relevant) if worst_relevant > best_irrelevant else None
+
+
+def cheapest_floors_by_hand(cost_ratio: float) -> tuple[float, float, float]:
+    """The lowest range of floors (low, high] with the least cost_ratio * kept
+    irrelevant + dropped relevant, tried at every distinct score (a floor between two
+    scores keeps what the floor at the upper one keeps), and that cost."""
+    scores = sorted({r["score"] for r in demo_rows()})
+    candidates = [*scores, scores[-1] + 1]
+    costs = [cost_ratio * counted_by_hand(f)[0] + counted_by_hand(f)[1] for f in candidates]
+    best = costs.index(min(costs))  # the first: ties go to the floors that keep the most
+    low = candidates[best - 1] if best else float("-inf")
+    return low, candidates[best], costs[best]
+
+
+def recommended_by_hand(cost_ratio: float) -> str:
+    """The floor to paste: the middle of the cheapest range, at two decimals (the
+    demo labels' range is wide enough for that)."""
+    low, high, _ = cheapest_floors_by_hand(cost_ratio)
+    floor = round((low + high) / 2, 2)
+    assert low < floor <= high, "two decimals do not fit in the cheapest range; the helper needs more"
+    return f"{floor:.2f}"
+
+
 def test_table_prints_one_line_per_floor_then_band_and_recommendation():
     done = memlens("calibrate", str(DEMO_LABELS))
     assert done.returncode == 0, done.stderr
@@ -49,9 +79,17 @@ def test_table_prints_one_line_per_floor_then_band_and_recommendation():
         kept, dropped, empty_share = counted_by_hand(float(match.group(1)))
         assert (int(match.group(2)), int(match.group(3))) == (kept, dropped)
         assert int(match.group(6)) == round(empty_share * 100)
-    assert lines[6].startswith("separating band: any floor above ") or lines[6].startswith("no separating band")
-    assert lines[7].startswith("recommended floor ")
-    assert re.fullmatch(r"MEMORY_SCORE_FLOOR=\d\.\d\d+", lines[8])
+    band = band_by_hand()
+    assert band is not None, "the demo labels have a separating band; the checks below assume one"
+    assert lines[6].startswith(
+        f"separating band: any floor above {band[0]:.3f} and up to {band[1]:.3f} keeps every relevant memory "
+        "and drops every irrelevant one"
+    ), lines[6]
+    floor = recommended_by_hand(1.0)
+    kept, dropped, _ = counted_by_hand(float(floor))
+    assert cheapest_floors_by_hand(1.0)[2] == kept + dropped == 0  # a band: the floor loses nothing
+    assert lines[7].startswith(f"recommended floor {floor} at cost ratio 1: keeps {kept} irrelevant, drops {dropped} relevant")
+    assert lines[8] == f"MEMORY_SCORE_FLOOR={floor}"
     rows = demo_rows()
     assert f"{len(rows)} labelled rows" in lines[9]
 
@@ -61,7 +99,9 @@ def test_custom_floors_and_cost_ratio():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("floor 0.30: ") and lines[1].startswith("floor 0.33: ")
-    assert "at cost ratio 4:" in done.stdout
+    floor = recommended_by_hand(4.0)
+    assert f"recommended floor {floor} at cost ratio 4: " in done.stdout
+    assert f"MEMORY_SCORE_FLOOR={floor}" in done.stdout.splitlines()
 
 
 def test_csv_is_the_full_sweep():
@@ -88,7 +128,9 @@ def test_json_has_floors_band_recommendation_and_label_counts():
     assert report["labels"]["reviewers"] == ["demo-judgments"]
     assert report["floors"][0]["floor"] == 0.35
     assert report["floors"][0]["kept_irrelevant"] == counted_by_hand(0.35)[0]
-    assert report["recommended"]["snippet"].startswith("MEMORY_SCORE_FLOOR=")
+    low, high, cost = cheapest_floors_by_hand(1.0)
+    assert (report["recommended"]["low"], report["recommended"]["high"], report["recommended"]["cost"]) == (low, high, cost)
+    assert report["recommended"]["snippet"] == f"MEMORY_SCORE_FLOOR={recommended_by_hand(1.0)}"
 
 
 def test_bad_lines_go_to_stderr_with_line_numbers_and_the_rest_is_used(tmp_path):
