@@ -1,22 +1,45 @@
-"""The one-way import rule of docs/architecture.md: views -> ui -> domain -> connectors."""
+"""The one-way import rule of docs/architecture.md: views -> ui -> domain -> connectors.
+
+One test per rule: it reads every file the rule covers and fails once, listing every
+offending import as file:line, so a broken rule shows all its offenders at once and
+the test count says how many rules there are, not how many files."""
 
 import ast
+from collections.abc import Callable, Iterable
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def imported_modules(path: Path) -> set[str]:
-    names = set()
+def imported_modules(path: Path) -> dict[str, int]:
+    """Every module (and every ``from X import name`` as ``X.name``) the file imports,
+    with the line of its first import."""
+    names: dict[str, int] = {}
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names}
+            found = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names |= {f"{node.module}.{a.name}" for a in node.names}
+            found = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        else:
+            continue
+        for name in found:
+            names[name] = min(names.get(name, node.lineno), node.lineno)
     return names
+
+
+def offences(paths: Iterable[Path], forbidden: Callable[[Path], Iterable[str]]) -> list[str]:
+    """``file:line: module`` for each import ``forbidden`` picks out of a file, over
+    every file of ``paths``."""
+    found = []
+    for path in paths:
+        lines = imported_modules(path)
+        found += [f"{path.relative_to(ROOT)}:{lines[module]}: {module}" for module in sorted(forbidden(path))]
+    return found
+
+
+def no_offences(found: list[str], rule: str) -> None:
+    if found:  # raised, not asserted: the list reads as written, one offender a line
+        raise AssertionError(f"{rule}; {len(found)} import(s) break it:\n" + "\n".join(found))
 
 
 def modules(pattern: str) -> list[Path]:
@@ -43,27 +66,35 @@ def test_the_domain_rule_covers_every_subpackage():
     assert {"labels", "calibration", "ranking", "logs", "evaluation", "cli"} <= packages
 
 
-@pytest.mark.parametrize("path", domain_modules(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_domain_modules_do_not_import_streamlit_or_ui(path):
-    assert domain_violations(path) == set(), f"{path.relative_to(ROOT)} imports a Streamlit layer"
+def test_domain_modules_do_not_import_streamlit_or_ui():
+    no_offences(offences(domain_modules(), domain_violations), "domain modules import no Streamlit layer")
 
 
-@pytest.mark.parametrize("path", modules("connectors/**/*.py"), ids=lambda p: p.name)
-def test_connectors_never_import_dashboard_or_streamlit(path):
-    imports = imported_modules(path)
-    assert not {m for m in imports if m.split(".")[0] in ("dashboard", "streamlit")}
+def test_connectors_never_import_dashboard_or_streamlit():
+    def dashboard_or_streamlit(path: Path) -> set[str]:
+        return {m for m in imported_modules(path) if m.split(".")[0] in ("dashboard", "streamlit")}
+
+    no_offences(offences(modules("connectors/**/*.py"), dashboard_or_streamlit), "connectors import no dashboard code")
 
 
-@pytest.mark.parametrize("path", modules("dashboard/ui/**/*.py"), ids=lambda p: str(p.relative_to(ROOT / "dashboard")))
-def test_ui_never_imports_views(path):
-    assert not {m for m in imported_modules(path) if m.startswith("dashboard.views")}
+def test_ui_never_imports_views():
+    def views(path: Path) -> set[str]:
+        return {m for m in imported_modules(path) if m.startswith("dashboard.views")}
+
+    no_offences(offences(modules("dashboard/ui/**/*.py"), views), "ui/ imports no page script")
 
 
-@pytest.mark.parametrize("path", modules("dashboard/views/*.py"), ids=lambda p: p.name)
-def test_views_do_not_open_connector_modules(path):
-    imports = imported_modules(path)
+def view_connector_imports(path: Path) -> set[str]:
+    """The connector modules a page script imports beyond the contract."""
     allowed = {"connectors", "connectors.base"}
-    assert not {m for m in imports if m.startswith("connectors") and m.split(":")[0] not in allowed and not m.startswith("connectors.base.")}
+    return {
+        m for m in imported_modules(path)
+        if m.startswith("connectors") and m not in allowed and not m.startswith("connectors.base.")
+    }
+
+
+def test_views_do_not_open_connector_modules():
+    no_offences(offences(modules("dashboard/views/*.py"), view_connector_imports), "page scripts open no connector module")
 
 
 def test_only_the_cache_module_calls_st_cache():
@@ -126,9 +157,8 @@ def test_connectors_are_sub_packages_by_kind():
     }
 
 
-@pytest.mark.parametrize("path", connector_modules(), ids=lambda p: str(p.relative_to(ROOT / "connectors")))
-def test_connector_layers_import_one_way(path):
-    assert connector_violations(path) == set(), f"{path.relative_to(ROOT)} imports across connector layers"
+def test_connector_layers_import_one_way():
+    no_offences(offences(connector_modules(), connector_violations), "connector layers import one way")
 
 
 def test_the_connector_rule_catches_a_store_importing_another(tmp_path):
@@ -162,9 +192,11 @@ def store_module_imports(path: Path) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("path", domain_modules(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_domain_modules_import_no_store_module(path):
-    assert store_module_imports(path) == set(), f"{path.relative_to(ROOT)} imports a store module; open stores through connectors.registry"
+def test_domain_modules_import_no_store_module():
+    no_offences(
+        offences(domain_modules(), store_module_imports),
+        "domain modules import no store module (open stores through connectors.registry)",
+    )
 
 
 def test_the_store_rule_catches_a_domain_module_opening_a_store(tmp_path):
@@ -238,24 +270,37 @@ def page_of(stem: str) -> str:
 
 def pages_imported(path: Path) -> set[str]:
     """The pages whose modules `path` imports."""
+    return {page_of(m.removeprefix(PAGES_PACKAGE).split(".")[0]) for m in page_module_imports(path)}
+
+
+def page_module_imports(path: Path, allowed: frozenset[str] = frozenset()) -> set[str]:
+    """The imports of ui/pages/ modules in `path` (a module, or a name in it), but
+    those of the `allowed` pages."""
     return {
-        page_of(m.removeprefix(PAGES_PACKAGE).split(".")[0]) for m in imported_modules(path) if m.startswith(PAGES_PACKAGE)
+        m for m in imported_modules(path)
+        if m.startswith(PAGES_PACKAGE) and page_of(m.removeprefix(PAGES_PACKAGE).split(".")[0]) not in allowed
     }
 
 
-@pytest.mark.parametrize("path", modules("dashboard/ui/pages/*.py"), ids=lambda p: p.name)
-def test_a_page_module_imports_only_its_own_page(path):
-    assert pages_imported(path) <= {page_of(path.stem)}, f"{path.name} reaches into another page's module"
+def test_a_page_module_imports_only_its_own_page():
+    no_offences(
+        offences(modules("dashboard/ui/pages/*.py"), lambda path: page_module_imports(path, frozenset({page_of(path.stem)}))),
+        "a module of ui/pages/ reaches into no other page's module",
+    )
 
 
-@pytest.mark.parametrize("path", modules("dashboard/ui/widgets/*.py"), ids=lambda p: p.name)
-def test_no_widget_imports_a_page_module(path):
-    assert pages_imported(path) == set(), f"{path.name} is shared by pages but reaches into one page's module"
+def test_no_widget_imports_a_page_module():
+    no_offences(
+        offences(modules("dashboard/ui/widgets/*.py"), page_module_imports),
+        "ui/widgets/ is shared by pages and reaches into no page's module",
+    )
 
 
-@pytest.mark.parametrize("path", modules("dashboard/views/*.py"), ids=lambda p: p.name)
-def test_each_page_imports_only_its_own_page_module(path):
-    assert pages_imported(path) <= {path.stem}, f"{path.name} reaches into another page's module"
+def test_each_page_imports_only_its_own_page_module():
+    no_offences(
+        offences(modules("dashboard/views/*.py"), lambda path: page_module_imports(path, frozenset({path.stem}))),
+        "a page script imports no other page's module",
+    )
 
 
 def test_the_page_rule_sees_a_page_and_its_panels():
@@ -265,6 +310,27 @@ def test_the_page_rule_sees_a_page_and_its_panels():
     assert {page_of(p.stem) for p in modules("dashboard/ui/pages/*.py") if p.stem != "__init__"} == {
         p.stem for p in modules("dashboard/views/*.py") if p.stem != "navigation"
     }
+
+
+def test_a_broken_rule_names_every_offending_import_by_file_and_line(tmp_path, monkeypatch):
+    """The report a broken rule gives: every offender at once, as file:line."""
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)  # offences() names files from ROOT
+    first, second = tmp_path / "dashboard" / "labels" / "a.py", tmp_path / "dashboard" / "b.py"
+    first.parent.mkdir(parents=True)
+    first.write_text('"""A domain module."""\n\nimport streamlit as st\n')
+    second.write_text("import json\nfrom dashboard.ui import cache\n")
+    found = offences([first, second], domain_violations)
+    assert found == [
+        "dashboard/labels/a.py:3: streamlit",
+        "dashboard/b.py:2: dashboard.ui",
+        "dashboard/b.py:2: dashboard.ui.cache",
+    ]
+    try:
+        no_offences(found, "domain modules import no Streamlit layer")
+    except AssertionError as failure:
+        assert str(failure).startswith("domain modules import no Streamlit layer; 3 import(s) break it:\ndashboard/labels/a.py:3")
+    else:
+        raise AssertionError("a rule with offenders passed")
 
 
 # dashboard/judged.py is the one model of a judged question, read by ranking,
