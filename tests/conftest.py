@@ -20,6 +20,7 @@ os.environ.setdefault("MEMLENS_MODEL_CACHE", str(Path(tempfile.gettempdir()) / "
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "views" / "navigation.py")  # the script each visit runs (app.py serves it)
+LABEL_PAGE = str(ROOT / "dashboard" / "views" / "label.py")
 
 
 @pytest.fixture(scope="session")
@@ -46,6 +47,18 @@ def data_dir(tmp_path, monkeypatch, demo_dir) -> Path:
     return tmp_path
 
 
+REVIEWER = "reviewer"
+
+
+@pytest.fixture
+def named_reviewer(monkeypatch) -> str:
+    """The reviewer named by the deployment (MEMLENS_REVIEWER), as the pages' tests
+    that label expect; with no name at all, Inspect asks first (test_session_carry.py).
+    A module labelling throughout says ``pytestmark = pytest.mark.usefixtures("named_reviewer")``."""
+    monkeypatch.setenv("MEMLENS_REVIEWER", REVIEWER)
+    return REVIEWER
+
+
 @pytest.fixture
 def app(data_dir):
     """An AppTest of the whole app (navigation included) on a fresh data dir."""
@@ -53,6 +66,21 @@ def app(data_dir):
 
     def make(**session_state):
         at = AppTest.from_file(APP, default_timeout=180)
+        for key, value in session_state.items():
+            at.session_state[key] = value
+        return at
+
+    return make
+
+
+@pytest.fixture
+def label_page(data_dir, demo_store):
+    """An AppTest of the Label page alone (views/label.py, without the navigation)
+    on a fresh data dir; session state given as keyword arguments is set first."""
+    from streamlit.testing.v1 import AppTest
+
+    def make(**session_state):
+        at = AppTest.from_file(LABEL_PAGE, default_timeout=180)
         for key, value in session_state.items():
             at.session_state[key] = value
         return at

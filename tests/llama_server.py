@@ -5,7 +5,6 @@ package ships, on a loopback port, its load log in a file."""
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
 import time
@@ -13,15 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+from ports import free_port
 
 START_WAIT_S = 300  # how long the server may take to load the model on a busy machine
 MODEL_ALIAS = "gemma-270m"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -55,4 +49,8 @@ def llama_server(folder: Path, *, n_ctx: int = 2048) -> Iterator[str]:
             yield url
         finally:
             process.terminate()
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # still inside a long generation: it cannot stop at once
+                process.kill()
+                process.wait(timeout=30)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import httpx
-from postgres_server import free_port
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOENIX = ROOT / ".venv-phoenix" / "bin" / "phoenix"

@@ -4,23 +4,15 @@ and let dashboard.calibration.sweep choose the floor from those labels."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
+
+from demo_questions import demo_queries, query_text
 
 from connectors.base import Hit, MemoryStore
 from dashboard.calibration.sweep import labelled_scores, recommend
 
-DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
+__all__ = ["calibrated_floor", "demo_queries", "query_text", "relevant_ids"]
 K = 5
-
-
-def demo_queries() -> list[dict]:
-    return [json.loads(line) for line in DEMO_QUERIES.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def query_text(message_id: str) -> str:
-    return next(q["query"] for q in demo_queries() if q["message_id"] == message_id)
 
 
 def relevant_ids(message_id: str) -> list[str]:

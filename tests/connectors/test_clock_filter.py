@@ -7,13 +7,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from demo_judgments import query_text
+from demo_questions import THEME
 
 from connectors.demo_loader import demo_rows, load_chroma
 from connectors.vector.chroma import ChromaStore, persistent_client
 from dashboard.clock import filtered_to_clock, store_takes_clock
-
-THEME = query_text("demo-q04")
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ import math
 from datetime import UTC, datetime
 
 import pytest
+from demo_questions import PIZZA, THEME
 
 from connectors.base import InvalidRequest, MemoryStore, NotFound, SupportsFeedback
 from connectors.embedded.factories import open_demo_store
@@ -12,8 +13,6 @@ from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.weights import DEFAULT_WEIGHTS, parse_weights
 from connectors.embedding import runtime as embedding
 
-THEME = "Which UI theme does the user prefer?"
-PIZZA = "What is the user's favourite pizza topping?"
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 

@@ -16,7 +16,7 @@ import langgraph_factory
 import psycopg
 import pytest
 import requests
-from ports import closed_port
+from ports import closed_port, silent_url
 from qdrant_client import QdrantClient
 
 from connectors.base import BadResponse, InvalidRequest, StoreTimeout, StoreUnavailable, check_query
@@ -32,12 +32,10 @@ def refused_url() -> str:
     return f"http://127.0.0.1:{closed_port()}"
 
 
-@pytest.fixture
-def silent_url() -> Iterator[str]:
-    with socket.socket() as silent:  # accepts connections (the backlog), never replies
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(8)
-        yield f"http://127.0.0.1:{silent.getsockname()[1]}"
+@pytest.fixture(name="silent_url")
+def silent_url_fixture() -> Iterator[str]:
+    with silent_url() as url:
+        yield url
 
 
 def raised_by(fn, *args, **kwargs) -> Exception:
@@ -103,10 +101,8 @@ def test_lancedb_turns_a_refused_connection_into_unavailable(lancedb_store, refu
     with pytest.raises(StoreUnavailable, match=f"LanceDB at {tmp_path} is unreachable \\(ConnectError\\)"):
         lancedb_store._call("search", httpx.get, refused_url, timeout=2)
     with pytest.raises(StoreTimeout, match="LanceDB search on 'memories': timed out"):
-        with socket.socket() as silent:
-            silent.bind(("127.0.0.1", 0))
-            silent.listen(8)
-            lancedb_store._call("search", httpx.get, f"http://127.0.0.1:{silent.getsockname()[1]}", timeout=0.5)
+        with silent_url() as url:
+            lancedb_store._call("search", httpx.get, url, timeout=0.5)
 
 
 def test_langgraph_store_whose_embedding_service_refuses_is_unavailable(monkeypatch, refused_url):

@@ -10,12 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
+from demo_questions import THEME
 
 from connectors.base import AuthFailed, BadResponse, InvalidRequest, ScoreKind, StoreUnavailable
 from connectors.http.json_service import ConfigError, HttpJsonStore, fill, load_config, open_store, parse_config
 from connectors.registry import create_store
-
-THEME = "Which UI theme does the user prefer?"
 
 MINIMAL: dict[str, Any] = {
     "base_url": "http://svc.test",

@@ -7,7 +7,8 @@ from __future__ import annotations
 import lancedb
 import numpy as np
 import pytest
-from demo_judgments import query_text, relevant_ids
+from demo_judgments import relevant_ids
+from demo_questions import PIZZA, THEME
 
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows, demo_vectors
@@ -15,8 +16,6 @@ from connectors.embedding import runtime as embedding
 from connectors.registry import create_store
 from connectors.vector.lancedb_store import normalise, open_store
 
-THEME = query_text("demo-q04")
-PIZZA = query_text("demo-q01")
 THEME_ID = relevant_ids("demo-q04")[0]
 DISTANCES = ("cosine", "l2", "dot")
 

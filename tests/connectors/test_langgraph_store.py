@@ -4,7 +4,8 @@ embedding, built by a factory named as `module:function` the way a user names th
 from __future__ import annotations
 
 import pytest
-from demo_judgments import query_text, relevant_ids
+from demo_judgments import relevant_ids
+from demo_questions import PIZZA, THEME
 from langgraph_factory import demo_store
 
 from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable
@@ -13,8 +14,6 @@ from connectors.embedding import runtime as embedding
 from connectors.registry import create_store
 from connectors.vector.langgraph_store import allowed_factories, open_store, parse_namespace
 
-THEME = query_text("demo-q04")
-PIZZA = query_text("demo-q01")
 THEME_ID = relevant_ids("demo-q04")[0]
 FACTORY = "langgraph_factory:demo_store"
 TEST_FACTORIES = ",".join(

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
-from demo_judgments import calibrated_floor, query_text, relevant_ids
+from demo_judgments import calibrated_floor, relevant_ids
+from demo_questions import PIZZA, THEME
 
 from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows, load_mem0
@@ -20,8 +21,6 @@ from connectors.mem0.scores import ScoreRule, hits_from_search, score_rule
 from connectors.registry import create_store
 from dashboard.ranking.rerank import rerank
 
-THEME = query_text("demo-q04")
-PIZZA = query_text("demo-q01")
 THEME_ID = relevant_ids("demo-q04")[0]
 
 

@@ -8,6 +8,7 @@ import json
 
 import httpx
 import pytest
+from demo_questions import PIZZA, THEME
 from mem0_platform_server import TEST_API_KEY, Fault, Mem0PlatformServer
 from ports import closed_port
 
@@ -20,9 +21,6 @@ from connectors.base import (
     StoreUnavailable,
 )
 from connectors.mem0.platform import Mem0PlatformStore, open_platform
-
-THEME = "Which UI theme does the user prefer?"
-PIZZA = "What is the user's favourite pizza topping?"
 
 
 @pytest.fixture(scope="session")

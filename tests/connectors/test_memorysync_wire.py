@@ -5,6 +5,7 @@ with faults injected for every error class."""
 from __future__ import annotations
 
 import pytest
+from demo_questions import PIZZA, THEME
 from ports import closed_port
 
 from connectors.base import (
@@ -18,8 +19,6 @@ from connectors.base import (
 )
 from connectors.http.memorysync import NORMALISED_NOTE, USAGE_NOTE, MemorySyncStore, MissingEndUser
 
-PIZZA = "What is the user's favourite pizza topping?"
-THEME = "Which UI theme does the user prefer?"
 COMPONENTS = ("semantic", "recency", "importance", "usage")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from hostile_server import HostileServer
+from ports import closed_port
 
 from connectors.base import ConnectorError, InvalidRequest, StoreTimeout, StoreUnavailable
 from connectors.common.redaction import terminal_line, terminal_text
@@ -114,8 +115,4 @@ def test_terminal_text_keeps_lines_and_escapes_the_rest():
 
 @pytest.fixture
 def unused_port():
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return closed_port()

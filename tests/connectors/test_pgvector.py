@@ -11,7 +11,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from demo_judgments import query_text, relevant_ids
+from demo_judgments import relevant_ids
+from demo_questions import PIZZA, THEME
 from pgvector_server import PgVectorServer  # tests/pgvector_server.py
 
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreTimeout, StoreUnavailable
@@ -21,8 +22,6 @@ from connectors.mem0.library import offline_config
 from connectors.registry import REGISTRY, create_store
 from connectors.vector.pgvector import normalise, open_store
 
-THEME = query_text("demo-q04")
-PIZZA = query_text("demo-q01")
 THEME_ID = relevant_ids("demo-q04")[0]
 
 

@@ -4,10 +4,8 @@ store and where it is, and sidebar settings left empty mean the defaults."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
-from ports import closed_port
+from ports import closed_port, silent_url
 
 from connectors.base import StoreTimeout, StoreUnavailable
 from connectors.registry import create_store
@@ -25,10 +23,7 @@ def test_a_server_that_refuses_is_store_unavailable_naming_where():
 
 
 def test_a_server_that_never_answers_is_a_timeout():
-    with socket.socket() as silent:  # accepts connections (the backlog), never replies
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(8)
-        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    with silent_url() as url:
         with pytest.raises(StoreTimeout, match="Qdrant collection check on 'memories': timed out"):
             QdrantStore("memories", url=url, timeout=1)
 

@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from demo_judgments import calibrated_floor, demo_queries, query_text, relevant_ids
+from demo_judgments import calibrated_floor, demo_queries, relevant_ids
+from demo_questions import PIZZA, THEME
 
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows, demo_vectors, load_chroma, load_qdrant
@@ -18,8 +19,6 @@ from connectors.registry import create_store
 from connectors.vector.chroma import ChromaStore, persistent_client
 from connectors.vector.qdrant import QdrantStore, local_client
 
-THEME = query_text("demo-q04")
-PIZZA = query_text("demo-q01")
 THEME_ID = relevant_ids("demo-q04")[0]
 
 QDRANT_DISTANCES = ("cosine", "euclid", "manhattan", "dot")

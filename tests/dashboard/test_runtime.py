@@ -12,6 +12,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from demo_questions import PIZZA, THEME
 
 from connectors.common.score_spaces import AS_SENT, ScoreSpace, space_for
 from dashboard.calibration.label_files import parse_label_text
@@ -31,8 +32,6 @@ from dashboard.runtime import (
     memory_from_hits,
 )
 
-PIZZA = "What is the user's favourite pizza topping?"
-THEME = "Which UI theme does the user prefer?"
 HEAVY = ("streamlit", "pandas", "duckdb", "plotly", "torch")
 
 

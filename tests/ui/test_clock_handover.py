@@ -16,9 +16,8 @@ from dashboard.evaluation.storage import open_eval_store
 FLOOR = 0.36577  # a calibrated floor: not on the 0.01 grid of a slider
 
 
-@pytest.fixture(autouse=True)
-def named_reviewer(monkeypatch):
-    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
+# Labels here are saved under a named reviewer, as a deployment names one (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("named_reviewer")
 
 
 def _run(at, name: str, as_of: str) -> None:

@@ -8,10 +8,10 @@ import json
 
 import pytest
 from chat_model_server import ChatModelServer, Reply, formula_ranker
+from demo_questions import THEME
 from markdown_it import MarkdownIt
 from markdown_text import seen
 
-THEME = "Which UI theme does the user prefer?"
 RENDER = MarkdownIt("commonmark", {"html": True})
 PLANTED = "![p](http://evil.example/leak.png)"
 

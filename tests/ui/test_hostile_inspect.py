@@ -20,12 +20,8 @@ from markdown_text import seen
 from dashboard.display import TABLE_TEXT_CHARS, WORD_JOINER
 from dashboard.ui.pages.inspect import MAX_LABEL_ROWS, MAX_NOTES, MAX_TABLE_ROWS
 
-
-@pytest.fixture(autouse=True)
-def named_reviewer(monkeypatch):
-    """These tests label on Inspect as a deployment does that names its reviewer
-    (MEMLENS_REVIEWER); with no name at all, Inspect asks first (test_session_carry.py)."""
-    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
+# Labels here are saved under a named reviewer, as a deployment names one (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("named_reviewer")
 
 
 SEARCH = "FormSubmitter:query_form-Search"

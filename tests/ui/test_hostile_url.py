@@ -4,13 +4,13 @@ value, and says what it did with the part of the link it could not use."""
 from __future__ import annotations
 
 import pytest
+from demo_questions import PIZZA
 from markdown_it import MarkdownIt
 from markdown_text import seen
 
 from dashboard.ui.pages.inspect import MAX_QUERY_CHARS
 
 SEARCH = "FormSubmitter:query_form-Search"
-PIZZA = "What is the user's favourite pizza topping?"
 RENDER = MarkdownIt("commonmark")
 
 

@@ -5,21 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from demo_questions import PIZZA, THEME
 from markdown_text import error_texts, markdown_table
 
 from connectors.base import StoreTimeout
 from connectors.registry import REGISTRY, StoreSpec
 
-
-@pytest.fixture(autouse=True)
-def named_reviewer(monkeypatch):
-    """These tests label on Inspect as a deployment does that names its reviewer
-    (MEMLENS_REVIEWER); with no name at all, Inspect asks first (test_session_carry.py)."""
-    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
+# Labels here are saved under a named reviewer, as a deployment names one (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("named_reviewer")
 
 
-PIZZA = "What is the user's favourite pizza topping?"
-THEME = "Which UI theme does the user prefer?"
 SEARCH = "FormSubmitter:query_form-Search"
 
 

@@ -1,4 +1,4 @@
-PIZZA = "What is the user's favourite pizza topping?"
+from demo_questions import PIZZA
 
 
 def test_pizza_query_drops_everything_under_default_floor(app):

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from markdown_text import error_texts, seen
 
 from dashboard.database import open_label_store
@@ -25,19 +24,6 @@ PAGE = str(ROOT / "dashboard" / "views" / "label.py")
 WORKER = Path(__file__).resolve().parent / "label_session_worker.py"
 SAMPLE_LOG = ROOT / "demo_data" / "sample_log.jsonl"
 ACTION_BUTTONS = {"relevant": "label_relevant", "not_relevant": "label_not_relevant", "skip": "label_skip"}
-
-
-@pytest.fixture
-def label_page(data_dir, demo_store):
-    from streamlit.testing.v1 import AppTest
-
-    def make(**session_state):
-        at = AppTest.from_file(PAGE, default_timeout=180)
-        for key, value in session_state.items():
-            at.session_state[key] = value
-        return at
-
-    return make
 
 
 def labels_db(data_dir):

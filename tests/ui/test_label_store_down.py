@@ -7,21 +7,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from demo_questions import THEME
 from markdown_text import error_texts
+from waiting import wait_for
+
+# Labels here are saved under a named reviewer, as a deployment names one (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("named_reviewer")
 
 
-@pytest.fixture(autouse=True)
-def named_reviewer(monkeypatch):
-    """These tests label on Inspect as a deployment does that names its reviewer
-    (MEMLENS_REVIEWER); with no name at all, Inspect asks first (test_session_carry.py)."""
-    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
-
-
-THEME = "Which UI theme does the user prefer?"
 DOWN_URL = "postgresql://memlens:hunter2secret@127.0.0.1:1/labels?connect_timeout=1"
 UPLOAD = b'{"memory_id": "m1", "score": 0.8, "label": "relevant"}\n{"memory_id": "m2", "score": 0.2, "label": "not_relevant"}\n'
 PAGES = ("inspect.py", "calibrate.py", "label.py", "quality.py")
@@ -33,6 +29,22 @@ def shown(at) -> str:
 
 def errors(at) -> str:
     return "\n".join(error_texts(at))
+
+
+# What the page says while the label store holds off a server that stopped answering
+# (it asks again once its 3 s timeout has passed).
+HOLDING_OFF = "memlens asks it again after that"
+
+
+def press_until_the_store_asks_again(press, timeout_s: float = 30.0):
+    """``press()`` (a reviewer's click, returning the page after it) again until the
+    page no longer says the store is holding off the server; the page then."""
+
+    def answered():
+        at = press()
+        return None if HOLDING_OFF in errors(at) else at
+
+    return wait_for(answered, timeout_s=timeout_s, what="the label store asking the resumed server again")
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -149,10 +161,16 @@ def test_a_frozen_postgres_label_click_says_not_saved_and_other_pages_keep_worki
         assert at.dataframe  # the store's memories are listed
     finally:
         postgres.thaw()
-    time.sleep(3.2)  # the label store asks a server that stopped answering again after 3 s
-    again = app(query=THEME)  # the reviewer opens Inspect again and retries the click
-    again.run()
-    again.button(key=f"relevant_{first}").click().run()
+
+
+    def click_on_a_fresh_inspect():  # the reviewer opens Inspect again and retries the click
+        again = app(query=THEME)
+        again.run()
+        if HOLDING_OFF in errors(again):  # the page says so before any button is drawn
+            return again
+        return again.button(key=f"relevant_{first}").click().run()
+
+    again = press_until_the_store_asks_again(click_on_a_fresh_inspect)
     assert not again.error and any("✅ relevant" in m.value for m in again.markdown)
 
 
@@ -226,8 +244,7 @@ def test_the_label_page_comes_back_after_a_frozen_database_resumes_without_askin
         assert at.button(key="label_retry")  # the page offers to try again, and keeps running
     finally:
         postgres.thaw()
-    time.sleep(3.2)  # past the label store's retry window
-    at.button(key="label_retry").click().run()
+    press_until_the_store_asks_again(lambda: at.button(key="label_retry").click().run())  # the same page
     assert not at.exception, at.exception
     assert errors(at).startswith("The label was not saved")  # the click that failed, said in the panel
     assert "1 of 4 rows done by ana" in " ".join(str(p.proto) for p in at.get("progress"))

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 from chat_model_server import ChatModelServer, Reply, formula_ranker
-
-THEME = "Which UI theme does the user prefer?"
+from demo_questions import THEME
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from demo_questions import PIZZA, THEME
 from markdown_text import seen
 from ports import closed_port
 from streamlit.testing.v1.element_tree import Block
@@ -16,16 +17,10 @@ from connectors.http.memorysync import NORMALISED_NOTE, USAGE_NOTE
 from dashboard.floor import apply_floor
 from dashboard.labels import export
 
-
-@pytest.fixture(autouse=True)
-def named_reviewer(monkeypatch):
-    """These tests label on Inspect as a deployment does that names its reviewer
-    (MEMLENS_REVIEWER); with no name at all, Inspect asks first (test_session_carry.py)."""
-    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
+# Labels here are saved under a named reviewer, as a deployment names one (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("named_reviewer")
 
 
-THEME = "Which UI theme does the user prefer?"
-PIZZA = "What is the user's favourite pizza topping?"
 
 
 def node_text(node) -> str:

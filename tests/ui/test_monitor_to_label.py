@@ -19,9 +19,8 @@ QUERIES = {row["message_id"]: row["query"] for row in map(json.loads, SAMPLE_LOG
 NO_STORE_NOTE = "drawn before memlens recorded the store"
 
 
-@pytest.fixture(autouse=True)
-def named_reviewer(monkeypatch):
-    monkeypatch.setenv("MEMLENS_REVIEWER", "reviewer")
+# Labels here are saved under a named reviewer, as a deployment names one (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("named_reviewer")
 
 
 def page_text(at) -> str:

@@ -7,11 +7,11 @@ import math
 import re
 
 import pytest
+from demo_questions import THEME
 from markdown_text import error_texts
 
 from dashboard.ranking.ranking_json import validate_ranking
 
-THEME = "Which UI theme does the user prefer?"
 HALF_LIFE = 72.0  # the embedded store's default, and the panel's
 
 

@@ -5,12 +5,11 @@ record every request, so the test sees what reached the other host."""
 from __future__ import annotations
 
 import pytest
+from demo_questions import THEME
 
 from connectors.base import AuthFailed
 from connectors.mem0.platform import open_platform
 from connectors.registry import REGISTRY, configured_secret_allowed
-
-THEME = "Which UI theme does the user prefer?"
 
 
 @pytest.fixture

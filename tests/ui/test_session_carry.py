@@ -9,11 +9,11 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from demo_questions import THEME
 from markdown_text import markdown_table, seen
 
 DEMO_QUERIES = Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 SEARCH = "FormSubmitter:query_form-Search"
-THEME = "Which UI theme does the user prefer?"
 RECENCY_HEAVY = "semantic=0.05,recency=0.95,importance=0,usage=0"
 
 

@@ -18,9 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TRUTH = {q["message_id"]: set(q["relevant"]) for q in map(json.loads, (ROOT / "demo_data" / "queries.jsonl").read_text().splitlines())}
 
 
-@pytest.fixture(autouse=True)
-def named_reviewer(monkeypatch):
-    monkeypatch.setenv("MEMLENS_REVIEWER", "ana")
+# Labels here are saved under a named reviewer, as a deployment names one (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("named_reviewer")
 
 
 def test_a_sessions_labels_reach_calibrate_with_their_score_space_and_no_text(app, data_dir):

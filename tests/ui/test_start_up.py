@@ -10,10 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from demo_questions import PIZZA
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "views" / "navigation.py")
 
-PIZZA = "What is the user's favourite pizza topping?"
 
 # A new server in a fresh interpreter: start-up, then a link's first run, counting
 # what that run opens and imports that start-up had not.

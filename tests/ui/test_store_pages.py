@@ -5,13 +5,13 @@ folders loaded with the demo memories."""
 from __future__ import annotations
 
 import pytest
+from demo_questions import THEME
 from markdown_text import error_texts, seen
 
 from connectors.demo_loader import demo_rows, load_chroma, load_qdrant
 from connectors.vector.chroma import persistent_client
 from connectors.vector.qdrant import local_client
 
-THEME = "Which UI theme does the user prefer?"
 SEARCH = "FormSubmitter:query_form-Search"
 CHECK = "FormSubmitter:browse_check_form-Check"
 COMPARE = "FormSubmitter:compare_form-Compare"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from markdown_text import error_texts, seen
 from team_session import SESSION, build_team_session, pairs
 
@@ -16,22 +15,8 @@ from dashboard.labels import sampling
 from dashboard.logs.retrieval_log import read_log
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGE = str(ROOT / "dashboard" / "views" / "label.py")
 SAMPLE_LOG = ROOT / "demo_data" / "sample_log.jsonl"
 AUTH = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret": "x" * 32}
-
-
-@pytest.fixture
-def label_page(data_dir, demo_store):
-    from streamlit.testing.v1 import AppTest
-
-    def make(**session_state):
-        at = AppTest.from_file(PAGE, default_timeout=180)
-        for key, value in session_state.items():
-            at.session_state[key] = value
-        return at
-
-    return make
 
 
 def labels_db(data_dir):

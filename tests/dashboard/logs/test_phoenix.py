@@ -199,7 +199,7 @@ def test_push_people_only_sends_no_judge_label(phoenix, tmp_path, capsys):
 
 
 def test_an_unreachable_phoenix_exits_2_and_never_prints_the_api_key(tmp_path, monkeypatch, capsys):
-    from postgres_server import free_port
+    from ports import free_port
 
     monkeypatch.setenv("PHOENIX_API_KEY", "phx-key-41-secret")
     closed = f"http://127.0.0.1:{free_port()}"

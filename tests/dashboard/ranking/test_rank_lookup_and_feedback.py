@@ -7,15 +7,13 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from demo_questions import PIZZA, THEME
 
 from connectors.base import Hit, InvalidRequest
 from connectors.embedded.store import EmbeddedStore
 from connectors.http.memorysync import MemorySyncStore
 from dashboard import feedback
 from dashboard.ranking.rank_lookup import DEFAULT_LOOKUP_K, find_rank, lookup_k
-
-PIZZA = "What is the user's favourite pizza topping?"
-THEME = "Which UI theme does the user prefer?"
 
 
 @pytest.fixture
