@@ -1,8 +1,12 @@
-"""One `streamlit run` server and one headless Chromium for the whole e2e session.
+"""One `streamlit run` server per test module and one headless Chromium for the
+whole e2e session.
 
 The server runs the app exactly as `make run` does, on 127.0.0.1 and a free port,
-with a fresh MEMLENS_DATA_DIR (so the demo store is built and the label database
-created by the app itself) and no network for the model. Each test gets its own
+with a fresh MEMLENS_DATA_DIR per module (the label database is created by the app
+itself) and no network for the model. So each module starts from the same state,
+whatever another module labelled, ran or saved; the tests of one module share it, in
+their file's order. The data directory starts with a copy of the session's demo
+store, so a server does not encode the demo memories again. Each test gets its own
 browser context: a new Streamlit session, as a second reviewer opening the link.
 """
 
@@ -11,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -62,16 +67,31 @@ class Server:
         return self.log_path.read_text(errors="replace")
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory) -> Iterator[Server]:
-    """`streamlit run dashboard/app.py` on a free loopback port; stopped at the end
-    of the session, and also when the start-up itself fails."""
-    data_dir = tmp_path_factory.mktemp("e2e-data")
+@pytest.fixture(scope="module")
+def server(request, tmp_path_factory, demo_store) -> Iterator[Server]:
+    """`streamlit run dashboard/app.py` on a free loopback port over this module's
+    own data directory; stopped at the end of the module, and also when the start-up
+    itself fails."""
+    module = request.module.__name__.rpartition(".")[2]
+    data_dir = tmp_path_factory.mktemp(f"e2e-{module}")
+    copy_sqlite(Path(demo_store.path), data_dir / "demo.sqlite")
     # The operator of this test deployment allows store files under the tests'
     # temporary folders (the hostile service's TOML files are written there).
     allowed = {"MEMLENS_ALLOWED_PATHS": str(tmp_path_factory.getbasetemp())}
-    with running_streamlit(data_dir, data_dir.parent / "streamlit-e2e.log", allowed) as started:
+    with running_streamlit(data_dir, data_dir.parent / f"streamlit-{module}.log", allowed) as started:
         yield started
+
+
+def copy_sqlite(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file (SQLite's backup, not a byte copy that
+    could catch a write half done)."""
+    reader, writer = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        with writer:
+            reader.backup(writer)
+    finally:
+        reader.close()
+        writer.close()
 
 
 @contextlib.contextmanager

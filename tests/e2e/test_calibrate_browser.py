@@ -42,7 +42,7 @@ def label_file(path):
 
 def test_calibrate_draws_its_charts_with_the_floor_from_inspect(page, screenshots):
     # The reviewer comes from a shared Inspect link with floor 0.20, labels one hit of
-    # each kind (so the label store can calibrate whatever other tests left in it),
+    # each kind (the module's fresh label store then holds these two to calibrate),
     # then follows the sidebar link.
     open_app(page, params={"query": "Which UI theme does the user prefer?", "user": "sam", "k": "5", "floor": "0.20"})
     expect(page.get_by_test_id("stCode").first).to_be_visible(timeout=240_000)

@@ -6,17 +6,19 @@ asking the reviewer's name again, and the next key press is saved."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from conftest import running_streamlit
 from playwright.sync_api import expect
 from postgres_server import PostgresServer
 from st_browser import wait_idle, widget
+from waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
 REVIEWER = "ana-frozen"
+# What the page says while the label store holds off a server that stopped answering
+# (it asks again once its 3 s timeout has passed).
+HOLDING_OFF = "memlens asks it again after that"
 
 
 @pytest.fixture
@@ -62,10 +64,14 @@ def test_the_label_panel_recovers_from_a_frozen_database_without_a_reload(tmp_pa
             expect(widget(page, "label_retry")).to_be_visible()
         finally:
             postgres.thaw()
-        time.sleep(3.5)  # the label store asks a server that stopped answering again after 3 s
 
-        widget(page, "label_retry").get_by_role("button", name="Try again").click()
-        wait_idle(page)
+        def try_again() -> bool:
+            """Try again, as the reviewer does; True once the store asked the server."""
+            widget(page, "label_retry").get_by_role("button", name="Try again").click()
+            wait_idle(page)
+            return page.get_by_test_id("stAlert").filter(has_text=HOLDING_OFF).count() == 0
+
+        wait_for(try_again, timeout_s=30, what="the label store asking the resumed server again")
         expect(progress).to_contain_text(f"1 of 4 rows done by {REVIEWER}")  # back where it was
         expect(widget(page, "label_reviewer_input")).to_have_count(0)  # the name is not asked again
         press(page, "2")

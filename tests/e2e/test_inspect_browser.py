@@ -10,6 +10,7 @@ import sqlite3
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from demo_questions import PIZZA
 from playwright.sync_api import expect
 from st_browser import (
     ask,
@@ -26,7 +27,6 @@ from st_browser import (
 
 pytestmark = pytest.mark.e2e
 
-PIZZA = "What is the user's favourite pizza topping?"
 THEME = "Prefers light UI theme"
 NO_MEMORY = "No stored memory is relevant to this message."
 EXPORT_FIELDS = {"message_id", "memory_id", "rank", "score", "label", "reviewer", "store", "created_at", "updated_at"}

@@ -12,13 +12,13 @@ import re
 import pytest
 from chat_model_server import ChatModelServer, Reply, formula_ranker
 from conftest import checked_page, running_streamlit
+from demo_questions import THEME
 from playwright.sync_api import expect
 from st_browser import ask, choose, grid_rows, grid_with_column, open_app, wait_idle, widget
 
 pytestmark = pytest.mark.e2e
 
 MODEL = "loopback-model"
-THEME = "Which UI theme does the user prefer?"
 REVIEWER = "ana-judged"
 SESSION = "judged-e2e"
 SOURCE = f"judge:umbrela@{MODEL}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
+from demo_questions import PIZZA
 from playwright.sync_api import Page, expect
 from st_browser import FIRST_RESULT_TIMEOUT_MS, open_app, wait_idle, widget
 
@@ -25,7 +26,6 @@ PAGES = [
     ("compare", "Compare", "Compare two stores"),
     ("monitor", "Monitor", "Monitor the floor"),
 ]
-PIZZA = "What is the user's favourite pizza topping?"
 
 
 def assert_no_page_not_found(page: Page) -> None:

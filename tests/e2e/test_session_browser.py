@@ -8,13 +8,13 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from demo_questions import THEME
 from playwright.sync_api import expect
 from st_browser import ask, go_to, open_app, wait_idle, widget
 
 pytestmark = pytest.mark.e2e
 
 RECENCY_HEAVY = "semantic=0.05,recency=0.95,importance=0,usage=0"
-THEME = "Which UI theme does the user prefer?"
 
 
 def store_settings(page):

@@ -6,9 +6,7 @@ lands on the Label page, not on Inspect."""
 from __future__ import annotations
 
 import pytest
-from conftest import running_streamlit
-from oidc_provider_mock import run_server_in_thread
-from ports import free_port
+from signed_in_server import streamlit_behind_sign_in
 from st_browser import FIRST_RESULT_TIMEOUT_MS, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -17,37 +15,23 @@ IDENTITY = "ben@example.test"
 
 
 def test_sign_in_from_the_label_page_comes_back_to_it(tmp_path, browser):
-    data = tmp_path / "data"
-    data.mkdir()
-    port = free_port()
-    with run_server_in_thread() as provider:
-        secrets = tmp_path / "secrets.toml"
-        secrets.write_text(
-            "[auth]\n"
-            f'redirect_uri = "http://127.0.0.1:{port}/oauth2callback"\n'
-            'cookie_secret = "memlens-e2e-cookie-secret-0123456789"\n'
-            'client_id = "memlens"\n'
-            'client_secret = "memlens-e2e-client-secret"\n'
-            f'server_metadata_url = "http://localhost:{provider.server_port}/.well-known/openid-configuration"\n'
-        )
-        args = ("--secrets.files", str(secrets))
-        with running_streamlit(data, tmp_path / "streamlit.log", extra_args=args, port=port) as app:
-            context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            page = context.new_page()
-            page.goto(f"{app.url}/label")
-            wait_idle(page)
-            page.get_by_text("Sign in to continue").wait_for()
-            page.get_by_role("button", name="Sign in").click()
-            page.locator("input[name=sub]").fill(IDENTITY)
-            page.get_by_role("button", name="Authorize").click()
-            page.wait_for_url(f"{app.url}/label", timeout=FIRST_RESULT_TIMEOUT_MS)
-            wait_idle(page, timeout=FIRST_RESULT_TIMEOUT_MS)
-            page.get_by_role("heading", name="Label a session").wait_for(timeout=FIRST_RESULT_TIMEOUT_MS)
-            page.get_by_text(f"Signed in as {IDENTITY}").wait_for()
-            # Once: going to Inspect afterwards stays on Inspect.
-            page.goto(app.url)
-            wait_idle(page, timeout=FIRST_RESULT_TIMEOUT_MS)
-            page.get_by_text(f"Signed in as {IDENTITY}").wait_for()
-            page.wait_for_timeout(1000)
-            assert page.url.split("?")[0].rstrip("/") == app.url.rstrip("/")  # Inspect, not sent to /label again
-            context.close()
+    with streamlit_behind_sign_in(tmp_path) as app:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(f"{app.url}/label")
+        wait_idle(page)
+        page.get_by_text("Sign in to continue").wait_for()
+        page.get_by_role("button", name="Sign in").click()
+        page.locator("input[name=sub]").fill(IDENTITY)
+        page.get_by_role("button", name="Authorize").click()
+        page.wait_for_url(f"{app.url}/label", timeout=FIRST_RESULT_TIMEOUT_MS)
+        wait_idle(page, timeout=FIRST_RESULT_TIMEOUT_MS)
+        page.get_by_role("heading", name="Label a session").wait_for(timeout=FIRST_RESULT_TIMEOUT_MS)
+        page.get_by_text(f"Signed in as {IDENTITY}").wait_for()
+        # Once: going to Inspect afterwards stays on Inspect.
+        page.goto(app.url)
+        wait_idle(page, timeout=FIRST_RESULT_TIMEOUT_MS)
+        page.get_by_text(f"Signed in as {IDENTITY}").wait_for()
+        page.wait_for_timeout(1000)
+        assert page.url.split("?")[0].rstrip("/") == app.url.rstrip("/")  # Inspect, not sent to /label again
+        context.close()
