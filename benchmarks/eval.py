@@ -55,10 +55,9 @@ from benchmarks._common import PYTHON, ROOT, median, report, table
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedding import onnx_export
 from connectors.embedding import runtime as embedding
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.evaluation.judged_sets import JudgedSet, read_file
 from dashboard.evaluation.runs import RunRequest, start_run
-from dashboard.evaluation.storage import EvalStore
 
 K = 10
 TARGET = 1.2
@@ -152,9 +151,9 @@ def _free_port() -> int:
 def _page_data(data: Path, judged) -> Path:
     """A data directory whose label database keeps the judged set, as an upload would."""
     data.mkdir()
-    labels = open_label_store(data / "labels.sqlite")
-    EvalStore(labels).save_set(JudgedSet(SET_NAME, judged.questions))
-    labels.close()
+    db = AppDatabase(data / "labels.sqlite")
+    db.judged_sets.save(JudgedSet(SET_NAME, judged.questions))
+    db.close()
     return data
 
 
@@ -295,11 +294,11 @@ def main() -> None:
         if args.in_process:
 
             def in_process() -> tuple[float, float]:
-                labels = open_label_store(Path(tempfile.mkdtemp(dir=directory)) / "labels.sqlite")
+                db = AppDatabase(Path(tempfile.mkdtemp(dir=directory)) / "labels.sqlite")
                 request = RunRequest(judged, "embedded", "embedded:bench", {}, K)
                 begun, cpu = time.perf_counter(), time.process_time()
-                assert start_run(store, EvalStore(labels), request).complete
-                labels.close()
+                assert start_run(store, db, request).complete
+                db.close()
                 return time.perf_counter() - begun, time.process_time() - cpu
 
             contenders["start_run in-process (model and store open)"] = in_process

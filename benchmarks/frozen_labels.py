@@ -32,7 +32,7 @@ def main() -> int:
     from postgres_server import PostgresServer
     from streamlit.testing.v1 import AppTest
 
-    from dashboard.database import open_label_store
+    from dashboard.database import AppDatabase
     from dashboard.labels import sampling
     from dashboard.logs.retrieval_log import read_log
 
@@ -41,9 +41,9 @@ def main() -> int:
         url = server.new_database()
         os.environ["MEMLENS_LABELS_URL"] = url
         os.environ["MEMLENS_DATA_DIR"] = tempfile.mkdtemp(prefix="memlens-bench-")
-        store = open_label_store(url)
-        sampling.save_session(store, "bench", read_log(ROOT / "demo_data" / "sample_log.jsonl").rows, method="turns", size=4, seed=1)
-        store.close()
+        db = AppDatabase(url)
+        sampling.save_session(db, "bench", read_log(ROOT / "demo_data" / "sample_log.jsonl").rows, method="turns", size=4, seed=1)
+        db.close()
         at = AppTest.from_file(str(ROOT / "dashboard" / "views" / "label.py"), default_timeout=180)
         at.session_state["label_reviewer"] = "bench"
         at.session_state["label_session"] = "bench"

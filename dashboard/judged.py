@@ -13,9 +13,11 @@ the demo tools can all build on it. Pure functions: no Streamlit, no store calls
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,36 @@ class JudgedQuestion:
             "grades": dict(sorted(self.grades.items())),
             "tags": list(self.tags),
         }
+
+
+# A named set of judged questions (dashboard/evaluation/judged_sets.py reads them from
+# files; the app database keeps them). Here, beside the question, so the database
+# can store one without importing evaluation.
+@dataclass
+class JudgedSet:
+    name: str
+    questions: list[JudgedQuestion]
+    source: str = ""
+    issues: list[LineIssue] = field(default_factory=list)
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.questions)
+
+    def by_id(self) -> dict[str, JudgedQuestion]:
+        return {q.message_id: q for q in self.questions}
+
+    def issue_report(self) -> str:
+        return "\n".join(str(issue) for issue in self.issues)
+
+
+def content_hash(questions: Iterable[JudgedQuestion]) -> str:
+    """sha256 over the questions in message-id order: the same judgments in another
+    order are the same version."""
+    canonical = json.dumps(
+        sorted((q.as_dict() for q in questions), key=lambda d: d["message_id"]), sort_keys=True, ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 def check_grade(value: Any) -> int | None:

@@ -36,8 +36,8 @@ def build_team_session(store) -> dict[tuple[str, str], str]:
     rows = pairs()
     items = [SessionItem(i, m, k, 1 + i % 4, s) for i, (m, k, s, _) in enumerate(rows)]
     session = LabelSession(name=SESSION, method="turns", size=len(items), reviewers=list(REVIEWERS), store=STORE)
-    store.create_session(session, items)
-    session = store.session(SESSION)
+    store.sessions.create(session, items)
+    session = store.sessions.get(SESSION)
     expected: dict[tuple[str, str], str] = {}
     for i, (message, memory, _, truth) in enumerate(rows):
         item = items[i]
@@ -51,11 +51,11 @@ def build_team_session(store) -> dict[tuple[str, str], str]:
             labelling.record(store, session, item, reviewer, label, connected_store=STORE)
         expected[(message, memory)] = truth
     del expected[rows[17][:2]]  # a tie nobody adjudicates: unresolved, left out
-    store.adjudicate(message_id=rows[13][0], memory_id=rows[13][1], label=rows[13][3], adjudicator="lead",
+    store.adjudications.save(message_id=rows[13][0], memory_id=rows[13][1], label=rows[13][3], adjudicator="lead",
                      note="the memory answers the question", session=SESSION)  # fmt: skip
     # The lead overrules both reviewers' truth on 16: the adjudicated label wins over any vote.
     overruled = flip(rows[16][3])
-    store.adjudicate(message_id=rows[16][0], memory_id=rows[16][1], label=overruled, adjudicator="lead",
+    store.adjudications.save(message_id=rows[16][0], memory_id=rows[16][1], label=overruled, adjudicator="lead",
                      note="stale memory: no longer true", session=SESSION)  # fmt: skip
     expected[rows[16][:2]] = overruled
     return expected
@@ -64,9 +64,9 @@ def build_team_session(store) -> dict[tuple[str, str], str]:
 def mistype(store) -> None:
     """'anna' labels five rows the other way: the Label page refuses her, so these are
     written straight into the label database, as an old version or a script would."""
-    session = store.session(SESSION)
-    item = store.session_items(SESSION)[0]
+    session = store.sessions.get(SESSION)
+    item = store.sessions.items(SESSION)[0]
     with pytest.raises(labelling.NotAReviewer, match="'anna' is not among this session's reviewers"):
         labelling.record(store, session, item, "anna", "not_relevant", connected_store=STORE)
     for message, memory, score, truth in pairs()[20:] + pairs()[:1]:
-        store.upsert(message_id=message, memory_id=memory, label=flip(truth), reviewer="anna", store=STORE, rank=1, score=score)
+        store.labels.save(message_id=message, memory_id=memory, label=flip(truth), reviewer="anna", store=STORE, rank=1, score=score)

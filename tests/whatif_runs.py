@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import random
 
+from dashboard.database import AppDatabase
 from dashboard.database.model import utc_now
+from dashboard.database.runs import QueryOutcome, RunHit, RunInfo
 from dashboard.evaluation.judged_sets import JudgedSet
-from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo
 from dashboard.judged import JudgedQuestion
 
 OWN_WEIGHTS = {"semantic": 0.6, "recency": 0.15, "importance": 0.15, "usage": 0.1}
@@ -16,7 +17,7 @@ QUESTIONS = 20
 HITS = 5
 
 
-def perfect_run(evals: EvalStore, run_id: str = "perfect-run", store: str = "embedded") -> RunInfo:
+def perfect_run(db: AppDatabase, run_id: str = "perfect-run", store: str = "embedded") -> RunInfo:
     """Every question's one relevant memory is the store's rank 1, by a clear
     semantic margin; importance is 0.5 and usage 0 throughout."""
     rng = random.Random(5)
@@ -42,15 +43,15 @@ def perfect_run(evals: EvalStore, run_id: str = "perfect-run", store: str = "emb
             )
         )
     judged = JudgedSet("perfect", questions)
-    digest = evals.save_set(judged)
+    digest = db.judged_sets.save(judged)
     info = RunInfo(run_id, "perfect ranking", "perfect", digest, store, f"{store}:test", {}, HITS, utc_now(), None, QUESTIONS)
-    evals.start_run(info)
-    evals.save_outcomes(run_id, outcomes)
-    evals.finish_run(run_id)
+    db.runs.start(info)
+    db.runs.save_outcomes(run_id, outcomes)
+    db.runs.finish(run_id)
     return info
 
 
-def rare_relevant_run(evals: EvalStore, run_id: str = "rare-run") -> RunInfo:
+def rare_relevant_run(db: AppDatabase, run_id: str = "rare-run") -> RunInfo:
     """Every question is answerable (the judged set names its relevant memory), but
     only half the runs' questions fetched it: 10 relevant hits among 200 (5%). Two
     users and two tags, as a benchmark's categories."""
@@ -69,15 +70,15 @@ def rare_relevant_run(evals: EvalStore, run_id: str = "rare-run") -> RunInfo:
         user, tag = f"user{q % 2}", ("single-hop", "temporal")[q // 10]
         questions.append(JudgedQuestion(message_id, user, f"question {q}", {relevant_id: 1}, (tag,)))
         outcomes.append(QueryOutcome(message_id, q, user, [RunHit(m, rank, s) for rank, (m, s) in enumerate(hits, start=1)]))
-    digest = evals.save_set(JudgedSet("benchmark", questions))
+    digest = db.judged_sets.save(JudgedSet("benchmark", questions))
     info = RunInfo(run_id, "benchmark run", "benchmark", digest, "embedded", "embedded:test", {}, 10, utc_now(), None, 20)
-    evals.start_run(info)
-    evals.save_outcomes(run_id, outcomes)
-    evals.finish_run(run_id)
+    db.runs.start(info)
+    db.runs.save_outcomes(run_id, outcomes)
+    db.runs.finish(run_id)
     return info
 
 
-def noise_run(evals: EvalStore, run_id: str = "noise-run", questions_count: int = 60) -> RunInfo:
+def noise_run(db: AppDatabase, run_id: str = "noise-run", questions_count: int = 60) -> RunInfo:
     """Components that say nothing about relevance: each question's one relevant
     memory sits at a random rank of 10 and every component is random. A search over
     hundreds of weightings still finds one that edges the store on the search split by
@@ -101,9 +102,9 @@ def noise_run(evals: EvalStore, run_id: str = "noise-run", questions_count: int 
                 [RunHit(m, rank, s, s, b, dict(OWN_WEIGHTS)) for rank, (m, s, b) in enumerate(hits, start=1)],
             )
         )
-    digest = evals.save_set(JudgedSet("noise", questions))
+    digest = db.judged_sets.save(JudgedSet("noise", questions))
     info = RunInfo(run_id, "noise", "noise", digest, "embedded", "embedded:test", {}, 10, utc_now(), None, questions_count)
-    evals.start_run(info)
-    evals.save_outcomes(run_id, outcomes)
-    evals.finish_run(run_id)
+    db.runs.start(info)
+    db.runs.save_outcomes(run_id, outcomes)
+    db.runs.finish(run_id)
     return info

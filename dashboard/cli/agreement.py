@@ -42,7 +42,7 @@ import sys
 from pathlib import Path
 
 from connectors.common.paths import data_dir
-from dashboard.database import label_store_target, open_label_store
+from dashboard.database import AppDatabase, app_database_target
 from dashboard.database.model import LabelStoreError
 from dashboard.labels.agreement import agreement
 from dashboard.labels.counted import counted
@@ -74,9 +74,9 @@ def add_parser(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    target = args.labels or label_store_target(dict(os.environ), data_dir())
+    target = args.labels or app_database_target(dict(os.environ), data_dir())
     try:
-        store = open_label_store(target)
+        db = AppDatabase(target)
     except (LabelStoreError, OSError) as exc:
         print(f"memlens agreement: cannot open the label database: {exc}", file=sys.stderr)
         return 1
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"memlens agreement: cannot open the label database ({type(exc).__name__})", file=sys.stderr)
         return 1
     try:
-        session = store.session(args.session)
+        session = db.sessions.get(args.session)
         if session is None and Path(args.session).exists():
             try:
                 found = read_people_labels(args.session, fmt=getattr(args, "format", None))
@@ -98,12 +98,12 @@ def run(args: argparse.Namespace) -> int:
             messages = {label.message_id for label in session_labels}
             title = f"{found.summary()}: {len({(lab.message_id, lab.memory_id) for lab in session_labels})} rows in {len(messages)} turns"
         elif session is None:
-            known = ", ".join(s.name for s in store.sessions()) or "none"
+            known = ", ".join(s.name for s in db.sessions.all()) or "none"
             print(f"memlens agreement: no session named {args.session!r} (sessions: {known}), and no file of that name", file=sys.stderr)
             return 1
         else:
-            items = store.session_items(session.name)
-            team = counted(store, session=session.name, environ=dict(os.environ))
+            items = db.sessions.items(session.name)
+            team = counted(db, session=session.name, environ=dict(os.environ))
             # The reviewers whose labels count (the session's list): a mistyped name's labels are flagged, not compared.
             session_labels = counted_labels(team.raw, team.resolution.listed)[0]
             resolved, resolution = team.labels, team.resolution.lines()
@@ -111,10 +111,10 @@ def run(args: argparse.Namespace) -> int:
             title = f"session {session.name}: {len(items)} rows in {len(messages)} turns"
         report = agreement(session_labels)
         judge_lines = (
-            judge_report(store, args.judge, session_labels, messages, resolved) if getattr(args, "judge", None) else []
+            judge_report(db, args.judge, session_labels, messages, resolved) if getattr(args, "judge", None) else []
         )
     finally:
-        store.close()
+        db.close()
     print(f"{title}, reviewers {', '.join(report.reviewers) or 'none yet'}")
     print(report.headline())
     print(f"{len(report.disagreements)} disagreement(s)" + (":" if report.disagreements else ""))
@@ -136,19 +136,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def judge_report(store, name: str, session_labels, messages: set[str], resolved=None) -> list[str] | None:
+def judge_report(db, name: str, session_labels, messages: set[str], resolved=None) -> list[str] | None:
     """The judge-vs-people lines for every source of judge `name` (None: no such judge)."""
     from dashboard.database.judge_labels import source_name
     from dashboard.database.model import RELEVANT
     from dashboard.judging.agreement import judge_agreement
     from dashboard.judging.judges import calibrate_cutoff
 
-    sources = [s for s in store.judge_sources() if s == name or source_name(s) == name]
+    sources = [s for s in db.judge_labels.sources() if s == name or source_name(s) == name]
     if not sources:
         return None
     lines: list[str] = []
     for source in sources:
-        judged = store.judgments(source=source, message_ids=messages)
+        judged = db.judge_labels.find(source=source, message_ids=messages)
         figures = judge_agreement(session_labels, judged, source, resolved=resolved)
         lines.append(figures.headline())
         if figures.count:
@@ -156,7 +156,7 @@ def judge_report(store, name: str, session_labels, messages: set[str], resolved=
             lines += [f"  {line}" for line in figures.label_lines()]
         for reviewer, mine in figures.per_reviewer.items():
             lines.append(f"  {reviewer}: {mine.headline().split(' vs people: ', 1)[-1]}")
-        record = store.judge_record(source)
+        record = db.judge_labels.record(source)
         if record:
             kappa = record.get("kappa")
             lines.append(

@@ -141,14 +141,14 @@ def _from_database(args: argparse.Namespace) -> tuple[LabelFile, list[str]]:
     saying by which rule (LabelStoreError and NoSuchSession propagate)."""
     import os
 
-    from dashboard.database import open_label_store
+    from dashboard.database import AppDatabase
     from dashboard.labels.counted import counted
 
-    store = open_label_store(args.labels)
+    db = AppDatabase(args.labels)
     try:
-        found = counted(store, session=args.session, environ=dict(os.environ))
+        found = counted(db, session=args.session, environ=dict(os.environ))
     finally:
-        store.close()
+        db.close()
     name = f"label store, session {args.session}" if args.session else "label store"
     return from_labels(found.labels, source=name), found.lines()
 

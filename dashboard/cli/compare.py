@@ -44,13 +44,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dashboard.database import open_app_database
     from dashboard.evaluation.run_compare import CompareError, compare_runs, summary_lines
-    from dashboard.evaluation.storage import open_eval_store
 
-    evals = open_eval_store(dict(os.environ))
+    db = open_app_database(dict(os.environ))
     infos = []
     for run_id in (args.run_a, args.run_b):
-        info = evals.run(run_id)
+        info = db.runs.get(run_id)
         if info is None:
             print(f"memlens compare: no run {run_id!r} (see `memlens runs list`)", file=sys.stderr)
             return EXIT_UNUSABLE
@@ -64,19 +64,19 @@ def run(args: argparse.Namespace) -> int:
 
         for info in failing:
             print(
-                f"memlens compare: run {info.run_id}: {failure_summary(info, (o.error for o in evals.outcomes(info.run_id)))};"
+                f"memlens compare: run {info.run_id}: {failure_summary(info, (o.error for o in db.runs.outcomes(info.run_id)))};"
                 f" a store failure is not a regression: `memlens runs resume {info.run_id}` asks them again,"
                 " or pass --allow-failures to compare anyway",
                 file=sys.stderr,
             )
         return EXIT_UNUSABLE
-    judged = evals.load_set(run_a.set_name, run_a.set_hash)
+    judged = db.judged_sets.load(run_a.set_name, run_a.set_hash)
     metric = args.metric or f"recall@{min(run_a.k, run_b.k)}"
     try:
         if judged is None:
             raise CompareError(f"run {run_a.run_id}'s judged set {run_a.set_name} ({run_a.set_hash}) is gone")
         comparison = compare_runs(
-            run_a, evals.outcomes(run_a.run_id), run_b, evals.outcomes(run_b.run_id), judged, metric, floor=args.floor
+            run_a, db.runs.outcomes(run_a.run_id), run_b, db.runs.outcomes(run_b.run_id), judged, metric, floor=args.floor
         )
     except CompareError as exc:
         print(f"memlens compare: {exc}", file=sys.stderr)

@@ -141,15 +141,15 @@ def print_progress(done: int, total: int) -> None:
     print(f"\rquestions {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
 
-def report(evals: Any, run_id: str, fmt: str, floor: float | None, trec_run: str | None, *,
+def report(db: Any, run_id: str, fmt: str, floor: float | None, trec_run: str | None, *,
            allow_failures: bool = False, command: str = "memlens eval") -> int:
     from dashboard.evaluation.export import trec_lines
     from dashboard.evaluation.run_figures import run_figures, table_lines
     from dashboard.evaluation.runs import failure_kinds, failure_summary
 
-    info = evals.run(run_id)
-    judged = evals.load_set(info.set_name, info.set_hash)
-    outcomes = evals.outcomes(run_id)
+    info = db.runs.get(run_id)
+    judged = db.judged_sets.load(info.set_name, info.set_hash)
+    outcomes = db.runs.outcomes(run_id)
     figures = run_figures(judged.questions, outcomes, info.k, floor)
     if trec_run:
         Path(trec_run).write_text("".join(line + "\n" for line in trec_lines(info, outcomes)), encoding="utf-8")
@@ -178,18 +178,18 @@ def report(evals: Any, run_id: str, fmt: str, floor: float | None, trec_run: str
 def run(args: argparse.Namespace) -> int:
     from connectors.base import ConnectorError
     from connectors.registry import create_store, fingerprint, public_config
+    from dashboard.database import open_app_database
     from dashboard.evaluation import judged_sets
     from dashboard.evaluation.runs import RunRequest, RunStopped, start_run
-    from dashboard.evaluation.storage import open_eval_store
 
     try:
         config = store_config(args)
     except ValueError as exc:
         print(f"memlens eval: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    evals = open_eval_store(dict(os.environ))
+    db = open_app_database(dict(os.environ))
     try:
-        loaded = judged_sets.file_or_kept(args.judged, evals, name=args.set_name, topics=args.topics)
+        loaded = judged_sets.file_or_kept(args.judged, db, name=args.set_name, topics=args.topics)
     except judged_sets.JudgedSetError as exc:
         print(f"memlens eval: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print_clock(store)
     try:
-        info = start_run(store, evals, request, progress=print_progress)
+        info = start_run(store, db, request, progress=print_progress)
         run_id = info.run_id
     except RunStopped as exc:
         print(f"memlens eval: {exc}", file=sys.stderr)
@@ -226,4 +226,4 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNUSABLE
     finally:
         store.close()
-    return report(evals, run_id, args.format, args.floor, args.trec_run, allow_failures=args.allow_failures)
+    return report(db, run_id, args.format, args.floor, args.trec_run, allow_failures=args.allow_failures)

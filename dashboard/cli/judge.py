@@ -74,7 +74,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def target_pairs(target: str, labels: Any) -> list[Pair]:
+def target_pairs(target: str, db: Any) -> list[Pair]:
     """The pairs to grade, in the target's order; ValueError naming what is missing."""
     if Path(target).is_file():
         from dashboard.logs.retrieval_log import read_log
@@ -91,26 +91,24 @@ def target_pairs(target: str, labels: Any) -> list[Pair]:
                  _text(r, "user_id"), None if r.query is None or r.query != r.query else str(r.query), _text(r, "store"))
             for r in rows.itertuples(index=False)
         ]
-    session = labels.session(target)
+    session = db.sessions.get(target)
     if session is not None:
-        items = labels.session_items(target)
+        items = db.sessions.items(target)
         if not any(item.query_text for item in items):
             raise ValueError(f"session {target!r} kept no query text (create it with the text kept), which a judge needs")
         return [
             Pair(i.message_id, i.memory_id, i.rank, i.score, i.user_id, i.query_text, i.store or session.store)
             for i in items
         ]
-    from dashboard.evaluation.storage import EvalStore
 
-    evals = EvalStore(labels)
-    info = evals.run(target)
+    info = db.runs.get(target)
     if info is None:
         raise ValueError(f"{target!r} is not a log file, a session or a saved run")
-    judged = evals.load_set(info.set_name, info.set_hash)
+    judged = db.judged_sets.load(info.set_name, info.set_hash)
     queries = {q.message_id: q.query for q in judged.questions} if judged else {}
     return [
         Pair(o.message_id, h.memory_id, h.rank, h.score, o.user_id, queries.get(o.message_id), info.fingerprint)
-        for o in evals.outcomes(target)
+        for o in db.runs.outcomes(target)
         for h in sorted(o.hits, key=lambda h: h.rank)
     ]
 
@@ -118,7 +116,7 @@ def target_pairs(target: str, labels: Any) -> list[Pair]:
 def run(args: argparse.Namespace) -> int:
     from connectors.base import ConnectorError
     from connectors.common.paths import data_dir
-    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
     from dashboard.judging.client import ChatClient, bounded_map, config_from_environ
     from dashboard.judging.judges import JudgeError, UnusableAnswer, build_judge, load_judge_config
@@ -142,22 +140,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"memlens judge: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     try:
-        labels = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+        db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     except (LabelStoreError, OSError) as exc:
         print(f"memlens judge: cannot open the label database: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     try:
-        pairs = target_pairs(args.target, labels)
-        done = {(j.message_id, j.memory_id) for j in labels.judgments(source=judge.source)}
+        pairs = target_pairs(args.target, db)
+        done = {(j.message_id, j.memory_id) for j in db.judge_labels.find(source=judge.source)}
         todo = [p for p in pairs if (p.message_id, p.memory_id) not in done and p.query]
         no_query = sum(1 for p in pairs if not p.query)
         if args.limit is not None:
             todo = todo[: args.limit]
         store, opened = _open_store(args)
-        record = labels.judge_record(judge.source)
+        record = db.judge_labels.record(judge.source)
     except (ValueError, ConnectorError, LabelStoreError) as exc:
         print(f"memlens judge: {exc}", file=sys.stderr)
-        labels.close()
+        db.close()
         return EXIT_UNUSABLE
     if client is not None:
         print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
@@ -187,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         for pair, judgment, error in bounded_map(grade, todo, limit):
             if error is None and judgment is not None:
                 try:
-                    labels.save_judgment(
+                    db.judge_labels.save(
                         message_id=pair.message_id, memory_id=pair.memory_id, source=judge.source, grade=judgment.grade,
                         reason=judgment.reason, score=judgment.score, rank=pair.rank, store_score=pair.score,
                         store=pair.store or opened,  # as a person's label names it, so a store filter keeps it
@@ -209,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         print(file=sys.stderr)
         store.close()
-        labels.close()
+        db.close()
         if client is not None:
             client.close()
     if client is not None:

@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
 def run(args: argparse.Namespace) -> int:
     from connectors.base import ConnectorError
     from connectors.common.paths import data_dir
-    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database import AppDatabase, app_database_target
     from dashboard.judging.client import ChatClient, config_from_environ
     from dashboard.judging.judges import JudgeError, load_judge_config, read_prompt
     from dashboard.labels.people_files import PeopleFileError
@@ -88,20 +88,20 @@ def run(args: argparse.Namespace) -> int:
     except (JudgeError, ConnectorError) as exc:
         print(f"memlens judge align: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    labels = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+    db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     client = None
     try:
         try:
-            pairs, note = _pairs(args, labels)
+            pairs, note = _pairs(args, db)
         except (ValueError, PeopleFileError, ConnectorError) as exc:
             print(f"memlens judge align: {exc}", file=sys.stderr)
             return EXIT_UNUSABLE
         if note:
             print(f"memlens judge align: {note}", file=sys.stderr)
         client = ChatClient(model, send_text=True)
-        return _align(args, labels, client, config, variants, pairs)
+        return _align(args, db, client, config, variants, pairs)
     finally:
-        labels.close()
+        db.close()
         if client is not None:
             client.close()
 
@@ -119,16 +119,16 @@ def _variants(config: Any, files: list[str], read_prompt: Any) -> list[Any]:
     return found
 
 
-def _pairs(args: argparse.Namespace, labels: Any) -> tuple[list[Any], str]:
+def _pairs(args: argparse.Namespace, db: Any) -> tuple[list[Any], str]:
     """The labelled pairs with their texts and parts, and a note on what was left out."""
     from dashboard.judging.align import AlignPair, part_of, people_verdicts
     from dashboard.labels.people_files import read_people_labels
 
     queries: dict[str, str] = {}
-    session = labels.session(args.people)
+    session = db.sessions.get(args.people)
     if session is not None:
-        people = labels.session_labels(session.name)
-        queries = {i.message_id: i.query_text for i in labels.session_items(session.name) if i.query_text}
+        people = db.sessions.labels(session.name)
+        queries = {i.message_id: i.query_text for i in db.sessions.items(session.name) if i.query_text}
     elif Path(args.people).exists():
         found = read_people_labels(args.people, fmt=args.format, keep_text=True)
         for issue in found.issues[:20]:
@@ -183,7 +183,7 @@ def _store(args: argparse.Namespace) -> Any:
     return create_store(args.store, with_secrets(args.store, config))
 
 
-def _align(args: argparse.Namespace, labels: Any, client: Any, config: Any, variants: list[Any], pairs: list[Any]) -> int:
+def _align(args: argparse.Namespace, db: Any, client: Any, config: Any, variants: list[Any], pairs: list[Any]) -> int:
     from dashboard.database.judge_labels import judge_source
     from dashboard.judging.agreement import to_record
     from dashboard.judging.align import TUNING, choose, few_shot, run_variant
@@ -197,7 +197,7 @@ def _align(args: argparse.Namespace, labels: Any, client: Any, config: Any, vari
               f"({len(pairs)} pair(s)); label more turns or change --held-out", file=sys.stderr)
         return EXIT_UNUSABLE
     if args.few_shot:
-        verdicts = {(j.message_id, j.memory_id): j.relevant for j in labels.judgments(source=source)}
+        verdicts = {(j.message_id, j.memory_id): j.relevant for j in db.judge_labels.find(source=source)}
         corrections = {(p.message_id, p.memory_id) for p in pairs if (p.message_id, p.memory_id) in verdicts
                        and verdicts[(p.message_id, p.memory_id)] != p.relevant}
         examples = few_shot(pairs, args.few_shot, corrections, args.seed)
@@ -226,7 +226,7 @@ def _align(args: argparse.Namespace, labels: Any, client: Any, config: Any, vari
         _write_rows(Path(args.rows), results)
         print(f"rows: {args.rows}")
     if not args.no_record:
-        labels.save_judge_record(source, to_record(
+        db.judge_labels.save_record(source, to_record(
             chosen.held_out, variant=chosen.variant.name, prompt_file=chosen.variant.prompt_file,
             examples=len(chosen.variant.examples), tuning_pairs=tuning, held_out_pairs=held, seed=args.seed,
             measured_by="memlens judge align",

@@ -64,23 +64,23 @@ def add_history(actions: Any) -> argparse.ArgumentParser:
 
 def _open(args: argparse.Namespace):
     from connectors.common.paths import data_dir
-    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database import AppDatabase, app_database_target
 
-    return open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+    return AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
 
 
 def run_export(args: argparse.Namespace) -> int:
     from dashboard.labels import export
     from dashboard.labels.counted import NoSuchSession, counted
 
-    store = _open(args)
+    db = _open(args)
     try:
-        found = counted(store, session=args.session, environ=dict(os.environ))
+        found = counted(db, session=args.session, environ=dict(os.environ))
     except NoSuchSession as exc:
         print(f"memlens labels export: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     finally:
-        store.close()
+        db.close()
     for line in found.resolution.lines():
         print(line, file=sys.stderr)
     if args.format == "qrels":
@@ -100,10 +100,10 @@ def run_adjudicate(args: argparse.Namespace) -> int:
     if any(v is not None for v in one) and not all(v is not None for v in one):
         print("memlens labels adjudicate: one pair needs --message, --memory, --label and --note", file=sys.stderr)
         return EXIT_UNUSABLE
-    store = _open(args)
+    db = _open(args)
     try:
         try:
-            found = counted(store, session=args.session, environ=dict(os.environ))
+            found = counted(db, session=args.session, environ=dict(os.environ))
         except NoSuchSession as exc:
             print(f"memlens labels adjudicate: {exc}", file=sys.stderr)
             return EXIT_UNUSABLE
@@ -116,7 +116,7 @@ def run_adjudicate(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return EXIT_UNUSABLE
-            decided = store.adjudicate(
+            decided = db.adjudications.save(
                 message_id=args.message, memory_id=args.memory, label=args.label,
                 adjudicator=args.adjudicator, note=args.note, session=args.session,
             )  # fmt: skip
@@ -133,7 +133,7 @@ def run_adjudicate(args: argparse.Namespace) -> int:
             if not note:
                 print("  no note: left as it is", file=sys.stderr)
                 continue
-            store.adjudicate(
+            db.adjudications.save(
                 message_id=row.message_id, memory_id=row.memory_id,
                 label="relevant" if answer == "r" else "not_relevant",
                 adjudicator=args.adjudicator, note=note, session=args.session,
@@ -142,16 +142,16 @@ def run_adjudicate(args: argparse.Namespace) -> int:
     except EOFError:
         print("", file=sys.stderr)
     finally:
-        store.close()
+        db.close()
     return 0
 
 
 def run_history(args: argparse.Namespace) -> int:
-    store = _open(args)
+    db = _open(args)
     try:
-        changes = store.label_history(limit=args.limit)
+        changes = db.labels.changes(limit=args.limit)
     finally:
-        store.close()
+        db.close()
     for change in changes:
         print(
             f"{change['changed_at']} {change['reviewer']} {change['message_id']} {change['memory_id']}: "

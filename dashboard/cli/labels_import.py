@@ -40,7 +40,7 @@ def add_parser(actions: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from connectors.common.paths import data_dir
-    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.sessions import SessionExists
     from dashboard.labels.people_files import PeopleFileError, import_as_session, read_people_labels
 
@@ -60,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
     if not found.labels:
         print(f"memlens labels import: {args.file} holds no usable label; nothing imported", file=sys.stderr)
         return EXIT_UNUSABLE
-    store = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+    db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     try:
-        session, written = import_as_session(store, found, args.session.strip())
+        session, written = import_as_session(db, found, args.session.strip())
     except SessionExists as exc:
         print(f"memlens labels import: {exc}; pick another --session", file=sys.stderr)
         return EXIT_UNUSABLE
     finally:
-        store.close()
+        db.close()
     turns = len({label.message_id for label in found.labels})
     print(f"session {session.name}: {session.size} rows in {turns} turns, {written} label(s) imported")
     return 0

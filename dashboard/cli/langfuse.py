@@ -75,20 +75,20 @@ def run(args: argparse.Namespace) -> int:
 
 def _push(args: argparse.Namespace, api: Any, secrets: list[str | None]) -> int:
     from connectors.common.paths import data_dir
-    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.judge_labels import RELEVANT_GRADE
     from dashboard.database.model import LabelStoreError
     from dashboard.logs import langfuse
 
     try:
-        store = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+        db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     except (LabelStoreError, OSError) as exc:
         return _error(f"cannot open the label database: {exc}")
     try:
-        people = [] if args.judges_only else store.labels()
-        judges = [] if args.people_only else store.judgments()
+        people = [] if args.judges_only else db.labels.find()
+        judges = [] if args.people_only else db.judge_labels.find()
     finally:
-        store.close()
+        db.close()
     ids = {label.message_id for label in people} | {judged.message_id for judged in judges}
     observations = langfuse.lookup(api, ids, secrets)
     scores, pushed = langfuse.label_scores(people, judges, observations, relevant_grade=RELEVANT_GRADE)

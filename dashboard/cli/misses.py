@@ -71,16 +71,16 @@ def run(args: argparse.Namespace) -> int:
     from connectors.base import ConnectorError
     from connectors.registry import create_store
     from dashboard.cli.eval import with_secrets
+    from dashboard.database import open_app_database
     from dashboard.evaluation import misses
-    from dashboard.evaluation.storage import open_eval_store
     from dashboard.floor import default_floor
 
-    evals = open_eval_store(dict(os.environ))
-    info = evals.run(args.run_id)
+    db = open_app_database(dict(os.environ))
+    info = db.runs.get(args.run_id)
     if info is None:
         print(f"memlens misses: no run {args.run_id!r}", file=sys.stderr)
         return EXIT_UNUSABLE
-    judged = evals.load_set(info.set_name, info.set_hash)
+    judged = db.judged_sets.load(info.set_name, info.set_hash)
     if judged is None:
         print(f"memlens misses: run {info.run_id}'s judged set {info.set_name!r} ({info.set_hash}) is gone", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"memlens misses: cannot open the run's store ({info.store}): {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     try:
-        anatomy = misses.locate(store, info, judged.questions, evals.outcomes(info.run_id), depth=depth,
+        anatomy = misses.locate(store, info, judged.questions, db.runs.outcomes(info.run_id), depth=depth,
                                 progress=_progress)
     finally:
         store.close()

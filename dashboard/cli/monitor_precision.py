@@ -62,7 +62,7 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
     from connectors.base import ConnectorError
     from connectors.common.paths import data_dir
     from dashboard.cli.judge import _open_store
-    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
     from dashboard.judging.client import ChatClient, config_from_environ
     from dashboard.judging.judges import JudgeError, build_judge, load_judge_config
@@ -84,7 +84,7 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
     except (JudgeError, ConnectorError, ValueError) as exc:
         raise Unusable(str(exc)) from None
     try:
-        labels = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+        db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     except (LabelStoreError, OSError) as exc:
         store.close()
         raise Unusable(f"cannot open the app database: {exc}") from None
@@ -93,23 +93,23 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
         if client is not None:
             print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
         run = judged.grade_sample(
-            sampled, lambda ids: judged.query_texts(files, ids), judge=judge, labels=labels, store=store, store_id=store_id,
+            sampled, lambda ids: judged.query_texts(files, ids), judge=judge, db=db, store=store, store_id=store_id,
             concurrency=client.config.concurrency if client is not None else 1, max_pairs=args.max_pairs,
         )
         created = judged.creation_times(run, sampled, store, client.config.concurrency if client is not None else 1) if args.stale_after else None
         from dashboard.labels.counted import counted
 
-        found = counted(labels, environ=dict(os.environ))  # people's labels by the one rule, adjudications applied
+        found = counted(db, environ=dict(os.environ))  # people's labels by the one rule, adjudications applied
         agreement = None
         if found.raw:
             from dashboard.judging.agreement import judge_agreement
 
             agreement = judge_agreement(
-                found.raw, labels.judgments(source=judge.source), judge.source, resamples=200, resolved=found.labels
+                found.raw, db.judge_labels.find(source=judge.source), judge.source, resamples=200, resolved=found.labels
             )
     finally:
         store.close()
-        labels.close()
+        db.close()
         if client is not None:
             client.close()
     stale_after = timedelta(days=args.stale_after) if args.stale_after else None

@@ -101,20 +101,20 @@ def _pull(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> i
 
 def _push(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> int:
     from connectors.common.paths import data_dir
-    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.judge_labels import RELEVANT_GRADE
     from dashboard.database.model import LabelStoreError
     from dashboard.logs import phoenix
 
     try:
-        store = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+        db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     except (LabelStoreError, OSError) as exc:
         return _error(f"cannot open the label database: {exc}")
     try:
-        people = [] if args.judges_only else store.labels()
-        judges = [] if args.people_only else store.judgments()
+        people = [] if args.judges_only else db.labels.find()
+        judges = [] if args.people_only else db.judge_labels.find()
     finally:
-        store.close()
+        db.close()
     span_ids = {label.message_id for label in people} | {judged.message_id for judged in judges}
     positions = phoenix.document_positions(server, args.project, span_ids, secrets)
     rows, pushed = phoenix.label_annotations(people, judges, positions, relevant_grade=RELEVANT_GRADE)

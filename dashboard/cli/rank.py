@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from connectors.common.paths import data_dir
     from connectors.registry import create_store, fingerprint
     from dashboard.cli.eval import store_config, with_secrets
-    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database import AppDatabase, app_database_target
     from dashboard.evaluation.judged_sets import JudgedSetError
     from dashboard.judging.client import ChatClient, config_from_environ
     from dashboard.ranking.rerank import RerankSettings
@@ -107,12 +107,12 @@ def run(args: argparse.Namespace) -> int:
         relevance_threshold=args.threshold, staleness_cutoff_hours=args.stale_after,
     )
     is_log = Path(args.run_id).is_file()
-    labels = open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+    db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     try:
         if is_log:
-            turns, log_stores = _log_turns(Path(args.run_id), _judged_set(args.judged, labels))
+            turns, log_stores = _log_turns(Path(args.run_id), _judged_set(args.judged, db))
         else:
-            turns = _run_turns(args.run_id, labels)
+            turns = _run_turns(args.run_id, db)
             log_stores = set()
         config = store_config(args)
         store = create_store(args.store, with_secrets(args.store, config))
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"memlens rank: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     finally:
-        labels.close()
+        db.close()
     if args.judged and not is_log:
         print("memlens rank: --judged is for a log; a run is scored on its own judged set", file=sys.stderr)
     opened = fingerprint(args.store, config)
@@ -168,14 +168,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _judged_set(judged: str | None, labels: Any) -> Any:
-    """--judged: a judged-set file, else a set kept in the label database; None without it."""
+def _judged_set(judged: str | None, db: Any) -> Any:
+    """--judged: a judged-set file, else a set kept in the app database; None without it."""
     if judged is None:
         return None
     from dashboard.evaluation import judged_sets
-    from dashboard.evaluation.storage import EvalStore
 
-    found = judged_sets.file_or_kept(judged, EvalStore(labels))
+    found = judged_sets.file_or_kept(judged, db)
     if found is None:
         raise ValueError(f"--judged {judged}: neither a file nor a kept judged set")
     if found.issues:
@@ -183,17 +182,15 @@ def _judged_set(judged: str | None, labels: Any) -> Any:
     return found
 
 
-def _run_turns(run_id: str, labels: Any) -> list[Turn]:
-    from dashboard.evaluation.storage import EvalStore
+def _run_turns(run_id: str, db: Any) -> list[Turn]:
 
-    evals = EvalStore(labels)
-    info = evals.run(run_id)
+    info = db.runs.get(run_id)
     if info is None:
         raise ValueError(f"no saved run {run_id!r} (memlens runs list), and no file of that name")
-    judged = evals.load_set(info.set_name, info.set_hash)
+    judged = db.judged_sets.load(info.set_name, info.set_hash)
     questions = {q.message_id: q for q in judged.questions} if judged else {}
     turns = []
-    for outcome in evals.outcomes(run_id):
+    for outcome in db.runs.outcomes(run_id):
         question = questions.get(outcome.message_id)
         if question is None or not outcome.hits:
             continue

@@ -18,7 +18,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dashboard.evaluation.storage import EvalStore, RunInfo
+    from dashboard.database import AppDatabase
+    from dashboard.database.runs import RunInfo
 
 EXIT_UNUSABLE = 2
 
@@ -43,9 +44,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def list_runs(args: argparse.Namespace) -> int:
-    from dashboard.evaluation.storage import open_eval_store
+    from dashboard.database import open_app_database
 
-    for info in open_eval_store(dict(os.environ)).runs():
+    for info in open_app_database(dict(os.environ)).runs.all():
         as_of = f"\tas_of={info.as_of}" if info.as_of else ""
         print(
             f"{info.run_id}\t{info.status}\t{info.set_name}@{info.set_hash}\t{info.fingerprint}\tk={info.k}\t"
@@ -54,16 +55,16 @@ def list_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def saved_run(action: str, run_id: str) -> tuple[EvalStore, RunInfo] | None:
-    """The eval store and the run `run_id`; None, said on stderr, when there is no such run."""
-    from dashboard.evaluation.storage import open_eval_store
+def saved_run(action: str, run_id: str) -> tuple[AppDatabase, RunInfo] | None:
+    """The app database and the run `run_id`; None, said on stderr, when there is no such run."""
+    from dashboard.database import open_app_database
 
-    evals = open_eval_store(dict(os.environ))
-    info = evals.run(run_id)
+    db = open_app_database(dict(os.environ))
+    info = db.runs.get(run_id)
     if info is None:
         print(f"memlens runs {action}: no run {run_id!r}", file=sys.stderr)
         return None
-    return evals, info
+    return db, info
 
 
 def export_run(args: argparse.Namespace) -> int:
@@ -72,9 +73,9 @@ def export_run(args: argparse.Namespace) -> int:
     found = saved_run("export", args.run_id)
     if found is None:
         return EXIT_UNUSABLE
-    evals, info = found
+    db, info = found
     lines = trec_lines if args.format == "trec" else jsonl_lines
-    for line in lines(info, evals.outcomes(info.run_id)):
+    for line in lines(info, db.runs.outcomes(info.run_id)):
         print(line)
     return 0
 
@@ -88,7 +89,7 @@ def resume_run(args: argparse.Namespace) -> int:
     found = saved_run("resume", args.run_id)
     if found is None:
         return EXIT_UNUSABLE
-    evals, info = found
+    db, info = found
     if not info.complete:
         try:
             store = create_store(info.store, with_secrets(info.store, info.settings))
@@ -96,10 +97,10 @@ def resume_run(args: argparse.Namespace) -> int:
             print(f"memlens runs resume: cannot open the store: {exc}", file=sys.stderr)
             return EXIT_UNUSABLE
         try:
-            runs.resume_run(store, evals, info.run_id, progress=print_progress)
+            runs.resume_run(store, db, info.run_id, progress=print_progress)
         except runs.RunStopped as exc:
             print(f"memlens runs resume: {exc}", file=sys.stderr)
         finally:
             store.close()
-    return report(evals, info.run_id, args.format, None, None, allow_failures=args.allow_failures,
+    return report(db, info.run_id, args.format, None, None, allow_failures=args.allow_failures,
                   command="memlens runs resume")

@@ -20,7 +20,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dashboard.database import AppDatabase
 
 DATABASE_HELP = "a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)"
 EXIT_UNUSABLE = 2
@@ -73,11 +76,11 @@ def add_parser(commands: Any) -> None:
         sub.add_argument("--labels", metavar="URL", default=None, help=DATABASE_HELP)
 
 
-def _open(args: argparse.Namespace):
+def _open(args: argparse.Namespace) -> AppDatabase:
     from connectors.common.paths import data_dir
-    from dashboard.database import label_store_target, open_label_store
+    from dashboard.database import AppDatabase, app_database_target
 
-    return open_label_store(args.labels or label_store_target(dict(os.environ), data_dir()))
+    return AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
 
 
 def _fail(command: str, exc: Exception) -> int:
@@ -87,32 +90,32 @@ def _fail(command: str, exc: Exception) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    store = _open(args)
+    db = _open(args)
     try:
-        for session in store.sessions():
+        for session in db.sessions.all():
             if session.archived_at and not args.archived:
                 continue
-            labelled = len({(r.message_id, r.memory_id) for r in store.session_labels(session.name)})
+            labelled = len({(r.message_id, r.memory_id) for r in db.sessions.labels(session.name)})
             who = ", ".join(session.reviewers) or "everyone"
             state = f", archived {session.archived_at}" if session.archived_at else ""
             print(f"{session.name}: {labelled} of {session.size} rows labelled; reviewers {who}; "
                   f"overlap {session.overlap:.0%}{state}")  # fmt: skip
     finally:
-        store.close()
+        db.close()
     return 0
 
 
 def run_edit(args: argparse.Namespace) -> int:
     from dashboard.labels.session_admin import edit_session
 
-    store = _open(args)
+    db = _open(args)
     try:
-        done = edit_session(store, args.name, reviewers=args.reviewers, overlap=args.overlap)
-        session = store.session(args.name)
+        done = edit_session(db, args.name, reviewers=args.reviewers, overlap=args.overlap)
+        session = db.sessions.get(args.name)
     except (KeyError, ValueError) as exc:
         return _fail("edit", exc)
     finally:
-        store.close()
+        db.close()
     assert session is not None  # just edited
     print(f"session {args.name}: reviewers {', '.join(session.reviewers) or 'everyone'}, overlap {session.overlap:.0%}")
     print(done.line())
@@ -122,25 +125,25 @@ def run_edit(args: argparse.Namespace) -> int:
 def run_reassign(args: argparse.Namespace) -> int:
     from dashboard.labels.session_admin import reassign
 
-    store = _open(args)
+    db = _open(args)
     try:
-        done = reassign(store, args.name, args.from_reviewer, args.to_reviewer)
+        done = reassign(db, args.name, args.from_reviewer, args.to_reviewer)
     except (KeyError, ValueError) as exc:
         return _fail("reassign", exc)
     finally:
-        store.close()
+        db.close()
     print(done.line())
     return 0
 
 
 def run_archive(args: argparse.Namespace) -> int:
-    store = _open(args)
+    db = _open(args)
     try:
-        store.archive_session(args.name, archived=not args.undo)
+        db.sessions.archive(args.name, archived=not args.undo)
     except KeyError as exc:
         return _fail("archive", exc)
     finally:
-        store.close()
+        db.close()
     print(f"session {args.name} {'opened again' if args.undo else 'archived; its labels still count'}")
     return 0
 
@@ -149,16 +152,16 @@ def run_delete(args: argparse.Namespace) -> int:
     from dashboard.labels import export
     from dashboard.labels.counted import NoSuchSession, counted
 
-    store = _open(args)
+    db = _open(args)
     try:
         if args.export is not None:
-            found = counted(store, session=args.name, environ=dict(os.environ))
+            found = counted(db, session=args.name, environ=dict(os.environ))
             args.export.write_text(export.to_jsonl(found.labels), encoding="utf-8")
             print(f"{len(found.labels)} label(s) of session {args.name} written to {args.export}")
-        store.delete_session(args.name)
+        db.sessions.delete(args.name)
     except (KeyError, NoSuchSession, OSError) as exc:
         return _fail("delete", exc)
     finally:
-        store.close()
+        db.close()
     print(f"session {args.name} deleted; its labels stay in the label database")
     return 0

@@ -72,11 +72,11 @@ def _setting_line(name: str, weights: dict[str, float], threshold: float | None,
 
 
 def run(args: argparse.Namespace) -> int:
+    from dashboard.database import open_app_database
     from dashboard.evaluation import weight_search as whatif
-    from dashboard.evaluation.storage import open_eval_store
 
-    evals = open_eval_store(dict(os.environ))
-    info = evals.run(args.run_id)
+    db = open_app_database(dict(os.environ))
+    info = db.runs.get(args.run_id)
     if info is None:
         print(f"memlens whatif: no run {args.run_id!r}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNUSABLE
     args.n = cutoff or args.n or 3
     try:
-        result = whatif.search_run(evals, info, metric=metric, n=args.n, step=args.grid, threshold=args.threshold)
+        result = whatif.search_run(db, info, metric=metric, n=args.n, step=args.grid, threshold=args.threshold)
     except whatif.WhatIfError as exc:
         print(f"memlens whatif: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE

@@ -1,10 +1,11 @@
-"""The app database: one schema for labels, labelling sessions, judged sets and
-evaluation runs, in a SQLite file or in PostgreSQL for a team. Labels and
-evaluation both build on it; it imports neither.
+"""The app database: one schema for labels, labelling sessions, judge labels,
+adjudications, judged sets and evaluation runs, in a SQLite file or in PostgreSQL
+for a team (app_database.py). Labels and evaluation both build on it; it imports
+neither.
 
-    open_label_store("/path/labels.sqlite")            SQLite file, WAL, synchronous=FULL
-    open_label_store("postgresql://user@host/db")      PostgreSQL, for several app servers
-    open_label_store("host=db dbname=labels user=u")   the same, as a key=value conninfo string
+    AppDatabase("/path/labels.sqlite")            SQLite file, WAL, synchronous=FULL
+    AppDatabase("postgresql://user@host/db")      PostgreSQL, for several app servers
+    AppDatabase("host=db dbname=labels user=u")   the same, as a key=value conninfo string
 """
 
 from __future__ import annotations
@@ -13,26 +14,25 @@ import os
 import re
 from pathlib import Path
 
+from connectors.common.paths import data_dir
+from dashboard.database.app_database import AppDatabase
+from dashboard.database.connection import LABELS_URL_ENV
 from dashboard.database.model import LabelStoreError
-from dashboard.database.postgres import PostgresLabelStore, is_postgres_conninfo, is_postgres_url
-from dashboard.database.store import DEFAULT_TIMEOUT_S, LABELS_URL_ENV, LabelStore
+from dashboard.database.postgres import is_postgres_conninfo, is_postgres_url
+
+__all__ = ["AppDatabase", "LabelStoreError", "app_database_target", "check_labels_url", "open_app_database"]
 
 _URL_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):")
 
 
-def open_label_store(target: str | Path, *, timeout: float = DEFAULT_TIMEOUT_S) -> LabelStore:
-    """A PostgreSQL URL opens the shared store; anything else is a SQLite file path.
-
-    ``timeout``: seconds a read or write waits for a lock or an answer before it
-    fails with a LabelStoreError (a page must answer a click, not hang)."""
-    text = str(target)
-    if is_postgres_url(text) or is_postgres_conninfo(text):
-        return PostgresLabelStore(text, timeout=timeout)
-    return LabelStore(text, timeout=timeout)
+def open_app_database(environ: dict[str, str]) -> AppDatabase:
+    """The app database the app uses: $MEMLENS_LABELS_URL, else labels.sqlite in the
+    data directory."""
+    return AppDatabase(app_database_target(environ, data_dir()))
 
 
-def label_store_target(environ: dict[str, str], data_directory: Path) -> str:
-    """Where labels live: $MEMLENS_LABELS_URL (a PostgreSQL URL, a PostgreSQL
+def app_database_target(environ: dict[str, str], data_directory: Path) -> str:
+    """Where the app database lives: $MEMLENS_LABELS_URL (a PostgreSQL URL, a PostgreSQL
     key=value string, or a SQLite file path), else labels.sqlite in the data
     directory. A value that is none of those raises LabelStoreError (see
     ``check_labels_url``) instead of becoming a file named after it."""

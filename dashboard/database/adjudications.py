@@ -1,4 +1,4 @@
-"""Adjudications: a lead's final label for a pair the reviewers disagree on.
+"""Adjudications: a lead's final label for a pair the reviewers disagree on: ``db.adjudications``.
 
 An adjudication is its own row (``adjudications``), apart from the reviewers'
 labels, which it never changes: who decided, when, the label and a note. A pair has
@@ -9,11 +9,14 @@ stays readable. How it is used: dashboard/labels/resolution.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dashboard.database.model import LABEL_VALUES, utc_now
+
+if TYPE_CHECKING:
+    from dashboard.database.connection import Connection
 
 ADJUDICATION_TABLES = """
 CREATE TABLE IF NOT EXISTS adjudications (
@@ -44,14 +47,14 @@ class Adjudication:
 _COLUMNS = "message_id, memory_id, label, adjudicator, note, session, created_at"
 
 
-class AdjudicationMethods:
-    """The adjudication half of ``LabelStore`` (its hooks, as in SessionMethods)."""
+class AdjudicationRepository:
+    """``db.adjudications``: the ``adjudications`` table (the change it makes is
+    recorded in ``label_history``, read through ``db.labels.changes``)."""
 
-    _run: Callable[..., list[tuple]]
-    _transaction: Callable[..., AbstractContextManager[None]]
-    _reading: Callable[[], AbstractContextManager[None]]
+    def __init__(self, conn: Connection):
+        self.conn = conn
 
-    def adjudicate(
+    def save(
         self,
         *,
         message_id: str,
@@ -70,33 +73,25 @@ class AdjudicationMethods:
             raise ValueError("an adjudication needs a note saying why")
         now = utc_now()
         key = (message_id, memory_id)
-        with self._transaction(lock_key="adjudication\x1f" + "\x1f".join(key)):
-            old = self._run("SELECT label FROM adjudications WHERE message_id=? AND memory_id=?", key)
-            self._run("DELETE FROM adjudications WHERE message_id=? AND memory_id=?", key)
-            self._run(
+        with self.conn.transaction(lock_key="adjudication\x1f" + "\x1f".join(key)):
+            old = self.conn.run("SELECT label FROM adjudications WHERE message_id=? AND memory_id=?", key)
+            self.conn.run("DELETE FROM adjudications WHERE message_id=? AND memory_id=?", key)
+            self.conn.run(
                 f"INSERT INTO adjudications ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (*key, label, adjudicator.strip(), note.strip(), session, now),
             )
-            self._run(
+            self.conn.run(
                 "INSERT INTO label_history (message_id, memory_id, reviewer, old_label, new_label, changed_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (*key, HISTORY_PREFIX + adjudicator.strip(), old[0][0] if old else None, label, now),
             )
         return Adjudication(*key, label, adjudicator.strip(), note.strip(), session, now)
 
-    def adjudications(self, pairs: Iterable[tuple[str, str]] | None = None) -> list[Adjudication]:
+    def find(self, pairs: Iterable[tuple[str, str]] | None = None) -> list[Adjudication]:
         """Every adjudication, or those of `pairs` ((message_id, memory_id))."""
-        with self._reading():
-            rows = [Adjudication(*row) for row in self._run(f"SELECT {_COLUMNS} FROM adjudications ORDER BY created_at")]
+        with self.conn.reading():
+            rows = [Adjudication(*row) for row in self.conn.run(f"SELECT {_COLUMNS} FROM adjudications ORDER BY created_at")]
         if pairs is None:
             return rows
         wanted = set(pairs)
         return [row for row in rows if (row.message_id, row.memory_id) in wanted]
-
-    def label_history(self, *, limit: int | None = None) -> list[dict[str, str | None]]:
-        """Every recorded change, oldest first: who changed which pair's label from what to what, when."""
-        names = ("message_id", "memory_id", "reviewer", "old_label", "new_label", "changed_at")
-        with self._reading():
-            rows = self._run(f"SELECT {', '.join(names)} FROM label_history ORDER BY changed_at")
-        found = [dict(zip(names, row, strict=True)) for row in rows]
-        return found[-limit:] if limit else found

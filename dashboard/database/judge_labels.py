@@ -1,4 +1,4 @@
-"""Labels a judge suggested, kept beside the people's labels and never mixed in.
+"""Labels a judge suggested, kept beside the people's labels and never mixed in: ``db.judge_labels``.
 
 A judge label is one judge's grade of one memory returned for one message: 0
 unrelated, 1 related, 2 partly answers, 3 answers (TREC style), with a short reason
@@ -15,12 +15,14 @@ in to text, like the text columns of a person's label.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dashboard.database.model import utc_now
+
+if TYPE_CHECKING:
+    from dashboard.database.connection import Connection
 
 JUDGE_TABLES = """
 CREATE TABLE IF NOT EXISTS judge_labels (
@@ -109,14 +111,14 @@ def _judgment_row(
     return (message_id, memory_id, source, grade, reason, score, rank, store_score, utc_now(), store)
 
 
-class JudgeLabelMethods:
-    """Mixed into LabelStore: judge labels in the same database, their own table."""
+class JudgeLabelRepository:
+    """``db.judge_labels``: judge labels in the app database, in their own table
+    (``judge_labels``), and each judge's measured agreement (``judge_records``)."""
 
-    _transaction: Callable[..., AbstractContextManager[None]]
-    _reading: Callable[[], AbstractContextManager[None]]
-    _run: Callable[..., list[tuple]]
+    def __init__(self, conn: Connection):
+        self.conn = conn
 
-    def save_judgment(
+    def save(
         self,
         *,
         message_id: str,
@@ -131,11 +133,11 @@ class JudgeLabelMethods:
     ) -> None:
         """One judge label, written at once (last write wins), so a killed run keeps it."""
         row = _judgment_row(message_id, memory_id, source, grade, reason, score, rank, store_score, store)
-        with self._transaction(lock_key="\x1f".join((message_id, memory_id, source))):
-            self._run(UPSERT_JUDGMENT, row)
+        with self.conn.transaction(lock_key="\x1f".join((message_id, memory_id, source))):
+            self.conn.run(UPSERT_JUDGMENT, row)
 
-    def save_judgments(self, judgments: Iterable[dict[str, Any]]) -> int:
-        """Several judge labels (each the keyword arguments of ``save_judgment``) in one
+    def save_many(self, judgments: Iterable[dict[str, Any]]) -> int:
+        """Several judge labels (each the keyword arguments of ``save``) in one
         transaction: a run saving the grades that arrived together pays one disk sync,
         not one per grade. Returns how many were saved."""
         rows = [
@@ -144,12 +146,12 @@ class JudgeLabelMethods:
             for j in judgments
         ]
         if rows:
-            with self._transaction():
+            with self.conn.transaction():
                 for row in rows:
-                    self._run(UPSERT_JUDGMENT, row)
+                    self.conn.run(UPSERT_JUDGMENT, row)
         return len(rows)
 
-    def judgments(self, *, source: str | None = None, message_ids: Iterable[str] | None = None) -> list[JudgeLabel]:
+    def find(self, *, source: str | None = None, message_ids: Iterable[str] | None = None) -> list[JudgeLabel]:
         sql = f"SELECT {', '.join(JUDGE_COLUMNS)} FROM judge_labels"
         where: list[str] = []
         args: list[Any] = []
@@ -163,56 +165,56 @@ class JudgeLabelMethods:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY message_id, memory_id, source"
-        with self._reading():
-            rows = [JudgeLabel(*row) for row in self._run(sql, args)]
+        with self.conn.reading():
+            rows = [JudgeLabel(*row) for row in self.conn.run(sql, args)]
         if wanted is not None and len(wanted) > 500:  # a session's worth: filter after one read
             keep = set(wanted)
             rows = [r for r in rows if r.message_id in keep]
         return rows
 
-    def judge_sources(self) -> list[str]:
-        with self._reading():
-            return [r[0] for r in self._run("SELECT DISTINCT source FROM judge_labels ORDER BY source")]
+    def sources(self) -> list[str]:
+        with self.conn.reading():
+            return [r[0] for r in self.conn.run("SELECT DISTINCT source FROM judge_labels ORDER BY source")]
 
-    def save_judge_record(self, source: str, record: dict[str, Any]) -> None:
+    def save_record(self, source: str, record: dict[str, Any]) -> None:
         """The judge's measured agreement with people (`memlens judge align`), ids and
         figures only, kept per source so every page and command using the judge shows it."""
         if not source.startswith(JUDGE_PREFIX):
             raise ValueError(f"a judge's source starts with {JUDGE_PREFIX!r}, got {source!r}")
-        with self._transaction(lock_key="judge_record\x1f" + source):
-            self._run(
+        with self.conn.transaction(lock_key="judge_record\x1f" + source):
+            self.conn.run(
                 """INSERT INTO judge_records (source, record, updated_at) VALUES (?, ?, ?)
                    ON CONFLICT (source) DO UPDATE SET record=excluded.record, updated_at=excluded.updated_at""",
                 (source, json.dumps(record, sort_keys=True), utc_now()),
             )
 
-    def judge_record(self, source: str) -> dict[str, Any] | None:
-        with self._reading():
-            rows = self._run("SELECT record, updated_at FROM judge_records WHERE source = ?", (source,))
+    def record(self, source: str) -> dict[str, Any] | None:
+        with self.conn.reading():
+            rows = self.conn.run("SELECT record, updated_at FROM judge_records WHERE source = ?", (source,))
         if not rows:
             return None
         record = json.loads(rows[0][0])
         return {**record, "updated_at": rows[0][1]} if isinstance(record, dict) else None
 
-    def judge_summary(self, source: str) -> dict[str, Any]:
+    def summary(self, source: str) -> dict[str, Any]:
         """What the Label page needs of a judge on every rerun, counted by the database
         rather than read row by row: people's labels against its verdicts (each
         person's label of a pair it graded is one comparison), its grades, and its
         reasons (how many distinct, and those that look like a template slot)."""
-        with self._reading():
-            confusion = self._run(
+        with self.conn.reading():
+            confusion = self.conn.run(
                 f"""SELECT l.label, CASE WHEN j.grade >= {RELEVANT_GRADE} THEN 1 ELSE 0 END, COUNT(*)
                     FROM labels l JOIN judge_labels j ON l.message_id = j.message_id AND l.memory_id = j.memory_id
                     WHERE j.source = ? GROUP BY 1, 2""",
                 (source,),
             )
-            grades = self._run("SELECT grade, COUNT(*) FROM judge_labels WHERE source = ? GROUP BY grade", (source,))
-            reasons = self._run(
+            grades = self.conn.run("SELECT grade, COUNT(*) FROM judge_labels WHERE source = ? GROUP BY grade", (source,))
+            reasons = self.conn.run(
                 "SELECT COUNT(DISTINCT reason), MIN(reason) FROM judge_labels WHERE source = ?", (source,)
             )
             # The patterns go as parameters: a literal % in the SQL text would be read
             # as a placeholder by PostgreSQL's driver.
-            slots = self._run(
+            slots = self.conn.run(
                 "SELECT reason, COUNT(*) FROM judge_labels WHERE source = ? AND "
                 "(reason LIKE ? OR reason LIKE ? OR reason LIKE ?) GROUP BY reason",
                 (source, "%<%>%", "%...%", "%…%"),

@@ -1,4 +1,4 @@
-"""The label store on PostgreSQL, for a team whose app servers share one database."""
+"""The app database on PostgreSQL, for a team whose app servers share one database."""
 
 from __future__ import annotations
 
@@ -11,18 +11,19 @@ from contextlib import contextmanager
 from typing import Any
 
 from connectors.common.redaction import exception_text, redact_text, shorten
+from dashboard.database.connection import DEFAULT_TIMEOUT_S, POSTGRES_SCHEMES, Connection
 from dashboard.database.model import LabelStoreError
-from dashboard.database.store import DEFAULT_TIMEOUT_S, POSTGRES_SCHEMA, POSTGRES_SCHEMES, LabelStore
+from dashboard.database.schema import POSTGRES_SCHEMA, add_missing_columns
 
 
 class LabelDatabaseGone(LabelStoreError):
     """The server did not answer or could not be reached (not: it refused a statement)."""
 
 
-class PostgresLabelStore(LabelStore):
-    """The label store on PostgreSQL: every app server behind one address shares it.
+class PostgresConnection(Connection):
+    """The app database on PostgreSQL: every app server behind one address shares it.
 
-    Connections come from the small pool ``LabelStore`` keeps (one per use, put
+    Connections come from the small pool ``Connection`` keeps (one per use, put
     back afterwards), so no lock is held across network I/O. Each upsert takes a
     transaction-scoped advisory lock on its (message, memory, reviewer) key, so the
     old value it records in the history is the one it replaced even when two servers
@@ -44,7 +45,7 @@ class PostgresLabelStore(LabelStore):
     The URL may hold a password: it is never shown, logged or put in a message."""
 
     dialect = "postgresql"
-    _history_order = "id"
+    history_order = "id"
 
     def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S):
         try:
@@ -62,11 +63,11 @@ class PostgresLabelStore(LabelStore):
     # ------------------------------------------------------------ backend hooks
 
     def _create_schema(self) -> None:
-        with self._transaction(lock_key="memlens schema"):
+        with self.transaction(lock_key="memlens schema"):
             for statement in POSTGRES_SCHEMA.split(";"):
                 if statement.strip():
-                    self._run(statement)
-            self._add_missing_columns()
+                    self.run(statement)
+            add_missing_columns(self)
 
     def _connect(self) -> Any:
         timeout_ms = int(self.timeout * 1000)
@@ -155,14 +156,14 @@ class PostgresLabelStore(LabelStore):
         if watchdog is not None:
             watchdog.arm(self.timeout * max(1.0, rows / 1000))
 
-    def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+    def run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         self._rearm()
         cursor = self._local.conn.execute(sql.replace("?", "%s"), tuple(args))
         rows = cursor.fetchall() if cursor.description else []
         self._rearm()  # the commit that follows gets its own allowance
         return rows
 
-    def _run_many(self, sql: str, rows: list[Sequence[Any]]) -> None:
+    def run_many(self, sql: str, rows: list[Sequence[Any]]) -> None:
         if rows:
             self._rearm(len(rows))
             with self._local.conn.cursor() as cursor:
@@ -170,7 +171,7 @@ class PostgresLabelStore(LabelStore):
             self._rearm()
 
     @contextmanager
-    def _transaction(self, lock_key: str | None = None) -> Iterator[None]:
+    def transaction(self, lock_key: str | None = None) -> Iterator[None]:
         with self._using() as conn:
             with conn.transaction():
                 if lock_key is not None:

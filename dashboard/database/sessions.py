@@ -1,7 +1,7 @@
 """Labelling sessions: a named sample of log rows to label, who labels which turn,
-and the rows a reviewer skipped.
+and the rows a reviewer skipped: ``db.sessions``.
 
-A session's tables live in the label database beside the labels
+A session's tables live in the app database beside the labels
 (``session_items``, ``session_assignments``, ``session_skips``). A skip is not a
 label: it never reaches an export or the agreement figures.
 
@@ -10,17 +10,25 @@ A session remembers the fingerprint of the store it was drawn on
 Label page offers no labels while another store is configured. Databases created
 before that column existed get it when they are opened (``ADDED_COLUMNS``); their
 sessions have no recorded store.
+
+What a lead changes after a session was drawn (its reviewers and overlap, who is
+assigned which turn, archiving, deleting) is here too; the rules (which turns may
+move) are dashboard/labels/session_admin.py. Deleting a session removes its rows,
+assignments and skips, never a label: labels are keyed by (message, memory,
+reviewer), not by session, so they stay in the database (and in every store-wide
+figure) after their session is gone.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dashboard.database.model import LABEL_COLUMNS, Label, utc_now
+
+if TYPE_CHECKING:
+    from dashboard.database.connection import Connection
 
 SESSION_TABLES = """
 CREATE TABLE IF NOT EXISTS label_sessions (
@@ -64,18 +72,6 @@ CREATE TABLE IF NOT EXISTS session_skips (
     PRIMARY KEY (session, message_id, memory_id, reviewer)
 );
 """
-
-# Columns added after their table first shipped, as (table, column, SQL type): a
-# label database an older memlens created gets them when it is opened, NULL in the
-# rows it already holds.
-# (judge_labels.store: the store a judge's grade was for, recorded since the judges came.)
-# (label_sessions.archived_at: when a lead archived the session, NULL while it is open.)
-ADDED_COLUMNS = (
-    ("label_sessions", "drawn_store", "TEXT"),
-    ("judge_labels", "store", "TEXT"),
-    ("label_sessions", "archived_at", "TEXT"),
-)
-
 
 class SessionExists(ValueError):
     pass
@@ -122,28 +118,14 @@ class SessionItem:
 ITEM_COLUMNS = [f.name for f in fields(SessionItem)]
 
 
-class SessionMethods:
-    """The session half of ``LabelStore``: written once over the store's own
-    ``_run`` / ``_transaction`` / ``_reading`` hooks, so both backends share it."""
+class SessionRepository:
+    """The session tables: ``label_sessions``, ``session_items``,
+    ``session_assignments`` and ``session_skips``."""
 
-    # The hooks, declared for the type checker; ``LabelStore`` defines them.
-    _run: Callable[..., list[tuple]]
-    _run_many: Callable[..., None]
-    _transaction: Callable[..., AbstractContextManager[None]]
-    _reading: Callable[[], AbstractContextManager[None]]
-    dialect: str
+    def __init__(self, conn: Connection):
+        self.conn = conn
 
-    def _add_missing_columns(self) -> None:
-        """ADDED_COLUMNS a database created by an older memlens lacks (run inside the
-        schema transaction, so two processes opening one old file add them once)."""
-        for table, column, kind in ADDED_COLUMNS:
-            if self.dialect == "sqlite":
-                if column not in {row[1] for row in self._run(f"PRAGMA table_info({table})")}:
-                    self._run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-            else:
-                self._run(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
-
-    def create_session(
+    def create(
         self,
         session: LabelSession,
         items: list[SessionItem],
@@ -154,10 +136,10 @@ class SessionMethods:
         if not session.name or not session.name.strip():
             raise ValueError("a session needs a name")
         session.created_at = session.created_at or utc_now()
-        with self._transaction(lock_key="session\x1f" + session.name):
-            if self._run("SELECT 1 FROM label_sessions WHERE name=?", (session.name,)):
+        with self.conn.transaction(lock_key="session\x1f" + session.name):
+            if self.conn.run("SELECT 1 FROM label_sessions WHERE name=?", (session.name,)):
                 raise SessionExists(f"a session named {session.name!r} already exists")
-            self._run(
+            self.conn.run(
                 "INSERT INTO label_sessions (name, created_at, method, seed, size, overlap, reviewers, source,"
                 " store, keep_text, params, drawn_store) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -175,22 +157,22 @@ class SessionMethods:
                     session.drawn_store,
                 ),
             )
-            self._run_many(
+            self.conn.run_many(
                 f"INSERT INTO session_items (session, {', '.join(ITEM_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (session.name, *(getattr(item, c) for c in ITEM_COLUMNS[:-1]), item.query_text if session.keep_text else None)
                     for item in items
                 ],
             )
-            self._run_many(
+            self.conn.run_many(
                 "INSERT INTO session_assignments (session, message_id, reviewer) VALUES (?, ?, ?)",
                 [(session.name, msg, reviewer) for msg, reviewers in (assignments or {}).items() for reviewer in reviewers],
             )
         return session
 
-    def sessions(self) -> list[LabelSession]:
-        with self._reading():
-            rows = self._run(
+    def all(self) -> list[LabelSession]:
+        with self.conn.reading():
+            rows = self.conn.run(
                 "SELECT name, method, size, seed, overlap, reviewers, source, store, keep_text, params, created_at,"
                 " drawn_store, archived_at FROM label_sessions ORDER BY created_at DESC, name"
             )
@@ -213,20 +195,20 @@ class SessionMethods:
             for r in rows
         ]
 
-    def session(self, name: str) -> LabelSession | None:
-        return next((s for s in self.sessions() if s.name == name), None)
+    def get(self, name: str) -> LabelSession | None:
+        return next((s for s in self.all() if s.name == name), None)
 
-    def session_items(self, name: str) -> list[SessionItem]:
-        with self._reading():
-            rows = self._run(
+    def items(self, name: str) -> list[SessionItem]:
+        with self.conn.reading():
+            rows = self.conn.run(
                 f"SELECT {', '.join(ITEM_COLUMNS)} FROM session_items WHERE session=? ORDER BY position", (name,)
             )
         return [SessionItem(*row) for row in rows]
 
-    def session_assignments(self, name: str) -> dict[str, list[str]]:
+    def assignments(self, name: str) -> dict[str, list[str]]:
         """message_id -> the reviewers assigned to that turn (empty: no assignment)."""
-        with self._reading():
-            rows = self._run(
+        with self.conn.reading():
+            rows = self.conn.run(
                 "SELECT message_id, reviewer FROM session_assignments WHERE session=? ORDER BY message_id, reviewer",
                 (name,),
             )
@@ -235,7 +217,7 @@ class SessionMethods:
             assigned.setdefault(message, []).append(reviewer)
         return assigned
 
-    def session_labels(self, name: str, *, reviewer: str | None = None) -> list[Label]:
+    def labels(self, name: str, *, reviewer: str | None = None) -> list[Label]:
         """Every label on a row of the session (any reviewer unless given), in
         session order: the export of a session."""
         columns = ", ".join(f"l.{c}" for c in LABEL_COLUMNS)
@@ -248,24 +230,24 @@ class SessionMethods:
             sql += " AND l.reviewer = ?"
             args.append(reviewer)
         sql += " ORDER BY i.position, l.reviewer"
-        with self._reading():
-            return [Label(*row) for row in self._run(sql, args)]
+        with self.conn.reading():
+            return [Label(*row) for row in self.conn.run(sql, args)]
 
     def skip(self, session: str, message_id: str, memory_id: str, reviewer: str) -> None:
-        with self._transaction():
-            self._run(
+        with self.conn.transaction():
+            self.conn.run(
                 "INSERT INTO session_skips VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (session, message_id, memory_id, reviewer) DO NOTHING",
                 (session, message_id, memory_id, reviewer, utc_now()),
             )
 
     def unskip(self, session: str, message_id: str, memory_id: str, reviewer: str) -> bool:
-        with self._transaction():
-            found = self._run(
+        with self.conn.transaction():
+            found = self.conn.run(
                 "SELECT 1 FROM session_skips WHERE session=? AND message_id=? AND memory_id=? AND reviewer=?",
                 (session, message_id, memory_id, reviewer),
             )
-            self._run(
+            self.conn.run(
                 "DELETE FROM session_skips WHERE session=? AND message_id=? AND memory_id=? AND reviewer=?",
                 (session, message_id, memory_id, reviewer),
             )
@@ -278,5 +260,48 @@ class SessionMethods:
         if reviewer is not None:
             sql += " AND reviewer=?"
             args.append(reviewer)
-        with self._reading():
-            return {(row[0], row[1], row[2]) for row in self._run(sql, args)}
+        with self.conn.reading():
+            return {(row[0], row[1], row[2]) for row in self.conn.run(sql, args)}
+
+    def _require_session(self, name: str) -> None:
+        if not self.conn.run("SELECT 1 FROM label_sessions WHERE name=?", (name,)):
+            raise KeyError(f"no labelling session named {name!r}")
+
+    def update(
+        self, name: str, *, reviewers: list[str], overlap: float, assignments: dict[str, list[str]]
+    ) -> None:
+        """New reviewers and overlap, and the assignments of the turns in
+        `assignments` replaced (other turns keep theirs), in one transaction."""
+        with self.conn.transaction(lock_key="session\x1f" + name):
+            self._require_session(name)
+            self.conn.run(
+                "UPDATE label_sessions SET reviewers=?, overlap=? WHERE name=?", (json.dumps(reviewers), overlap, name)
+            )
+            self._replace_assignments(name, assignments)
+
+    def replace_assignments(self, name: str, assignments: dict[str, list[str]]) -> None:
+        with self.conn.transaction(lock_key="session\x1f" + name):
+            self._require_session(name)
+            self._replace_assignments(name, assignments)
+
+    def _replace_assignments(self, name: str, assignments: dict[str, list[str]]) -> None:
+        self.conn.run_many(
+            "DELETE FROM session_assignments WHERE session=? AND message_id=?", [(name, msg) for msg in assignments]
+        )
+        self.conn.run_many(
+            "INSERT INTO session_assignments (session, message_id, reviewer) VALUES (?, ?, ?)",
+            [(name, msg, reviewer) for msg, reviewers in assignments.items() for reviewer in reviewers],
+        )
+
+    def archive(self, name: str, archived: bool = True) -> None:
+        with self.conn.transaction(lock_key="session\x1f" + name):
+            self._require_session(name)
+            self.conn.run("UPDATE label_sessions SET archived_at=? WHERE name=?", (utc_now() if archived else None, name))
+
+    def delete(self, name: str) -> None:
+        """The session, its rows, assignments and skips; its labels stay."""
+        with self.conn.transaction(lock_key="session\x1f" + name):
+            self._require_session(name)
+            for table in ("session_skips", "session_assignments", "session_items"):
+                self.conn.run(f"DELETE FROM {table} WHERE session=?", (name,))
+            self.conn.run("DELETE FROM label_sessions WHERE name=?", (name,))

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 
 from dashboard.calibration.label_files import LabelFile, from_labels
 from dashboard.database.model import Label
+from dashboard.database.runs import QueryOutcome, RunInfo
 from dashboard.evaluation.judged_sets import JudgedSet
-from dashboard.evaluation.storage import QueryOutcome, RunInfo
 from dashboard.labels.export import trec_token
 
 

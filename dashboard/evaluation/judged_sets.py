@@ -19,48 +19,18 @@ the set it was judged against. Pure functions: no Streamlit, no store calls.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from connectors.common import inbound
 from connectors.common.lines import LineIssue, text_file
-from dashboard.judged import DEMO_QUERIES, MAX_GRADE, JudgedQuestion, check_grade, parse_jsonl
+from dashboard.judged import DEMO_QUERIES, MAX_GRADE, JudgedQuestion, JudgedSet, check_grade, parse_jsonl
 from dashboard.ranking.metrics import grades_from_labels
 
 
 class JudgedSetError(ValueError):
     """A judged set that cannot be used at all (unreadable file, no usable question)."""
-
-
-@dataclass
-class JudgedSet:
-    name: str
-    questions: list[JudgedQuestion]
-    source: str = ""
-    issues: list[LineIssue] = field(default_factory=list)
-
-    @property
-    def content_hash(self) -> str:
-        return content_hash(self.questions)
-
-    def by_id(self) -> dict[str, JudgedQuestion]:
-        return {q.message_id: q for q in self.questions}
-
-    def issue_report(self) -> str:
-        return "\n".join(str(issue) for issue in self.issues)
-
-
-def content_hash(questions: Iterable[JudgedQuestion]) -> str:
-    """sha256 over the questions in message-id order: the same judgments in another
-    order are the same version."""
-    canonical = json.dumps(
-        sorted((q.as_dict() for q in questions), key=lambda d: d["message_id"]), sort_keys=True, ensure_ascii=False
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 def parse_trec(
@@ -133,14 +103,14 @@ def from_labels(
 
 
 def file_or_kept(
-    text: str, kept: Any, *, name: str | None = None, topics: str | Path | None = None
+    text: str, db: Any, *, name: str | None = None, topics: str | Path | None = None
 ) -> JudgedSet | None:
     """What a command's judged-set argument names: the file at `text` when there is
-    one (read_file), else the set kept under that name (`kept`, an EvalStore); None
+    one (read_file), else the set kept under that name in the app database `db`; None
     when it is neither."""
     if Path(text).exists():
         return read_file(text, name=name, topics=topics)
-    loaded: JudgedSet | None = kept.load_set(text)
+    loaded: JudgedSet | None = db.judged_sets.load(text)
     return loaded
 
 

@@ -41,8 +41,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from connectors.base import ConnectorError, MemoryStore, NotFound, QueriesBumpUsage, QueryResult, parse_as_of
+from dashboard.database.runs import QueryOutcome, RunInfo
 from dashboard.evaluation.runs import SupportsQueryMany, error_text, store_limit
-from dashboard.evaluation.storage import QueryOutcome, RunInfo
 from dashboard.judged import JudgedQuestion
 from dashboard.labels.export import neutralise_cell
 

@@ -18,9 +18,9 @@ from urllib.parse import urlencode
 import numpy as np
 
 from dashboard import score_space
+from dashboard.database.runs import QueryOutcome, RunInfo
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_figures import QueryFigures, run_figures
-from dashboard.evaluation.storage import QueryOutcome, RunInfo
 from dashboard.floor import floor_text
 
 PERMUTATIONS = 10_000

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from dashboard.evaluation.storage import QueryOutcome
+from dashboard.database.runs import QueryOutcome
 from dashboard.judged import JudgedQuestion
 from dashboard.ranking import metrics as ir
 

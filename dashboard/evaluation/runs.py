@@ -46,9 +46,10 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
 )
+from dashboard.database import AppDatabase
 from dashboard.database.model import utc_now
+from dashboard.database.runs import QueryOutcome, RunHit, RunInfo, new_run_id
 from dashboard.evaluation.judged_sets import JudgedSet
-from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo, new_run_id
 from dashboard.judged import JudgedQuestion
 
 BATCH_SIZE = 64
@@ -128,7 +129,7 @@ def store_limit(store: MemoryStore) -> int | None:
 
 def start_run(
     store: MemoryStore,
-    evals: EvalStore,
+    db: AppDatabase,
     request: RunRequest,
     *,
     progress: Progress | None = None,
@@ -139,7 +140,7 @@ def start_run(
     limit = store_limit(store)
     if request.k < 1 or (limit is not None and request.k > limit):
         raise InvalidRequest(f"k must be from 1 to {limit or 'any'} for this store, got {request.k}")
-    set_hash = evals.save_set(request.judged)
+    set_hash = db.judged_sets.save(request.judged)
     info = RunInfo(
         run_id=new_run_id(),
         name=request.name or f"{request.judged.name} on {request.fingerprint} k={request.k}",
@@ -154,13 +155,13 @@ def start_run(
         total=len(request.judged.questions),
         keep_text=request.keep_text,
     )
-    evals.start_run(info)
-    return _answer(store, evals, info, request.judged, progress=progress, cancelled=cancelled)
+    db.runs.start(info)
+    return _answer(store, db, info, request.judged, progress=progress, cancelled=cancelled)
 
 
 def resume_run(
     store: MemoryStore,
-    evals: EvalStore,
+    db: AppDatabase,
     run_id: str,
     *,
     progress: Progress | None = None,
@@ -168,18 +169,18 @@ def resume_run(
 ) -> RunInfo:
     """Answer the questions an incomplete run is missing, against the set version
     it was started on."""
-    info = evals.run(run_id)
+    info = db.runs.get(run_id)
     if info is None:
         raise KeyError(f"no run {run_id!r}")
-    judged = evals.load_set(info.set_name, info.set_hash)
+    judged = db.judged_sets.load(info.set_name, info.set_hash)
     if judged is None:
         raise KeyError(f"run {run_id!r}: its judged set {info.set_name!r} ({info.set_hash}) is gone")
-    return _answer(store, evals, info, judged, progress=progress, cancelled=cancelled)
+    return _answer(store, db, info, judged, progress=progress, cancelled=cancelled)
 
 
 def _answer(
     store: MemoryStore,
-    evals: EvalStore,
+    db: AppDatabase,
     info: RunInfo,
     judged: JudgedSet,
     *,
@@ -187,7 +188,7 @@ def _answer(
     cancelled: Callable[[], bool] | None,
 ) -> RunInfo:
     # A failed question is asked again: only answers count as done.
-    answered = {o.message_id for o in evals.outcomes(info.run_id) if o.error is None}
+    answered = {o.message_id for o in db.runs.outcomes(info.run_id) if o.error is None}
     positions = {q.message_id: i for i, q in enumerate(judged.questions)}
     todo = [q for q in judged.questions if q.message_id not in answered]
     done = len(answered)
@@ -204,13 +205,13 @@ def _answer(
     else:
         asker = _PoolAsker(store, info.k)
     try:
-        return _answer_all(evals, info, todo, positions, done, asker, progress, cancelled)
+        return _answer_all(db, info, todo, positions, done, asker, progress, cancelled)
     finally:
         asker.close()
 
 
 def _answer_all(
-    evals: EvalStore,
+    db: AppDatabase,
     info: RunInfo,
     todo: list[JudgedQuestion],
     positions: dict[str, int],
@@ -244,19 +245,19 @@ def _answer_all(
                 down_streak = down_streak + 1 if failure else 0
                 if down_streak >= STORE_DOWN_STREAK:
                     kept = [o for o, f in outcomes if not f]
-                    evals.save_outcomes(info.run_id, kept)
+                    db.runs.save_outcomes(info.run_id, kept)
                     raise RunStopped(
                         f"run {info.run_id} stopped after {done + len(kept)} of {info.total} questions: "
                         f"the store failed {down_streak} times in a row ({outcome.error})",
                         info.run_id,
                     )
                 kept.append(outcome)
-            evals.save_outcomes(info.run_id, kept)
+            db.runs.save_outcomes(info.run_id, kept)
             done += len(kept)
             if progress:
                 progress(done, info.total)
-    evals.finish_run(info.run_id, notes=asker.notes())
-    finished = evals.run(info.run_id)
+    db.runs.finish(info.run_id, notes=asker.notes())
+    finished = db.runs.get(info.run_id)
     assert finished is not None
     return finished
 

@@ -50,7 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
+from dashboard.database import AppDatabase
+from dashboard.database.runs import QueryOutcome, RunInfo
 from dashboard.judged import JudgedQuestion
 
 METRICS = ("recall", "precision", "mrr", "ndcg", "hit_rate")
@@ -445,15 +446,15 @@ def gain_interval(deltas: np.ndarray, seed: int = SEED) -> tuple[float, float]:
 
 
 def search_run(
-    evals: EvalStore, info: RunInfo, *, metric: str, n: int, step: float = DEFAULT_STEP, threshold: bool = False
+    db: AppDatabase, info: RunInfo, *, metric: str, n: int, step: float = DEFAULT_STEP, threshold: bool = False
 ) -> WhatIfResult:
     """The search on a saved run, as the Quality page and `memlens whatif` run it:
     the cutoff clipped to the run's k, the thresholds of THRESHOLDS when asked."""
-    judged = evals.load_set(info.set_name, info.set_hash)
+    judged = db.judged_sets.load(info.set_name, info.set_hash)
     if judged is None:
         raise WhatIfError(f"the run's judged set ({info.set_name}, {info.set_hash}) is gone")
     return search(
-        judged.questions, evals.outcomes(info.run_id), metric=metric, n=min(n, info.k), k=info.k, step=step,
+        judged.questions, db.runs.outcomes(info.run_id), metric=metric, n=min(n, info.k), k=info.k, step=step,
         thresholds=THRESHOLDS if threshold else (0.0,),
     )
 

@@ -117,7 +117,7 @@ def judge_trust(
 
 
 def trust_from_summary(source: str, summary: dict, bar: TrustBar, recorded: JudgeAgreement | None = None) -> JudgeTrust:
-    """The same from the database's counts (LabelStore.judge_summary), so a page that
+    """The same from the database's counts (db.judge_labels.summary), so a page that
     reruns on every key press does not read every label."""
     confusion = {RELEVANT: {RELEVANT: 0, NOT_RELEVANT: 0}, NOT_RELEVANT: {RELEVANT: 0, NOT_RELEVANT: 0}}
     for label, judge_relevant, count in summary["confusion"]:

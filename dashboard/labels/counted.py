@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from dashboard.database import AppDatabase
 from dashboard.database.model import Label
 from dashboard.database.sessions import LabelSession
-from dashboard.database.store import LabelStore
 from dashboard.labels.agreement import AgreementReport, agreement
 from dashboard.labels.resolution import REVIEWERS_ENV, Resolution, counted_labels, parse_names, resolve
 
@@ -55,7 +55,7 @@ def reviewer_list(session: LabelSession | None, environ: Mapping[str, str]) -> l
 
 
 def counted(
-    store: LabelStore,
+    db: AppDatabase,
     *,
     session: str | None = None,
     labels: list[Label] | None = None,
@@ -67,13 +67,13 @@ def counted(
     figure of one reviewer's own labels)."""
     found = None
     if session is not None:
-        found = store.session(session)
+        found = db.sessions.get(session)
         if found is None:
-            known = ", ".join(s.name for s in store.sessions()) or "none"
+            known = ", ".join(s.name for s in db.sessions.all()) or "none"
             raise NoSuchSession(f"no labelling session named {session!r} (sessions: {known})")
-    raw = list(labels) if labels is not None else store.session_labels(session) if session else store.labels()
+    raw = list(labels) if labels is not None else db.sessions.labels(session) if session else db.labels.find()
     pairs = {(label.message_id, label.memory_id) for label in raw}
-    decisions = store.adjudications(pairs) if adjudicated and pairs else []
+    decisions = db.adjudications.find(pairs) if adjudicated and pairs else []
     return CountedLabels(raw, resolve(raw, decisions, reviewers=reviewer_list(found, environ or {})), found)
 
 
@@ -85,7 +85,7 @@ def filter_labels(
     until: str | None = None,
 ) -> list[Label]:
     """The labels of one store / reviewer written from `since` up to `until` (ISO
-    text, both inclusive), as ``LabelStore.labels`` filters them in SQL."""
+    text, both inclusive), as ``db.labels.find`` filters them in SQL."""
     return [
         label
         for label in labels

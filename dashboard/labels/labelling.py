@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dashboard.database import AppDatabase
 from dashboard.database.sessions import LabelSession, SessionItem
-from dashboard.database.store import LabelStore
 from dashboard.labels.resolution import on_list
 
 ACTIONS = ("relevant", "not_relevant", "skip")
@@ -82,18 +82,18 @@ class ReviewerQueue:
         return list(dict.fromkeys(item.message_id for item in self.items))
 
 
-def load_queue(store: LabelStore, session_name: str, reviewer: str) -> ReviewerQueue:
-    session = store.session(session_name)
+def load_queue(db: AppDatabase, session_name: str, reviewer: str) -> ReviewerQueue:
+    session = db.sessions.get(session_name)
     if session is None:
         raise KeyError(f"no labelling session named {session_name!r}")
-    items = store.session_items(session_name)
-    assignments = store.session_assignments(session_name)
+    items = db.sessions.items(session_name)
+    assignments = db.sessions.assignments(session_name)
     # Names match case-insensitively: "Ana" works through ana's queue, not a queue of her own.
     assigned = bool(assignments) and any(on_list(reviewer, names) for names in assignments.values())
     if assigned:
         items = [item for item in items if on_list(reviewer, assignments.get(item.message_id, []))]
-    labels = {(row.message_id, row.memory_id): row.label for row in store.session_labels(session_name, reviewer=reviewer)}
-    skipped = {(m, k) for m, k, _ in store.skips(session_name, reviewer=reviewer)}
+    labels = {(row.message_id, row.memory_id): row.label for row in db.sessions.labels(session_name, reviewer=reviewer)}
+    skipped = {(m, k) for m, k, _ in db.sessions.skips(session_name, reviewer=reviewer)}
     return ReviewerQueue(session, reviewer, items, labels, skipped, assigned)
 
 
@@ -118,7 +118,7 @@ def label_store_name(item: SessionItem, session: LabelSession, connected: str | 
 
 
 def record(
-    store: LabelStore,
+    db: AppDatabase,
     session: LabelSession,
     item: SessionItem,
     reviewer: str,
@@ -134,13 +134,13 @@ def record(
     check_reviewer(session, reviewer)
     if memory_missing and action == "relevant":
         raise ValueError(f"memory {item.memory_id} is missing from the store: it cannot be judged relevant")
-    previous = store.get(item.message_id, item.memory_id, reviewer)
+    previous = db.labels.get(item.message_id, item.memory_id, reviewer)
     key = (item.message_id, item.memory_id)
-    was_skipped = (*key, reviewer) in store.skips(session.name, reviewer=reviewer)
+    was_skipped = (*key, reviewer) in db.sessions.skips(session.name, reviewer=reviewer)
     if action == "skip":
-        store.skip(session.name, *key, reviewer)
+        db.sessions.skip(session.name, *key, reviewer)
     else:
-        store.upsert(
+        db.labels.save(
             message_id=item.message_id,
             memory_id=item.memory_id,
             label=action,
@@ -150,7 +150,7 @@ def record(
             score=item.score,
         )
         if was_skipped:
-            store.unskip(session.name, *key, reviewer)
+            db.sessions.unskip(session.name, *key, reviewer)
     return UndoStep(
         session.name,
         item.message_id,
@@ -162,13 +162,13 @@ def record(
     )
 
 
-def undo(store: LabelStore, step: UndoStep, item: SessionItem, session: LabelSession, connected_store: str | None = None) -> None:
+def undo(db: AppDatabase, step: UndoStep, item: SessionItem, session: LabelSession, connected_store: str | None = None) -> None:
     """Put the row back the way it was before `step`."""
     key = (step.message_id, step.memory_id, step.reviewer)
     if step.previous_label is None:
-        store.delete(*key)
+        db.labels.delete(*key)
     else:
-        store.upsert(
+        db.labels.save(
             message_id=step.message_id,
             memory_id=step.memory_id,
             label=step.previous_label,
@@ -178,6 +178,6 @@ def undo(store: LabelStore, step: UndoStep, item: SessionItem, session: LabelSes
             score=item.score,
         )
     if step.was_skipped:
-        store.skip(step.session, *key)
+        db.sessions.skip(step.session, *key)
     else:
-        store.unskip(step.session, *key)
+        db.sessions.unskip(step.session, *key)

@@ -265,7 +265,7 @@ def _number(result: PeopleLabels, number: int, name: str, value: Any, *, whole: 
     return int(parsed) if whole else parsed
 
 
-def import_as_session(store: Any, found: PeopleLabels, name: str) -> tuple[Any, int]:
+def import_as_session(db: Any, found: PeopleLabels, name: str) -> tuple[Any, int]:
     """Save the file's labels as the session `name` (its rows: every labelled pair, in
     file order) with each label under its reviewer; (the session, labels written).
     Raises SessionExists when the name is taken, before anything is written."""
@@ -277,13 +277,13 @@ def import_as_session(store: Any, found: PeopleLabels, name: str) -> tuple[Any, 
         key = (label.message_id, label.memory_id)
         if key not in items:
             items[key] = SessionItem(len(items), label.message_id, label.memory_id, label.rank, label.score, None, label.store or None)
-    session = store.create_session(
+    session = db.sessions.create(
         LabelSession(name=name, method="imported", size=len(items), source=Path(found.source).name,
                      params={"format": found.format}),
         list(items.values()),
     )
     for label in found.labels:
-        store.upsert(
+        db.labels.save(
             message_id=label.message_id, memory_id=label.memory_id, label=label.label, reviewer=label.reviewer,
             store=label.store or file_store, rank=label.rank, score=label.score,
         )

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dashboard.database import AppDatabase
 from dashboard.database.sessions import LabelSession, SessionItem
-from dashboard.database.store import LabelStore
 from dashboard.labels.resolution import parse_names
 
 METHODS = ("uniform", "stratified", "turns")
@@ -142,7 +142,7 @@ def build_session(
     band_width: float = DEFAULT_BAND_WIDTH,
     drawn_store: str | None = None,
 ) -> tuple[LabelSession, list[SessionItem], dict[str, list[str]]]:
-    """The session, its rows and its assignments, ready for ``LabelStore.create_session``.
+    """The session, its rows and its assignments, ready for ``db.sessions.create``.
     `drawn_store` is the fingerprint of the store the reviewers will look the rows up in."""
     sample = draw_sample(rows, method, size, seed=seed, band_width=band_width)
     stores = sample["store"].dropna().unique().tolist() if "store" in sample else []
@@ -180,10 +180,10 @@ def build_session(
     return session, items, assign_turns(turn_ids, reviewers, session.overlap, seed=seed)
 
 
-def save_session(store: LabelStore, name: str, rows: pd.DataFrame, **options: Any) -> LabelSession:
+def save_session(db: AppDatabase, name: str, rows: pd.DataFrame, **options: Any) -> LabelSession:
     """Draw a sample and save it as a named labelling session in the label database."""
     session, items, assignments = build_session(name, rows, **options)
-    return store.create_session(session, items, assignments)
+    return db.sessions.create(session, items, assignments)
 
 
 def _text_or_none(value: Any) -> str | None:

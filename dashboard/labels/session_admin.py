@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 from dashboard.labels.resolution import on_list, parse_names, reviewer_key
 from dashboard.labels.sampling import assign_turns
 
@@ -27,27 +27,27 @@ class Reassigned:
         return f"{self.turns} turn(s) reassigned; {self.kept} turn(s) already started kept their reviewers"
 
 
-def _started(store: LabelStore, name: str) -> dict[str, set[str]]:
+def _started(db: AppDatabase, name: str) -> dict[str, set[str]]:
     """turn -> the reviewer keys with a label or a skip on one of its rows."""
     started: dict[str, set[str]] = {}
-    for label in store.session_labels(name):
+    for label in db.sessions.labels(name):
         started.setdefault(label.message_id, set()).add(reviewer_key(label.reviewer))
-    for message, _, reviewer in store.skips(name):
+    for message, _, reviewer in db.sessions.skips(name):
         started.setdefault(message, set()).add(reviewer_key(reviewer))
     return started
 
 
-def _session(store: LabelStore, name: str):
-    session = store.session(name)
+def _session(db: AppDatabase, name: str):
+    session = db.sessions.get(name)
     if session is None:
         raise KeyError(f"no labelling session named {name!r}")
     return session
 
 
-def edit_session(store: LabelStore, name: str, *, reviewers: str | list[str] | None = None,
+def edit_session(db: AppDatabase, name: str, *, reviewers: str | list[str] | None = None,
                  overlap: float | None = None) -> Reassigned:  # fmt: skip
     """New reviewers and/or overlap; the turns nobody started are dealt again."""
-    session = _session(store, name)
+    session = _session(db, name)
     if reviewers is None:
         names = list(session.reviewers)
     else:
@@ -55,25 +55,25 @@ def edit_session(store: LabelStore, name: str, *, reviewers: str | list[str] | N
     share = session.overlap if overlap is None else float(overlap)
     if not 0.0 <= share <= 1.0:
         raise ValueError(f"overlap must be between 0 and 1, got {share!r}")
-    turns = list(dict.fromkeys(item.message_id for item in store.session_items(name)))
-    started = _started(store, name)
+    turns = list(dict.fromkeys(item.message_id for item in db.sessions.items(name)))
+    started = _started(db, name)
     fresh = [turn for turn in turns if not started.get(turn)]
     dealt = assign_turns(fresh, names, share if len(names) > 1 else 0.0, seed=session.seed)
     # No reviewers: everyone may label every turn, so the fresh turns lose their assignment.
-    store.update_session(name, reviewers=names, overlap=share if len(names) > 1 else 0.0,
+    db.sessions.update(name, reviewers=names, overlap=share if len(names) > 1 else 0.0,
                          assignments={turn: dealt.get(turn, []) for turn in fresh})  # fmt: skip
     return Reassigned(len(fresh), len(turns) - len(fresh))
 
 
-def reassign(store: LabelStore, name: str, from_reviewer: str, to_reviewer: str) -> Reassigned:
+def reassign(db: AppDatabase, name: str, from_reviewer: str, to_reviewer: str) -> Reassigned:
     """Move `from_reviewer`'s turns they have not started to `to_reviewer` (who must
     be on the session's list, when it has one)."""
-    session = _session(store, name)
+    session = _session(db, name)
     if session.reviewers and not on_list(to_reviewer, session.reviewers):
         raise ValueError(f"{to_reviewer!r} is not among this session's reviewers: add the name first")
-    started = _started(store, name)
+    started = _started(db, name)
     moved, kept = {}, 0
-    for turn, names in store.session_assignments(name).items():
+    for turn, names in db.sessions.assignments(name).items():
         if not on_list(from_reviewer, names):
             continue
         if reviewer_key(from_reviewer) in started.get(turn, set()):
@@ -81,5 +81,5 @@ def reassign(store: LabelStore, name: str, from_reviewer: str, to_reviewer: str)
             continue
         others = [n for n in names if reviewer_key(n) != reviewer_key(from_reviewer)]
         moved[turn] = others if on_list(to_reviewer, others) else [*others, to_reviewer.strip()]
-    store.replace_assignments(name, moved)
+    db.sessions.replace_assignments(name, moved)
     return Reassigned(len(moved), kept)

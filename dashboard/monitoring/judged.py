@@ -75,10 +75,10 @@ def queries_in(imports: Iterable[Any], message_ids: set[str]) -> dict[str, str]:
     return found
 
 
-def cached_grades(sampled: list[SampledTurn], labels: Any, source: str) -> dict[tuple[str, str], bool]:
+def cached_grades(sampled: list[SampledTurn], db: Any, source: str) -> dict[tuple[str, str], bool]:
     """The grades the judge `source` already gave the sample's pairs, from the app database."""
     wanted = {(t.message_id, memory_id) for t in sampled for memory_id, _, _ in t.kept}
-    found = labels.judgments(source=source, message_ids={t.message_id for t in sampled})
+    found = db.judge_labels.find(source=source, message_ids={t.message_id for t in sampled})
     return {(j.message_id, j.memory_id): j.relevant for j in found if (j.message_id, j.memory_id) in wanted}
 
 
@@ -87,7 +87,7 @@ def grade_sample(
     queries_for: Callable[[set[str]], dict[str, str]],
     *,
     judge: Any,
-    labels: Any,
+    db: Any,
     store: Any,
     store_id: str,
     concurrency: int,
@@ -98,7 +98,7 @@ def grade_sample(
     from dashboard.judging.judges import JudgeError
 
     run = GradingRun()
-    cached = cached_grades(sampled, labels, judge.source)
+    cached = cached_grades(sampled, db, judge.source)
     run.grades.update(cached)
     run.cached = len(cached)
     missing = [(turn, memory_id, rank, score) for turn in sampled for memory_id, rank, score in turn.kept if (turn.message_id, memory_id) not in cached]
@@ -135,12 +135,12 @@ def grade_sample(
             # grades that arrived together are saved together: one disk sync each
             # SAVE_EVERY seconds, not one per grade (a killed run loses at most those)
             if arrived and time.monotonic() - last_saved >= SAVE_EVERY:
-                run.graded += labels.save_judgments(arrived)
+                run.graded += db.judge_labels.save_many(arrived)
                 arrived, last_saved = [], time.monotonic()
             if progress is not None:
                 progress(run.graded + len(arrived) + run.failed, len(todo))
     finally:
-        run.graded += labels.save_judgments(arrived)
+        run.graded += db.judge_labels.save_many(arrived)
     return run
 
 

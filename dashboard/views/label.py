@@ -22,7 +22,7 @@ require_access()
 reviewer = reviewer_ui.require()
 choice = store_picker()
 try:
-    labels = cache.label_store()
+    labels = cache.app_database()
     session = view.session_picker(labels)
     with st.expander("New labelling session from a log", expanded=session is None):
         view.new_session_form(labels, view.log_loader(), choice.fingerprint)

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dashboard.calibration.label_files import LabelFileError, parse_label_bytes, parse_label_text
+from dashboard.database import AppDatabase
 from dashboard.database.model import EXPORT_FIELDS
-from dashboard.database.store import LabelStore
 from dashboard.labels import export
 from dashboard.logs.retrieval_log import LogFormatError, read_log_bytes
 
@@ -442,17 +442,17 @@ def csv_rows(text: str) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("formula", FORMULAS)
 def test_csv_export_quotes_every_cell_a_spreadsheet_would_run(tmp_path, formula):
-    store = LabelStore(tmp_path / "labels.sqlite")
-    store.upsert(
+    db = AppDatabase(tmp_path / "labels.sqlite")
+    db.labels.save(
         message_id=formula, memory_id=formula, label="relevant", reviewer=formula, store=formula,
         rank=1, score=-0.25, query_text=formula, memory_text=formula,
     )  # fmt: skip
-    [row] = csv_rows(export.to_csv(store.labels(), include_text=True))
+    [row] = csv_rows(export.to_csv(db.labels.find(), include_text=True))
     for name in ("message_id", "memory_id", "reviewer", "store", "query_text", "memory_text"):
         assert row[name] == "'" + formula  # shown as text by Excel, LibreOffice and Sheets
     assert row["score"] == "-0.25"  # a number stays a number, its minus sign included
     # JSONL is data, not a sheet: the values go out as they are.
-    [obj] = [json.loads(line) for line in export.to_jsonl(store.labels(), include_text=True).splitlines()]
+    [obj] = [json.loads(line) for line in export.to_jsonl(db.labels.find(), include_text=True).splitlines()]
     assert obj["memory_id"] == formula and obj["score"] == -0.25
 
 
@@ -480,12 +480,12 @@ UNICODE = {
 @pytest.mark.parametrize("name", list(UNICODE))
 def test_unicode_and_rtl_text_survive_label_store_and_both_exports(tmp_path, name):
     text = UNICODE[name]
-    store = LabelStore(tmp_path / "labels.sqlite")
-    store.upsert(
+    db = AppDatabase(tmp_path / "labels.sqlite")
+    db.labels.save(
         message_id=f"live-{text}", memory_id=text, label="not_relevant", reviewer=f"רביעי {text}",
         store="embedded:1234", rank=2, score=0.31, query_text=text, memory_text=text,
     )  # fmt: skip
-    reopened = LabelStore(tmp_path / "labels.sqlite").labels()  # from disk, not from memory
+    reopened = AppDatabase(tmp_path / "labels.sqlite").labels.find()  # from disk, not from memory
     [obj] = [json.loads(line) for line in export.to_jsonl(reopened, include_text=True).split("\n") if line]
     assert (obj["message_id"], obj["memory_id"], obj["reviewer"]) == (f"live-{text}", text, f"רביעי {text}")
     assert obj["memory_text"] == text and obj["query_text"] == text
@@ -499,12 +499,12 @@ def test_unicode_and_rtl_text_survive_label_store_and_both_exports(tmp_path, nam
 @FILES
 @given(memory_id=ANY_TEXT, memory_text=st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40))
 def test_any_text_round_trips_through_the_label_store_and_exports(tmp_path_factory, memory_id, memory_text):
-    store = LabelStore(tmp_path_factory.mktemp("labels") / "labels.sqlite")
-    store.upsert(
+    db = AppDatabase(tmp_path_factory.mktemp("labels") / "labels.sqlite")
+    db.labels.save(
         message_id="m1", memory_id=memory_id, label="relevant", reviewer="r", store="s",
         rank=1, score=0.5, memory_text=memory_text,
     )  # fmt: skip
-    labels = store.labels()
+    labels = db.labels.find()
     [obj] = [json.loads(line) for line in export.to_jsonl(labels, include_text=True).split("\n") if line]
     assert obj["memory_id"] == memory_id and obj["memory_text"] == memory_text
     [row] = csv_rows(export.to_csv(labels, include_text=True))

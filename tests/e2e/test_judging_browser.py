@@ -164,7 +164,7 @@ def test_the_llm_ranker_shows_the_models_order_beside_the_stores(tab, model, scr
 
 def test_judge_suggestions_show_beside_each_row_and_the_a_key_accepts_one(tab, app, model, screenshots, monkeypatch, capsys):
     from dashboard.cli.main import main
-    from dashboard.database.store import LabelStore
+    from dashboard.database import AppDatabase
 
     open_app(tab, "label")
     widget(tab, "label_reviewer_input").locator("input").fill(REVIEWER)
@@ -189,12 +189,12 @@ def test_judge_suggestions_show_beside_each_row_and_the_a_key_accepts_one(tab, a
     command = ["judge", SESSION, "--judge", str(judge), "--db", str(app.data_dir / "demo.sqlite"), "--labels", str(labels), "--send-text"]
     assert main(command) == 0
     assert re.search(rf"{re.escape(SOURCE)}: graded \d+ pair\(s\), 0 failed", capsys.readouterr().out)
-    store = LabelStore(labels)
+    db = AppDatabase(labels)
     try:
-        items = store.session_items(SESSION)
-        judged = {j.memory_id: j for j in store.judgments(source=SOURCE) if j.message_id == items[0].message_id}
+        items = db.sessions.items(SESSION)
+        judged = {j.memory_id: j for j in db.judge_labels.find(source=SOURCE) if j.message_id == items[0].message_id}
     finally:
-        store.close()
+        db.close()
     first_turn = [i for i in items if i.message_id == items[0].message_id]
     assert set(judged) == {i.memory_id for i in first_turn}
 
@@ -235,11 +235,11 @@ def test_judge_suggestions_show_beside_each_row_and_the_a_key_accepts_one(tab, a
     tab.keyboard.press("a")
     wait_idle(tab)
     expect(progress).to_contain_text(f"1 of {len(items)} rows done by {REVIEWER}")
-    store = LabelStore(labels)
+    db = AppDatabase(labels)
     try:
-        [saved] = store.session_labels(SESSION)
+        [saved] = db.sessions.labels(SESSION)
     finally:
-        store.close()
+        db.close()
     expected = "relevant" if judged[current.memory_id].grade >= 2 else "not_relevant"
     assert (saved.memory_id, saved.reviewer, saved.label) == (current.memory_id, REVIEWER, expected)
     top = tab.get_by_test_id("stProgress")

@@ -10,14 +10,13 @@ import json
 
 from whatif_runs import rare_relevant_run
 
-from dashboard.database import open_label_store
-from dashboard.evaluation.storage import EvalStore
+from dashboard.database import AppDatabase
 
 
 def test_a_runs_misses_users_tags_and_rare_relevant_histogram(app, data_dir):
-    labels = open_label_store(data_dir / "labels.sqlite")
-    info = rare_relevant_run(EvalStore(labels))
-    labels.close()
+    db = AppDatabase(data_dir / "labels.sqlite")
+    info = rare_relevant_run(db)
+    db.close()
     at = app()
     at.switch_page("calibrate.py").run()
     at.radio(key="calibrate_source").set_value("A saved run").run()

@@ -8,7 +8,7 @@ import json
 import pytest
 from markdown_text import seen
 
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 
 PAGE = "calibrate.py"
 UMBRELA = "judge:umbrela@m"
@@ -27,22 +27,22 @@ def judged(data_dir):
     """ana's eight labels on one store, an LLM judge that graded three of those pairs
     (two agree) and two pairs nobody else labelled, and a cross-encoder that graded
     only pairs no person labelled."""
-    store = LabelStore(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     for i, score in enumerate([0.1, 0.2, 0.3, 0.5]):
-        store.upsert(message_id=f"m{i}", memory_id="off", label="not_relevant", reviewer="ana",
+        db.labels.save(message_id=f"m{i}", memory_id="off", label="not_relevant", reviewer="ana",
                      store="embedded:aaaa1111", score=score, rank=2)
     for i, score in enumerate([0.25, 0.4, 0.6, 0.7]):
-        store.upsert(message_id=f"m{i}", memory_id="on", label="relevant", reviewer="ana",
+        db.labels.save(message_id=f"m{i}", memory_id="on", label="relevant", reviewer="ana",
                      store="embedded:aaaa1111", score=score, rank=1)
     for message, memory, grade, score in [
         ("m0", "on", 3, 0.25), ("m1", "off", 0, 0.2), ("m2", "on", 1, 0.6),  # also labelled by ana
         ("m5", "x", 3, 0.8), ("m5", "y", 0, 0.1),  # the judge alone
     ]:
-        store.save_judgment(message_id=message, memory_id=memory, source=UMBRELA, grade=grade,
+        db.judge_labels.save(message_id=message, memory_id=memory, source=UMBRELA, grade=grade,
                             reason="because", store_score=score, rank=1)
     for memory, grade, score in [("z", 2, 0.9), ("w", 0, 0.15)]:
-        store.save_judgment(message_id="m7", memory_id=memory, source=CE, grade=grade, reason="", store_score=score)
-    store.close()
+        db.judge_labels.save(message_id="m7", memory_id=memory, source=CE, grade=grade, reason="", store_score=score)
+    db.close()
     return data_dir
 
 
@@ -91,10 +91,10 @@ def test_a_judges_labels_alone_come_with_its_kappa_interval_and_pair_count(app, 
 
 
 def test_the_agreement_memlens_judge_align_recorded_shows_beside_the_live_one(app, judged):
-    store = LabelStore(judged / "labels.sqlite")
-    store.save_judge_record(UMBRELA, {"count": 64, "kappa": 0.8125, "variant": "strict", "measured_by": "memlens judge align",
+    db = AppDatabase(judged / "labels.sqlite")
+    db.judge_labels.save_record(UMBRELA, {"count": 64, "kappa": 0.8125, "variant": "strict", "measured_by": "memlens judge align",
                                       "confusion": {}})
-    store.close()
+    db.close()
     at = open_calibrate(app)
     pick(at, UMBRELA)
     assert any("Recorded by memlens judge align: held-out kappa 0.812 over 64 people's label(s), prompt variant strict" in seen(c.value)
@@ -104,11 +104,11 @@ def test_the_agreement_memlens_judge_align_recorded_shows_beside_the_live_one(ap
 def test_a_judge_whose_every_reason_is_the_placeholder_is_called_out_beside_its_figures(app, judged):
     # (A judge giving one grade to every pair never gets this far: the page says all its
     # labels are one class and there is nothing to calibrate.)
-    store = LabelStore(judged / "labels.sqlite")
+    db = AppDatabase(judged / "labels.sqlite")
     for i in range(10):
-        store.save_judgment(message_id=f"m{i % 4}", memory_id=["on", "off"][i % 2] if i < 4 else f"n{i}", source=BROKEN,
+        db.judge_labels.save(message_id=f"m{i % 4}", memory_id=["on", "off"][i % 2] if i < 4 else f"n{i}", source=BROKEN,
                             grade=3 * (i % 2 == 0), reason="<one long sentence>", store_score=0.1 * i, rank=1)
-    store.close()
+    db.close()
     at = open_calibrate(app)
     pick(at, BROKEN)
     shown = [seen(w.value) for w in at.warning]
@@ -139,10 +139,10 @@ def test_a_judge_no_person_checked_is_said_plainly(app, judged):
 
 
 def test_with_judge_labels_only_the_page_points_to_the_judge_and_calibrates_on_it(app, data_dir):
-    store = LabelStore(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     for memory, grade, score in [("a", 3, 0.8), ("b", 0, 0.2)]:
-        store.save_judgment(message_id="m1", memory_id=memory, source=CE, grade=grade, reason="", store_score=score)
-    store.close()
+        db.judge_labels.save(message_id="m1", memory_id=memory, source=CE, grade=grade, reason="", store_score=score)
+    db.close()
     at = open_calibrate(app)
     assert not any("Demo data" in box.value for box in at.info)
     assert any("No person has labelled yet" in box.value for box in at.info)
@@ -152,14 +152,14 @@ def test_with_judge_labels_only_the_page_points_to_the_judge_and_calibrates_on_i
 
 
 def test_a_judge_label_that_recorded_its_store_survives_the_store_filter(app, judged):
-    store = LabelStore(judged / "labels.sqlite")
+    db = AppDatabase(judged / "labels.sqlite")
     # m6 only the judge graded, on ana's store; m8 on a store no person labelled.
-    store.save_judgment(message_id="m6", memory_id="q", source=UMBRELA, grade=3, reason="r", store_score=0.7,
+    db.judge_labels.save(message_id="m6", memory_id="q", source=UMBRELA, grade=3, reason="r", store_score=0.7,
                         rank=1, store="embedded:aaaa1111")
     for memory, grade, score in [("r", 0, 0.2), ("s", 3, 0.6)]:
-        store.save_judgment(message_id="m8", memory_id=memory, source=UMBRELA, grade=grade, reason="r",
+        db.judge_labels.save(message_id="m8", memory_id=memory, source=UMBRELA, grade=grade, reason="r",
                             store_score=score, rank=1, store="embedded:bbbb2222")
-    store.close()
+    db.close()
     at = open_calibrate(app)
     pick(at, UMBRELA)
     assert at.selectbox(key="calibrate_store").options == ["(all)", "embedded:aaaa1111", "embedded:bbbb2222"]

@@ -11,7 +11,7 @@ import pytest
 from markdown_text import error_texts, seen
 
 from dashboard.calibration.sweep import calibrate, format_floor
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 from dashboard.demo import load_demo_labels
 
 PAGE = "calibrate.py"
@@ -86,22 +86,22 @@ def test_the_floor_set_on_inspect_is_marked_and_kept(app):
     assert at.session_state["floor"] == 0.3  # still there for the return to Inspect
 
 
-def label(store, message, memory, value, score, reviewer="ana", where="embedded:aaaa1111"):
-    store.upsert(message_id=message, memory_id=memory, label=value, reviewer=reviewer, store=where, score=score, rank=1)
+def label(db, message, memory, value, score, reviewer="ana", where="embedded:aaaa1111"):
+    db.labels.save(message_id=message, memory_id=memory, label=value, reviewer=reviewer, store=where, score=score, rank=1)
 
 
 @pytest.fixture
 def labelled(data_dir):
     """Own labels in the data dir: the hand-built case of test_calibration.py, by ana,
     plus two labels by ben on another store."""
-    store = LabelStore(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     for i, score in enumerate([0.1, 0.2, 0.3, 0.5]):
-        label(store, f"m{i}", "off", "not_relevant", score)
+        label(db, f"m{i}", "off", "not_relevant", score)
     for i, score in enumerate([0.25, 0.4, 0.6, 0.7]):
-        label(store, f"m{i}", "on", "relevant", score)
-    label(store, "m9", "x", "relevant", 0.9, reviewer="ben", where="mem0:bbbb2222")
-    label(store, "m9", "y", "not_relevant", 0.05, reviewer="ben", where="mem0:bbbb2222")
-    store.close()
+        label(db, f"m{i}", "on", "relevant", score)
+    label(db, "m9", "x", "relevant", 0.9, reviewer="ben", where="mem0:bbbb2222")
+    label(db, "m9", "y", "not_relevant", 0.05, reviewer="ben", where="mem0:bbbb2222")
+    db.close()
     return data_dir
 
 
@@ -128,10 +128,10 @@ def test_the_cost_ratio_moves_the_recommended_floor(app, labelled):
 
 
 def test_labels_of_one_class_only_show_why_they_cannot_calibrate(app, data_dir):
-    store = LabelStore(data_dir / "labels.sqlite")
-    label(store, "m1", "a", "relevant", 0.5)
-    label(store, "m2", "b", "relevant", 0.7)
-    store.close()
+    db = AppDatabase(data_dir / "labels.sqlite")
+    label(db, "m1", "a", "relevant", 0.5)
+    label(db, "m2", "b", "relevant", 0.7)
+    db.close()
     at = open_calibrate(app)
     # the next step to take, not a fault: a warning, and no error box
     assert any("All 2 labelled rows are 'relevant'" in seen(w.value) for w in at.warning)
@@ -251,13 +251,13 @@ def test_editing_the_floor_list_keeps_the_recommendation_and_its_interval(app):
 def test_an_uploaded_export_of_a_two_reviewer_session_counts_each_pair_once(app, data_dir):
     from dashboard.labels import export
 
-    store = LabelStore(data_dir / "export-source.sqlite")
+    db = AppDatabase(data_dir / "export-source.sqlite")
     for reviewer, label in (("ana", "relevant"), ("ben", "not_relevant")):
-        store.upsert(message_id="m1", memory_id="a", label=label, reviewer=reviewer, store="embedded:1", rank=1, score=0.6)
-        store.upsert(message_id="m1", memory_id="b", label="not_relevant", reviewer=reviewer, store="embedded:1", rank=2, score=0.2)
-    store.upsert(message_id="m2", memory_id="c", label="relevant", reviewer="ana", store="embedded:1", rank=1, score=0.5)
-    content = export.to_jsonl(store.labels()).encode()
-    store.close()
+        db.labels.save(message_id="m1", memory_id="a", label=label, reviewer=reviewer, store="embedded:1", rank=1, score=0.6)
+        db.labels.save(message_id="m1", memory_id="b", label="not_relevant", reviewer=reviewer, store="embedded:1", rank=2, score=0.2)
+    db.labels.save(message_id="m2", memory_id="c", label="relevant", reviewer="ana", store="embedded:1", rank=1, score=0.5)
+    content = export.to_jsonl(db.labels.find()).encode()
+    db.close()
     at = open_calibrate(app, calibrate_source="Upload a file")
     at.file_uploader(key="calibrate_upload").set_value(("session.jsonl", content, "application/jsonl")).run()
     assert not at.exception

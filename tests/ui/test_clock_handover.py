@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from dashboard.evaluation.storage import open_eval_store
+from dashboard.database import open_app_database
 
 FLOOR = 0.36577  # a calibrated floor: not on the 0.01 grid of a slider
 
@@ -52,9 +52,9 @@ def test_compare_to_inspect_keeps_run_bs_clock_and_the_floor(app, data_dir):
     params = {key: values[0] for key, values in link.items()}
     assert params["as_of"] == clock and float(params["floor"]) == FLOOR
 
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(data_dir)})
-    run_b = next(info for info in evals.runs() if info.name == "40 days ago")
-    outcome = next(o for o in evals.outcomes(run_b.run_id) if o.message_id == worst["message_id"].iloc[0])
+    db = open_app_database({"MEMLENS_DATA_DIR": str(data_dir)})
+    run_b = next(info for info in db.runs.all() if info.name == "40 days ago")
+    outcome = next(o for o in db.runs.outcomes(run_b.run_id) if o.message_id == worst["message_id"].iloc[0])
     seen_by_b = [hit.memory_id for hit in outcome.hits]
 
     inspect = _inspect(app, params)
@@ -90,9 +90,9 @@ def test_quality_misses_to_inspect_keeps_the_runs_clock_and_the_floor(app, data_
     params = {key: values[0] for key, values in link.items()}
     assert params["as_of"] == clock and float(params["floor"]) == FLOOR
 
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(data_dir)})
-    run = next(info for info in evals.runs() if info.name == "40 days ago")
-    outcome = next(o for o in evals.outcomes(run.run_id) if o.message_id == listed["message_id"].iloc[0])
+    db = open_app_database({"MEMLENS_DATA_DIR": str(data_dir)})
+    run = next(info for info in db.runs.all() if info.name == "40 days ago")
+    outcome = next(o for o in db.runs.outcomes(run.run_id) if o.message_id == listed["message_id"].iloc[0])
     seen_by_run = [hit.memory_id for hit in outcome.hits]
 
     inspect = _inspect(app, params)

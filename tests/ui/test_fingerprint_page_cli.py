@@ -5,7 +5,7 @@ record the same store fingerprint, so `memlens runs list` shows the two runs mat
 from __future__ import annotations
 
 from dashboard.cli.main import main
-from dashboard.evaluation.storage import open_eval_store
+from dashboard.database import open_app_database
 from dashboard.judged import DEMO_QUERIES
 
 
@@ -25,7 +25,7 @@ def test_page_and_cli_give_the_same_settings_the_same_fingerprint(app, data_dir,
     assert any("Run **page** complete" in s.value for s in at.success)
 
     assert main(["eval", str(DEMO_QUERIES), "--db", str(db), "--k", "5", "--name", "cli", "--format", "json"]) == 0
-    runs = {r.name: r for r in open_eval_store({"MEMLENS_DATA_DIR": str(data_dir)}).runs()}
+    runs = {r.name: r for r in open_app_database({"MEMLENS_DATA_DIR": str(data_dir)}).runs.all()}
     assert runs["page"].fingerprint == runs["cli"].fingerprint
     capsys.readouterr()
     assert main(["runs", "list"]) == 0

@@ -19,7 +19,7 @@ import pytest
 from hostile_service import HostileService, markup
 from markdown_it import MarkdownIt
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.display import WORD_JOINER
 from dashboard.labels import sampling
 from dashboard.logs.retrieval_log import read_log_bytes
@@ -103,12 +103,12 @@ def test_log_ids_session_names_and_reviewers_are_inert_on_label(data_dir, demo_s
     row = {"message_id": HOSTILE_MESSAGE, "memory_id": "sam-01", "rank": 1, "score": 0.8, "user_id": HOSTILE_USER}
     log = read_log_bytes((json.dumps(row) + "\n").encode(), "hostile.jsonl")
     assert len(log.rows) == 1, log.issue_lines()
-    store = open_label_store(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     try:
-        sampling.save_session(store, HOSTILE_SESSION, log.rows, method="turns", size=1, seed=1,
+        sampling.save_session(db, HOSTILE_SESSION, log.rows, method="turns", size=1, seed=1,
                               reviewers=[HOSTILE_REVIEWER, "ana"], source=HOSTILE_SESSION)
     finally:
-        store.close()
+        db.close()
     page = str(Path(__file__).resolve().parents[2] / "dashboard" / "views" / "label.py")
     at = AppTest.from_file(page, default_timeout=180)
     at.session_state["label_reviewer"] = "ana"

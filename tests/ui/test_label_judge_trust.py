@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.display import inert_markdown
 from dashboard.labels import sampling
 from dashboard.logs.retrieval_log import read_log
@@ -22,12 +22,12 @@ SOURCE = "judge:umbrela@scripted"
 @pytest.fixture
 def session_items(data_dir, demo_store):
     """A session of three whole turns of the sample log; its rows, in order."""
-    store = open_label_store(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     try:
-        sampling.save_session(store, "week", read_log(SAMPLE_LOG).rows, method="turns", size=3, seed=2)
-        return store.session_items("week")
+        sampling.save_session(db, "week", read_log(SAMPLE_LOG).rows, method="turns", size=3, seed=2)
+        return db.sessions.items("week")
     finally:
-        store.close()
+        db.close()
 
 
 def opened(data_dir):
@@ -51,23 +51,23 @@ def shows(at, text: str) -> bool:
 
 
 def grade_all(data_dir, items, grade_of, reason_of) -> None:
-    store = open_label_store(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     try:
         for n, item in enumerate(items):
-            store.save_judgment(message_id=item.message_id, memory_id=item.memory_id, source=SOURCE,
+            db.judge_labels.save(message_id=item.message_id, memory_id=item.memory_id, source=SOURCE,
                                 grade=grade_of(n), reason=reason_of(n))
     finally:
-        store.close()
+        db.close()
 
 
 def label_as_people(data_dir, items, relevant_of) -> None:
-    store = open_label_store(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     try:
         for n, item in enumerate(items):
-            store.upsert(message_id=item.message_id, memory_id=item.memory_id, reviewer="ben", store="s",
+            db.labels.save(message_id=item.message_id, memory_id=item.memory_id, reviewer="ben", store="s",
                          label="relevant" if relevant_of(n) else "not_relevant")
     finally:
-        store.close()
+        db.close()
 
 
 def test_a_judge_giving_grade_0_and_the_placeholder_everywhere_is_flagged_and_accept_is_off(data_dir, session_items, monkeypatch):
@@ -118,11 +118,11 @@ def test_the_agreement_memlens_judge_align_recorded_is_shown_and_counts_for_acce
     grade_all(data_dir, session_items, lambda n: 3 if n % 3 == 0 else 0, lambda n: f"reason number {n}")
     people = [n % 4 == 0 for n in range(60)]
     judge = [p if n else not p for n, p in enumerate(people)]  # held out: 60 labels, one disagreement
-    store = open_label_store(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     try:
-        store.save_judge_record(SOURCE, to_record(compare(SOURCE, people, judge, resamples=0), variant="strict"))
+        db.judge_labels.save_record(SOURCE, to_record(compare(SOURCE, people, judge, resamples=0), variant="strict"))
     finally:
-        store.close()
+        db.close()
     at = opened(data_dir)  # default bar: 50 labels, kappa 0.6; no person labelled in the database
     assert shows(at, "on 60 people's label(s) (memlens judge align, held-out labels)")
     assert at.button(key="label_accept_suggestion").disabled is False
@@ -142,10 +142,10 @@ def test_a_label_file_uploaded_on_the_label_page_becomes_a_session(data_dir, dem
     assert any(inert_markdown("session trec: 3 rows, 3 label(s) imported") in s.value for s in at.success)
     assert shows(at, "people.qrels: line 4, field 'grade': 'nope' is not a whole number")
     assert at.selectbox(key="label_session").value == "trec"
-    store = open_label_store(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     try:
-        saved = {(lab.message_id, lab.memory_id, lab.label, lab.reviewer) for lab in store.session_labels("trec")}
+        saved = {(lab.message_id, lab.memory_id, lab.label, lab.reviewer) for lab in db.sessions.labels("trec")}
     finally:
-        store.close()
+        db.close()
     assert saved == {("q1", "sam-01", "relevant", "imported"), ("q1", "sam-02", "not_relevant", "imported"),
                      ("q2", "sam-03", "relevant", "imported")}

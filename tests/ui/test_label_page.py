@@ -14,7 +14,7 @@ from pathlib import Path
 
 from markdown_text import error_texts, seen
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.display import inert_markdown
 from dashboard.labels import export, sampling
 from dashboard.logs.retrieval_log import read_log, read_log_bytes
@@ -27,7 +27,7 @@ ACTION_BUTTONS = {"relevant": "label_relevant", "not_relevant": "label_not_relev
 
 
 def labels_db(data_dir):
-    return open_label_store(data_dir / "labels.sqlite")
+    return AppDatabase(data_dir / "labels.sqlite")
 
 
 def make_session(data_dir, name, rows, **options):
@@ -76,7 +76,7 @@ def test_a_whole_demo_session_from_the_keyboard_then_calibrate(label_page, data_
     truth = judgments()
     questions = {q["message_id"]: q["query"] for q in map(json.loads, (ROOT / "demo_data" / "queries.jsonl").read_text().splitlines())}
     store = labels_db(data_dir)
-    items = store.session_items("demo week")
+    items = store.sessions.items("demo week")
     assert len({i.message_id for i in items}) == 12 and len(items) == 60
     for expected, item in enumerate(items):
         # the page's progress and message match the row the next key press labels
@@ -87,7 +87,7 @@ def test_a_whole_demo_session_from_the_keyboard_then_calibrate(label_page, data_
     assert at.get("progress")[0].proto.text.startswith("60 of 60 rows done")
     assert "Every row of this session assigned to you is labelled" in at.success[0].value
 
-    labels = store.session_labels("demo week")
+    labels = store.sessions.labels("demo week")
     store.close()
     assert len(labels) == 60 and {row.reviewer for row in labels} == {"ana"}
     assert {row.store for row in labels} == {"embedded:68061ffc"}  # the store the log names
@@ -131,14 +131,14 @@ def test_undo_takes_back_the_last_label_and_a_skip(label_page, data_dir):
     press(at, "skip")
     store = labels_db(data_dir)
     try:
-        assert len(store.session_labels("undo")) == 1 and len(store.skips("undo")) == 1
+        assert len(store.sessions.labels("undo")) == 1 and len(store.sessions.skips("undo")) == 1
         at.button(key="label_undo").click().run()
-        assert store.skips("undo") == set() and len(store.session_labels("undo")) == 1
+        assert store.sessions.skips("undo") == set() and len(store.sessions.labels("undo")) == 1
         at.button(key="label_undo").click().run()
-        assert store.session_labels("undo") == []
+        assert store.sessions.labels("undo") == []
         assert at.get("progress")[0].proto.text.startswith("0 of 5 rows done")
-        first = store.session_items("undo")[0]
-        assert store.history(first.message_id, first.memory_id)[-1]["new_label"] is None
+        first = store.sessions.items("undo")[0]
+        assert store.labels.history(first.message_id, first.memory_id)[-1]["new_label"] is None
     finally:
         store.close()
 
@@ -161,7 +161,7 @@ def test_a_missing_memory_is_shown_and_can_only_be_not_relevant_or_skipped(label
     press(at, "not_relevant")
     store = labels_db(data_dir)
     try:
-        assert {(row.memory_id, row.label) for row in store.session_labels("missing")} == {
+        assert {(row.memory_id, row.label) for row in store.sessions.labels("missing")} == {
             ("sam-01", "relevant"),
             ("sam-gone", "not_relevant"),
         }
@@ -269,8 +269,8 @@ def test_sigkill_mid_session_loses_no_acknowledged_label(data_dir, demo_store):
 
     store = labels_db(data_dir)  # a fresh process's view: reopen the file
     try:
-        labels = {(row.message_id, row.memory_id): row.label for row in store.session_labels("crash", reviewer="ana")}
-        skips = {(m, k) for m, k, _ in store.skips("crash", reviewer="ana")}
+        labels = {(row.message_id, row.memory_id): row.label for row in store.sessions.labels("crash", reviewer="ana")}
+        skips = {(m, k) for m, k, _ in store.sessions.skips("crash", reviewer="ana")}
     finally:
         store.close()
     for message, memory, action in acknowledged:
@@ -325,7 +325,7 @@ def test_a_signed_in_user_labels_under_their_own_identity(label_page, data_dir):
     press(at, "not_relevant")
     store = labels_db(data_dir)
     try:
-        assert [row.reviewer for row in store.session_labels("signed")] == ["ana@example.com"]
+        assert [row.reviewer for row in store.sessions.labels("signed")] == ["ana@example.com"]
     finally:
         store.close()
 
@@ -360,7 +360,7 @@ def test_a_session_opened_against_another_store_names_both_and_offers_no_labels(
     assert not at.exception
     store = labels_db(data_dir)
     try:
-        session = store.session("drawn on demo")
+        session = store.sessions.get("drawn on demo")
     finally:
         store.close()
     assert session is not None and session.drawn_store and session.drawn_store.startswith("embedded:")
@@ -384,13 +384,13 @@ def test_a_judge_suggestion_shows_on_its_row_and_a_key_accepts_it(label_page, da
     log = read_log(SAMPLE_LOG)
     make_session(data_dir, "suggested", log.rows, method="turns", size=1, seed=2)
     store = labels_db(data_dir)
-    first = store.session_items("suggested")[0]
-    store.save_judgment(message_id=first.message_id, memory_id=first.memory_id, source="judge:umbrela@m", grade=3, reason="it answers")
+    first = store.sessions.items("suggested")[0]
+    store.judge_labels.save(message_id=first.message_id, memory_id=first.memory_id, source="judge:umbrela@m", grade=3, reason="it answers")
     # The judge agrees with people on four other pairs: over the bar set here (4 labels).
     monkeypatch.setenv("MEMLENS_JUDGE_MIN_LABELS", "4")
     for n, relevant in enumerate((True, False, True, False)):
-        store.save_judgment(message_id="other", memory_id=f"m{n}", source="judge:umbrela@m", grade=3 if relevant else 0, reason=f"reason {n}")
-        store.upsert(message_id="other", memory_id=f"m{n}", label="relevant" if relevant else "not_relevant", reviewer="ben", store="s")
+        store.judge_labels.save(message_id="other", memory_id=f"m{n}", source="judge:umbrela@m", grade=3 if relevant else 0, reason=f"reason {n}")
+        store.labels.save(message_id="other", memory_id=f"m{n}", label="relevant" if relevant else "not_relevant", reviewer="ben", store="s")
     store.close()
     at = label_page(label_reviewer="ana", label_session="suggested")
     at.run()
@@ -403,7 +403,7 @@ def test_a_judge_suggestion_shows_on_its_row_and_a_key_accepts_it(label_page, da
     assert not at.exception, at.exception
     store = labels_db(data_dir)
     try:
-        [saved] = store.session_labels("suggested")
+        [saved] = store.sessions.labels("suggested")
     finally:
         store.close()
     assert (saved.memory_id, saved.label, saved.reviewer) == (first.memory_id, "relevant", "ana")
@@ -415,16 +415,16 @@ def test_turns_can_come_where_the_judge_is_least_sure_and_progress_counts_people
     log = read_log(SAMPLE_LOG)
     make_session(data_dir, "ordered", log.rows, method="turns", size=3, seed=2)
     store = labels_db(data_dir)
-    items = store.session_items("ordered")
+    items = store.sessions.items("ordered")
     turns = list(dict.fromkeys(item.message_id for item in items))
     first_turn, last_turn = turns[0], turns[-1]
     for item in items:  # sure about the first turn (grade 3), unsure about the last (grade 2)
         if item.message_id in (first_turn, last_turn):
             grade = 3 if item.message_id == first_turn else 2
-            store.save_judgment(message_id=item.message_id, memory_id=item.memory_id, source="judge:a@m",
+            store.judge_labels.save(message_id=item.message_id, memory_id=item.memory_id, source="judge:a@m",
                                 grade=grade, reason="r")
     middle = next(i for i in items if i.message_id == turns[1])
-    store.save_judgment(message_id=middle.message_id, memory_id=middle.memory_id, source="judge:b@m", grade=0, reason="r")
+    store.judge_labels.save(message_id=middle.message_id, memory_id=middle.memory_id, source="judge:b@m", grade=0, reason="r")
     store.close()
     at = label_page(label_reviewer="ana", label_session="ordered")
     at.run()
@@ -448,7 +448,7 @@ def test_turns_can_come_where_the_judge_is_least_sure_and_progress_counts_people
     assert at.get("progress")[0].proto.text.startswith("1 of ")
     store = labels_db(data_dir)
     try:
-        [saved] = store.session_labels("ordered")
+        [saved] = store.sessions.labels("ordered")
     finally:
         store.close()
     assert saved.message_id == last_turn

@@ -258,15 +258,15 @@ def test_the_label_page_comes_back_after_a_frozen_database_resumes_without_askin
 def label_page_on_postgres(postgres, data_dir, demo_store, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from dashboard.database import open_label_store
+    from dashboard.database import AppDatabase
     from dashboard.labels import sampling
     from dashboard.logs.retrieval_log import read_log
 
     url = postgres.new_database()
-    store = open_label_store(url)
+    db = AppDatabase(url)
     rows = read_log(Path(__file__).resolve().parents[2] / "demo_data" / "sample_log.jsonl").rows
-    sampling.save_session(store, "frozen", rows, method="uniform", size=4, seed=1)
-    store.close()
+    sampling.save_session(db, "frozen", rows, method="uniform", size=4, seed=1)
+    db.close()
     monkeypatch.setenv("MEMLENS_LABELS_URL", url)
     at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "views" / "label.py"), default_timeout=180)
     at.session_state["label_reviewer"] = "ana"
@@ -294,7 +294,7 @@ def test_the_checks_before_every_pages_title_import_no_label_database_when_none_
 
 
 def test_the_gate_checks_the_setting_the_label_database_reads():
-    from dashboard.database.store import LABELS_URL_ENV
+    from dashboard.database.connection import LABELS_URL_ENV
     from dashboard.ui.widgets import access
 
     assert access.LABELS_URL_ENV == LABELS_URL_ENV

@@ -71,9 +71,9 @@ def test_query_floor_and_labels_work_the_same_on_both_stores(app, ms_env, data_d
 
     at.button(key=f"not_relevant_{dropped[0].memory_id}").click().run()
     assert not at.exception
-    from dashboard.database.store import LabelStore
+    from dashboard.database import AppDatabase
 
-    labels = LabelStore(data_dir / "labels.sqlite").labels()
+    labels = AppDatabase(data_dir / "labels.sqlite").labels.find()
     assert [(row.memory_id, row.label, row.rank) for row in labels] == [(dropped[0].memory_id, "not_relevant", dropped[0].rank)]
     assert labels[0].store.startswith(f"{store}:")
     assert at.session_state["store_calls"] == 1
@@ -283,9 +283,9 @@ def test_the_api_key_never_appears_in_the_page_logs_exports_or_url(app, ms_env, 
     assert "HTTP Request: POST" in caplog.text and "MemorySync POST /memory/query -> 200" in caplog.text  # the walk was logged
     assert key not in caplog.text
 
-    from dashboard.database.store import LabelStore
+    from dashboard.database import AppDatabase
 
-    labels = LabelStore(data_dir / "labels.sqlite").labels()
+    labels = AppDatabase(data_dir / "labels.sqlite").labels.find()
     assert labels
     for text in (export.to_jsonl(labels, include_text=True), export.to_csv(labels, include_text=True), export.to_qrels(labels)):
         assert key not in text

@@ -7,7 +7,7 @@ import json
 
 from markdown_text import seen
 
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 from dashboard.monitoring.synthetic import DEMO_LOG
 from dashboard.ui.widgets import cache
 
@@ -65,10 +65,10 @@ def test_a_session_from_an_alert_window_holds_exactly_its_turns(app, data_dir):
     form_button.click().run()
     assert not at.exception, at.exception
     assert any("Session 'after-the-model-change' created: 60 rows" in s.value for s in at.success)
-    store = LabelStore(data_dir / "labels.sqlite")
-    items = store.session_items("after-the-model-change")
+    db = AppDatabase(data_dir / "labels.sqlite")
+    items = db.sessions.items("after-the-model-change")
     turns = set(at.dataframe[-1].value["message_id"])
     assert len(items) == 60 and {item.message_id for item in items} <= turns
-    (session,) = [s for s in store.sessions() if s.name == "after-the-model-change"]
+    (session,) = [s for s in db.sessions.all() if s.name == "after-the-model-change"]
     assert session.method == "stratified" and session.source == "monitor window 2026-01-26"
-    store.close()
+    db.close()

@@ -13,7 +13,7 @@ from chat_model_server import ChatModelServer
 from judged_logs import DAYS, START, SWAP_DAY, demo_judge, log_text, user_memories
 from markdown_text import seen
 
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 from dashboard.ui.pages.monitor import UPLOAD_CHOICE
 
 PAGE = "monitor.py"
@@ -80,9 +80,9 @@ def test_the_swapped_log_alerts_from_the_swap_day_and_a_session_holds_the_judged
     submit = next(b for b in at.get("form_submit_button") if b.proto.label == "Start a session of the judged pairs")
     submit.click().run()
     assert not at.exception, at.exception
-    store = LabelStore(data_dir / "labels.sqlite")
-    items = store.session_items("check-the-judge")
-    graded = {(j.message_id, j.memory_id) for j in store.judgments(source="judge:umbrela@grader")}
+    db = AppDatabase(data_dir / "labels.sqlite")
+    items = db.sessions.items("check-the-judge")
+    graded = {(j.message_id, j.memory_id) for j in db.judge_labels.find(source="judge:umbrela@grader")}
     assert len(items) == 24 and {(i.message_id, i.memory_id) for i in items} <= graded
     assert {i.message_id[:3] for i in items} == {f"d{SWAP_DAY:02d}"}
 

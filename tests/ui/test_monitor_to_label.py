@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from markdown_text import seen
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.ui.pages.monitor import UPLOAD_CHOICE
 
 SAMPLE_LOG = Path(__file__).resolve().parents[2] / "demo_data" / "sample_log.jsonl"
@@ -49,12 +49,12 @@ def session_from_monitor(app, name: str, *, keep_text: bool):
 
 def test_a_monitor_session_keeps_the_message_text_when_asked_and_records_its_store(app, data_dir):
     at, store_shown = session_from_monitor(app, "with-text", keep_text=True)
-    labels = open_label_store(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     try:
-        (session,) = [s for s in labels.sessions() if s.name == "with-text"]
-        items = labels.session_items("with-text")
+        (session,) = [s for s in db.sessions.all() if s.name == "with-text"]
+        items = db.sessions.items("with-text")
     finally:
-        labels.close()
+        db.close()
     assert session.keep_text and session.drawn_store and session.drawn_store in store_shown
     assert all(item.query_text == QUERIES[item.message_id] for item in items)
     assert at.selectbox(key="label_session").value == "with-text"
@@ -66,11 +66,11 @@ def test_a_monitor_session_keeps_the_message_text_when_asked_and_records_its_sto
 
 def test_without_the_opt_in_the_session_holds_ids_and_scores_only(app, data_dir):
     at, _ = session_from_monitor(app, "ids-only", keep_text=False)
-    labels = open_label_store(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     try:
-        items = labels.session_items("ids-only")
+        items = db.sessions.items("ids-only")
     finally:
-        labels.close()
+        db.close()
     assert items and all(item.query_text is None for item in items)
     page = page_text(at)
     assert "message text not available" in page and not any(query in page for query in QUERIES.values())

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from markdown_text import seen
 
-from dashboard.evaluation.storage import open_eval_store
+from dashboard.database import open_app_database
 
 
 def quality_page(app):
@@ -33,12 +33,12 @@ def test_a_run_ranks_at_the_time_asked_and_keeps_it(app, data_dir, demo_store):
     runs = next(d.value for d in at.dataframe if "status" in d.value.columns)
     assert list(runs["as of"]) == ["2026-01-01T00:00:00+00:00"]
 
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(data_dir)})
-    (info,) = evals.runs()
+    db = open_app_database({"MEMLENS_DATA_DIR": str(data_dir)})
+    (info,) = db.runs.all()
     assert info.as_of == "2026-01-01T00:00:00+00:00"
     at_time = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
     half_life_hours = 72.0
-    for outcome in evals.outcomes(info.run_id)[:10]:
+    for outcome in db.runs.outcomes(info.run_id)[:10]:
         for hit in outcome.hits:
             created = demo_store.get(hit.memory_id).created_at.timestamp()
             hours = max(at_time - created, 0) / 3600

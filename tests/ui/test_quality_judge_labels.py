@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from markdown_text import seen
 
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 
 UMBRELA = "judge:umbrela@m"
 
@@ -15,16 +15,16 @@ def metric_values(at, label):
 
 
 def test_quality_measures_a_judges_labels_beside_its_agreement_with_people(app, data_dir):
-    labels = LabelStore(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     for memory_id, rank, score, label in (("off", 1, 0.20, "not_relevant"), ("good", 2, 0.60, "relevant"), ("fine", 3, 0.50, "relevant")):
-        labels.upsert(message_id="msg-1", memory_id=memory_id, label=label, reviewer="ana", store="embedded:feedbeef",
+        db.labels.save(message_id="msg-1", memory_id=memory_id, label=label, reviewer="ana", store="embedded:feedbeef",
                       rank=rank, score=score)
     # The judge calls the off-topic memory relevant (people disagree), agrees on "good",
     # and graded a fourth memory nobody labelled.
     for memory_id, rank, score, grade in (("off", 1, 0.20, 3), ("good", 2, 0.60, 3), ("extra", 4, 0.55, 2)):
-        labels.save_judgment(message_id="msg-1", memory_id=memory_id, source=UMBRELA, grade=grade, reason="r",
+        db.judge_labels.save(message_id="msg-1", memory_id=memory_id, source=UMBRELA, grade=grade, reason="r",
                              rank=rank, store_score=score)
-    labels.close()
+    db.close()
     at = app()
     at.run()
     at.switch_page("quality.py").run()

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 
 DEMO_QUERIES = __import__("pathlib").Path(__file__).resolve().parents[2] / "demo_data" / "queries.jsonl"
 
@@ -96,18 +96,18 @@ def test_moving_the_controls_recomputes_without_reading_again(app, data_dir):
 
 
 def test_a_labelled_session_is_measured_from_its_labels(app, data_dir):
-    labels = LabelStore(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     # The store put an off-topic memory first; two relevant ones follow.
     for memory_id, rank, score, label in (
         ("off", 1, 0.20, "not_relevant"),
         ("good", 2, 0.60, "relevant"),
         ("fine", 3, 0.50, "relevant"),
     ):
-        labels.upsert(
+        db.labels.save(
             message_id="msg-1", memory_id=memory_id, label=label, reviewer="ana", store="embedded:feedbeef",
             rank=rank, score=score,
         )
-    labels.close()
+    db.close()
     at = quality_page(app)
     assert at.selectbox(key="quality_label_store").value == "embedded:feedbeef"
     # demo figures first, then the labelled session's

@@ -6,24 +6,23 @@ from __future__ import annotations
 
 from whatif_runs import perfect_run
 
-from dashboard.database import open_label_store
-from dashboard.evaluation.storage import EvalStore
+from dashboard.database import AppDatabase
+from dashboard.database.runs import RunRepository
 
 
 def test_moving_the_floor_reads_no_run_again(app, data_dir, monkeypatch):
-    labels = open_label_store(data_dir / "labels.sqlite")
-    evals = EvalStore(labels)
-    perfect_run(evals, run_id="run-a")
-    perfect_run(evals, run_id="run-b")
-    labels.close()
+    db = AppDatabase(data_dir / "labels.sqlite")
+    perfect_run(db, run_id="run-a")
+    perfect_run(db, run_id="run-b")
+    db.close()
     reads: list[str] = []
-    original = EvalStore.outcomes
+    original = RunRepository.outcomes
 
     def counted(self, run_id):
         reads.append(run_id)
         return original(self, run_id)
 
-    monkeypatch.setattr(EvalStore, "outcomes", counted)
+    monkeypatch.setattr(RunRepository, "outcomes", counted)
     at = app()
     at.run()
     at.switch_page("quality.py").run()

@@ -86,9 +86,9 @@ def test_upload_run_compare_and_search_weights(app, data_dir):
 
 
 def test_labelled_turns_are_promoted_to_a_judged_set(app, data_dir):
-    from dashboard.database.store import LabelStore
+    from dashboard.database import AppDatabase
 
-    labels = LabelStore(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     # Two turns whose query text the reviewer chose to keep, one without it.
     for message_id, memory_id, value, text in (
         ("turn-1", "sam-01", "relevant", "Where does the user live?"),
@@ -96,9 +96,9 @@ def test_labelled_turns_are_promoted_to_a_judged_set(app, data_dir):
         ("turn-2", "sam-02", "relevant", "Which UI theme does the user prefer?"),
         ("turn-3", "sam-03", "relevant", None),
     ):
-        labels.upsert(message_id=message_id, memory_id=memory_id, label=value, reviewer="ana",
+        db.labels.save(message_id=message_id, memory_id=memory_id, label=value, reviewer="ana",
                       store="embedded:x", rank=1, score=0.5, query_text=text)
-    labels.close()
+    db.close()
     at = quality_page(app)
     at.text_input(key="eval_promote_name").set_value("week 48").run()
     at.button(key="eval_promote").click().run()
@@ -109,17 +109,16 @@ def test_labelled_turns_are_promoted_to_a_judged_set(app, data_dir):
 
 
 def test_a_run_with_failed_questions_says_how_many_and_why(app, data_dir):
-    from dashboard.database import open_label_store
+    from dashboard.database import AppDatabase
     from dashboard.database.model import utc_now
+    from dashboard.database.runs import QueryOutcome, RunHit, RunInfo, new_run_id
     from dashboard.evaluation.judged_sets import demo_set
-    from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo, new_run_id
 
-    labels = open_label_store(data_dir / "labels.sqlite")
-    evals = EvalStore(labels)
+    db = AppDatabase(data_dir / "labels.sqlite")
     judged = demo_set()
-    digest = evals.save_set(judged)
+    digest = db.judged_sets.save(judged)
     run_id = new_run_id()
-    evals.start_run(RunInfo(run_id, "flaky store", judged.name, digest, "embedded", "embedded:x", {}, 5, utc_now(),
+    db.runs.start(RunInfo(run_id, "flaky store", judged.name, digest, "embedded", "embedded:x", {}, 5, utc_now(),
                             None, len(judged.questions)))
     outcomes = []
     for position, question in enumerate(judged.questions):
@@ -127,9 +126,9 @@ def test_a_run_with_failed_questions_says_how_many_and_why(app, data_dir):
                  if position < 5 else None)
         hits = [] if error else [RunHit(next(iter(question.grades), "sam-01"), 1, 0.5)]
         outcomes.append(QueryOutcome(question.message_id, position, question.user_id, hits, 1.0, error))
-    evals.save_outcomes(run_id, outcomes)
-    evals.finish_run(run_id)
-    labels.close()
+    db.runs.save_outcomes(run_id, outcomes)
+    db.runs.finish(run_id)
+    db.close()
     at = quality_page(app)
     total = len(judged.questions)
     [table] = [d.value for d in at.dataframe if "failed" in d.value.columns]  # the runs table

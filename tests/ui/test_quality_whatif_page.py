@@ -7,15 +7,14 @@ from __future__ import annotations
 import pytest
 from whatif_runs import perfect_run
 
-from dashboard.database import open_label_store
-from dashboard.evaluation.storage import EvalStore
+from dashboard.database import AppDatabase
 
 
 @pytest.mark.parametrize("threshold", [False, True])
 def test_a_zero_gain_is_not_offered_as_weights_to_use(app, data_dir, threshold):
-    labels = open_label_store(data_dir / "labels.sqlite")
-    info = perfect_run(EvalStore(labels))
-    labels.close()
+    db = AppDatabase(data_dir / "labels.sqlite")
+    info = perfect_run(db)
+    db.close()
     at = app()
     at.run()
     at.switch_page("quality.py").run()

@@ -76,8 +76,7 @@ def test_weights_set_in_qualitys_sidebar_rank_on_inspect(app):
 
 
 def test_a_run_comparisons_link_opens_inspect_on_run_bs_store_and_ranking(app, data_dir):
-    from dashboard.database.store import LabelStore
-    from dashboard.evaluation.storage import EvalStore
+    from dashboard.database import AppDatabase
 
     at = open_page(app, "quality.py")
     at.number_input(key="eval_k").set_value(5).run()
@@ -96,11 +95,10 @@ def test_a_run_comparisons_link_opens_inspect_on_run_bs_store_and_ranking(app, d
     params = {key: values[0] for key, values in parse_qs(urlsplit(href).query).items()}
     assert params["weights"] == RECENCY_HEAVY and params["k"] == "5"
 
-    labels = LabelStore(data_dir / "labels.sqlite")
-    evals = EvalStore(labels)
-    run_b = next(r for r in evals.runs() if r.name == "recency heavy")
-    [outcome] = [o for o in evals.outcomes(run_b.run_id) if o.message_id == message_id]
-    labels.close()
+    db = AppDatabase(data_dir / "labels.sqlite")
+    run_b = next(r for r in db.runs.all() if r.name == "recency heavy")
+    [outcome] = [o for o in db.runs.outcomes(run_b.run_id) if o.message_id == message_id]
+    db.close()
     inspect = open_page(app, params=params)  # a new browser session, as a click on the link opens
     assert not inspect.exception, inspect.exception
     assert hit_ids(inspect) == outcome.ranking()
@@ -168,7 +166,7 @@ def no_reviewer_env(monkeypatch):
 
 
 def test_inspect_asks_for_a_name_before_labelling_and_never_labels_as_reviewer(app, data_dir, no_reviewer_env):
-    from dashboard.database.store import LabelStore
+    from dashboard.database import AppDatabase
 
     at = open_page(app, query=THEME)
     assert at.text_input(key="reviewer").value == ""
@@ -182,9 +180,9 @@ def test_inspect_asks_for_a_name_before_labelling_and_never_labels_as_reviewer(a
     assert not at.exception, at.exception
     assert "label_reviewer_input" not in [w.key for w in at.text_input]
     assert any("Labelling as **ana**" in c.value for c in at.sidebar.caption)
-    labels = LabelStore(data_dir / "labels.sqlite")
-    assert {row.reviewer for row in labels.labels()} == {"ana"}
-    labels.close()
+    db = AppDatabase(data_dir / "labels.sqlite")
+    assert {row.reviewer for row in db.labels.find()} == {"ana"}
+    db.close()
 
 
 def test_a_name_given_on_label_reaches_inspect_and_back(app, no_reviewer_env):

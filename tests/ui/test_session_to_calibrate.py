@@ -12,7 +12,7 @@ import pytest
 
 from dashboard.calibration.label_files import from_labels
 from dashboard.calibration.sweep import calibrate
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 
 ROOT = Path(__file__).resolve().parents[2]
 TRUTH = {q["message_id"]: set(q["relevant"]) for q in map(json.loads, (ROOT / "demo_data" / "queries.jsonl").read_text().splitlines())}
@@ -33,16 +33,16 @@ def test_a_sessions_labels_reach_calibrate_with_their_score_space_and_no_text(ap
     at.checkbox(key="session_keep_text").check()
     at.button(key="FormSubmitter:session_form-Create session").click().run()
     assert not at.exception, at.exception
-    labels = open_label_store(data_dir / "labels.sqlite")
+    db = AppDatabase(data_dir / "labels.sqlite")
     try:
-        items = labels.session_items("handover week")
+        items = db.sessions.items("handover week")
         assert items and all(item.query_text for item in items)
         for item in items:
             at.button(key="label_relevant" if item.memory_id in TRUTH[item.message_id] else "label_not_relevant").click().run()
             assert not at.exception, at.exception
-        made = labels.session_labels("handover week")
+        made = db.sessions.labels("handover week")
     finally:
-        labels.close()
+        db.close()
     assert len(made) == len(items)
 
     calibrate_page = app()

@@ -10,7 +10,7 @@ from pathlib import Path
 from markdown_text import error_texts, seen
 from team_session import SESSION, build_team_session, pairs
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.labels import sampling
 from dashboard.logs.retrieval_log import read_log
 
@@ -20,7 +20,7 @@ AUTH = {"redirect_uri": "http://localhost:8501/oauth2callback", "cookie_secret":
 
 
 def labels_db(data_dir):
-    return open_label_store(data_dir / "labels.sqlite")
+    return AppDatabase(data_dir / "labels.sqlite")
 
 
 def make_session(data_dir, name, reviewers):
@@ -52,7 +52,7 @@ def test_behind_the_password_gate_only_a_name_on_the_operator_list_labels(label_
     at.button(key="label_relevant").click().run()
     store = labels_db(data_dir)
     try:
-        assert {row.reviewer for row in store.session_labels("listed")} == {"Ana"}
+        assert {row.reviewer for row in store.sessions.labels("listed")} == {"Ana"}
     finally:
         store.close()
 
@@ -74,7 +74,7 @@ def test_a_session_names_reviewers_by_e_mail_and_refuses_anyone_else(label_page,
     assert "label_relevant" not in [b.key for b in eve.button]
     store = labels_db(data_dir)
     try:
-        assert [row.reviewer for row in store.session_labels("mailed")] == ["Ana@Example.test"]
+        assert [row.reviewer for row in store.sessions.labels("mailed")] == ["Ana@Example.test"]
     finally:
         store.close()
 
@@ -108,7 +108,7 @@ def test_the_lead_adjudicates_a_tie_on_the_page_and_sees_pairwise_agreement(labe
     assert any("0 unresolved tie(s) left out" in seen(c.value) for c in at.caption)
     store = labels_db(data_dir)
     try:
-        [decided] = [a for a in store.adjudications() if (a.message_id, a.memory_id) == tie[:2]]
+        [decided] = [a for a in store.adjudications.find() if (a.message_id, a.memory_id) == tie[:2]]
     finally:
         store.close()
     assert (decided.label, decided.adjudicator, decided.note) == ("not_relevant", "lead", "off topic for this turn")
@@ -129,7 +129,7 @@ def test_a_lead_edits_archives_and_deletes_a_session_from_the_page(label_page, d
     assert any("turn(s) reassigned" in seen(s.value) for s in at.success)
     store = labels_db(data_dir)
     try:
-        assert store.session("week").reviewers == ["ana", "ben", "cy@example.test"]
+        assert store.sessions.get("week").reviewers == ["ana", "ben", "cy@example.test"]
     finally:
         store.close()
 
@@ -145,7 +145,7 @@ def test_a_lead_edits_archives_and_deletes_a_session_from_the_page(label_page, d
     assert not at.exception, at.exception
     store = labels_db(data_dir)
     try:
-        assert store.session("week") is None
+        assert store.sessions.get("week") is None
     finally:
         store.close()
 

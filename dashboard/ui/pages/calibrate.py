@@ -111,9 +111,9 @@ def show_agreement(source: LabelSource) -> None:
 
 
 def _stored_labels() -> LabelSource:
-    store = cache.label_store()
-    everything = store.labels()
-    sources = store.judge_sources()
+    db = cache.app_database()
+    everything = db.labels.find()
+    sources = db.judge_labels.sources()
     if not everything and not sources:
         st.info(
             "**Demo data.** The label store has no labels yet, so this page shows the bundled demo "
@@ -127,17 +127,17 @@ def _stored_labels() -> LabelSource:
     rule, judge = label_source_ui.label_rule(sources, "calibrate_label_source", "calibrate_fill_judge")
     stamps = [row.updated_at for row in everything]
     if judge is not None:
-        judgments = store.judgments(source=judge)
+        judgments = db.judge_labels.find(source=judge)
         stamps += [j.created_at for j in judgments]
     else:
         judgments = []
     days = sorted(d for d in (_label_date(stamp) for stamp in stamps) if d)
-    sessions = [s.name for s in store.sessions()]
+    sessions = [s.name for s in db.sessions.all()]
     cols = st.columns(4 if sessions else 3)
     # A store only the picked judge graded (its labels record it) can be picked too.
-    stores = sorted(set(store.stores()) | {j.store for j in judgments if j.store})
+    stores = sorted(set(db.labels.stores()) | {j.store for j in judgments if j.store})
     store_name = cols[0].selectbox("Store", [ALL, *stores], key="calibrate_store")
-    reviewer = cols[1].selectbox("Reviewer", [ALL, *store.reviewers()], key="calibrate_reviewer")
+    reviewer = cols[1].selectbox("Reviewer", [ALL, *db.labels.reviewers()], key="calibrate_reviewer")
     picked = cols[2].date_input("Labelled between", value=(days[0], days[-1]) if days else None, key="calibrate_dates")
     session_name = cols[3].selectbox("Session", [ALL, *sessions], key="calibrate_session") if sessions else ALL
     dates = tuple(picked) if isinstance(picked, (tuple, list)) else (picked,)
@@ -151,7 +151,7 @@ def _stored_labels() -> LabelSource:
         "from": since.isoformat() if since else None,
         "to": until.isoformat() if until else None,
     }
-    found = label_counting.counted_for_page(store, everything, None if session_name == ALL else session_name, filters, until_text)
+    found = label_counting.counted_for_page(db, everything, None if session_name == ALL else session_name, filters, until_text)
     labels = found.labels
     if judge is None:
         if not everything:
@@ -199,20 +199,19 @@ def _uploaded_labels() -> LabelSource | None:
 def _run_labels() -> LabelSource | None:
     """A saved run's hits, judged by its judged set (see the Quality page)."""
     from dashboard.evaluation.export import judged_label_file
-    from dashboard.evaluation.storage import EvalStore
 
-    evals = EvalStore(cache.label_store())
-    runs = {r.run_id: f"{r.name} · {r.run_id} · {r.status}" for r in reversed(evals.runs())}
+    db = cache.app_database()
+    runs = {r.run_id: f"{r.name} · {r.run_id} · {r.status}" for r in reversed(db.runs.all())}
     if not runs:
         st.info("No saved run yet: run a judged set on the Quality page.")
         return None
     run_id: str = st.selectbox("Run", list(runs), format_func=lambda r: runs[r], key="calibrate_run")
-    info = evals.run(run_id)
-    judged = cache.judged_set(evals, info.set_name, info.set_hash) if info else None
+    info = db.runs.get(run_id)
+    judged = cache.judged_set(db, info.set_name, info.set_hash) if info else None
     if info is None or judged is None:
         show_error("This run's judged set is gone.")
         return None
-    labels = judged_label_file(info, cache.run_outcomes(evals, info), judged)
+    labels = judged_label_file(info, cache.run_outcomes(db, info), judged)
     return LabelSource(labels, "run", {"run": run_id})
 
 

@@ -374,7 +374,7 @@ REDRAW_PAGE = "_redraw_page_after_label"
 def _write_label(choice: StoreChoice, msg: str, reviewer, store_text, hit: Hit, value: str) -> None:
     query = st.session_state.get("query", "").strip()
     try:
-        cache.label_store().upsert(
+        cache.app_database().labels.save(
             message_id=msg,
             memory_id=hit.memory_id,
             label=value,
@@ -410,7 +410,7 @@ def show_labelling(result: QueryResult, msg: str, choice: StoreChoice, reviewer:
         return
     st.caption(f"Labels are saved at once by id as reviewer **{inert_markdown(reviewer)}**.")
     try:
-        existing = {row.memory_id: row.label for row in cache.label_store().labels(message_id=msg, reviewer=reviewer)}
+        existing = {row.memory_id: row.label for row in cache.app_database().labels.find(message_id=msg, reviewer=reviewer)}
     except LabelStoreError as exc:
         # A click that failed is reported even though its row cannot be drawn now.
         for hit in result.hits[:MAX_LABEL_ROWS]:
@@ -468,7 +468,7 @@ def show_session_labels(include_text: bool) -> None:
     heading.subheader("Your labels")
     refresh.button("Refresh", key="refresh_session_labels", help="Read the labels again (a label click redraws only its row).")
     try:
-        labels = cache.label_store().labels(reviewer=reviewer)
+        labels = cache.app_database().labels.find(reviewer=reviewer)
     except LabelStoreError as exc:
         show_error(f"Cannot read the labels: {exc}")
         return
@@ -483,7 +483,7 @@ def show_session_labels(include_text: bool) -> None:
     )
 
     def labels_now():
-        return cache.label_store().labels(reviewer=reviewer)
+        return cache.app_database().labels.find(reviewer=reviewer)
 
     cols = st.columns(2)
     # Callable data: the file is built when the button is clicked, not on every rerun.

@@ -15,10 +15,10 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError
+from dashboard.database import AppDatabase
 from dashboard.database.judge_labels import GRADES, JudgeLabel
 from dashboard.database.model import NOT_RELEVANT, RELEVANT, LabelStoreError
 from dashboard.database.sessions import LabelSession, SessionExists
-from dashboard.database.store import LabelStore
 from dashboard.display import clip_text, code_span, inert_markdown
 from dashboard.judging.label_order import DISAGREEMENT, SESSION, UNCERTAINTY, order_items
 from dashboard.labels import labelling, sampling
@@ -120,7 +120,7 @@ def log_loader() -> LogImport | None:
 # ------------------------------------------------------------------ a new session
 
 
-def _create_session(store: LabelStore, drawn_store: str) -> None:
+def _create_session(db: AppDatabase, drawn_store: str) -> None:
     state = st.session_state
     log: LogImport | None = state.get("label_log")
     state.pop("session_form_error", None)
@@ -130,7 +130,7 @@ def _create_session(store: LabelStore, drawn_store: str) -> None:
     name = (state.get("session_name") or "").strip()
     try:
         session = sampling.save_session(
-            store,
+            db,
             name,
             log.rows,
             method=state.get("sample_method", "stratified"),
@@ -150,7 +150,7 @@ def _create_session(store: LabelStore, drawn_store: str) -> None:
     state["session_created"] = f"Session {session.name!r} created: {session.size} rows in {session.params.get('turns')} turns."
 
 
-def new_session_form(store: LabelStore, log: LogImport | None, drawn_store: str) -> None:
+def new_session_form(db: AppDatabase, log: LogImport | None, drawn_store: str) -> None:
     """`drawn_store`: the fingerprint of the store configured now, which the session
     remembers (its rows are looked up in that store)."""
     if log is None:
@@ -178,7 +178,7 @@ def new_session_form(store: LabelStore, log: LogImport | None, drawn_store: str)
             f"“{NO_MESSAGE_TEXT}”. Memory text is never kept.",
         )
         st.caption(f"The session is tied to the store configured in the sidebar, {code_span(drawn_store)}.")
-        st.form_submit_button("Create session", on_click=_create_session, args=(store, drawn_store))
+        st.form_submit_button("Create session", on_click=_create_session, args=(db, drawn_store))
     if error := state.get("session_form_error"):
         show_error(error)
 
@@ -190,8 +190,8 @@ def _session_picked() -> None:
     st.session_state[_FOCUS_PAGE] = True
 
 
-def session_picker(store: LabelStore) -> LabelSession | None:
-    every = store.sessions()
+def session_picker(db: AppDatabase) -> LabelSession | None:
+    every = db.sessions.all()
     # An archived session is kept (its labels count) but not offered unless asked for.
     shown = st.checkbox("Show archived sessions", key="label_show_archived") if any(s.archived_at for s in every) else False
     sessions = {s.name: s for s in every if shown or not s.archived_at}
@@ -274,12 +274,12 @@ def memory_texts(choice: StoreChoice, session_name: str, message_id: str, items)
     return memories
 
 
-def judge_suggestions(store: LabelStore, message_id: str) -> dict[str, list[JudgeLabel]]:
+def judge_suggestions(db: AppDatabase, message_id: str) -> dict[str, list[JudgeLabel]]:
     """memory id -> the judge labels of this turn, by source; none when the read fails
     (a suggestion is a help, never a reason the page cannot label)."""
     try:
         found: dict[str, list[JudgeLabel]] = {}
-        for suggestion in store.judgments(message_ids=[message_id]):
+        for suggestion in db.judge_labels.find(message_ids=[message_id]):
             found.setdefault(suggestion.memory_id, []).append(suggestion)
         return found
     except LabelStoreError:
@@ -294,12 +294,12 @@ def _order_title(order: tuple[str, ...]) -> str:
     return "Session order"
 
 
-def turn_order(store: LabelStore, queue: labelling.ReviewerQueue) -> None:
+def turn_order(db: AppDatabase, queue: labelling.ReviewerQueue) -> None:
     """The "Order turns" select: session order, or the remaining turns by a judge's
     uncertainty or two judges' disagreement (dashboard/judging/label_order.py). It
     reorders ``queue.items`` in place; what is done, and so the progress, is unchanged."""
     try:
-        sources = store.judge_sources()
+        sources = db.judge_labels.sources()
     except LabelStoreError:
         return  # a suggestion is a help: without judge labels the session order stands
     if not sources:
@@ -320,7 +320,7 @@ def turn_order(store: LabelStore, queue: labelling.ReviewerQueue) -> None:
     if order[0] == SESSION:
         return
     try:
-        judged = store.judgments(message_ids=queue.turns())
+        judged = db.judge_labels.find(message_ids=queue.turns())
     except LabelStoreError:
         return
     queue.items = order_items(queue.items, judged, order)
@@ -330,7 +330,7 @@ def _status_text(status: str | None) -> str:
     return {"relevant": "✅ relevant", "not_relevant": "❌ not relevant", "skip": "⏭ skipped"}.get(status or "", "")
 
 
-def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, choice: StoreChoice) -> None:
+def labelling_panel(db: AppDatabase, session: LabelSession, reviewer: str, choice: StoreChoice) -> None:
     if session.drawn_on_another_store(choice.fingerprint):
         # Every id would be looked up in the wrong store and read as "missing": an
         # invitation to label real memories not relevant. No lookup, no buttons.
@@ -351,8 +351,8 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         # A mistyped name would otherwise label rows that no figure should count.
         show_error(str(exc))
         return
-    queue = labelling.load_queue(store, session.name, reviewer)
-    turn_order(store, queue)
+    queue = labelling.load_queue(db, session.name, reviewer)
+    turn_order(db, queue)
     total = max(queue.total, 1)
     st.progress(queue.done / total, text=f"{queue.done} of {queue.total} rows done by {reviewer}")
     if error := st.session_state.get("label_error"):
@@ -368,7 +368,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
             shortcut=SHORTCUTS["undo"],
             disabled=not stack,
             on_click=_undo,
-            args=(store, session, items_by_key, choice.fingerprint),
+            args=(db, session, items_by_key, choice.fingerprint),
         )
         return
     turn, item = current
@@ -385,11 +385,11 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
         texts = {i.memory_id: ("error", "no store connected") for i in turn.items}
     else:
         texts = memory_texts(choice, session.name, turn.message_id, turn.items)
-    suggestions = judge_suggestions(store, turn.message_id)
+    suggestions = judge_suggestions(db, turn.message_id)
     trusts = label_judge_trust.suggestion_trust(
-        store, {s.source for found in suggestions.values() for s in found}, (session.name, turn.message_id, queue.done)
+        db, {s.source for found in suggestions.values() for s in found}, (session.name, turn.message_id, queue.done)
     )
-    people = label_judge_trust.people_labels(store, turn.message_id) if suggestions else {}
+    people = label_judge_trust.people_labels(db, turn.message_id) if suggestions else {}
     label_judge_trust.show_trust(trusts)
     for row in turn.items:
         kind, text = texts.get(row.memory_id, ("error", "not looked up"))
@@ -413,7 +413,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
     kind = texts.get(item.memory_id, ("error", None))[0]
     missing = kind == "missing"
     cols = st.columns(5)
-    common = (store, session, item, reviewer)
+    common = (db, session, item, reviewer)
     cols[0].button(
         "Relevant", key="label_relevant", shortcut=SHORTCUTS["relevant"], type="primary",
         disabled=kind != "ok", on_click=_act, args=(*common, "relevant", choice.fingerprint, missing),
@@ -428,7 +428,7 @@ def labelling_panel(store: LabelStore, session: LabelSession, reviewer: str, cho
     )
     cols[3].button(
         "Undo", key="label_undo", shortcut=SHORTCUTS["undo"], disabled=not stack,
-        on_click=_undo, args=(store, session, items_by_key, choice.fingerprint),
+        on_click=_undo, args=(db, session, items_by_key, choice.fingerprint),
     )
     # The first judge's suggestion (sources sorted), read as relevant at grade 2 or more.
     offered = suggestions.get(item.memory_id, [])

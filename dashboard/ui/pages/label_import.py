@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.database import AppDatabase
 from dashboard.database.sessions import SessionExists
-from dashboard.database.store import LabelStore
 from dashboard.display import inert_markdown
 from dashboard.labels.people_files import PeopleFileError, import_as_session, read_people_bytes
 from dashboard.ui.widgets.errors import show_error
@@ -16,7 +16,7 @@ from dashboard.ui.widgets.errors import show_error
 MAX_ISSUES_SHOWN = 20
 
 
-def _import(store: LabelStore) -> None:
+def _import(db: AppDatabase) -> None:
     state = st.session_state
     state.pop("label_import_result", None)
     upload = state.get("label_import_file")
@@ -30,7 +30,7 @@ def _import(store: LabelStore) -> None:
         if not found.labels:
             state["label_import_result"] = ("error", f"{upload.name} holds no usable label; nothing imported.", issues)
             return
-        session, written = import_as_session(store, found, name)
+        session, written = import_as_session(db, found, name)
     except (PeopleFileError, SessionExists) as exc:
         state["label_import_result"] = ("error", str(exc), [])
         return
@@ -38,10 +38,10 @@ def _import(store: LabelStore) -> None:
     state["label_session"] = session.name  # open it
 
 
-def import_form(store: LabelStore) -> None:
+def import_form(db: AppDatabase) -> None:
     st.file_uploader("Label file (JSONL, CSV or TREC qrels)", key="label_import_file", type=["jsonl", "json", "csv", "qrels", "txt"])
     st.text_input("Session name", key="label_import_session")
-    st.button("Import as a session", key="label_import_run", on_click=_import, args=(store,),
+    st.button("Import as a session", key="label_import_run", on_click=_import, args=(db,),
               help="Each label is saved under its reviewer (rows naming none: 'imported'); the session's rows are the labelled pairs.")
     result = st.session_state.get("label_import_result")
     if result:

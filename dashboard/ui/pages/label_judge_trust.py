@@ -13,9 +13,9 @@ import os
 
 import streamlit as st
 
+from dashboard.database import AppDatabase
 from dashboard.database.judge_labels import JudgeLabel
 from dashboard.database.model import NOT_RELEVANT, RELEVANT, LabelStoreError
-from dashboard.database.store import LabelStore
 from dashboard.display import inert_markdown
 from dashboard.judging.agreement import from_record
 from dashboard.judging.trust import MIN_KAPPA_ENV, MIN_LABELS_ENV, JudgeTrust, TrustBar, trust_from_summary
@@ -32,7 +32,7 @@ def trust_bar() -> TrustBar:
         return TrustBar()
 
 
-def suggestion_trust(store: LabelStore, sources: set[str], moment: tuple = ()) -> dict[str, JudgeTrust]:
+def suggestion_trust(db: AppDatabase, sources: set[str], moment: tuple = ()) -> dict[str, JudgeTrust]:
     """source -> its trust, for the judges suggesting on this turn; empty when the
     label database cannot be read (then no suggestion can be accepted).
 
@@ -48,7 +48,7 @@ def suggestion_trust(store: LabelStore, sources: set[str], moment: tuple = ()) -
         return kept[1]
     try:
         found = {
-            source: trust_from_summary(source, store.judge_summary(source), bar, from_record(source, store.judge_record(source)))
+            source: trust_from_summary(source, db.judge_labels.summary(source), bar, from_record(source, db.judge_labels.record(source)))
             for source in sorted(sources)
         }
     except LabelStoreError:
@@ -72,11 +72,11 @@ def show_trust(trusts: dict[str, JudgeTrust]) -> None:
                 ))
 
 
-def people_labels(store: LabelStore, message_id: str) -> dict[str, set[str]]:
+def people_labels(db: AppDatabase, message_id: str) -> dict[str, set[str]]:
     """memory id -> the labels people gave it in this turn (any reviewer)."""
     try:
         found: dict[str, set[str]] = {}
-        for label in store.labels(message_id=message_id):
+        for label in db.labels.find(message_id=message_id):
             found.setdefault(label.memory_id, set()).add(label.label)
         return found
     except LabelStoreError:

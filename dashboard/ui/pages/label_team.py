@@ -8,9 +8,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from dashboard.database import AppDatabase
 from dashboard.database.model import NOT_RELEVANT, RELEVANT, LabelStoreError
 from dashboard.database.sessions import LabelSession
-from dashboard.database.store import LabelStore
 from dashboard.display import inert_markdown
 from dashboard.labels import export
 from dashboard.labels.adjudication import Disputed, disputed_pairs
@@ -21,14 +21,14 @@ from dashboard.ui.widgets.label_counting import reviewers_setting
 FINAL_LABELS = {RELEVANT: "Relevant", NOT_RELEVANT: "Not relevant"}
 
 
-def _save(store: LabelStore, session: LabelSession, by_title: dict[str, Disputed], adjudicator: str) -> None:
+def _save(db: AppDatabase, session: LabelSession, by_title: dict[str, Disputed], adjudicator: str) -> None:
     state = st.session_state
     state.pop("label_adjudicate_error", None)
     row = by_title.get(state.get("label_adjudicate_pair") or "")
     if row is None:
         return
     try:
-        store.adjudicate(
+        db.adjudications.save(
             message_id=row.message_id,
             memory_id=row.memory_id,
             label=state.get("label_adjudicate_label") or RELEVANT,
@@ -43,7 +43,7 @@ def _save(store: LabelStore, session: LabelSession, by_title: dict[str, Disputed
     state["label_adjudicate_done"] = f"Saved: {row.message_id} {row.memory_id} is {state.get('label_adjudicate_label')}."
 
 
-def adjudication_screen(store: LabelStore, session: LabelSession, found: CountedLabels, adjudicator: str) -> None:
+def adjudication_screen(db: AppDatabase, session: LabelSession, found: CountedLabels, adjudicator: str) -> None:
     """Walk the disagreements: pick one, set the final label with a note; saved as its own row."""
     disputed = disputed_pairs(found)
     st.markdown(f"**{len(disputed)} disagreement(s)**, {len(found.resolution.unresolved)} of them unresolved ties")
@@ -68,7 +68,7 @@ def adjudication_screen(store: LabelStore, session: LabelSession, found: Counted
                  horizontal=True)  # fmt: skip
         st.text_input("Note (why; required)", key="label_adjudicate_note")
         st.button(
-            "Save the final label", key="label_adjudicate_save", on_click=_save, args=(store, session, by_title, adjudicator),
+            "Save the final label", key="label_adjudicate_save", on_click=_save, args=(db, session, by_title, adjudicator),
             help=f"Saved as its own row: adjudicated by {adjudicator}, now. Reviewers' own labels are kept.",
         )
         if error := st.session_state.get("label_adjudicate_error"):
@@ -80,10 +80,10 @@ def adjudication_screen(store: LabelStore, session: LabelSession, found: Counted
 MAX_HISTORY_ROWS = 500
 
 
-def history_panel(store: LabelStore, found: CountedLabels) -> None:
+def history_panel(db: AppDatabase, found: CountedLabels) -> None:
     """label_history for this session's pairs: who changed what, when (newest first)."""
     pairs = {(label.message_id, label.memory_id) for label in found.raw}
-    changes = [h for h in store.label_history() if (h["message_id"], h["memory_id"]) in pairs]
+    changes = [h for h in db.labels.changes() if (h["message_id"], h["memory_id"]) in pairs]
     with st.expander(f"Label history: {len(changes)} change(s) to this session's labels"):
         if not changes:
             st.caption("No label of this session has been changed or removed yet.")
@@ -96,8 +96,8 @@ def history_panel(store: LabelStore, found: CountedLabels) -> None:
             st.caption(f"The newest {MAX_HISTORY_ROWS} of {len(changes):,}; `memlens labels history` prints them all.")
 
 
-def session_results(store: LabelStore, session: LabelSession, adjudicator: str) -> None:
-    found = counted(store, session=session.name, environ=reviewers_setting())
+def session_results(db: AppDatabase, session: LabelSession, adjudicator: str) -> None:
+    found = counted(db, session=session.name, environ=reviewers_setting())
     st.subheader("Session labels and agreement")
     if not found.raw:
         st.caption("No labels in this session yet.")
@@ -140,8 +140,8 @@ def session_results(store: LabelStore, session: LabelSession, adjudicator: str) 
             for name in ("relevant", "relevant on shared rows", "others on the same rows")
         },
     )
-    adjudication_screen(store, session, found, adjudicator)
-    history_panel(store, found)
+    adjudication_screen(db, session, found, adjudicator)
+    history_panel(db, found)
     labels = found.labels
     st.caption("The downloads hold one label per pair, by the rule above: the pairs Calibrate counts.")
     downloads = st.columns(3)

@@ -274,7 +274,7 @@ def _start_session(logs: LogSet, window: Window, window_label: str, drawn_store:
             texts = judged.queries_in(judged.logs_with_queries(logs.files, uploads), set(rows["message_id"]))
             rows = rows.assign(query=rows["message_id"].map(texts))
         session = sampling.save_session(
-            cache.label_store(),
+            cache.app_database(),
             str(state.get("monitor_session_name") or ""),
             rows,
             method="stratified",

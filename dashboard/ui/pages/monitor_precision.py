@@ -55,8 +55,8 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
     settings = result.settings
     source = judge_source(name, config.model)
     sampled, eligible = sample_turns(logs.con.cursor(), settings.floor, settings.window, size)
-    labels = cache.label_store()
-    grades = judged.cached_grades(sampled, labels, source)
+    db = cache.app_database()
+    grades = judged.cached_grades(sampled, db, source)
     pairs = sum(len(t.kept) for t in sampled)
     if pairs > len(grades):
         st.caption(f"Memory text is read by id from the sidebar's store ({choice.fingerprint}).")
@@ -67,7 +67,7 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
         )
         if st.button("Grade the sample", key="monitor_judge_run", disabled=not allowed) and allowed:
             _grade(logs, uploads, sampled, source, name, config, choice)
-            grades = judged.cached_grades(sampled, labels, source)
+            grades = judged.cached_grades(sampled, db, source)
     windows = window_precision(sampled, eligible, grades, lambda start: _label(start, settings.window))
     baseline, alerts = precision_alerts(
         windows, [w.start for w in result.baseline.windows], alpha=settings.alpha, target=target or None
@@ -78,7 +78,7 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
         + (f" Baseline kept precision {baseline.precision:.1%} over {baseline.pairs:,} pair(s)." if baseline and baseline.precision is not None else "")
     )
     if grades:
-        st.caption(inert_markdown(_agreement(labels, source)))  # a judge's figures stand beside its agreement with people
+        st.caption(inert_markdown(_agreement(db, source)))  # a judge's figures stand beside its agreement with people
     for alert in alerts:
         st.warning(inert_markdown(alert.line()), icon=":material/notifications_active:")
     _chart(windows, baseline, alerts, target)
@@ -87,15 +87,15 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
         _judged_session_form(logs, sampled, windows, alerted, source, WINDOWS[settings.window], choice.fingerprint)
 
 
-def _agreement(labels: Any, source: str) -> str:
+def _agreement(db: Any, source: str) -> str:
     from dashboard.judging.agreement import judge_agreement
     from dashboard.labels.counted import counted
     from dashboard.ui.widgets.label_counting import reviewers_setting
 
-    found = counted(labels, environ=reviewers_setting())  # people's labels by the one rule, adjudications applied
+    found = counted(db, environ=reviewers_setting())  # people's labels by the one rule, adjudications applied
     if not found.raw:
         return f"{source}: no people's labels in the app database, so the judge's agreement with people is unknown."
-    judged = labels.judgments(source=source)
+    judged = db.judge_labels.find(source=source)
     return judge_agreement(found.raw, judged, source, resamples=200, resolved=found.labels).headline()
 
 
@@ -111,7 +111,7 @@ def _grade(logs: LogSet, uploads: list[Any] | None, sampled: list[SampledTurn], 
     try:
         with st.spinner(f"Grading with {config.model} at {config.host}…", show_time=True):
             run = judged.grade_sample(
-                sampled, lambda ids: judged.queries_in(judged.logs_with_queries(logs.files, uploads), ids), judge=LlmJudge(client, name), labels=cache.label_store(), store=choice.store,
+                sampled, lambda ids: judged.queries_in(judged.logs_with_queries(logs.files, uploads), ids), judge=LlmJudge(client, name), db=cache.app_database(), store=choice.store,
                 store_id=choice.fingerprint, concurrency=config.concurrency,
             )
     except (LabelStoreError, LogFormatError) as exc:
@@ -176,7 +176,7 @@ def _judged_session_form(
         rows = rows[[(m, i) in pairs for m, i in zip(rows["message_id"], rows["memory_id"], strict=True)]]
         try:
             session = sampling.save_session(
-                cache.label_store(), str(state.get("monitor_judged_session_name") or f"judged-{label}"), rows,
+                cache.app_database(), str(state.get("monitor_judged_session_name") or f"judged-{label}"), rows,
                 method="uniform", size=len(rows), seed=1, source=f"pairs {source} graded in {label}", drawn_store=drawn_store,
             )
         except (SessionExists, ValueError, LabelStoreError) as exc:

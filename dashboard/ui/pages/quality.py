@@ -284,8 +284,8 @@ def _created_at_lookup(choice: StoreChoice, store_fingerprint: str):
 
 def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff: int) -> None:
     st.header("Labelled sessions")
-    labels_db = cache.label_store()
-    stores = labels_db.stores()
+    db = cache.app_database()
+    stores = db.labels.stores()
     if not stores:
         st.info("No labels yet: label results on the Inspect page (or import a labelled session) to measure them here.")
         return
@@ -293,22 +293,22 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
         st.session_state["quality_label_store"] = choice.fingerprint if choice.fingerprint in stores else stores[0]
     cols = st.columns(2)
     store_fingerprint = cols[0].selectbox("Labels for store", stores, key="quality_label_store")
-    reviewers = [ALL_REVIEWERS, *labels_db.reviewers()]
+    reviewers = [ALL_REVIEWERS, *db.labels.reviewers()]
     if st.session_state.get("quality_label_reviewer") not in reviewers:
         st.session_state["quality_label_reviewer"] = ALL_REVIEWERS
     reviewer = cols[1].selectbox("Reviewer", reviewers, key="quality_label_reviewer")
-    rule, judge = label_source_ui.label_rule(labels_db.judge_sources(), "quality_label_source", "quality_fill_judge")
-    raw = labels_db.labels(store=store_fingerprint, reviewer=None if reviewer == ALL_REVIEWERS else reviewer)
+    rule, judge = label_source_ui.label_rule(db.judge_labels.sources(), "quality_label_source", "quality_fill_judge")
+    raw = db.labels.find(store=store_fingerprint, reviewer=None if reviewer == ALL_REVIEWERS else reviewer)
     # One label per pair by the one rule (adjudicated, else majority, a tie left out),
     # as on Calibrate; one reviewer's own figures leave adjudications out.
-    counted_people = counted(labels_db, labels=raw, environ=reviewers_setting(),
+    counted_people = counted(db, labels=raw, environ=reviewers_setting(),
                              adjudicated=reviewer == ALL_REVIEWERS)  # fmt: skip
     people = counted_people.labels
     labels, found, from_judge = people, None, 0
     if judge is not None:
-        judgments = labels_db.judgments(source=judge)
+        judgments = db.judge_labels.find(source=judge)
         # A judge label's store is the one people's labels of its message name (any reviewer's).
-        here = people if reviewer == ALL_REVIEWERS else labels_db.labels(store=store_fingerprint)
+        here = people if reviewer == ALL_REVIEWERS else db.labels.find(store=store_fingerprint)
         merged = merge_labels(
             people, judgments, rule, judge, stores={row.message_id: row.store for row in here}, store=store_fingerprint
         )

@@ -18,11 +18,12 @@ import streamlit as st
 
 from connectors.base import ConnectorError, MemoryStore
 from dashboard import store_link
+from dashboard.database import AppDatabase
+from dashboard.database.runs import RunInfo
 from dashboard.display import inert_markdown
 from dashboard.evaluation import misses
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_compare import inspect_link
-from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.ui.widgets import cache
 from dashboard.ui.widgets.errors import show_store_error
 from dashboard.ui.widgets.progress import progress_bar
@@ -52,14 +53,14 @@ def _found(info: RunInfo) -> misses.MissAnatomy | None:
     return None
 
 
-def _find(store: MemoryStore, evals: EvalStore, info: RunInfo, judged: JudgedSet) -> None:
+def _find(store: MemoryStore, db: AppDatabase, info: RunInfo, judged: JudgedSet) -> None:
     bar = progress_bar(0.0, "Looking the missed memories up")
 
     def progress(done: int, total: int) -> None:
         bar.progress(done / total if total else 1.0, text=f"deeper queries: {done} of {total} questions")
 
     try:
-        anatomy = misses.locate(store, info, judged.questions, cache.run_outcomes(evals, info), progress=progress)
+        anatomy = misses.locate(store, info, judged.questions, cache.run_outcomes(db, info), progress=progress)
     except ConnectorError as exc:
         show_store_error(exc, "find where the misses were lost")
         return
@@ -94,12 +95,12 @@ def _picked_cause() -> None:
         state["misses_cause"] = cause
 
 
-def show(evals: EvalStore, runs: list[RunInfo], choice: StoreChoice,
+def show(db: AppDatabase, runs: list[RunInfo], choice: StoreChoice,
          at_clock: Callable[[StoreChoice, str | None], MemoryStore], floor: float) -> None:
     info = next((r for r in runs if r.run_id == st.session_state.get("eval_run")), None)
     if info is None:
         return
-    judged = cache.judged_set(evals, info.set_name, info.set_hash)
+    judged = cache.judged_set(db, info.set_name, info.set_hash)
     if judged is None:
         return  # the run's figures already say its judged set is gone
     st.markdown("**Where the relevant memories were lost**")
@@ -116,7 +117,7 @@ def show(evals: EvalStore, runs: list[RunInfo], choice: StoreChoice,
     if why_not:
         st.info(inert_markdown(why_not[0].upper() + why_not[1:] + "."))
     if st.button("Find where each miss was lost", key="misses_find", disabled=store is None) and store is not None:
-        _find(store, evals, info, judged)
+        _find(store, db, info, judged)
     anatomy = _found(info)
     if anatomy is None:
         return

@@ -17,7 +17,9 @@ import streamlit as st
 from connectors.base import ConnectorError, MemoryStore
 from connectors.registry import REGISTRY, public_config
 from dashboard import store_link
+from dashboard.database import AppDatabase
 from dashboard.database.model import LabelStoreError
+from dashboard.database.runs import RunInfo
 from dashboard.display import code_span, inert_markdown
 from dashboard.evaluation import judged_sets
 from dashboard.evaluation import weight_search as whatif
@@ -25,7 +27,6 @@ from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
 from dashboard.evaluation.run_compare import CompareError, Comparison, compare_runs, inspect_link
 from dashboard.evaluation.run_figures import RunFigures, format_value, run_figures
 from dashboard.evaluation.runs import RunRequest, RunStopped, failure_summary, resume_run, start_run, store_limit
-from dashboard.evaluation.storage import EvalStore, RunInfo
 from dashboard.floor import default_floor
 from dashboard.labels.counted import counted
 from dashboard.ui.pages import quality_misses
@@ -45,9 +46,9 @@ DEMO_SET = "demo (bundled)"
 MAX_K = 100
 
 
-def eval_store() -> EvalStore | None:
+def database_or_error() -> AppDatabase | None:
     try:
-        return EvalStore(cache.label_store())
+        return cache.app_database()
     except LabelStoreError as exc:
         show_error(f"The label database cannot be reached, so runs cannot be kept: {exc}")
         return None
@@ -56,8 +57,8 @@ def eval_store() -> EvalStore | None:
 # ------------------------------------------------------------------ judged sets
 
 
-def _keep(evals: EvalStore, judged: JudgedSet) -> None:
-    evals.save_set(judged)
+def _keep(db: AppDatabase, judged: JudgedSet) -> None:
+    db.judged_sets.save(judged)
     st.session_state["eval_set"] = judged.name
     st.session_state["eval_set_message"] = (
         f"Kept judged set **{inert_markdown(judged.name)}**: {len(judged.questions)} questions"
@@ -65,7 +66,7 @@ def _keep(evals: EvalStore, judged: JudgedSet) -> None:
     )
 
 
-def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
+def judged_set_picker(db: AppDatabase) -> JudgedSet | None:
     st.subheader("Judged set")
     with st.expander("Upload a judged set (JSONL) or promote labelled turns"):
         upload = st.file_uploader("Judged set (JSONL)", type=["jsonl", "json", "txt"], key="eval_upload")
@@ -78,28 +79,28 @@ def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
                     name=name.strip() or upload.name.rsplit(".", 1)[0],
                     source=upload.name,
                 )
-                _keep(evals, uploaded)
+                _keep(db, uploaded)
                 if uploaded.issues:
                     st.session_state["eval_set_issues"] = uploaded.issue_report()
             except JudgedSetError as exc:
                 show_error(str(exc))
         promote_name = st.text_input("Name for the promoted set", value="from labels", key="eval_promote_name")
         if st.button("Promote labelled turns to a judged set", key="eval_promote"):
-            _promote(evals, promote_name.strip() or "from labels")
+            _promote(db, promote_name.strip() or "from labels")
     if message := st.session_state.pop("eval_set_message", None):
         st.success(message)
     if issues := st.session_state.pop("eval_set_issues", None):
         st.warning("Lines skipped:\n\n" + "\n".join(f"- {inert_markdown(line)}" for line in issues.splitlines()[:50]))
-    names = [DEMO_SET, *[n for n in evals.set_names() if n != "demo"]]
+    names = [DEMO_SET, *[n for n in db.judged_sets.names() if n != "demo"]]
     _restore_set_from_url(names)
     # The set chosen in this browser session (kept across pages); in a new session,
     # the set a link names, else the newest set the team kept, not the demo.
-    session.seed("eval_set", _newest_set(evals) or DEMO_SET)
+    session.seed("eval_set", _newest_set(db) or DEMO_SET)
     if st.session_state.get("eval_set") not in names:
         st.session_state["eval_set"] = DEMO_SET
     chosen = st.selectbox("Judged set", names, key="eval_set")
     session.keep("eval_set", chosen)
-    judged: JudgedSet | None = judged_sets.demo_set() if chosen == DEMO_SET else evals.load_set(chosen)
+    judged: JudgedSet | None = judged_sets.demo_set() if chosen == DEMO_SET else db.judged_sets.load(chosen)
     if judged:
         answerable = sum(q.answerable for q in judged.questions)
         st.caption(
@@ -111,8 +112,8 @@ def judged_set_picker(evals: EvalStore) -> JudgedSet | None:
 SET_PARAM = "set"
 
 
-def _newest_set(evals: EvalStore) -> str | None:
-    kept = [s for s in evals.sets() if s["name"] != "demo"]
+def _newest_set(db: AppDatabase) -> str | None:
+    kept = [s for s in db.judged_sets.all() if s["name"] != "demo"]
     return max(kept, key=lambda s: s["created_at"] or "")["name"] if kept else None
 
 
@@ -132,12 +133,12 @@ def _restore_set_from_url(names: list[str]) -> None:
         )
 
 
-def _promote(evals: EvalStore, name: str) -> None:
+def _promote(db: AppDatabase, name: str) -> None:
     # One label per pair by the one rule (adjudications applied), as every figure counts them.
-    labels = counted(evals.labels, environ=reviewers_setting()).labels
+    labels = counted(db, environ=reviewers_setting()).labels
     texts: dict[str, tuple[str | None, str | None]] = {}
-    for drawn in evals.labels.sessions():
-        for item in evals.labels.session_items(drawn.name):
+    for drawn in db.sessions.all():
+        for item in db.sessions.items(drawn.name):
             if item.query_text:
                 texts.setdefault(item.message_id, (item.query_text, item.user_id))
     for label in labels:
@@ -150,13 +151,13 @@ def _promote(evals: EvalStore, name: str) -> None:
             + (f" ({len(issues)} turn(s) without it)" if issues else "")
         )
         return
-    _keep(evals, JudgedSet(name, questions, source="labels", issues=issues))
+    _keep(db, JudgedSet(name, questions, source="labels", issues=issues))
 
 
 # ------------------------------------------------------------------ running
 
 
-def run_controls(evals: EvalStore, choice: StoreChoice, judged: JudgedSet) -> None:
+def run_controls(db: AppDatabase, choice: StoreChoice, judged: JudgedSet) -> None:
     st.subheader("Run it")
     limit = min(store_limit(choice.store) or MAX_K, MAX_K) if choice.store else MAX_K
     state = st.session_state
@@ -175,8 +176,8 @@ def run_controls(evals: EvalStore, choice: StoreChoice, judged: JudgedSet) -> No
         config = {**choice.config, "as_of": as_of} if as_of else choice.config
         request = RunRequest(judged, choice.name, choice.fingerprint, public_config(choice.name, config),
                              int(k), name.strip(), bool(keep_text))
-        _execute(lambda progress: start_run(_store_at(choice, as_of), evals, request, progress=progress))
-    incomplete = [r for r in evals.runs() if not r.complete and r.fingerprint == choice.fingerprint]
+        _execute(lambda progress: start_run(_store_at(choice, as_of), db, request, progress=progress))
+    incomplete = [r for r in db.runs.all() if not r.complete and r.fingerprint == choice.fingerprint]
     if incomplete and choice.store is not None:
         labels = {r.run_id: f"{r.name} ({r.status})" for r in incomplete}
         picked = str(st.selectbox("Incomplete runs on this store", list(labels), format_func=lambda r: labels[r],
@@ -184,7 +185,7 @@ def run_controls(evals: EvalStore, choice: StoreChoice, judged: JudgedSet) -> No
         if st.button("Resume", key="eval_resume"):
             # The run's own clock, as `memlens runs resume` uses it.
             resumed = next(r for r in incomplete if r.run_id == picked)
-            _execute(lambda progress: resume_run(_store_at(choice, resumed.as_of), evals, picked, progress=progress))
+            _execute(lambda progress: resume_run(_store_at(choice, resumed.as_of), db, picked, progress=progress))
 
 
 def _as_of_control(choice: StoreChoice) -> tuple[str | None, str | None]:
@@ -231,7 +232,7 @@ def _execute(work: Any) -> None:
         st.session_state["eval_run"] = info.run_id
         if info.failed:
             # a store outage must not pass for a finished run: say so, and that Resume asks again
-            errors = [o.error for o in EvalStore(cache.label_store()).outcomes(info.run_id)]
+            errors = [o.error for o in cache.app_database().runs.outcomes(info.run_id)]
             st.warning(
                 f"Run **{inert_markdown(info.name)}** is incomplete: {failure_summary(info, errors)}."
                 " They count as returning nothing; Resume asks them again."
@@ -262,16 +263,16 @@ def _run_label(runs: list[RunInfo]) -> dict[str, str]:
     return {r.run_id: f"{r.name} · {r.run_id} · {r.status}" for r in reversed(runs)}
 
 
-def figures_of(evals: EvalStore, info: RunInfo, n: int, floor: float | None) -> tuple[JudgedSet | None, RunFigures | None]:
-    judged = cache.judged_set(evals, info.set_name, info.set_hash)
+def figures_of(db: AppDatabase, info: RunInfo, n: int, floor: float | None) -> tuple[JudgedSet | None, RunFigures | None]:
+    judged = cache.judged_set(db, info.set_name, info.set_hash)
     if judged is None:
         return None, None
-    return judged, run_figures(judged.questions, cache.run_outcomes(evals, info), n, floor)
+    return judged, run_figures(judged.questions, cache.run_outcomes(db, info), n, floor)
 
 
-def show_runs(evals: EvalStore) -> list[RunInfo]:
+def show_runs(db: AppDatabase) -> list[RunInfo]:
     st.subheader("Runs")
-    runs = evals.runs()
+    runs = db.runs.all()
     if not runs:
         st.info("No run yet: start one above.")
         return runs
@@ -286,7 +287,7 @@ def show_runs(evals: EvalStore) -> list[RunInfo]:
     n = int(cols[0].number_input("Cutoff n (metrics @n)", min_value=1, max_value=MAX_K, step=1, key="eval_cutoff"))
     floor = float(cols[1].slider("Floor", 0.0, 1.0, value=default_floor(), step=0.01, key="eval_floor"))
     n = min(n, info.k)
-    judged, figures = figures_of(evals, info, n, floor)
+    judged, figures = figures_of(db, info, n, floor)
     if figures is None:
         show_error(f"The judged set this run was judged against ({info.set_name}, {info.set_hash}) is gone.")
         return runs
@@ -315,7 +316,7 @@ def show_runs(evals: EvalStore) -> list[RunInfo]:
     return runs
 
 
-def show_compare(evals: EvalStore, runs: list[RunInfo]) -> None:
+def show_compare(db: AppDatabase, runs: list[RunInfo]) -> None:
     st.subheader("Compare two runs")
     if len(runs) < 2:
         st.caption("Two runs of one judged set are needed.")
@@ -337,11 +338,11 @@ def show_compare(evals: EvalStore, runs: list[RunInfo]) -> None:
         state["eval_compare_metric"] = metrics[0]
     metric = cols[2].selectbox("Metric", metrics, key="eval_compare_metric")
     floor = float(state.get("eval_floor", default_floor()))
-    judged = cache.judged_set(evals, info_a.set_name, info_a.set_hash)
+    judged = cache.judged_set(db, info_a.set_name, info_a.set_hash)
     try:
         if judged is None:
             raise CompareError(f"run A's judged set ({info_a.set_name}, {info_a.set_hash}) is gone")
-        comparison = compare_runs(info_a, cache.run_outcomes(evals, info_a), info_b, cache.run_outcomes(evals, info_b),
+        comparison = compare_runs(info_a, cache.run_outcomes(db, info_a), info_b, cache.run_outcomes(db, info_b),
                                   judged, metric, floor=floor)
     except CompareError as exc:
         show_error(f"These runs cannot be compared: {exc}")
@@ -406,7 +407,7 @@ def _apply_weights(text: str) -> None:
     set_store_setting("embedded", "weights", text)
 
 
-def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
+def show_whatif(db: AppDatabase, runs: list[RunInfo]) -> None:
     st.subheader("What-if weights")
     run_id = st.session_state.get("eval_run")
     info = next((r for r in runs if r.run_id == run_id), None)
@@ -426,7 +427,7 @@ def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
         result = st.session_state.get("whatif_result")
     else:
         try:
-            found = whatif.search_run(evals, info, metric=metric, n=n, threshold=bool(thresholds))
+            found = whatif.search_run(db, info, metric=metric, n=n, threshold=bool(thresholds))
         except whatif.WhatIfError as exc:
             show_error(str(exc))
             return
@@ -459,10 +460,10 @@ def show_whatif(evals: EvalStore, runs: list[RunInfo]) -> None:
 
 
 def show(choice: StoreChoice) -> None:
-    evals = eval_store()
-    if evals is None:
+    db = database_or_error()
+    if db is None:
         return
-    judged = judged_set_picker(evals)
+    judged = judged_set_picker(db)
     # The address bar names the judged set (and a store that is not the default),
     # so a link to this page opens on the same set.
     chosen = str(st.session_state.get("eval_set") or DEMO_SET)
@@ -471,9 +472,9 @@ def show(choice: StoreChoice) -> None:
         if choice.error:
             show_store_error(choice.error)
         else:
-            run_controls(evals, choice, judged)
-    runs = show_runs(evals)
+            run_controls(db, choice, judged)
+    runs = show_runs(db)
     # Beside the run's metrics: where its relevant memories were lost, at the same floor.
-    quality_misses.show(evals, runs, choice, _store_at, float(st.session_state.get("eval_floor", default_floor())))
-    show_compare(evals, runs)
-    show_whatif(evals, runs)
+    quality_misses.show(db, runs, choice, _store_at, float(st.session_state.get("eval_floor", default_floor())))
+    show_compare(db, runs)
+    show_whatif(db, runs)

@@ -35,7 +35,7 @@ THROTTLE = FailureThrottle()
 # nothing more of memlens: the label cache, the database modules and the store
 # registry (60-100 ms on a new server) wait until the page needs them.
 PASSWORD_ENV = "MEMLENS_PASSWORD"
-# The label database's setting (dashboard/database/store.py LABELS_URL_ENV, which a
+# The app database's setting (dashboard/database/connection.py LABELS_URL_ENV, which a
 # test keeps equal), named here so that checking whether it is set imports nothing.
 LABELS_URL_ENV = "MEMLENS_LABELS_URL"
 _GRANTED = "_access_granted"

@@ -21,17 +21,17 @@ import streamlit as st
 from connectors.base import MemoryStore
 from connectors.common.paths import data_dir
 from connectors.registry import check_visitor_settings, create_store
-from dashboard.database import label_store_target, open_label_store
+from dashboard.database import AppDatabase, app_database_target
+from dashboard.database.connection import LABELS_URL_ENV
 from dashboard.database.model import LabelStoreError
-from dashboard.database.store import LABELS_URL_ENV, LabelStore
 
 # Every page imports this module before its first paint (see dashboard/views/navigation.py): the
 # label-file parser, the judged sets and the Monitor's DuckDB relation (with numpy,
 # pandas and pyarrow) are imported when first used, not here.
 if TYPE_CHECKING:
     from dashboard.calibration.label_files import LabelFile
+    from dashboard.database.runs import QueryOutcome, RunInfo
     from dashboard.evaluation.judged_sets import JudgedSet
-    from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunInfo
     from dashboard.monitoring.relation import LogSet
 
 
@@ -62,18 +62,18 @@ def operator_settings_loaded() -> None:
         pass
 
 
-def label_store() -> LabelStore:
-    """The label store, opened once: MEMLENS_LABELS_URL (st.secrets or the
+def app_database() -> AppDatabase:
+    """The app database, opened once: MEMLENS_LABELS_URL (st.secrets or the
     environment; a PostgreSQL URL or key=value string, or a SQLite path), else
     labels.sqlite in the data directory (MEMLENS_DATA_DIR). A database that cannot
     be reached, or a MEMLENS_LABELS_URL that is none of those, raises
     LabelStoreError, which is not cached, so the next rerun tries again."""
-    return _label_store(_label_target())
+    return _app_database(_label_target())
 
 
 def labels_setting_error() -> str | None:
     """What is wrong with MEMLENS_LABELS_URL as configured, without connecting to
-    anything (every page shows it, not only the pages that open the label store)."""
+    anything (every page shows it, not only the pages that open the app database)."""
     try:
         _label_target()
     except LabelStoreError as exc:
@@ -92,33 +92,33 @@ def _labels_environ() -> dict[str, str]:
 
 
 def _label_target() -> str:
-    return label_store_target(_labels_environ(), data_dir())
+    return app_database_target(_labels_environ(), data_dir())
 
 
-def run_outcomes(evals: EvalStore, info: RunInfo) -> list[QueryOutcome]:
+def run_outcomes(db: AppDatabase, info: RunInfo) -> list[QueryOutcome]:
     """A run's answers, read and decoded once per run version: the Quality page reads
     a run's 2,000 answers (20,000 hits) for its figures, again for the comparison and
     for Calibrate, on every rerun. A run is keyed with its progress, so a resumed
     run is read again; the list is shared, read-only."""
-    return _run_outcomes(_label_target(), info.run_id, info.done, info.finished_at, evals)
+    return _run_outcomes(_label_target(), info.run_id, info.done, info.finished_at, db)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _run_outcomes(target: str, run_id: str, done: int, finished_at: str | None, _evals: EvalStore) -> list[QueryOutcome]:
-    return _evals.outcomes(run_id)
+def _run_outcomes(target: str, run_id: str, done: int, finished_at: str | None, _db: AppDatabase) -> list[QueryOutcome]:
+    return _db.runs.outcomes(run_id)
 
 
-def judged_set(evals: EvalStore, name: str, content_hash: str) -> JudgedSet | None:
+def judged_set(db: AppDatabase, name: str, content_hash: str) -> JudgedSet | None:
     """A kept judged set at one version (a version never changes), read once."""
     try:
-        return _judged_set(_label_target(), name, content_hash, evals)
+        return _judged_set(_label_target(), name, content_hash, db)
     except _NotKept:
         return None
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _judged_set(target: str, name: str, content_hash: str, _evals: EvalStore) -> JudgedSet | None:
-    found = _evals.load_set(name, content_hash)
+def _judged_set(target: str, name: str, content_hash: str, _db: AppDatabase) -> JudgedSet | None:
+    found = _db.judged_sets.load(name, content_hash)
     if found is None:
         # A set that is gone may be kept again under this name and version: ask again next time.
         raise _NotKept
@@ -130,8 +130,8 @@ class _NotKept(Exception):
 
 
 @st.cache_resource(show_spinner=False)
-def _label_store(target: str) -> LabelStore:
-    return open_label_store(target)
+def _app_database(target: str) -> AppDatabase:
+    return AppDatabase(target)
 
 
 def parsed_label_file(content: bytes, name: str) -> LabelFile:

@@ -8,8 +8,8 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.database import AppDatabase
 from dashboard.database.model import Label
-from dashboard.database.store import LabelStore
 from dashboard.display import inert_markdown
 from dashboard.labels.counted import CountedLabels, counted, filter_labels
 from dashboard.labels.resolution import REVIEWERS_ENV, RULE
@@ -22,15 +22,15 @@ def reviewers_setting() -> dict[str, str]:
 
 
 def counted_for_page(
-    store: LabelStore, everything: list[Label], session: str | None, filters: dict[str, Any], until: str | None
+    db: AppDatabase, everything: list[Label], session: str | None, filters: dict[str, Any], until: str | None
 ) -> CountedLabels:
     """The labels Calibrate counts under its filters (store, reviewer, from; `until`
     the ISO text it stops at) and Session, by the one rule; one reviewer's own
     figures leave adjudications out. `filters` (what the floor JSON records) gains
     the session, the rule and what was left out."""
-    raw = store.session_labels(session) if session else everything
+    raw = db.sessions.labels(session) if session else everything
     raw = filter_labels(raw, filters["store"], filters["reviewer"], filters["from"], until)
-    found = counted(store, session=session, labels=raw, environ=reviewers_setting(), adjudicated=filters["reviewer"] is None)
+    found = counted(db, session=session, labels=raw, environ=reviewers_setting(), adjudicated=filters["reviewer"] is None)
     filters.update(session=session, rule=RULE, unresolved=len(found.resolution.unresolved),
                    flagged_labels=sum(found.resolution.flagged.values()))  # fmt: skip
     return found

@@ -82,9 +82,9 @@ def show_record(source: str) -> None:
     from dashboard.ui.widgets import cache
 
     try:
-        store = cache.label_store()
-        record = store.judge_record(source)
-        check = trust_from_summary(source, store.judge_summary(source), TrustBar()).check
+        db = cache.app_database()
+        record = db.judge_labels.record(source)
+        check = trust_from_summary(source, db.judge_labels.summary(source), TrustBar()).check
     except LabelStoreError:
         return  # the figures above stand; the record is an extra
     for warning in check.warnings():

@@ -175,17 +175,17 @@ def test_missing_file_and_bad_arguments_exit_non_zero(tmp_path):
 
 
 def test_the_label_pages_export_of_a_two_reviewer_session_is_not_called_duplicates(tmp_path):
-    from dashboard.database.store import LabelStore
+    from dashboard.database import AppDatabase
     from dashboard.labels import export
 
-    store = LabelStore(tmp_path / "labels.sqlite")
+    db = AppDatabase(tmp_path / "labels.sqlite")
     for reviewer, label in (("ana", "relevant"), ("ben", "not_relevant")):
-        store.upsert(message_id="m1", memory_id="a", label=label, reviewer=reviewer, store="embedded:1", rank=1, score=0.6)
-        store.upsert(message_id="m1", memory_id="b", label="not_relevant", reviewer=reviewer, store="embedded:1", rank=2, score=0.2)
-    store.upsert(message_id="m2", memory_id="c", label="relevant", reviewer="ana", store="embedded:1", rank=1, score=0.5)
+        db.labels.save(message_id="m1", memory_id="a", label=label, reviewer=reviewer, store="embedded:1", rank=1, score=0.6)
+        db.labels.save(message_id="m1", memory_id="b", label="not_relevant", reviewer=reviewer, store="embedded:1", rank=2, score=0.2)
+    db.labels.save(message_id="m2", memory_id="c", label="relevant", reviewer="ana", store="embedded:1", rank=1, score=0.5)
     path = tmp_path / "session.jsonl"
-    path.write_text(export.to_jsonl(store.labels()))
-    store.close()
+    path.write_text(export.to_jsonl(db.labels.find()))
+    db.close()
     done = memlens("calibrate", str(path), "--format", "json")
     assert "duplicate" not in done.stderr, done.stderr
     assert done.returncode == 0, done.stderr

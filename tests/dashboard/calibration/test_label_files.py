@@ -9,24 +9,24 @@ import pytest
 
 from dashboard.calibration.label_files import LabelFileError, from_labels, parse_label_bytes, parse_label_text, read_label_file
 from dashboard.calibration.sweep import CalibrationError
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 from dashboard.labels import export
 
 
 @pytest.fixture
 def store(tmp_path):
-    labels = LabelStore(tmp_path / "labels.sqlite")
-    labels.upsert(message_id="m1", memory_id="sam-01", label="relevant", reviewer="ana", store="embedded:1", rank=1, score=0.61)
-    labels.upsert(message_id="m1", memory_id="=cmd", label="not_relevant", reviewer="ana", store="embedded:1", rank=2, score=-0.05)
-    labels.upsert(message_id="m2", memory_id="sam-02", label="not_relevant", reviewer="ana", store="embedded:1", rank=1, score=0.12)
-    yield labels
-    labels.close()
+    db = AppDatabase(tmp_path / "labels.sqlite")
+    db.labels.save(message_id="m1", memory_id="sam-01", label="relevant", reviewer="ana", store="embedded:1", rank=1, score=0.61)
+    db.labels.save(message_id="m1", memory_id="=cmd", label="not_relevant", reviewer="ana", store="embedded:1", rank=2, score=-0.05)
+    db.labels.save(message_id="m2", memory_id="sam-02", label="not_relevant", reviewer="ana", store="embedded:1", rank=1, score=0.12)
+    yield db
+    db.close()
 
 
 @pytest.mark.parametrize("fmt, write", [("jsonl", export.to_jsonl), ("csv", export.to_csv)])
 def test_export_formats_round_trip(store, tmp_path, fmt, write):
     path = tmp_path / f"labels.{fmt}"
-    path.write_text(write(store.labels()))
+    path.write_text(write(store.labels.find()))
     labels = read_label_file(path)
     assert labels.format == fmt and labels.issues == []
     got = {(r.message_id, r.memory_id): (r.score, r.label, r.rank, r.reviewer, r.store) for r in labels.rows}
@@ -169,14 +169,14 @@ def test_message_ids_are_used_only_when_every_row_has_one():
 
 
 def test_label_store_rows_collapse_several_reviewers_by_majority_and_leave_a_tie_out(store):
-    store.upsert(message_id="m1", memory_id="sam-01", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
-    labels = from_labels(store.labels())
+    store.labels.save(message_id="m1", memory_id="sam-01", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
+    labels = from_labels(store.labels.find())
     # ana relevant, ben not relevant: a tie, unresolved, so the pair is not counted
     assert len(labels.rows) == 2 and "sam-01" not in {r.memory_id for r in labels.rows}
     assert "more than one reviewer" in labels.notes[0] and "1 pair(s) tied" in labels.notes[1]
     # a third reviewer breaks the tie; the latest click no longer decides
-    store.upsert(message_id="m1", memory_id="sam-01", label="relevant", reviewer="cy", store="embedded:1", rank=1, score=0.61)
-    pair = next(r for r in from_labels(store.labels()).rows if r.memory_id == "sam-01")
+    store.labels.save(message_id="m1", memory_id="sam-01", label="relevant", reviewer="cy", store="embedded:1", rank=1, score=0.61)
+    pair = next(r for r in from_labels(store.labels.find()).rows if r.memory_id == "sam-01")
     assert (pair.label, pair.reviewer) == ("relevant", "ana")
 
 
@@ -192,20 +192,20 @@ def test_line_numbers_hold_with_crlf_and_raw_unicode_line_separators_in_ids():
     assert [(r.line, r.memory_id) for r in labels.rows] == [(1, "a\u2028b"), (3, "d")]
 
 
-def two_reviewer_session(store: LabelStore) -> None:
+def two_reviewer_session(db: AppDatabase) -> None:
     """ana labels three pairs (the fixture); ben then labels one of them the other way
     (a tie: left out) and another the same way (counted once)."""
-    store.upsert(message_id="m1", memory_id="sam-01", label="relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
-    store.upsert(message_id="m1", memory_id="sam-01", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
-    store.upsert(message_id="m2", memory_id="sam-02", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.12)
+    db.labels.save(message_id="m1", memory_id="sam-01", label="relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
+    db.labels.save(message_id="m1", memory_id="sam-01", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.61)
+    db.labels.save(message_id="m2", memory_id="sam-02", label="not_relevant", reviewer="ben", store="embedded:1", rank=1, score=0.12)
 
 
 @pytest.mark.parametrize("fmt, write", [("jsonl", export.to_jsonl), ("csv", export.to_csv)])
 def test_an_export_of_a_two_reviewer_session_reads_like_the_label_store(store, tmp_path, fmt, write):
     two_reviewer_session(store)
     path = tmp_path / f"labels.{fmt}"
-    path.write_text(write(store.labels()))
-    from_file, from_store = read_label_file(path), from_labels(store.labels())
+    path.write_text(write(store.labels.find()))
+    from_file, from_store = read_label_file(path), from_labels(store.labels.find())
     # Overlap pairs are not duplicates: nothing is reported, and each pair counts once.
     assert from_file.issues == [] and from_file.skipped == 0
     chosen = {(r.message_id, r.memory_id): (r.label, r.reviewer) for r in from_file.rows}

@@ -10,22 +10,22 @@ import random
 
 from dashboard.calibration.label_files import from_labels, parse_label_bytes
 from dashboard.calibration.sweep import calibrate
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 from dashboard.labels.export import to_jsonl
 
 
 def test_the_label_database_and_its_export_give_one_interval(tmp_path):
     rng = random.Random(8)
-    store = LabelStore(tmp_path / "labels.sqlite")
+    db = AppDatabase(tmp_path / "labels.sqlite")
     turns = [f"turn-{rng.randrange(10**6):06d}" for _ in range(60)]  # ids not in the order they are labelled
     for t, turn in enumerate(turns):
         for rank in range(1, 6):
             relevant = rank == 1 and t % 3 != 0
             score = round(rng.uniform(0.35, 0.8) if relevant else rng.uniform(0.2, 0.7), 4)
-            store.upsert(message_id=turn, memory_id=f"{turn}-m{rank}", label="relevant" if relevant else "not_relevant",
+            db.labels.save(message_id=turn, memory_id=f"{turn}-m{rank}", label="relevant" if relevant else "not_relevant",
                          reviewer="ana", store="embedded:abc", rank=rank, score=score)
-    labels = store.labels()
-    store.close()
+    labels = db.labels.find()
+    db.close()
 
     def interval(label_file):
         return calibrate(label_file.labelled_scores(), resamples=500, seed=0).recommendation.interval

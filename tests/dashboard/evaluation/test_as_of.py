@@ -15,9 +15,9 @@ from connectors.base import InvalidRequest, parse_as_of
 from connectors.embedded.factories import open_store
 from connectors.embedded.store import EmbeddedStore
 from dashboard.cli.main import main
+from dashboard.database import open_app_database
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.runs import RunRequest, RunStopped, start_run
-from dashboard.evaluation.storage import open_eval_store
 from dashboard.judged import JudgedQuestion
 
 AS_OF = datetime(2023, 5, 8, tzinfo=UTC)
@@ -82,7 +82,7 @@ def cli_env(tmp_path, monkeypatch):
 
 
 def _recency_matches(evals, run_id, created):
-    for outcome in evals.outcomes(run_id):
+    for outcome in evals.runs.outcomes(run_id):
         for hit in outcome.hits:
             assert hit.breakdown["recency"] == pytest.approx(expected_recency(created[hit.memory_id]), rel=1e-6)
 
@@ -92,10 +92,10 @@ def test_eval_as_of_is_kept_listed_exported_and_used(old_store, cli_env, capsys)
     judged = judged_file(cli_env)
     assert main(["eval", str(judged), "--db", str(path), "--k", "3", "--as-of", "2023-05-08", "--format", "json"]) == 0
     run_id = json.loads(capsys.readouterr().out)["run_id"]
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(cli_env / "data")})
-    info = evals.run(run_id)
+    db = open_app_database({"MEMLENS_DATA_DIR": str(cli_env / "data")})
+    info = db.runs.get(run_id)
     assert info.as_of == "2023-05-08T00:00:00+00:00" and info.settings["as_of"] == info.as_of
-    _recency_matches(evals, run_id, created)
+    _recency_matches(db, run_id, created)
     assert main(["runs", "list"]) == 0
     assert capsys.readouterr().out.rstrip("\n").endswith("\tas_of=2023-05-08T00:00:00+00:00")
     assert main(["runs", "export", run_id, "--format", "jsonl"]) == 0
@@ -105,19 +105,19 @@ def test_eval_as_of_is_kept_listed_exported_and_used(old_store, cli_env, capsys)
 
 def test_resume_ranks_at_the_runs_clock(old_store, cli_env, capsys):
     path, created = old_store
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(cli_env / "data")})
+    db = open_app_database({"MEMLENS_DATA_DIR": str(cli_env / "data")})
     judged = JudgedSet("old", [JudgedQuestion(f"q{i}", "u", f"city number {i % 20}", {f"m{i % 20}": 1}) for i in range(QUESTIONS)])
     as_of = "2023-05-08T00:00:00+00:00"
     settings: dict[str, object] = {"db_path": str(path), "as_of": as_of}
     asked = iter([False, True])  # stop before the second batch
     with pytest.raises(RunStopped) as stopped:
-        start_run(open_store(str(path), as_of=as_of), evals, RunRequest(judged, "embedded", "embedded:x", settings, 3),
+        start_run(open_store(str(path), as_of=as_of), db, RunRequest(judged, "embedded", "embedded:x", settings, 3),
                   cancelled=lambda: next(asked))
     run_id = stopped.value.run_id
-    assert evals.run(run_id).done == 64
+    assert db.runs.get(run_id).done == 64
     assert main(["runs", "resume", run_id]) == 0
-    assert evals.run(run_id).complete
-    _recency_matches(evals, run_id, created)  # the last 6 questions too, not ranked from today
+    assert db.runs.get(run_id).complete
+    _recency_matches(db, run_id, created)  # the last 6 questions too, not ranked from today
 
 
 def test_a_bad_time_or_a_store_without_a_clock_is_refused(old_store, cli_env, capsys):
@@ -167,8 +167,8 @@ def test_eval_before_every_memory_scores_nothing_and_says_why(old_store, cli_env
     captured = capsys.readouterr()
     assert "before every one of the store's 20 memories: none existed yet" in captured.err
     run_id = json.loads(captured.out)["run_id"]
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(cli_env / "data")})
-    assert all(outcome.hits == [] for outcome in evals.outcomes(run_id))
+    db = open_app_database({"MEMLENS_DATA_DIR": str(cli_env / "data")})
+    assert all(outcome.hits == [] for outcome in db.runs.outcomes(run_id))
 
 
 def test_eval_counts_the_memories_its_clock_leaves_out(old_store, cli_env, capsys):
@@ -179,7 +179,7 @@ def test_eval_counts_the_memories_its_clock_leaves_out(old_store, cli_env, capsy
     captured = capsys.readouterr()
     assert "9 of the store's 20 memories were created later and are left out" in captured.err
     run_id = json.loads(captured.out)["run_id"]
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(cli_env / "data")})
+    db = open_app_database({"MEMLENS_DATA_DIR": str(cli_env / "data")})
     when = datetime.fromisoformat(clock)
-    returned = [hit.memory_id for outcome in evals.outcomes(run_id) for hit in outcome.hits]
+    returned = [hit.memory_id for outcome in db.runs.outcomes(run_id) for hit in outcome.hits]
     assert returned and all(created[memory_id] <= when for memory_id in returned)

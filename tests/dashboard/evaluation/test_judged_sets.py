@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.database.model import utc_now
+from dashboard.database.runs import QueryOutcome, RunHit, RunInfo, new_run_id
 from dashboard.evaluation import judged_sets
 from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
-from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, RunInfo, new_run_id
 from dashboard.judged import JudgedQuestion
 
 
@@ -98,43 +98,43 @@ def test_the_hash_follows_the_judgments_not_the_order():
 @pytest.fixture(params=["sqlite", "postgres"])
 def evals(request, tmp_path):
     target = str(tmp_path / "labels.sqlite") if request.param == "sqlite" else request.getfixturevalue("postgres").new_database()
-    labels = open_label_store(target)
-    yield EvalStore(labels)
-    labels.close()
+    db = AppDatabase(target)
+    yield db
+    db.close()
 
 
 def test_the_newest_version_wins_even_when_saved_in_the_same_millisecond(evals, monkeypatch):
     # Two imports within one clock tick (a script, a fast machine) used to tie on
     # created_at, and "newest" was whichever row the database returned first.
-    monkeypatch.setattr("dashboard.evaluation.storage.utc_now", lambda: "2026-11-30T12:00:00.000+00:00")
+    monkeypatch.setattr("dashboard.database.judged_sets.utc_now", lambda: "2026-11-30T12:00:00.000+00:00")
     versions = [JudgedSet("tick", [JudgedQuestion("q1", "u", "one", {"m1": grade})]) for grade in (1, 2, 3)]
-    hashes = [evals.save_set(v) for v in versions]
-    assert evals.load_set("tick").content_hash == hashes[-1]
-    assert [s["content_hash"] for s in evals.sets() if s["name"] == "tick"] == hashes[::-1]
+    hashes = [evals.judged_sets.save(v) for v in versions]
+    assert evals.judged_sets.load("tick").content_hash == hashes[-1]
+    assert [s["content_hash"] for s in evals.judged_sets.all() if s["name"] == "tick"] == hashes[::-1]
 
 
 def test_versions_and_runs_round_trip_on_both_backends(evals):
     first = JudgedSet("team", [JudgedQuestion("q1", "u", "one", {"m1": 1}, ("a",)), JudgedQuestion("q2", None, "two", {})])
     second = JudgedSet("team", [JudgedQuestion("q1", "u", "one", {"m1": 2})])
-    old, new = evals.save_set(first), evals.save_set(second)
-    assert evals.save_set(first) == old  # the same version is not kept twice
-    assert len(evals.sets()) == 2
-    assert evals.load_set("team", old).questions == first.questions
-    assert evals.load_set("team").content_hash == new  # newest by default
+    old, new = evals.judged_sets.save(first), evals.judged_sets.save(second)
+    assert evals.judged_sets.save(first) == old  # the same version is not kept twice
+    assert len(evals.judged_sets.all()) == 2
+    assert evals.judged_sets.load("team", old).questions == first.questions
+    assert evals.judged_sets.load("team").content_hash == new  # newest by default
     run_id = new_run_id()
-    evals.start_run(
+    evals.runs.start(
         RunInfo(run_id, "r", "team", old, "embedded", "embedded:abcd", {"db_path": "/x"}, 5, utc_now(), None, 2)
     )
     hit = RunHit("m1", 1, 0.5, 0.5, {"semantic": 0.7, "recency": 0.1}, {"semantic": 0.6, "recency": 0.4})
-    evals.save_outcomes(run_id, [QueryOutcome("q1", 0, "u", [hit], 12.5)])
-    assert evals.run(run_id).status == "incomplete (1 of 2)"
-    evals.save_outcomes(run_id, [QueryOutcome("q2", 1, None, [], None, "StoreTimeout: slow")])
-    evals.finish_run(run_id, ["a note"])
-    done = evals.run(run_id)
+    evals.runs.save_outcomes(run_id, [QueryOutcome("q1", 0, "u", [hit], 12.5)])
+    assert evals.runs.get(run_id).status == "incomplete (1 of 2)"
+    evals.runs.save_outcomes(run_id, [QueryOutcome("q2", 1, None, [], None, "StoreTimeout: slow")])
+    evals.runs.finish(run_id, ["a note"])
+    done = evals.runs.get(run_id)
     # every question asked, one failed: not complete, and the status says so
     assert done.finished and not done.complete and done.failed == 1
     assert done.status == "incomplete (1 of 2; 1 failed)"
     assert done.notes == ["a note"] and done.settings == {"db_path": "/x"}
-    outcomes = evals.outcomes(run_id)
+    outcomes = evals.runs.outcomes(run_id)
     assert outcomes[0].hits == [hit] and outcomes[1].error == "StoreTimeout: slow"
     assert outcomes[0].query_text is None  # no text unless the reviewer opted in

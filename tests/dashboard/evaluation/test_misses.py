@@ -23,11 +23,11 @@ from benchmarks import _eval_data
 from connectors.embedded.store import EmbeddedStore
 from connectors.http.memorysync import open_store
 from dashboard.cli.main import main
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase, open_app_database
+from dashboard.database.runs import QueryOutcome, RunHit
 from dashboard.evaluation.judged_sets import JudgedSet, demo_set, read_file
 from dashboard.evaluation.misses import CAUSES, UNKNOWN, judged_pairs, locate
 from dashboard.evaluation.runs import RunRequest, start_run
-from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit, open_eval_store
 from dashboard.judged import JudgedQuestion
 
 K = 3
@@ -79,8 +79,8 @@ def runs(world, tmp_path_factory):
             code = main(["eval", str(world["judged"]), "--db", str(world["db"]), "--k", str(k), "--as-of", AS_OF,
                          "--weights", WEIGHTS, "--format", "json", "--trec-run", str(world["dir"] / f"run{k}.trec")])
             assert code == 0
-            evals = open_eval_store({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
-            ids.append(evals.runs()[-1].run_id)
+            db = open_app_database({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
+            ids.append(db.runs.all()[-1].run_id)
     finally:
         patch.undo()
     return ids
@@ -93,8 +93,8 @@ def _stored_ids(db: Path) -> set[str]:
 
 def _expected(world, deep_run: str, floor: float) -> list[dict]:
     """Each pair's cause and rank from the judged set, the store's contents and the deep run alone."""
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
-    deep = {o.message_id: {h.memory_id: h for h in o.hits} for o in evals.outcomes(deep_run)}
+    db = open_app_database({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
+    deep = {o.message_id: {h.memory_id: h for h in o.hits} for o in db.runs.outcomes(deep_run)}
     stored = _stored_ids(world["db"])
     expected = []
     for q in read_file(world["judged"]).questions:
@@ -113,9 +113,9 @@ def _expected(world, deep_run: str, floor: float) -> list[dict]:
 
 def _floor_between(world, deep_run: str) -> float:
     """A floor that splits the top-k relevant hits, so kept and under_floor both occur."""
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
+    db = open_app_database({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
     grades = {q.message_id: q.grades for q in read_file(world["judged"]).questions}
-    scores = sorted(h.score or 0.0 for o in evals.outcomes(deep_run) for h in o.hits
+    scores = sorted(h.score or 0.0 for o in db.runs.outcomes(deep_run) for h in o.hits
                     if h.rank <= K and grades[o.message_id].get(h.memory_id, 0) > 0)
     return round(scores[len(scores) // 2], 4)
 
@@ -183,8 +183,8 @@ def test_a_memory_created_after_the_runs_clock_was_not_stored_yet(cli_env, capsy
     run_id = json.loads(capsys.readouterr().out)["run_id"]
     assert main(["misses", run_id, "--depth", "0", "--format", "json"]) == 0
     captured = capsys.readouterr()
-    evals = open_eval_store({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
-    returned = {(o.message_id, h.memory_id) for o in evals.outcomes(run_id) for h in o.hits}
+    db = open_app_database({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
+    returned = {(o.message_id, h.memory_id) for o in db.runs.outcomes(run_id) for h in o.hits}
     stored = _stored_ids(world["db"])
     pairs = [(q.message_id, m) for q in read_file(world["judged"]).questions for m in q.relevant]
     later = [p for p in pairs if p not in returned and p[1] in stored and world["created"][p[1]] > clock]
@@ -222,9 +222,9 @@ def test_a_failed_question_is_left_out_and_a_pair_with_no_score_is_under_the_flo
 
 @pytest.fixture
 def evals(tmp_path):
-    labels = open_label_store(tmp_path / "labels.sqlite")
-    yield EvalStore(labels)
-    labels.close()
+    db = AppDatabase(tmp_path / "labels.sqlite")
+    yield db
+    db.close()
 
 
 def test_an_http_store_is_looked_up_by_id_and_a_failed_look_up_is_unknown(memorysync_server, evals):
@@ -239,7 +239,7 @@ def test_an_http_store_is_looked_up_by_id_and_a_failed_look_up_is_unknown(memory
     store = open_store(base_url=memorysync_server.url, api_key=API_KEY, max_retries=0)
     try:
         info = start_run(store, evals, RunRequest(judged, "memorysync", "memorysync:test", {"base_url": memorysync_server.url}, k=1))
-        outcomes = evals.outcomes(info.run_id)
+        outcomes = evals.runs.outcomes(info.run_id)
         found = locate(store, info, judged.questions, outcomes, depth=50)
         counts = found.counts(0.0)
         assert counts["not_stored"] == 1 and UNKNOWN not in counts

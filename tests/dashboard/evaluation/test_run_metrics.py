@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from ranx import Qrels, Run, evaluate
 
+from dashboard.database.runs import QueryOutcome, RunHit, RunInfo
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_compare import compare_runs, inspect_link, paired_randomisation_p
 from dashboard.evaluation.run_figures import run_figures
-from dashboard.evaluation.storage import QueryOutcome, RunHit, RunInfo
 from dashboard.judged import JudgedQuestion
 
 

@@ -9,10 +9,9 @@ import os
 import pytest
 
 from connectors.http.memorysync import open_store
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.evaluation.judged_sets import demo_set
 from dashboard.evaluation.runs import CONCURRENCY, RunRequest, RunStopped, resume_run, start_run
-from dashboard.evaluation.storage import EvalStore
 
 API_KEY = "msk-live-TESTKEY-7f3a9c21e4b8d6"
 QUERY = "/memory/query"
@@ -20,9 +19,9 @@ QUERY = "/memory/query"
 
 @pytest.fixture
 def evals(tmp_path):
-    labels = open_label_store(tmp_path / "labels.sqlite")
-    yield EvalStore(labels)
-    labels.close()
+    db = AppDatabase(tmp_path / "labels.sqlite")
+    yield db
+    db.close()
 
 
 def request_for(server) -> RunRequest:
@@ -48,7 +47,7 @@ def test_a_429_pauses_every_worker_for_retry_after(memorysync_server, evals):
     )
     info = start_run(store, evals, request_for(memorysync_server))
     store.close()
-    assert info.complete and not any(o.error for o in evals.outcomes(info.run_id))
+    assert info.complete and not any(o.error for o in evals.runs.outcomes(info.run_id))
     arrivals = [r.at for r in memorysync_server.requests_to(QUERY)]
     assert len(arrivals) == 38 + 1  # every question once, plus the one that was asked to wait
     limited = min(arrivals)  # the first request is the one answered 429
@@ -59,7 +58,7 @@ def test_a_429_pauses_every_worker_for_retry_after(memorysync_server, evals):
     assert len(inside) <= 2 * (CONCURRENCY - 1)
     assert any("slow down 1 time(s) (429)" in note for note in info.notes)
     # The hits keep the store's breakdown, ready for what-if weights.
-    assert evals.outcomes(info.run_id)[2].hits[0].breakdown
+    assert evals.runs.outcomes(info.run_id)[2].hits[0].breakdown
 
 
 def test_a_store_failing_mid_run_leaves_it_incomplete_and_resume_finishes_it(memorysync_server, evals):
@@ -68,10 +67,10 @@ def test_a_store_failing_mid_run_leaves_it_incomplete_and_resume_finishes_it(mem
     with pytest.raises(RunStopped, match="the store failed 8 times in a row") as stopped:
         start_run(store, evals, request_for(memorysync_server))
     run_id = stopped.value.run_id
-    partial = evals.run(run_id)
+    partial = evals.runs.get(run_id)
     assert not partial.complete and 0 < partial.done < 38
     assert partial.status == f"incomplete ({partial.done} of 38)"
-    assert not any(o.error for o in evals.outcomes(run_id))  # failures are not kept as answers
+    assert not any(o.error for o in evals.runs.outcomes(run_id))  # failures are not kept as answers
     finished = resume_run(store, evals, run_id)
     store.close()
     assert finished.complete and finished.done == 38
@@ -120,7 +119,7 @@ def test_questions_a_flaky_store_failed_leave_the_run_incomplete_and_resume_asks
     info = start_run(store, evals, request_for(memorysync_server))
     assert not info.complete and info.finished
     assert info.failed == 5 and info.status == "incomplete (33 of 38; 5 failed)"
-    outcomes = evals.outcomes(info.run_id)
+    outcomes = evals.runs.outcomes(info.run_id)
     assert failure_kinds(o.error for o in outcomes) == {"BadResponse": 4, "AuthFailed": 1}
     failed = {o.message_id for o in outcomes if o.error}
     asked_before = len(memorysync_server.requests_to(QUERY))
@@ -128,7 +127,7 @@ def test_questions_a_flaky_store_failed_leave_the_run_incomplete_and_resume_asks
     store.close()
     assert finished.complete and finished.failed == 0 and finished.done == 38
     assert len(memorysync_server.requests_to(QUERY)) == asked_before + 5  # only the failed ones, again
-    assert all(o.hits for o in evals.outcomes(info.run_id) if o.message_id in failed)
+    assert all(o.hits for o in evals.runs.outcomes(info.run_id) if o.message_id in failed)
 
 
 def test_a_store_refusing_the_key_fails_the_eval_and_the_gate_until_resumed(memorysync_server, tmp_path):

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from connectors.embedded.store import EmbeddedStore
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
+from dashboard.database.runs import QueryOutcome, RunHit
 from dashboard.evaluation import weight_search as whatif
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.runs import RunRequest, start_run
-from dashboard.evaluation.storage import EvalStore, QueryOutcome, RunHit
 from dashboard.judged import JudgedQuestion
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
@@ -54,13 +54,12 @@ def recency_heavy_run(tmp_path_factory):
                          "created_at": NOW - timedelta(hours=rng.randrange(1, 48)), "importance": 0.5,
                          "usage_count": 0, "metadata": {}})
     store.import_rows(rows)
-    labels = open_label_store(directory / "labels.sqlite")
-    evals = EvalStore(labels)
+    db = AppDatabase(directory / "labels.sqlite")
     judged = JudgedSet("facts", questions)
-    info = start_run(store, evals, RunRequest(judged, "embedded", "embedded:test", {}, k=16))
-    yield judged, info, evals.outcomes(info.run_id)
+    info = start_run(store, db, RunRequest(judged, "embedded", "embedded:test", {}, k=16))
+    yield judged, info, db.runs.outcomes(info.run_id)
     store.close()
-    labels.close()
+    db.close()
 
 
 def test_the_search_finds_weights_that_hold_on_the_held_out_questions(recency_heavy_run):
@@ -98,11 +97,10 @@ def test_a_run_without_breakdowns_is_refused_with_a_reason():
 def perfect(tmp_path):
     from whatif_runs import perfect_run
 
-    labels = open_label_store(tmp_path / "labels.sqlite")
-    evals = EvalStore(labels)
-    info = perfect_run(evals)
-    yield evals, info
-    labels.close()
+    db = AppDatabase(tmp_path / "labels.sqlite")
+    info = perfect_run(db)
+    yield db, info
+    db.close()
 
 
 @pytest.mark.parametrize("threshold", [False, True])

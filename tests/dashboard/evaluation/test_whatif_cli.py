@@ -10,20 +10,18 @@ import pytest
 from whatif_runs import noise_run, perfect_run
 
 from dashboard.cli.main import main
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.evaluation import weight_search as whatif
-from dashboard.evaluation.storage import EvalStore
 
 
 @pytest.fixture
 def saved(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("MEMLENS_LABELS_URL", raising=False)
-    labels = open_label_store(tmp_path / "labels.sqlite")
-    evals = EvalStore(labels)
-    info = perfect_run(evals)
-    yield evals, info
-    labels.close()
+    db = AppDatabase(tmp_path / "labels.sqlite")
+    info = perfect_run(db)
+    yield db, info
+    db.close()
 
 
 def test_no_recommendation_and_no_weights_hint_when_nothing_beats_the_store(saved, capsys):
@@ -67,10 +65,9 @@ def test_unusable_input_is_named(saved, capsys):
 def noise(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("MEMLENS_LABELS_URL", raising=False)
-    labels = open_label_store(tmp_path / "labels.sqlite")
-    evals = EvalStore(labels)
-    yield evals, noise_run(evals)
-    labels.close()
+    db = AppDatabase(tmp_path / "labels.sqlite")
+    yield db, noise_run(db)
+    db.close()
 
 
 def test_a_held_out_loss_is_not_recommended_nor_given_as_a_share(noise, capsys):

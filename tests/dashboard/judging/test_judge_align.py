@@ -13,7 +13,7 @@ import pytest
 from chat_model_server import ChatModelServer, Reply
 
 from dashboard.cli.main import main
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 from dashboard.judging.align import HELD_OUT, TUNING, part_of
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -98,21 +98,21 @@ def test_the_alignment_report_for_two_prompt_variants_with_held_out_figures(peop
     assert any(r["judge's prompt"]["aligned"] is False for r in written)
     assert all("text" not in key for r in written for key in r)  # ids only
     # The chosen variant's held-out agreement is the judge's record now.
-    store = LabelStore(labels)
+    db = AppDatabase(labels)
     try:
-        record = store.judge_record("judge:umbrela@scripted")
+        record = db.judge_labels.record("judge:umbrela@scripted")
     finally:
-        store.close()
+        db.close()
     assert record["variant"] == "strict" and record["count"] == int(head.group(3)) and record["kappa"] >= 0.95
     # Commands using the judge show it: memlens agreement --judge prints the record.
     people_file_labels = ["agreement", str(people_file), "--judge", "umbrela", "--labels", str(labels)]
     assert main(people_file_labels) == 1  # no judge labels saved by align: it only measures
     capsys.readouterr()
-    store = LabelStore(labels)
+    db = AppDatabase(labels)
     try:
-        store.save_judgment(message_id="x", memory_id="y", source="judge:umbrela@scripted", grade=0, reason="r")
+        db.judge_labels.save(message_id="x", memory_id="y", source="judge:umbrela@scripted", grade=0, reason="r")
     finally:
-        store.close()
+        db.close()
     assert main(people_file_labels) == 0
     assert f"recorded by memlens judge align: variant strict, held-out kappa {record['kappa']:.3f} over {record['count']} pair(s)" in capsys.readouterr().out
 
@@ -160,13 +160,13 @@ def test_align_reads_a_session_with_its_kept_query_text_and_the_store_for_memory
 
     rows = [json.loads(line) for line in SAMPLE_LOG.read_text().splitlines() if line.strip()][:ROWS]
     labels = tmp_path / "labels.sqlite"
-    store = LabelStore(labels)
+    db = AppDatabase(labels)
     items = [SessionItem(i, r["message_id"], r["memory_id"], r["rank"], r["score"], r["user_id"], None, r["query"]) for i, r in enumerate(rows)]
-    store.create_session(LabelSession(name="week", method="turns", size=len(items), keep_text=True), items)
+    db.sessions.create(LabelSession(name="week", method="turns", size=len(items), keep_text=True), items)
     for r in rows:
-        store.upsert(message_id=r["message_id"], memory_id=r["memory_id"], reviewer="ana", store="s",
+        db.labels.save(message_id=r["message_id"], memory_id=r["memory_id"], reviewer="ana", store="s",
                      label="relevant" if r["rank"] == 1 else "not_relevant")
-    store.close()
+    db.close()
     texts = {m.memory_id: m.text for m in demo_store.list(user_id=None, limit=1000)}
     first = {(r["query"], texts[r["memory_id"]]) for r in rows if r["rank"] == 1}
 

@@ -10,8 +10,8 @@ import pytest
 from chat_model_server import ChatModelServer, Reply
 
 from dashboard.cli.main import main
+from dashboard.database import AppDatabase
 from dashboard.database.sessions import LabelSession, SessionItem
-from dashboard.database.store import LabelStore
 from dashboard.judging.label_source import JUDGE, merge_labels
 
 
@@ -33,17 +33,17 @@ def model(monkeypatch):
 def setup(tmp_path, demo_store, demo_dir):
     memories = demo_store.list(user_id=None, limit=6)
     labels_path = tmp_path / "labels.sqlite"
-    labels = LabelStore(labels_path)
+    db = AppDatabase(labels_path)
     items = [
         SessionItem(i, f"q{i // 3}", m.memory_id, i % 3 + 1, 0.5, m.user_id, "embedded:1", f"question {i // 3}")
         for i, m in enumerate(memories)
     ]
-    labels.create_session(LabelSession(name="s1", method="uniform", size=len(items), keep_text=True), items)
+    db.sessions.create(LabelSession(name="s1", method="uniform", size=len(items), keep_text=True), items)
     for i, item in enumerate(items):
         for reviewer in ("ana", "ben"):
             value = "relevant" if (i + (reviewer == "ben")) % 2 else "not_relevant"
-            labels.upsert(message_id=item.message_id, memory_id=item.memory_id, label=value, reviewer=reviewer, store="embedded:1")
-    labels.close()
+            db.labels.save(message_id=item.message_id, memory_id=item.memory_id, label=value, reviewer=reviewer, store="embedded:1")
+    db.close()
     config = tmp_path / "umbrela.toml"
     config.write_text('name = "umbrela"\nkind = "llm"\n')
     base = ["--judge", str(config), "--db", str(demo_dir / "demo.sqlite"), "--labels", str(labels_path)]
@@ -71,11 +71,11 @@ def test_judging_saves_each_pair_and_a_second_run_resumes(model, setup, capsys, 
     assert "3 pair(s), 1 failed" in capsys.readouterr().out.replace("graded 3", "3")
     assert main(["judge", "s1", *base, "--send-text"]) == 0
     assert "graded 1 pair(s)" in capsys.readouterr().out
-    store = LabelStore(labels_path)
-    judged = store.judgments(source="judge:umbrela@grader")
+    db = AppDatabase(labels_path)
+    judged = db.judge_labels.find(source="judge:umbrela@grader")
     assert sorted((j.message_id, j.memory_id) for j in judged) == sorted((i.message_id, i.memory_id) for i in items)
-    assert len(store.labels()) == 2 * len(items)  # people's labels untouched
-    store.close()
+    assert len(db.labels.find()) == 2 * len(items)  # people's labels untouched
+    db.close()
     asked = [r for r in model.received if r.body]
     assert len(asked) == len(items) + 3  # each pair answered once, plus the failed attempts
 
@@ -95,11 +95,11 @@ def test_agreement_with_a_judge_keeps_the_people_lines_and_adds_the_judge(model,
     assert re.search(r"judge:umbrela@grader vs people: every pair both graded \(6\) is an unresolved tie", out)
     assert "people relevant" not in out and "  ana: " in out and "  ben: " in out
     # A lead adjudicates the six: now the overall figure (and its confusion matrix) is over them.
-    store = LabelStore(labels_path)
+    db = AppDatabase(labels_path)
     for item in items:
-        store.adjudicate(message_id=item.message_id, memory_id=item.memory_id, label="relevant", adjudicator="lead",
+        db.adjudications.save(message_id=item.message_id, memory_id=item.memory_id, label="relevant", adjudicator="lead",
                          note="decided", session="s1")  # fmt: skip
-    store.close()
+    db.close()
     assert main(["agreement", "s1", "--labels", str(labels_path), "--judge", "umbrela"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"judge:umbrela@grader vs people: Cohen's kappa .* over 6 pair\(s\)", out)
@@ -110,17 +110,17 @@ def test_agreement_with_a_judge_keeps_the_people_lines_and_adds_the_judge(model,
 
 def test_a_turn_only_the_judge_graded_survives_a_store_filter(model, setup, capsys, demo_store):
     labels_path, base, _ = setup
-    store = LabelStore(labels_path)
+    db = AppDatabase(labels_path)
     memory = demo_store.list(user_id=None, limit=1)[0]
     only_judge = [SessionItem(0, "q-new", memory.memory_id, 1, 0.4, memory.user_id, None, "a question nobody labelled")]
-    store.create_session(LabelSession(name="s2", method="uniform", size=1, keep_text=True, store="embedded:1"), only_judge)
-    store.close()
+    db.sessions.create(LabelSession(name="s2", method="uniform", size=1, keep_text=True, store="embedded:1"), only_judge)
+    db.close()
     assert main(["judge", "s2", *base, "--send-text"]) == 0
     capsys.readouterr()
-    store = LabelStore(labels_path)
-    judged = store.judgments(source="judge:umbrela@grader")
-    people = store.labels(store="embedded:1")
-    store.close()
+    db = AppDatabase(labels_path)
+    judged = db.judge_labels.find(source="judge:umbrela@grader")
+    people = db.labels.find(store="embedded:1")
+    db.close()
     assert [j.store for j in judged] == ["embedded:1"]  # the session's store, as a person's label would name it
     # Calibrate's and Quality's rule with the store picked: the message no person labelled is kept.
     merged = merge_labels(people, judged, JUDGE, "judge:umbrela@grader",
@@ -150,9 +150,9 @@ def test_judging_a_log_records_each_rows_store_and_the_opened_one_where_the_log_
     log.write_text("".join(json.dumps(row) + "\n" for row in rows))
     assert main(["judge", str(log), *base, "--send-text"]) == 0
     assert "graded 2 pair(s), 0 failed" in capsys.readouterr().out
-    store = LabelStore(labels_path)
-    stores = {j.message_id: j.store for j in store.judgments(source="judge:umbrela@grader")}
-    store.close()
+    db = AppDatabase(labels_path)
+    stores = {j.message_id: j.store for j in db.judge_labels.find(source="judge:umbrela@grader")}
+    db.close()
     opened = fingerprint("embedded", {"db_path": str((demo_dir / "demo.sqlite").resolve())})
     assert stores == {"turn-a": "embedded:logged", "turn-b": opened}
     assert opened != "embedded:logged"

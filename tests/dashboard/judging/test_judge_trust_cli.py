@@ -13,7 +13,7 @@ import pytest
 from chat_model_server import ChatModelServer, Reply
 
 from dashboard.cli.main import main
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE_LOG = ROOT / "demo_data" / "sample_log.jsonl"
@@ -67,11 +67,11 @@ def test_a_judge_giving_grade_0_and_the_placeholder_for_every_pair_is_called_out
     assert "24 of 24 reason(s) repeat the prompt's placeholder '<one long sentence>'" in out.err
     assert "degenerate run" in out.err
     assert "judge:umbrela@scripted: no agreement with people recorded yet" in out.err
-    store = LabelStore(labels)
+    db = AppDatabase(labels)
     try:
-        assert len(store.judgments(source="judge:umbrela@scripted")) == PAIRS  # saved, and flagged where shown
+        assert len(db.judge_labels.find(source="judge:umbrela@scripted")) == PAIRS  # saved, and flagged where shown
     finally:
-        store.close()
+        db.close()
 
 
 def test_unparseable_answers_and_one_reason_for_everything_are_counted(log, judge_args, monkeypatch, capsys):
@@ -124,11 +124,11 @@ def test_a_judge_that_agrees_with_a_label_file_scores_kappa_over_095_without_any
     assert kappa >= 0.95
     assert f"over {PAIRS} pair(s)" in out.out
     assert "relevant: precision 100.0%, recall 100.0%" in out.out
-    store = LabelStore(labels)
+    db = AppDatabase(labels)
     try:
-        assert store.sessions() == [] and store.labels() == []  # nothing imported, nothing relabelled
+        assert db.sessions.all() == [] and db.labels.find() == []  # nothing imported, nothing relabelled
     finally:
-        store.close()
+        db.close()
     # The same labels as a memlens JSONL export read the same way.
     export = tmp_path / "people.jsonl"
     export.write_text("".join(json.dumps({"message_id": m, "memory_id": d, "label": "relevant" if r else "not_relevant",
@@ -158,11 +158,11 @@ def test_labels_import_makes_a_session_that_agreement_reads(tmp_path, capsys):
     # The name is taken now: refused, nothing written twice.
     assert main(["labels", "import", str(people), "--session", "from-file", "--labels", str(labels)]) == 2
     assert "already exists" in capsys.readouterr().err
-    store = LabelStore(labels)
+    db = AppDatabase(labels)
     try:
-        assert len(store.labels()) == 5
+        assert len(db.labels.find()) == 5
     finally:
-        store.close()
+        db.close()
 
 
 def test_a_label_file_that_cannot_be_read_exits_2_naming_it(tmp_path, capsys):

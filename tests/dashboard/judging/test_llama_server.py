@@ -67,7 +67,7 @@ def local_model(llama_server, monkeypatch):
 
 def test_memlens_judge_runs_through_the_real_local_model_and_saves_what_it_counts(local_model, data_dir, demo_store, demo_dir, tmp_path, capsys):
     from dashboard.cli.main import main
-    from dashboard.database.store import LabelStore
+    from dashboard.database import AppDatabase
 
     log = tmp_path / "week.jsonl"
     rows = small_log(log, turns=2, per_turn=2)
@@ -83,11 +83,11 @@ def test_memlens_judge_runs_through_the_real_local_model_and_saves_what_it_count
     assert status in (0, 1, 3)
     assert (status == 3) == ("degenerate run" in out.err)
     assert (status == 1) == (failed > 0 and status != 3)
-    store = LabelStore(labels)
+    db = AppDatabase(labels)
     try:
-        saved = store.judgments(source="judge:umbrela@gemma-270m")
+        saved = db.judge_labels.find(source="judge:umbrela@gemma-270m")
     finally:
-        store.close()
+        db.close()
     assert len(saved) == graded  # every grade counted is saved, and only those
     assert {(j.message_id, j.memory_id) for j in saved} <= {(r["message_id"], r["memory_id"]) for r in rows}
     assert all(j.grade in (0, 1, 2, 3) and j.reason.strip() for j in saved)

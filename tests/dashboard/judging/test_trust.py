@@ -1,5 +1,5 @@
 """A judge's trust as the Label page counts it (dashboard/judging/trust.py): the
-database's counts (LabelStore.judge_summary) give the same figures and checks as
+database's counts (db.judge_labels.summary) give the same figures and checks as
 reading every row, on SQLite and on PostgreSQL; and the bar read from the
 environment."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.judging.trust import TrustBar, judge_trust, trust_from_summary
 
 SOURCE = "judge:j@m"
@@ -21,22 +21,22 @@ def target(request, tmp_path):
 
 
 def test_the_counted_trust_is_the_trust_from_every_row(target):
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
         for i in range(60):
             grade = (i * 7) % 4
             reason = "<one short sentence>" if i % 9 == 0 else f"reason with 100% of {i}"  # a % in the text too
-            store.save_judgment(message_id=f"q{i // 5}", memory_id=f"m{i}", source=SOURCE, grade=grade, reason=reason)
-            store.save_judgment(message_id=f"q{i // 5}", memory_id=f"m{i}", source="judge:other@m", grade=0, reason="x")
+            db.judge_labels.save(message_id=f"q{i // 5}", memory_id=f"m{i}", source=SOURCE, grade=grade, reason=reason)
+            db.judge_labels.save(message_id=f"q{i // 5}", memory_id=f"m{i}", source="judge:other@m", grade=0, reason="x")
             if i % 4:  # people labelled three in four, two reviewers on some
-                store.upsert(message_id=f"q{i // 5}", memory_id=f"m{i}", reviewer="ana", store="s",
+                db.labels.save(message_id=f"q{i // 5}", memory_id=f"m{i}", reviewer="ana", store="s",
                              label="relevant" if (grade >= 2) != (i % 10 == 0) else "not_relevant")
             if i % 6 == 0:
-                store.upsert(message_id=f"q{i // 5}", memory_id=f"m{i}", reviewer="ben", store="s", label="relevant")
-        rows = judge_trust(SOURCE, store.labels(), store.judgments(), TrustBar(min_labels=40))
-        counted = trust_from_summary(SOURCE, store.judge_summary(SOURCE), TrustBar(min_labels=40))
+                db.labels.save(message_id=f"q{i // 5}", memory_id=f"m{i}", reviewer="ben", store="s", label="relevant")
+        rows = judge_trust(SOURCE, db.labels.find(), db.judge_labels.find(), TrustBar(min_labels=40))
+        counted = trust_from_summary(SOURCE, db.judge_labels.summary(SOURCE), TrustBar(min_labels=40))
     finally:
-        store.close()
+        db.close()
     assert counted.agreement.count == rows.agreement.count == 45 + 10  # each person's label is one comparison: ana's 45, ben's 10
     assert counted.agreement.confusion == rows.agreement.confusion
     assert counted.agreement.kappa == pytest.approx(rows.agreement.kappa)
@@ -68,16 +68,16 @@ def test_a_judges_record_is_kept_per_source_and_rewritten_by_the_next_alignment(
     from dashboard.judging.agreement import compare, from_record, to_record
 
     figures = compare(SOURCE, [True, False, True, False], [True, False, False, False], resamples=50)
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        assert store.judge_record(SOURCE) is None
-        store.save_judge_record(SOURCE, to_record(figures, variant="strict", held_out_pairs=4))
-        store.save_judge_record(SOURCE, to_record(figures, variant="terse", held_out_pairs=4))  # the next alignment
-        record = store.judge_record(SOURCE)
+        assert db.judge_labels.record(SOURCE) is None
+        db.judge_labels.save_record(SOURCE, to_record(figures, variant="strict", held_out_pairs=4))
+        db.judge_labels.save_record(SOURCE, to_record(figures, variant="terse", held_out_pairs=4))  # the next alignment
+        record = db.judge_labels.record(SOURCE)
         with pytest.raises(ValueError):
-            store.save_judge_record("umbrela", {})  # not a judge's source
+            db.judge_labels.save_record("umbrela", {})  # not a judge's source
     finally:
-        store.close()
+        db.close()
     assert record["variant"] == "terse" and record["updated_at"]
     again = from_record(SOURCE, record)
     assert again is not None and again.count == 4 and again.kappa == pytest.approx(figures.kappa)

@@ -13,7 +13,7 @@ from pathlib import Path
 from postgres_server import pg_bin_dir
 from team_session import SESSION, build_team_session
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.labels.counted import counted
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,17 +38,17 @@ def run(command: str, **environ: str) -> None:
 
 def snapshot(target: str) -> tuple:
     """What a restore must bring back: every label, the pairs the session counts and the history."""
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        labels = [(r.message_id, r.memory_id, r.reviewer, r.label, r.updated_at) for r in store.labels()]
-        history = [tuple(h.values()) for h in store.label_history()]
-        if store.session(SESSION) is None:
+        labels = [(r.message_id, r.memory_id, r.reviewer, r.label, r.updated_at) for r in db.labels.find()]
+        history = [tuple(h.values()) for h in db.labels.changes()]
+        if db.sessions.get(SESSION) is None:
             return labels, None, None, history
-        found = counted(store, session=SESSION)
+        found = counted(db, session=SESSION)
         pairs = sorted((r.message_id, r.memory_id, r.label) for r in found.labels)
         return labels, pairs, found.resolution.adjudicated, history
     finally:
-        store.close()
+        db.close()
 
 
 def test_a_sqlite_backup_restores_the_labels_adjudications_and_history(tmp_path):
@@ -56,23 +56,23 @@ def test_a_sqlite_backup_restores_the_labels_adjudications_and_history(tmp_path)
     data = tmp_path / "data"
     data.mkdir()
     target = str(data / "labels.sqlite")
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        build_team_session(store)
+        build_team_session(db)
     finally:
-        store.close()
+        db.close()
     before = snapshot(target)
     assert before[2] == 2 and before[3]
     copy = tmp_path / "labels-backup.sqlite"
     run(backup, MEMLENS_DATA_DIR=str(data), BACKUP=str(copy))
 
-    store = open_label_store(target)  # the loss: a session deleted, a label changed
+    db = AppDatabase(target)  # the loss: a session deleted, a label changed
     try:
-        store.delete_session(SESSION)
-        first = store.labels()[0]
-        store.upsert(message_id=first.message_id, memory_id=first.memory_id, label="relevant", reviewer="zed", store="x")
+        db.sessions.delete(SESSION)
+        first = db.labels.find()[0]
+        db.labels.save(message_id=first.message_id, memory_id=first.memory_id, label="relevant", reviewer="zed", store="x")
     finally:
-        store.close()
+        db.close()
     assert snapshot(target) != before
 
     run(restore, MEMLENS_DATA_DIR=str(data), BACKUP=str(copy))
@@ -82,11 +82,11 @@ def test_a_sqlite_backup_restores_the_labels_adjudications_and_history(tmp_path)
 def test_a_postgres_backup_restores_into_an_empty_database(postgres, tmp_path):
     backup, restore = documented_commands()[2:]
     target = postgres.new_database()
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        build_team_session(store)
+        build_team_session(db)
     finally:
-        store.close()
+        db.close()
     before = snapshot(target)
     copy = tmp_path / "labels.dump"
     run(backup, MEMLENS_LABELS_URL=target, BACKUP=str(copy))
@@ -95,11 +95,11 @@ def test_a_postgres_backup_restores_into_an_empty_database(postgres, tmp_path):
     empty = postgres.new_database()
     run(restore, MEMLENS_LABELS_URL=empty, BACKUP=str(copy))
     assert snapshot(empty) == before
-    store = open_label_store(empty)  # the restored database takes new labels and history rows
+    db = AppDatabase(empty)  # the restored database takes new labels and history rows
     try:
-        first = store.labels()[0]
-        store.upsert(message_id=first.message_id, memory_id=first.memory_id, label="not_relevant", reviewer="ana", store="x")
-        store.upsert(message_id=first.message_id, memory_id=first.memory_id, label="relevant", reviewer="ana", store="x")
-        assert len(store.label_history()) == len(before[3]) + 2  # relevant -> not -> relevant
+        first = db.labels.find()[0]
+        db.labels.save(message_id=first.message_id, memory_id=first.memory_id, label="not_relevant", reviewer="ana", store="x")
+        db.labels.save(message_id=first.message_id, memory_id=first.memory_id, label="relevant", reviewer="ana", store="x")
+        assert len(db.labels.changes()) == len(before[3]) + 2  # relevant -> not -> relevant
     finally:
-        store.close()
+        db.close()

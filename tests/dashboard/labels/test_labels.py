@@ -3,20 +3,20 @@ import json
 import pandas as pd
 import pytest
 
+from dashboard.database import AppDatabase
 from dashboard.database.model import EXPORT_FIELDS, message_id
-from dashboard.database.store import LabelStore
 from dashboard.labels import export
 
 
 @pytest.fixture
 def store(tmp_path):
-    s = LabelStore(tmp_path / "labels.sqlite")
+    s = AppDatabase(tmp_path / "labels.sqlite")
     yield s
     s.close()
 
 
 def label(store, memory_id="m1", value="relevant", reviewer="ana", **extra):
-    return store.upsert(
+    return store.labels.save(
         message_id="msg-1",
         memory_id=memory_id,
         label=value,
@@ -29,34 +29,34 @@ def label(store, memory_id="m1", value="relevant", reviewer="ana", **extra):
 
 
 def test_label_survives_reopening_the_file(tmp_path):
-    first = LabelStore(tmp_path / "labels.sqlite")
+    first = AppDatabase(tmp_path / "labels.sqlite")
     label(first)
     first.close()
-    again = LabelStore(tmp_path / "labels.sqlite")
-    [row] = again.labels()
+    again = AppDatabase(tmp_path / "labels.sqlite")
+    [row] = again.labels.find()
     assert (row.message_id, row.memory_id, row.label, row.score, row.rank) == ("msg-1", "m1", "relevant", 0.42, 1)
 
 
 def test_relabel_updates_one_row_and_keeps_the_old_value(store):
     first = label(store, value="relevant")
     second = label(store, value="not_relevant")
-    rows = store.labels()
+    rows = store.labels.find()
     assert len(rows) == 1 and rows[0].label == "not_relevant"
     assert second.created_at == first.created_at and second.updated_at >= first.updated_at
-    assert [(h["old_label"], h["new_label"]) for h in store.history("msg-1", "m1")] == [("relevant", "not_relevant")]
+    assert [(h["old_label"], h["new_label"]) for h in store.labels.history("msg-1", "m1")] == [("relevant", "not_relevant")]
 
 
 def test_reviewers_label_independently(store):
     label(store, reviewer="ana", value="relevant")
     label(store, reviewer="ben", value="not_relevant")
-    assert {(row.reviewer, row.label) for row in store.labels()} == {("ana", "relevant"), ("ben", "not_relevant")}
+    assert {(row.reviewer, row.label) for row in store.labels.find()} == {("ana", "relevant"), ("ben", "not_relevant")}
 
 
 @pytest.mark.parametrize("bad", ["yes", "", "Relevant", None])
 def test_unknown_label_value_is_refused(store, bad):
     with pytest.raises(ValueError, match="label must be one of"):
         label(store, value=bad)
-    assert store.labels() == []
+    assert store.labels.find() == []
 
 
 def test_text_is_not_stored_unless_opted_in(store, tmp_path):
@@ -72,10 +72,10 @@ def test_text_is_not_stored_unless_opted_in(store, tmp_path):
 
 def test_delete_is_an_undo_recorded_in_history(store):
     label(store)
-    assert store.delete("msg-1", "m1", "ana") is True
-    assert store.labels() == []
-    assert store.history("msg-1", "m1")[-1]["new_label"] is None
-    assert store.delete("msg-1", "m1", "ana") is False
+    assert store.labels.delete("msg-1", "m1", "ana") is True
+    assert store.labels.find() == []
+    assert store.labels.history("msg-1", "m1")[-1]["new_label"] is None
+    assert store.labels.delete("msg-1", "m1", "ana") is False
 
 
 def test_message_id_is_stable_and_distinguishes_user_and_store():
@@ -89,7 +89,7 @@ def test_message_id_is_stable_and_distinguishes_user_and_store():
 def test_jsonl_export_has_one_row_per_label_and_no_text(store):
     label(store, memory_id="m1", memory_text="Prefers light UI theme", query_text="pizza?")
     label(store, memory_id="m2", value="not_relevant")
-    text = export.to_jsonl(store.labels())
+    text = export.to_jsonl(store.labels.find())
     rows = [json.loads(line) for line in text.splitlines()]
     assert len(rows) == 2
     assert all(tuple(r) == EXPORT_FIELDS for r in rows)
@@ -99,14 +99,14 @@ def test_jsonl_export_has_one_row_per_label_and_no_text(store):
 
 def test_export_with_text_when_opted_in(store):
     label(store, memory_id="m1", memory_text="Prefers light UI theme", query_text="pizza?")
-    row = json.loads(export.to_jsonl(store.labels(), include_text=True))
+    row = json.loads(export.to_jsonl(store.labels.find(), include_text=True))
     assert row["memory_text"] == "Prefers light UI theme" and row["query_text"] == "pizza?"
 
 
 @pytest.mark.parametrize("cell", ["=1+1", "+cmd", "-2+3", "@SUM(A1)"])
 def test_csv_neutralises_formula_cells(store, cell):
-    store.upsert(message_id=cell, memory_id="m1", label="relevant", reviewer="ana", store="s", score=-0.25, rank=1)
-    frame = pd.read_csv(__import__("io").StringIO(export.to_csv(store.labels())))
+    store.labels.save(message_id=cell, memory_id="m1", label="relevant", reviewer="ana", store="s", score=-0.25, rank=1)
+    frame = pd.read_csv(__import__("io").StringIO(export.to_csv(store.labels.find())))
     assert frame.loc[0, "message_id"] == "'" + cell
     assert frame.loc[0, "score"] == -0.25  # a negative number stays a number
 
@@ -116,12 +116,12 @@ def test_qrels_majority_vote(store):
     label(store, memory_id="m1", reviewer="ben", value="not_relevant")
     label(store, memory_id="m1", reviewer="cy", value="not_relevant")
     label(store, memory_id="m2", reviewer="ana", value="relevant")
-    assert export.to_qrels(store.labels()) == "msg-1 0 m1 0\nmsg-1 0 m2 1\n"
+    assert export.to_qrels(store.labels.find()) == "msg-1 0 m1 0\nmsg-1 0 m2 1\n"
 
 
 def test_unicode_and_rtl_survive_export(store):
     label(store, memory_id="מזהה-٣", memory_text="שלום עולם 🍕")
-    row = json.loads(export.to_jsonl(store.labels(), include_text=True))
+    row = json.loads(export.to_jsonl(store.labels.find(), include_text=True))
     assert row["memory_id"] == "מזהה-٣" and row["memory_text"] == "שלום עולם 🍕"
 
 
@@ -135,15 +135,15 @@ FORGING_IDS = [
 
 @pytest.mark.parametrize("hostile", FORGING_IDS)
 def test_every_export_keeps_one_label_one_record_whatever_the_id(store, hostile):
-    store.upsert(message_id="msg 1\n", memory_id=hostile, label="not_relevant", reviewer="ana", store="s", score=0.3, rank=1)
-    qrels = export.to_qrels(store.labels())
+    store.labels.save(message_id="msg 1\n", memory_id=hostile, label="not_relevant", reviewer="ana", store="s", score=0.3, rank=1)
+    qrels = export.to_qrels(store.labels.find())
     # exactly one judgment line of four columns, still not relevant
     [line] = qrels.splitlines()
     columns = line.split()
     assert len(columns) == 4 and columns[1] == "0" and columns[3] == "0"
     assert columns[0] == "msg_1_" and columns[2] == export.trec_token(hostile)
     # JSONL and CSV quote instead: one record each, the id exactly as stored
-    [row] = [json.loads(text) for text in export.to_jsonl(store.labels()).split("\n") if text]
+    [row] = [json.loads(text) for text in export.to_jsonl(store.labels.find()).split("\n") if text]
     assert row["memory_id"] == hostile and row["message_id"] == "msg 1\n"
-    frame = pd.read_csv(__import__("io").StringIO(export.to_csv(store.labels())), keep_default_na=False)
+    frame = pd.read_csv(__import__("io").StringIO(export.to_csv(store.labels.find())), keep_default_na=False)
     assert len(frame) == 1 and frame.loc[0, "memory_id"] == hostile

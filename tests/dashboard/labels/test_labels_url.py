@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from dashboard.database import label_store_target, open_label_store
+from dashboard.database import AppDatabase, app_database_target
 from dashboard.database.model import LabelStoreError
 
 SECRET = "hunter2secret"
@@ -17,14 +17,14 @@ CONNINFO = f"host=127.0.0.1 port=1 dbname=labels user=memlens password={SECRET} 
 
 
 def target(value: str, tmp_path) -> str:
-    return label_store_target({"MEMLENS_LABELS_URL": value}, tmp_path / "data")
+    return app_database_target({"MEMLENS_LABELS_URL": value}, tmp_path / "data")
 
 
 def test_a_key_value_string_opens_postgresql_not_a_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert target(CONNINFO, tmp_path) == CONNINFO
     with pytest.raises(LabelStoreError) as raised:
-        open_label_store(CONNINFO, timeout=1)
+        AppDatabase(CONNINFO, timeout=1)
     message = str(raised.value)
     assert "The label database at host=127.0.0.1 port=1 dbname=labels user=memlens password=*** " in message
     assert "cannot be reached" in message
@@ -69,7 +69,7 @@ def test_a_sqlite_path_in_a_folder_the_server_cannot_write_is_refused(tmp_path):
 def test_sqlite_paths_and_urls_still_work(tmp_path):
     assert target(str(tmp_path / "new" / "labels.sqlite"), tmp_path) == str(tmp_path / "new" / "labels.sqlite")
     assert target("postgresql://u:pw@h/db", tmp_path) == "postgresql://u:pw@h/db"
-    assert label_store_target({}, tmp_path) == str(tmp_path / "labels.sqlite")
+    assert app_database_target({}, tmp_path) == str(tmp_path / "labels.sqlite")
 
 
 def test_the_cli_says_what_is_wrong_instead_of_a_traceback(tmp_path, monkeypatch, capsys):

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.labels import sampling
 
 
@@ -111,13 +111,13 @@ def test_reviewer_names_are_parsed_and_deduplicated():
 
 
 def test_a_saved_session_holds_ids_and_scores_only_unless_text_is_kept(tmp_path):
-    store = open_label_store(tmp_path / "labels.sqlite")
+    db = AppDatabase(tmp_path / "labels.sqlite")
     log = make_log(turns=20)
-    plain = sampling.save_session(store, "plain", log, method="turns", size=4, seed=1, reviewers=["ana", "ben"], overlap=0.5)
-    sampling.save_session(store, "with text", log, method="turns", size=4, seed=1, keep_text=True)
+    plain = sampling.save_session(db, "plain", log, method="turns", size=4, seed=1, reviewers=["ana", "ben"], overlap=0.5)
+    sampling.save_session(db, "with text", log, method="turns", size=4, seed=1, keep_text=True)
     assert (plain.size, plain.params["turns"], plain.store, plain.overlap) == (20, 4, "embedded:x", 0.5)
-    assert {i.query_text for i in store.session_items("plain")} == {None}
-    assert all(i.query_text and i.query_text.startswith("question") for i in store.session_items("with text"))
-    assert sum(len(v) == 2 for v in store.session_assignments("plain").values()) == 2
-    assert [i.memory_id for i in store.session_items("plain")] == [i.memory_id for i in store.session_items("with text")]
-    store.close()
+    assert {i.query_text for i in db.sessions.items("plain")} == {None}
+    assert all(i.query_text and i.query_text.startswith("question") for i in db.sessions.items("with text"))
+    assert sum(len(v) == 2 for v in db.sessions.assignments("plain").values()) == 2
+    assert [i.memory_id for i in db.sessions.items("plain")] == [i.memory_id for i in db.sessions.items("with text")]
+    db.close()

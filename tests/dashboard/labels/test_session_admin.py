@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.database.sessions import LabelSession, SessionItem
 from dashboard.labels import labelling
 from dashboard.labels.sampling import assign_turns
@@ -35,26 +35,26 @@ def target(request, tmp_path):
 @pytest.fixture
 def session(target):
     """8 turns of 2 rows, ana and ben, no overlap; ana has started one of her turns."""
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
         items = [SessionItem(i, turn, f"mem-{i}", 1 + i % 2, 0.1 * (i % 9)) for i, turn in
                  enumerate(t for t in TURNS for _ in range(2))]  # fmt: skip
         made = LabelSession(name="week", method="turns", size=len(items), seed=4, reviewers=["ana", "ben"])
-        store.create_session(made, items, assign_turns(TURNS, ["ana", "ben"], 0.0, seed=4))
-        started = next(t for t, names in store.session_assignments("week").items() if names == ["ana"])
+        db.sessions.create(made, items, assign_turns(TURNS, ["ana", "ben"], 0.0, seed=4))
+        started = next(t for t, names in db.sessions.assignments("week").items() if names == ["ana"])
         item = next(i for i in items if i.message_id == started)
-        labelling.record(store, made, item, "ana", "relevant", connected_store="embedded:x")
+        labelling.record(db, made, item, "ana", "relevant", connected_store="embedded:x")
     finally:
-        store.close()
+        db.close()
     return target, started
 
 
 def assignments(target: str) -> dict[str, list[str]]:
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        return store.session_assignments("week")
+        return db.sessions.assignments("week")
     finally:
-        store.close()
+        db.close()
 
 
 def test_editing_reviewers_deals_only_the_unstarted_turns_again(session):
@@ -97,11 +97,11 @@ def test_archive_hides_a_session_and_delete_keeps_its_labels_after_exporting_the
     assert done.returncode == 0, done.stderr
     [row] = [json.loads(line) for line in copy.read_text().splitlines()]
     assert (row["message_id"], row["reviewer"], row["label"]) == (started, "ana", "relevant")
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        assert store.session("week") is None and store.session_items("week") == []
-        assert [(label.message_id, label.reviewer) for label in store.labels()] == [(started, "ana")]
+        assert db.sessions.get("week") is None and db.sessions.items("week") == []
+        assert [(label.message_id, label.reviewer) for label in db.labels.find()] == [(started, "ana")]
     finally:
-        store.close()
+        db.close()
     gone = memlens("archive", "week", "--labels", target)
     assert gone.returncode == 2 and "no labelling session named 'week'" in gone.stderr

@@ -20,7 +20,7 @@ import pytest
 from markdown_text import seen
 from team_session import SESSION, build_team_session, mistype, pairs
 
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 
 ROOT = Path(__file__).resolve().parents[3]
 MEMLENS = Path(sys.executable).parent / "memlens"
@@ -42,11 +42,11 @@ def target(request, tmp_path):
 
 @pytest.fixture
 def team(target):
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        expected = build_team_session(store)
+        expected = build_team_session(db)
     finally:
-        store.close()
+        db.close()
     return target, expected
 
 
@@ -123,11 +123,11 @@ def test_an_adjudicated_three_reviewer_session_counts_the_same_labels_everywhere
     from dashboard.labels import export
     from dashboard.labels.counted import counted
 
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        found = counted(store, session=SESSION)
+        found = counted(db, session=SESSION)
     finally:
-        store.close()
+        db.close()
     qrels = {(r.split()[0], r.split()[2]) for r in export.to_qrels(found.labels).splitlines()}
     assert qrels == set(expected)
     assert {(r.message_id, r.memory_id): r.label for r in found.labels} == expected
@@ -141,12 +141,12 @@ def test_the_adjudicate_command_walks_the_disagreements_and_stores_who_and_when(
     assert done.returncode == 0, done.stderr
     # ties first: the one unresolved pair is the first asked
     assert done.stdout.splitlines()[1].startswith(f"{tie[0]} {tie[1]} ")
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        decided = {(a.message_id, a.memory_id): a for a in store.adjudications()}
-        history = store.label_history()
+        decided = {(a.message_id, a.memory_id): a for a in db.adjudications.find()}
+        history = db.labels.changes()
     finally:
-        store.close()
+        db.close()
     assert len(decided) == 3  # the two from the fixture and this one
     # "r" and a note went to the first asked; Enter left the next as it was; then input ended
     assert decided[tie[:2]].label == "relevant" and decided[tie[:2]].adjudicator == "Lead"
@@ -174,11 +174,11 @@ def test_a_mistyped_reviewer_cannot_change_the_figures_unnoticed(team, app, monk
     target, expected = team
     before = memlens("calibrate", "--labels", target, "--session", SESSION, "--format", "json")
     page_before = page_choice(calibrate_page(app, monkeypatch, target))
-    store = open_label_store(target)
+    db = AppDatabase(target)
     try:
-        mistype(store)
+        mistype(db)
     finally:
-        store.close()
+        db.close()
     after = memlens("calibrate", "--labels", target, "--session", SESSION, "--format", "json")
     assert before.returncode == after.returncode == 0, after.stderr
     first, second = json.loads(before.stdout), json.loads(after.stdout)

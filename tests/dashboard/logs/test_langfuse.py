@@ -12,7 +12,7 @@ import pytest
 from langfuse_server import LangfuseServer
 
 from dashboard.cli.main import main
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.logs.langfuse import score_id
 from dashboard.logs.retrieval_log import read_log
 
@@ -60,13 +60,13 @@ def test_pull_takes_a_time_range(langfuse, tmp_path, capsys):
 
 def test_push_writes_scores_on_the_observation_and_a_rerun_replaces_them(langfuse, tmp_path, capsys):
     labels = tmp_path / "labels.sqlite"
-    store = open_label_store(labels)
-    store.upsert(message_id="obs-r1", memory_id="mem-a", label="relevant", reviewer="ana", store="langfuse", rank=1, score=0.82)
-    store.upsert(message_id="obs-r1", memory_id="mem-b", label="not_relevant", reviewer="ana", store="langfuse", rank=2, score=0.41)
-    store.upsert(message_id="obs-r1", memory_id="mem-b", label="not_relevant", reviewer="bo", store="langfuse", rank=2, score=0.41)
-    store.upsert(message_id="obs-r9", memory_id="mem-z", label="relevant", reviewer="ana", store="langfuse")  # not in Langfuse
-    store.save_judgment(message_id="obs-r2", memory_id="mem-c", source="judge:strict@small", grade=3, reason="quotes the memory")
-    store.close()
+    db = AppDatabase(labels)
+    db.labels.save(message_id="obs-r1", memory_id="mem-a", label="relevant", reviewer="ana", store="langfuse", rank=1, score=0.82)
+    db.labels.save(message_id="obs-r1", memory_id="mem-b", label="not_relevant", reviewer="ana", store="langfuse", rank=2, score=0.41)
+    db.labels.save(message_id="obs-r1", memory_id="mem-b", label="not_relevant", reviewer="bo", store="langfuse", rank=2, score=0.41)
+    db.labels.save(message_id="obs-r9", memory_id="mem-z", label="relevant", reviewer="ana", store="langfuse")  # not in Langfuse
+    db.judge_labels.save(message_id="obs-r2", memory_id="mem-c", source="judge:strict@small", grade=3, reason="quotes the memory")
+    db.close()
     argv = ["langfuse", "push", "--url", langfuse.url, "--labels", str(labels)]
     assert main(argv) == 0
     captured = capsys.readouterr()
@@ -82,9 +82,9 @@ def test_push_writes_scores_on_the_observation_and_a_rerun_replaces_them(langfus
     assert "quotes the memory" not in str(c)  # the judge's reason stays home
     assert b["id"] == score_id("obs-r1", "mem-b", "human")
 
-    store = open_label_store(labels)
-    store.upsert(message_id="obs-r1", memory_id="mem-b", label="relevant", reviewer="ana", store="langfuse", rank=2, score=0.41)
-    store.close()
+    db = AppDatabase(labels)
+    db.labels.save(message_id="obs-r1", memory_id="mem-b", label="relevant", reviewer="ana", store="langfuse", rank=2, score=0.41)
+    db.close()
     assert main(argv) == 0
     assert len(langfuse.scores) == 3  # upserted by id: replaced, not added
     assert langfuse.scores[score_id("obs-r1", "mem-b", "human")]["value"] == 1.0  # a tie counts as relevant

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from dashboard.cli.main import main
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.labels.sampling import save_session
 from dashboard.logs import otlp
 from dashboard.logs.read_log import logged_query, read_records
@@ -112,17 +112,17 @@ def test_query_text_only_when_opted_in(traced):
 
 def test_trace_rows_become_a_labelling_session(traced, tmp_path):
     spans, jsonl_bytes = traced
-    store = open_label_store(tmp_path / "labels.sqlite")
-    from_traces = save_session(store, "traces", read_log_bytes(collector_json_lines(spans), "t.json").rows,
+    db = AppDatabase(tmp_path / "labels.sqlite")
+    from_traces = save_session(db, "traces", read_log_bytes(collector_json_lines(spans), "t.json").rows,
                                method="turns", size=100, seed=1)
-    from_log = save_session(store, "jsonl", read_log_bytes(jsonl_bytes, "l.jsonl").rows, method="turns", size=100, seed=1)
+    from_log = save_session(db, "jsonl", read_log_bytes(jsonl_bytes, "l.jsonl").rows, method="turns", size=100, seed=1)
     assert from_traces.size == from_log.size == 15
 
     def items(name):
-        return [(i.message_id, i.memory_id, i.rank, i.score, i.user_id, i.query_text) for i in store.session_items(name)]
+        return [(i.message_id, i.memory_id, i.rank, i.score, i.user_id, i.query_text) for i in db.sessions.items(name)]
 
     assert items("traces") == items("jsonl")
-    store.close()
+    db.close()
 
 
 def test_a_document_without_id_is_named_by_line_and_span_id_and_the_rest_kept(demo_store):

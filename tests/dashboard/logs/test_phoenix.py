@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from phoenix_server import PhoenixServer
 
 from dashboard.cli.main import main
-from dashboard.database import open_label_store
+from dashboard.database import AppDatabase
 from dashboard.logs.retrieval_log import read_log
 
 PROJECT = "agent-memory"
@@ -139,19 +139,19 @@ def annotations_in_phoenix(phoenix) -> dict[str, dict]:
 def test_push_writes_labels_as_document_annotations_and_a_rerun_replaces_them(phoenix, tmp_path, capsys):
     ids = phoenix.span_ids
     labels = tmp_path / "labels.sqlite"
-    store = open_label_store(labels)
+    db = AppDatabase(labels)
     # ana labels turn 0 on the Label page; a judge graded one of its memories; one
     # label is of a pair Phoenix does not have
-    store.upsert(message_id=ids[0], memory_id="mem-a", label="relevant", reviewer="ana", store=f"phoenix:{PROJECT}", rank=1, score=0.82)
-    store.upsert(message_id=ids[0], memory_id="mem-b", label="not_relevant", reviewer="ana", store=f"phoenix:{PROJECT}", rank=2, score=0.41)
-    store.upsert(message_id="live-0000", memory_id="mem-z", label="relevant", reviewer="ana", store="embedded:1")
-    store.save_judgment(message_id=ids[0], memory_id="mem-c", source="judge:strict@small", grade=3, reason="mentions the memory text")
+    db.labels.save(message_id=ids[0], memory_id="mem-a", label="relevant", reviewer="ana", store=f"phoenix:{PROJECT}", rank=1, score=0.82)
+    db.labels.save(message_id=ids[0], memory_id="mem-b", label="not_relevant", reviewer="ana", store=f"phoenix:{PROJECT}", rank=2, score=0.41)
+    db.labels.save(message_id="live-0000", memory_id="mem-z", label="relevant", reviewer="ana", store="embedded:1")
+    db.judge_labels.save(message_id=ids[0], memory_id="mem-c", source="judge:strict@small", grade=3, reason="mentions the memory text")
     # a person's label of a document wins over the judge's on the same document
-    store.save_judgment(message_id=ids[0], memory_id="mem-b", source="judge:strict@small", grade=3, reason="-")
+    db.judge_labels.save(message_id=ids[0], memory_id="mem-b", source="judge:strict@small", grade=3, reason="-")
     # turn 1 only a judge graded: one of its two documents relevant
-    store.save_judgment(message_id=ids[1], memory_id="mem-d", source="judge:strict@small", grade=2, reason="-")
-    store.save_judgment(message_id=ids[1], memory_id="mem-a", source="judge:strict@small", grade=1, reason="-")
-    store.close()
+    db.judge_labels.save(message_id=ids[1], memory_id="mem-d", source="judge:strict@small", grade=2, reason="-")
+    db.judge_labels.save(message_id=ids[1], memory_id="mem-a", source="judge:strict@small", grade=1, reason="-")
+    db.close()
     argv = ["phoenix", "push", "--project", PROJECT, "--url", phoenix.url, "--labels", str(labels)]
     assert main(argv) == 0
     captured = capsys.readouterr()
@@ -174,10 +174,10 @@ def test_push_writes_labels_as_document_annotations_and_a_rerun_replaces_them(ph
 
     # ana changes her mind, and bo agrees with her; the push runs again (cron): one
     # annotation a document, updated
-    store = open_label_store(labels)
-    store.upsert(message_id=ids[0], memory_id="mem-b", label="relevant", reviewer="ana", store=f"phoenix:{PROJECT}", rank=2, score=0.41)
-    store.upsert(message_id=ids[0], memory_id="mem-b", label="relevant", reviewer="bo", store=f"phoenix:{PROJECT}", rank=2, score=0.41)
-    store.close()
+    db = AppDatabase(labels)
+    db.labels.save(message_id=ids[0], memory_id="mem-b", label="relevant", reviewer="ana", store=f"phoenix:{PROJECT}", rank=2, score=0.41)
+    db.labels.save(message_id=ids[0], memory_id="mem-b", label="relevant", reviewer="bo", store=f"phoenix:{PROJECT}", rank=2, score=0.41)
+    db.close()
     assert main(argv) == 0
     assert main(argv) == 0
     capsys.readouterr()
@@ -189,9 +189,9 @@ def test_push_writes_labels_as_document_annotations_and_a_rerun_replaces_them(ph
 
 def test_push_people_only_sends_no_judge_label(phoenix, tmp_path, capsys):
     labels = tmp_path / "labels.sqlite"
-    store = open_label_store(labels)
-    store.save_judgment(message_id=phoenix.span_ids[4], memory_id="mem-f", source="judge:strict@small", grade=0, reason="-")
-    store.close()
+    db = AppDatabase(labels)
+    db.judge_labels.save(message_id=phoenix.span_ids[4], memory_id="mem-f", source="judge:strict@small", grade=0, reason="-")
+    db.close()
     argv = ["phoenix", "push", "--project", PROJECT, "--url", phoenix.url, "--labels", str(labels), "--people-only"]
     assert main(argv) == 0
     assert "0 annotation(s)" in capsys.readouterr().out
@@ -223,12 +223,12 @@ def test_round_trip_spans_in_a_session_labelled_annotations_in_phoenix(phoenix, 
     argv = ["phoenix", "pull", "--project", PROJECT, "--url", phoenix.url, "--out", str(out), "--from", "2026-01-02", "--to", "2026-01-03"]
     assert main(argv) == 0
     labels = tmp_path / "labels.sqlite"
-    store = open_label_store(labels)
-    save_session(store, "phoenix day 2", read_log(out).rows, method="turns", size=10, seed=7, reviewers=["ana"], source=str(out))
-    queue = load_queue(store, "phoenix day 2", "ana")
+    db = AppDatabase(labels)
+    save_session(db, "phoenix day 2", read_log(out).rows, method="turns", size=10, seed=7, reviewers=["ana"], source=str(out))
+    queue = load_queue(db, "phoenix day 2", "ana")
     assert [(item.message_id, item.memory_id) for item in queue.items] == [(phoenix.span_ids[3], "mem-e")]
-    record(store, queue.session, queue.items[0], "ana", "relevant")
-    store.close()
+    record(db, queue.session, queue.items[0], "ana", "relevant")
+    db.close()
     capsys.readouterr()
     assert main(["phoenix", "push", "--project", PROJECT, "--url", phoenix.url, "--labels", str(labels)]) == 0
     assert "1 annotation(s) 'relevance' on 1 span(s)" in capsys.readouterr().out

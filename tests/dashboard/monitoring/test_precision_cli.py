@@ -15,7 +15,7 @@ from chat_model_server import ChatModelServer
 from judged_logs import DAYS, START, SWAP_DAY, demo_judge, log_text, user_memories
 
 from dashboard.cli.main import main
-from dashboard.database.store import LabelStore
+from dashboard.database import AppDatabase
 from dashboard.monitoring.precision import BANDS, band_of, wilson
 
 
@@ -88,7 +88,7 @@ def test_a_second_run_sends_nothing_and_the_grades_are_in_the_app_database(setup
     pairs = sum(w["pairs"] for w in first["precision"]["windows"])
     assert sent == pairs == DAYS * 12 * 2  # 12 turns a day, 2 kept memories each
     assert first["precision"]["grading"]["graded"] == pairs
-    assert len(LabelStore(app_db).judgments(source="judge:umbrela@grader")) == pairs
+    assert len(AppDatabase(app_db).judge_labels.find(source="judge:umbrela@grader")) == pairs
 
     assert main(["monitor", str(swapped), *base, *judged, "--labels", str(app_db), "--format", "json"]) == 1
     second = json.loads(capsys.readouterr().out)
@@ -130,12 +130,12 @@ def test_the_judges_agreement_with_people_is_printed_beside_its_figures(setup, c
     app_db = tmp_path / "people.sqlite"
     main(["monitor", str(swapped), *base, *judged, "--labels", str(app_db)])
     assert "agreement with people is unknown" in capsys.readouterr().out
-    store = LabelStore(app_db)
-    graded = store.judgments(source="judge:umbrela@grader")[:10]
+    db = AppDatabase(app_db)
+    graded = db.judge_labels.find(source="judge:umbrela@grader")[:10]
     for j in graded:  # a person agrees with the judge on every pair but the first
         label = "relevant" if j.relevant != (j is graded[0]) else "not_relevant"
-        store.upsert(message_id=j.message_id, memory_id=j.memory_id, label=label, reviewer="ana", store="embedded:1")
-    store.close()
+        db.labels.save(message_id=j.message_id, memory_id=j.memory_id, label=label, reviewer="ana", store="embedded:1")
+    db.close()
     main(["monitor", str(swapped), *base, *judged, "--labels", str(app_db)])
     out = capsys.readouterr().out
     line = next(text for text in out.splitlines() if "vs people" in text)

@@ -1,11 +1,5 @@
-"""Judged sets and runs in the label database (SQLite, or PostgreSQL for a team).
+"""Evaluation runs in the app database: ``db.runs``.
 
-Tables (created with the label tables, in SQL both databases accept):
-
-    judged_sets       one row per (name, version): a set re-imported with other
-                      judgments is a new version, and the old one stays for the runs
-                      judged against it
-    judged_questions  the questions of each version, keyed by the content hash
     eval_runs         one row per run: the set and its hash, the store's name,
                       fingerprint and public settings (never a secret), k, times,
                       how many questions it has answered out of how many
@@ -24,12 +18,41 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dashboard.database.model import utc_now
-from dashboard.database.store import LabelStore
-from dashboard.evaluation.judged_sets import JudgedSet
-from dashboard.judged import JudgedQuestion
+
+if TYPE_CHECKING:
+    from dashboard.database.connection import Connection
+
+RUN_TABLES = """
+CREATE TABLE IF NOT EXISTS eval_runs (
+    run_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    set_name TEXT NOT NULL,
+    set_hash TEXT NOT NULL,
+    store TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    k INTEGER NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    total INTEGER NOT NULL,
+    keep_text INTEGER NOT NULL DEFAULT 0,
+    notes TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE IF NOT EXISTS run_results (
+    run_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    message_id TEXT NOT NULL,
+    user_id TEXT,
+    hits TEXT NOT NULL,
+    latency_ms {real},
+    error TEXT,
+    query_text TEXT,
+    PRIMARY KEY (run_id, message_id)
+);
+"""
 
 
 @dataclass(frozen=True)
@@ -118,82 +141,15 @@ def new_run_id() -> str:
     return utc_now().replace("-", "").replace(":", "")[:15] + "-" + secrets.token_hex(3)
 
 
-class EvalStore:
-    """Judged sets and runs, in the label store's database."""
+class RunRepository:
+    """The ``eval_runs`` and ``run_results`` tables."""
 
-    def __init__(self, labels: LabelStore):
-        self.labels = labels
+    def __init__(self, conn: Connection):
+        self.conn = conn
 
-    # ------------------------------------------------------------ judged sets
-
-    def save_set(self, judged: JudgedSet) -> str:
-        """Keep `judged` under its name; a version already kept is not written again."""
-        digest = judged.content_hash
-        with self.labels._transaction(lock_key=f"judged set {judged.name}"):
-            if not self.labels._run("SELECT 1 FROM judged_questions WHERE content_hash = ? LIMIT 1", (digest,)):
-                self.labels._run_many(
-                    "INSERT INTO judged_questions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (digest, i, q.message_id, q.user_id, q.query, json.dumps(q.grades), json.dumps(list(q.tags)))
-                        for i, q in enumerate(judged.questions)
-                    ],
-                )
-            if not self.labels._run(
-                "SELECT 1 FROM judged_sets WHERE name = ? AND content_hash = ?", (judged.name, digest)
-            ):
-                # Versions are numbered per name, so "newest" never depends on two
-                # saves landing in different milliseconds.
-                latest = self.labels._run("SELECT MAX(version) FROM judged_sets WHERE name = ?", (judged.name,))
-                version = (latest[0][0] or 0) + 1
-                self.labels._run(
-                    "INSERT INTO judged_sets VALUES (?, ?, ?, ?, ?, ?)",
-                    (judged.name, digest, judged.source, len(judged.questions), utc_now(), version),
-                )
-        return digest
-
-    def sets(self) -> list[dict[str, Any]]:
-        """Every kept version, newest first within a name."""
-        with self.labels._reading():
-            rows = self.labels._run(
-                "SELECT name, content_hash, source, questions, created_at FROM judged_sets ORDER BY name, version DESC"
-            )
-        return [dict(zip(("name", "content_hash", "source", "questions", "created_at"), r, strict=True)) for r in rows]
-
-    def set_names(self) -> list[str]:
-        return list(dict.fromkeys(s["name"] for s in self.sets()))
-
-    def load_set(self, name: str, content_hash: str | None = None) -> JudgedSet | None:
-        """The named set at `content_hash`, or its newest version."""
-        with self.labels._reading():
-            if content_hash is None:
-                row = self.labels._run(
-                    "SELECT content_hash, source FROM judged_sets WHERE name = ? ORDER BY version DESC LIMIT 1",
-                    (name,),
-                )
-            else:
-                row = self.labels._run(
-                    "SELECT content_hash, source FROM judged_sets WHERE name = ? AND content_hash = ?",
-                    (name, content_hash),
-                )
-            if not row:
-                return None
-            digest, source = row[0]
-            rows = self.labels._run(
-                "SELECT message_id, user_id, query_text, grades, tags FROM judged_questions "
-                "WHERE content_hash = ? ORDER BY position",
-                (digest,),
-            )
-        questions = [
-            JudgedQuestion(m, u, q, {k: int(v) for k, v in json.loads(g).items()}, tuple(json.loads(t)))
-            for m, u, q, g, t in rows
-        ]
-        return JudgedSet(name, questions, source=source or "")
-
-    # ------------------------------------------------------------ runs
-
-    def start_run(self, info: RunInfo) -> None:
-        with self.labels._transaction(lock_key=f"run {info.run_id}"):
-            self.labels._run(
+    def start(self, info: RunInfo) -> None:
+        with self.conn.transaction(lock_key=f"run {info.run_id}"):
+            self.conn.run(
                 f"INSERT INTO eval_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     info.run_id,
@@ -216,8 +172,8 @@ class EvalStore:
         """One transaction per batch: a killed process loses at most the batch it was on."""
         if not outcomes:
             return
-        with self.labels._transaction(lock_key=f"run {run_id}"):
-            self.labels._run_many(
+        with self.conn.transaction(lock_key=f"run {run_id}"):
+            self.conn.run_many(
                 "INSERT INTO run_results VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, message_id) DO UPDATE SET "
                 "hits=excluded.hits, latency_ms=excluded.latency_ms, error=excluded.error, "
                 "query_text=excluded.query_text",
@@ -236,33 +192,33 @@ class EvalStore:
                 ],
             )
 
-    def finish_run(self, run_id: str, notes: list[str] | None = None) -> None:
-        with self.labels._transaction(lock_key=f"run {run_id}"):
-            self.labels._run("UPDATE eval_runs SET finished_at = ? WHERE run_id = ?", (utc_now(), run_id))
+    def finish(self, run_id: str, notes: list[str] | None = None) -> None:
+        with self.conn.transaction(lock_key=f"run {run_id}"):
+            self.conn.run("UPDATE eval_runs SET finished_at = ? WHERE run_id = ?", (utc_now(), run_id))
             if notes is not None:
-                self.labels._run("UPDATE eval_runs SET notes = ? WHERE run_id = ?", (json.dumps(notes), run_id))
+                self.conn.run("UPDATE eval_runs SET notes = ? WHERE run_id = ?", (json.dumps(notes), run_id))
 
-    def runs(self) -> list[RunInfo]:
-        with self.labels._reading():
-            rows = self.labels._run(f"SELECT {_RUN_COLUMNS} FROM eval_runs ORDER BY started_at, run_id")
-            done = dict(self.labels._run("SELECT run_id, COUNT(*) FROM run_results GROUP BY run_id"))
+    def all(self) -> list[RunInfo]:
+        with self.conn.reading():
+            rows = self.conn.run(f"SELECT {_RUN_COLUMNS} FROM eval_runs ORDER BY started_at, run_id")
+            done = dict(self.conn.run("SELECT run_id, COUNT(*) FROM run_results GROUP BY run_id"))
             failed = dict(
-                self.labels._run("SELECT run_id, COUNT(*) FROM run_results WHERE error IS NOT NULL GROUP BY run_id")
+                self.conn.run("SELECT run_id, COUNT(*) FROM run_results WHERE error IS NOT NULL GROUP BY run_id")
             )
         return [_run_info(row, done.get(row[0], 0), failed.get(row[0], 0)) for row in rows]
 
-    def run(self, run_id: str) -> RunInfo | None:
-        with self.labels._reading():
-            rows = self.labels._run(f"SELECT {_RUN_COLUMNS} FROM eval_runs WHERE run_id = ?", (run_id,))
-            done = self.labels._run("SELECT COUNT(*) FROM run_results WHERE run_id = ?", (run_id,))
-            failed = self.labels._run(
+    def get(self, run_id: str) -> RunInfo | None:
+        with self.conn.reading():
+            rows = self.conn.run(f"SELECT {_RUN_COLUMNS} FROM eval_runs WHERE run_id = ?", (run_id,))
+            done = self.conn.run("SELECT COUNT(*) FROM run_results WHERE run_id = ?", (run_id,))
+            failed = self.conn.run(
                 "SELECT COUNT(*) FROM run_results WHERE run_id = ? AND error IS NOT NULL", (run_id,)
             )
         return _run_info(rows[0], done[0][0], failed[0][0]) if rows else None
 
     def outcomes(self, run_id: str) -> list[QueryOutcome]:
-        with self.labels._reading():
-            rows = self.labels._run(
+        with self.conn.reading():
+            rows = self.conn.run(
                 "SELECT message_id, position, user_id, hits, latency_ms, error, query_text FROM run_results "
                 "WHERE run_id = ? ORDER BY position",
                 (run_id,),
@@ -300,12 +256,3 @@ def _run_info(row: tuple, done: int, failed: int = 0) -> RunInfo:
         notes=json.loads(notes or "[]"),
         failed=int(failed),
     )
-
-
-def open_eval_store(environ: dict[str, str]) -> EvalStore:
-    """The eval store in the label database the app uses: $MEMLENS_LABELS_URL, else
-    labels.sqlite in the data directory."""
-    from connectors.common.paths import data_dir
-    from dashboard.database import label_store_target, open_label_store
-
-    return EvalStore(open_label_store(label_store_target(environ, data_dir())))
