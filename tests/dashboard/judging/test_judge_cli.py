@@ -184,14 +184,14 @@ def test_a_label_database_locked_mid_run_stops_with_the_grades_saved_so_far_and_
         err = capsys.readouterr().err
         assert "locked by another process" in err and "nothing was saved" not in err
         assert "stopped; 2 grade(s) of this run were saved before it" in err and "`memlens judge`" in err
-        store = LabelStore(labels_path)
-        assert len(store.judgments(source="judge:umbrela@grader")) == 2  # what the message says
-        store.close()
+        db = AppDatabase(labels_path)
+        assert len(db.judge_labels.find(source="judge:umbrela@grader")) == 2  # what the message says
+        db.close()
         # the same command again: the two are skipped, the other four graded
         assert main(["judge", "s1", *base, "--send-text"]) == 0
         out = capsys.readouterr()
         assert "graded 4 pair(s), 0 failed" in out.out and "2 already graded" in out.err
-    store = LabelStore(labels_path)
-    judged = store.judgments(source="judge:umbrela@grader")
-    store.close()
+    db = AppDatabase(labels_path)
+    judged = db.judge_labels.find(source="judge:umbrela@grader")
+    db.close()
     assert sorted((j.message_id, j.memory_id) for j in judged) == sorted((i.message_id, i.memory_id) for i in items)
