@@ -54,6 +54,10 @@ def synthetic_log(
     scores = top1[:, None] - np.concatenate([np.zeros((turns, 1)), steps[:, : k - 1]], axis=1)
     if shift_day is not None:
         scores[day == shift_day] += shift
+    # memlens's score lies in [0, 1]: a low top-1 minus its steps (or the shift) would
+    # go below 0, and the Monitor's range check rightly takes such scores for a raw
+    # distance, a false warning on the demo.
+    np.clip(scores, 0.0, 1.0, out=scores)
     seconds = rng.uniform(0, 86_400, turns)
     base = np.datetime64(start.replace(tzinfo=None), "us")
     stamps = base + (day * 86_400_000_000 + (seconds * 1e6).astype(np.int64)).astype("timedelta64[us]")

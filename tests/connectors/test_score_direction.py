@@ -92,3 +92,30 @@ def test_the_calibrate_page_refuses_a_raw_distance_until_told(logs, app):
     at.checkbox(key="calibrate_scores_higher").check().run()
     assert not at.exception, at.exception
     assert [m for m in at.metric if m.label.startswith("Recommended floor")]
+
+
+def test_the_monitor_page_warns_of_a_raw_distance_log_but_not_of_its_demo(logs, app):
+    """The demo's synthetic scores stay in [0, 1] (a low top-1 minus its steps went below
+    0: "61 of 35,196 scores outside [0, 1]" on the demo, a false warning); the raw
+    Chroma distances uploaded on the same page are still called a raw distance."""
+    from tests.ui.test_monitor_page import open_monitor
+
+    at = open_monitor(app)
+    assert not [w.value for w in at.warning if DISTANCE in w.value or "outside [0, 1]" in w.value]
+    raw, normalised = logs
+    at.radio(key="monitor_source").set_value("Upload log files").run()
+    at.file_uploader(key="monitor_upload").set_value([(raw.name, raw.read_bytes(), "application/jsonl")]).run()
+    assert not at.exception, at.exception
+    warned = [w.value for w in at.warning if DISTANCE in w.value]
+    assert len(warned) == 1 and "scores rise with rank in" in warned[0] and "outside [0, 1]" in warned[0]
+    at.file_uploader(key="monitor_upload").set_value([(normalised.name, normalised.read_bytes(), "application/jsonl")]).run()
+    assert not at.exception, at.exception
+    assert not [w.value for w in at.warning if DISTANCE in w.value]
+
+
+def test_the_monitor_demo_log_is_memlens_scores():
+    from dashboard.monitoring.synthetic import DEMO_LOG, synthetic_log
+
+    table = synthetic_log(**DEMO_LOG)  # type: ignore[arg-type]  # DEMO_LOG holds ints only
+    check = check_direction(table.column("score").drop_null().to_numpy())
+    assert check.scores > 30_000 and check.outside == 0
