@@ -103,9 +103,9 @@ def as_json(result: Calibration, labels: LabelFile) -> dict[str, Any]:
 
 
 UNKNOWN_SPACE_CAPTION = (
-    "The JSON names no score space: these labels come from several stores, or from a distance store not "
-    "opened in this session. Open that store in the sidebar first, so the agent-side API can refuse the "
-    "floor on another store's scores."
+    "The JSON names no score space: these labels come from several stores, or from a distance store whose "
+    "settings this server does not know (or cannot open now). Open that store in the sidebar first, so the "
+    "agent-side API can refuse the floor on another store's scores."
 )
 
 

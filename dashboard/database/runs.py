@@ -106,6 +106,13 @@ class RunInfo:
         return self.finished_at is not None and self.done >= self.total
 
     @property
+    def display_name(self) -> str:
+        """What the pages call the run's store: ``Chroma · support_memories (localhost:8000)``."""
+        from connectors.common.store_names import store_name
+
+        return store_name(self.store, self.settings)
+
+    @property
     def as_of(self) -> str | None:
         """The clock the store ranked at (``--as-of``, kept in the settings); None: the run's own time."""
         value = self.settings.get("as_of")

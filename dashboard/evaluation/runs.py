@@ -46,6 +46,7 @@ from connectors.base import (
     StoreTimeout,
     StoreUnavailable,
 )
+from connectors.common import store_names
 from dashboard.database import AppDatabase
 from dashboard.database.model import utc_now
 from dashboard.database.runs import QueryOutcome, RunHit, RunInfo, new_run_id
@@ -143,7 +144,7 @@ def start_run(
     set_hash = db.judged_sets.save(request.judged)
     info = RunInfo(
         run_id=new_run_id(),
-        name=request.name or f"{request.judged.name} on {request.fingerprint} k={request.k}",
+        name=request.name or f"{request.judged.name} on {store_names.store_name(request.store_name, request.settings)} k={request.k}",
         set_name=request.judged.name,
         set_hash=set_hash,
         store=request.store_name,

@@ -162,7 +162,8 @@ def test_a_judge_label_that_recorded_its_store_survives_the_store_filter(app, ju
     db.close()
     at = open_calibrate(app)
     pick(at, UMBRELA)
-    assert at.selectbox(key="calibrate_store").options == ["(all)", "embedded:aaaa1111", "embedded:bbbb2222"]
+    # stores named for people (settings this server does not know: the kind and the id)
+    assert at.selectbox(key="calibrate_store").options == ["(all)", "Embedded (embedded:aaaa1111)", "Embedded (embedded:bbbb2222)"]
     at.selectbox(key="calibrate_store").select("embedded:aaaa1111").run()
     assert not at.exception, at.exception
     # m0-m2 (store from ana's labels of them) and m6 (its own); m5 recorded no store and nobody else labelled it.

@@ -19,7 +19,7 @@ import streamlit as st
 
 from dashboard.calibration.advice import FloorAdvice
 from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
-from dashboard.calibration.report import UNKNOWN_SPACE_CAPTION, floor_choice, labels_score_space
+from dashboard.calibration.report import UNKNOWN_SPACE_CAPTION, floor_choice
 from dashboard.calibration.scores import TooFewLabels
 from dashboard.calibration.sweep import (
     Calibration,
@@ -39,10 +39,9 @@ from dashboard.judging.agreement import JudgeAgreement
 from dashboard.judging.label_source import JUDGE, PEOPLE_ELSE_JUDGE, MergedLabels, merge_labels
 from dashboard.labels.counted import CountedLabels
 from dashboard.ui.pages import calibrate_advice as advice_ui
-from dashboard.ui.widgets import cache, label_counting, session
+from dashboard.ui.widgets import cache, label_counting, session, store_names
 from dashboard.ui.widgets import label_source as label_source_ui
 from dashboard.ui.widgets.errors import show_error
-from dashboard.ui.widgets.sidebar import OPENED_SPACES
 
 SOURCE_STORE = "Label store"
 SOURCE_UPLOAD = "Upload a file"
@@ -136,7 +135,7 @@ def _stored_labels() -> LabelSource:
     cols = st.columns(4 if sessions else 3)
     # A store only the picked judge graded (its labels record it) can be picked too.
     stores = sorted(set(db.labels.stores()) | {j.store for j in judgments if j.store})
-    store_name = cols[0].selectbox("Store", [ALL, *stores], key="calibrate_store")
+    store_name = cols[0].selectbox("Store", [ALL, *stores], key="calibrate_store", format_func=store_names.name_of)
     reviewer = cols[1].selectbox("Reviewer", [ALL, *db.labels.reviewers()], key="calibrate_reviewer")
     picked = cols[2].date_input("Labelled between", value=(days[0], days[-1]) if days else None, key="calibrate_dates")
     session_name = cols[3].selectbox("Session", [ALL, *sessions], key="calibrate_session") if sessions else ALL
@@ -212,7 +211,8 @@ def _run_labels() -> LabelSource | None:
         show_error("This run's judged set is gone.")
         return None
     labels = judged_label_file(info, cache.run_outcomes(db, info), judged)
-    return LabelSource(labels, "run", {"run": run_id})
+    st.caption(store_names.run_description(info))  # the floor JSON names its clock (filters.as_of)
+    return LabelSource(labels, "run", {"run": run_id, **({"as_of": info.as_of} if info.as_of else {})})
 
 
 def show_issues(labels: LabelFile) -> None:
@@ -434,7 +434,7 @@ def show_sweep_table(result: Calibration, advice: FloorAdvice | None = None) -> 
 def _floor_choice(result: Calibration, source: LabelSource, advice: FloorAdvice | None = None) -> dict[str, Any]:
     """floor_choice (with the advice's mode, target and warnings), computed again only
     when the calibration, the label source, the advice or the labels' score space changes."""
-    space = labels_score_space(source.labels.stores(), st.session_state.get(OPENED_SPACES))
+    space = store_names.labels_space(source.labels.stores())
     key = (
         id(result),
         (advice.mode, advice.target, advice.floor, tuple(advice.warnings)) if advice is not None else None,

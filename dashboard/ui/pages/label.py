@@ -24,6 +24,7 @@ from dashboard.judging.label_order import DISAGREEMENT, SESSION, UNCERTAINTY, or
 from dashboard.labels import labelling, sampling
 from dashboard.logs.retrieval_log import LogFormatError, LogImport, read_log, read_log_bytes
 from dashboard.ui.pages import label_judge_trust
+from dashboard.ui.widgets import store_names
 from dashboard.ui.widgets.errors import show_error, show_store_error
 from dashboard.ui.widgets.sidebar import StoreChoice
 
@@ -177,7 +178,10 @@ def new_session_form(db: AppDatabase, log: LogImport | None, drawn_store: str) -
             help="Off: the session holds ids and scores only, and reviewers see "
             f"“{NO_MESSAGE_TEXT}”. Memory text is never kept.",
         )
-        st.caption(f"The session is tied to the store configured in the sidebar, {code_span(drawn_store)}.")
+        st.caption(
+            "The session is tied to the store configured in the sidebar, "
+            f"{inert_markdown(store_names.name_of(drawn_store))} (id {code_span(drawn_store)})."
+        )
         st.form_submit_button("Create session", on_click=_create_session, args=(db, drawn_store))
     if error := state.get("session_form_error"):
         show_error(error)
@@ -213,7 +217,7 @@ def session_picker(db: AppDatabase) -> LabelSession | None:
     st.caption(
         f"{session.size} rows, {session.method} sample, seed {session.seed}, from {inert_markdown(session.source or 'a log')}; "
         f"reviewers: {who}" + (f"; overlap {session.overlap:.0%}" if session.reviewers else "")
-        + (f"; drawn on store {code_span(session.drawn_store)}" if session.drawn_store else "")
+        + (f"; drawn on {inert_markdown(store_names.name_of(session.drawn_store))}" if session.drawn_store else "")
         + (f"; archived {session.archived_at}" if session.archived_at else "")
     )
     return session
@@ -335,8 +339,9 @@ def labelling_panel(db: AppDatabase, session: LabelSession, reviewer: str, choic
         # Every id would be looked up in the wrong store and read as "missing": an
         # invitation to label real memories not relevant. No lookup, no buttons.
         show_error(
-            f"This session was drawn on the store {session.drawn_store or ''}, but the sidebar has "
-            f"{choice.fingerprint} configured. Its memory ids belong to the first store, so no "
+            f"This session was drawn on {store_names.name_of(session.drawn_store)} (id {session.drawn_store or ''}), "
+            f"but the sidebar has {choice.display_name} (id {choice.fingerprint}) configured. Its memory ids belong "
+            "to the first store, so no "
             "labels are offered here: pick that store, with the same settings, in the sidebar."
         )
         return

@@ -316,7 +316,10 @@ def session_form(logs: LogSet, result: MonitorResult, window: Window, choice: St
             key="monitor_session_keep_text",
             help="Off: the session holds ids and scores only. Memory text is never kept.",
         )
-        st.caption(f"The session is tied to the store configured in the sidebar, {code_span(choice.fingerprint)}.")
+        st.caption(
+            "The session is tied to the store configured in the sidebar, "
+            f"{inert_markdown(choice.display_name)} (id {code_span(choice.fingerprint)})."
+        )
         st.form_submit_button(
             "Start a labelling session", on_click=_start_session, args=(logs, window, label, choice.fingerprint, uploads)
         )

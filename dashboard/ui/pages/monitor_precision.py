@@ -59,7 +59,7 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
     grades = judged.cached_grades(sampled, db, source)
     pairs = sum(len(t.kept) for t in sampled)
     if pairs > len(grades):
-        st.caption(f"Memory text is read by id from the sidebar's store ({choice.fingerprint}).")
+        st.caption(f"Memory text is read by id from the sidebar's store ({inert_markdown(choice.display_name)}).")
         allowed = st.checkbox(
             f"Send the query and memory text of {pairs - len(grades):,} pair(s) to {config.host} ({config.model})",
             key="monitor_judge_send_text",

@@ -24,7 +24,7 @@ from dashboard.logs import read_log as readlog
 from dashboard.ranking import metrics
 from dashboard.ranking.metrics import QualityReport
 from dashboard.ranking.rerank import RerankSettings
-from dashboard.ui.widgets import cache
+from dashboard.ui.widgets import cache, store_names
 from dashboard.ui.widgets import label_source as label_source_ui
 from dashboard.ui.widgets.errors import show_error
 from dashboard.ui.widgets.label_counting import reviewers_setting
@@ -292,7 +292,7 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
     if st.session_state.get("quality_label_store") not in stores:
         st.session_state["quality_label_store"] = choice.fingerprint if choice.fingerprint in stores else stores[0]
     cols = st.columns(2)
-    store_fingerprint = cols[0].selectbox("Labels for store", stores, key="quality_label_store")
+    store_fingerprint = cols[0].selectbox("Labels for store", stores, key="quality_label_store", format_func=store_names.name_of)
     reviewers = [ALL_REVIEWERS, *db.labels.reviewers()]
     if st.session_state.get("quality_label_reviewer") not in reviewers:
         st.session_state["quality_label_reviewer"] = ALL_REVIEWERS

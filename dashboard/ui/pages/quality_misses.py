@@ -41,7 +41,7 @@ def run_store(choice: StoreChoice, info: RunInfo, at_clock: Callable[[StoreChoic
     if choice.store is not None and choice.name == info.store and choice.fingerprint == info.fingerprint:
         return at_clock(choice, info.as_of), None
     if why := store_link.cannot_link(info.store):
-        return None, (f"this run was made on {info.fingerprint} and {why}: pick that store and its settings "
+        return None, (f"this run was made on {info.display_name} (id {info.fingerprint}) and {why}: pick that store and its settings "
                       "in the sidebar to find where its misses were lost")
     return cache.open_store(info.store, json.dumps(info.settings, sort_keys=True, default=str)), None
 
@@ -184,6 +184,6 @@ def _list_cause(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float, ca
         f"[{inert_markdown(m)}]({link})" for m, link in list(links.items())[:5]))
     why_not = store_link.cannot_link(info.store)
     if why_not:
-        st.warning(f"The links cannot open this run's store: {inert_markdown(why_not)}. On Inspect, pick the "
-                   f"{inert_markdown(info.store)} store in the sidebar; the run's fingerprint is {info.fingerprint}.")
+        st.warning(f"The links cannot open this run's store, {inert_markdown(info.display_name)}: {inert_markdown(why_not)}. "
+                   f"On Inspect, pick the {inert_markdown(info.store)} store in the sidebar; the run's fingerprint is {info.fingerprint}.")
 

@@ -165,7 +165,7 @@ def run_controls(db: AppDatabase, choice: StoreChoice, judged: JudgedSet) -> Non
     cols = st.columns([1, 2, 2])
     k = cols[0].number_input("k", min_value=1, max_value=limit, step=1, key="eval_k",
                              help="Memories asked for per question. Fetch deeper than the cutoff for what-if weights.")
-    name = cols[1].text_input("Run name", key="eval_run_name", placeholder=f"{judged.name} on {choice.fingerprint}")
+    name = cols[1].text_input("Run name", key="eval_run_name", placeholder=f"{judged.name} on {choice.display_name}")
     keep_text = cols[2].checkbox("Keep query text with the run", key="eval_keep_text",
                                  help="Off: the run holds ids and scores only.")
     if missing := missing_users_warning(choice.store, [q.user_id for q in judged.questions]):
@@ -252,7 +252,7 @@ def runs_frame(runs: list[RunInfo]) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {"run": r.run_id, "name": r.name, "status": r.status, "failed": r.failed,
-             "judged set": f"{r.set_name} ({r.set_hash[:8]})", "store": r.fingerprint, "k": r.k, "as of": r.as_of or "",
+             "judged set": f"{r.set_name} ({r.set_hash[:8]})", "store": r.display_name, "store id": r.fingerprint, "k": r.k, "as of": r.as_of or "",
              "started": r.started_at[:19]}
             for r in reversed(runs)
         ]
@@ -392,7 +392,7 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
     if why_not:
         settings = json.dumps(c.run_b.settings, sort_keys=True)
         st.warning(
-            f"The links cannot open run B's store: {why_not}. On Inspect, pick the "
+            f"The links cannot open run B's store, {inert_markdown(c.run_b.display_name)}: {why_not}. On Inspect, pick the "
             f"{inert_markdown(c.run_b.store)} store in the sidebar with these settings, {inert_markdown(settings)}, "
             f"and its key; the store's fingerprint is then {c.run_b.fingerprint}."
         )

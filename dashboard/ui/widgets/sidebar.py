@@ -11,16 +11,25 @@ import streamlit as st
 
 from connectors.base import ConnectorError, HasDefaultUser, MemoryStore, StoreUnavailable, SupportsUsers
 from connectors.common.score_spaces import store_space
+from connectors.common.store_names import store_name
 from connectors.embedding import warm_up_in_background
-from connectors.registry import REGISTRY, ConfigField, fingerprint, offered_values, with_configured_secrets
+from connectors.registry import (
+    REGISTRY,
+    ConfigField,
+    fingerprint,
+    offered_values,
+    public_config,
+    with_configured_secrets,
+)
 from dashboard import store_link
-from dashboard.display import clip_text, inert_markdown
+from dashboard.display import clip_text, code_span, inert_markdown
 from dashboard.ui.widgets import cache, held_controls, session
 from dashboard.ui.widgets.secret_lookup import secret_value
 
 DEFAULT_STORE = "embedded"  # without an operator's MEMLENS_DEFAULT_STORE
 DEFAULT_STORE_ENV = "MEMLENS_DEFAULT_STORE"
 OPENED_SPACES = "_opened_score_spaces"  # fingerprint -> ScoreSpace of each store opened in this session
+OPENED_SETTINGS = "_opened_store_settings"  # fingerprint -> (store kind, settings), for ui/store_names.py
 
 
 def default_store() -> str:
@@ -40,6 +49,11 @@ class StoreChoice:
     fingerprint: str
     store: MemoryStore | None
     error: str | None
+
+    @property
+    def display_name(self) -> str:
+        """``Chroma · support_memories (localhost:8000)``: what the page calls this store."""
+        return store_name(self.name, public_config(self.name, self.config))
 
     @property
     def connected(self) -> MemoryStore:
@@ -203,6 +217,10 @@ def choose_store(
         # from; a label row carries the store's fingerprint only, so remember each
         # opened store's space by it.
         st.session_state.setdefault(OPENED_SPACES, {})[choice.fingerprint] = store_space(store)
+        st.session_state.setdefault(OPENED_SETTINGS, {})[choice.fingerprint] = (name, public_config(name, config))
+    # A person's name for the store, beside the id that labels and runs carry.
+    if not held_controls.holding():
+        container.caption(f"{inert_markdown(choice.display_name)} · id {code_span(choice.fingerprint)}")
     return choice
 
 
@@ -236,9 +254,14 @@ def store_picker(*, keep_notes: bool = False) -> StoreChoice:
     return choice
 
 
+def server_settings(store: str) -> dict[str, Any]:
+    """The public settings `store` opens with where nobody has set any: each field's
+    server default (the operator's environment), as its widget holds it."""
+    return {f.name: _seed_value(f) for f in REGISTRY[store].fields if f.kind != "secret"}
+
+
 def _server_defaults(store: str) -> dict[str, Any]:
-    spec = REGISTRY[store]
-    return {STORE_KEY: default_store(), **{f.name: _seed_value(f) for f in spec.fields if f.kind != "secret"}}
+    return {STORE_KEY: default_store(), **server_settings(store)}
 
 
 def store_url_params(choice: StoreChoice) -> dict[str, str]:
