@@ -10,10 +10,15 @@ score space (Chroma's l2: score = 1 - d/2) in the floor JSON. Real Chroma
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from markdown_text import error_texts, seen
+from ports import free_port
 
 from connectors.demo_loader import demo_rows, load_chroma
 from connectors.registry import fingerprint
@@ -49,6 +54,35 @@ def chroma_log(chroma_dir, tmp_path_factory):
     path = tmp_path_factory.mktemp("team-log") / "chroma-week.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory):
+    """A real Chroma server (`chroma run`) on a loopback port, holding the demo memories."""
+    import chromadb
+
+    port = free_port()
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "chroma"), "run", "--path", str(tmp_path_factory.mktemp("chroma-server")),
+         "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, "the Chroma server did not start"
+            time.sleep(0.2)
+        rows, _ = demo_rows()
+        load_chroma(chromadb.HttpClient(host="127.0.0.1", port=port), COLLECTION, rows, space="l2")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 @pytest.fixture
@@ -143,3 +177,25 @@ def test_a_chroma_run_is_named_in_the_run_list_and_calibrates_in_its_score_space
     assert json.loads(at.json[0].value)["score_space"] == {"store": "chroma", "formula": "1 - d/2", "setting": "l2"}
     said = next(c.value for c in at.caption if c.value.startswith("The hits of run"))
     assert seen(said).startswith(f"The hits of run {runs['name'].iloc[0]}, on {named}, ranked at the run's own time")
+
+
+def test_a_run_on_a_chroma_server_is_named_by_its_host_and_calibrates_in_its_space(app, data_dir, chroma_server, monkeypatch):
+    monkeypatch.setenv("MEMLENS_DEFAULT_STORE", "chroma")
+    monkeypatch.setenv("MEMLENS_CHROMA_URL", chroma_server)
+    monkeypatch.setenv("MEMLENS_CHROMA_COLLECTION", COLLECTION)
+    named = f"Chroma · {COLLECTION} ({chroma_server.removeprefix('http://')})"
+    quality = app()
+    quality.switch_page("quality.py").run()
+    assert not quality.exception, quality.exception
+    assert named in [seen(c.value).split(" · id ")[0] for c in quality.sidebar.caption]
+    quality.number_input(key="eval_k").set_value(5).run()
+    quality.button(key="eval_start").click().run()
+    assert not quality.exception, quality.exception
+    runs = next(d.value for d in quality.dataframe if "store id" in d.value.columns)
+    assert runs["store"].tolist() == [named]
+
+    at = app()  # a new browser session: the server's collection is opened for its space
+    at.switch_page("calibrate.py").run()
+    at.radio(key="calibrate_source").set_value("A saved run").run()
+    assert not at.exception, at.exception
+    assert json.loads(at.json[0].value)["score_space"] == {"store": "chroma", "formula": "1 - d/2", "setting": "l2"}
