@@ -4,8 +4,9 @@ A team runs memlens on a Chroma collection (the operator's MEMLENS_DEFAULT_STORE
 the pages name it "Chroma · support_memories (folder)", not "chroma:1a2b3c4d", while
 the fingerprint stays the key labels, sessions and runs carry. Calibrate opened in
 a new browser session, where no page opened the store, still names the labels'
-score space (Chroma's l2: score = 1 - d/2) in the floor JSON. Real Chroma
-(a persistent folder loaded with the demo memories) and the real label database."""
+score space (Chroma's l2: score = 1 - d/2) in the floor JSON. Real Chroma (a
+persistent folder, and a `chroma run` server on a loopback port, each loaded with the
+demo memories) and the real label database."""
 
 from __future__ import annotations
 
