@@ -29,7 +29,7 @@ from dashboard.ui.widgets.secret_lookup import secret_value
 DEFAULT_STORE = "embedded"  # without an operator's MEMLENS_DEFAULT_STORE
 DEFAULT_STORE_ENV = "MEMLENS_DEFAULT_STORE"
 OPENED_SPACES = "_opened_score_spaces"  # fingerprint -> ScoreSpace of each store opened in this session
-OPENED_SETTINGS = "_opened_store_settings"  # fingerprint -> (store kind, settings), for ui/store_names.py
+OPENED_SETTINGS = "_opened_store_settings"  # fingerprint -> (store kind, settings), for ui/widgets/store_names.py
 
 
 def default_store() -> str:
