@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from connectors.common.errors import MemlensError
+
 
 class ScoreKind(enum.StrEnum):
     """What a store's own score means before memlens normalises it."""
@@ -333,7 +335,7 @@ class SupportsHistory(Protocol):
 TYPED_ADDRESS_FAILED = "could not reach the store at that address"
 
 
-class ConnectorError(Exception):
+class ConnectorError(MemlensError):
     """Base of every store failure; its message is what the page shows."""
 
     def __init__(self, message: str, *, request_id: str | None = None, status: int | None = None):

@@ -31,6 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from connectors.common.errors import MemlensError
+
 MAX_CONFIG_BYTES = 1 << 20  # a floor config or judge config is a few hundred bytes
 MAX_NESTING = 100  # deeper JSON is not something memlens writes or reads
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -45,7 +47,7 @@ _KINDS = (
 )
 
 
-class InboundError(ValueError):
+class InboundError(MemlensError, ValueError):
     """A file memlens cannot use; the message names the file and, where there is
     one, the field."""
 

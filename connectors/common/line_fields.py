@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from connectors.common.errors import MemlensError
 from connectors.common.lines import LineIssue
 
 REQUIRED = object()  # the default of a field that has none
 
 
-class Invalid(ValueError):
+class Invalid(MemlensError, ValueError):
     """Raised by a field's type check: the value is not one of that type."""
 
 

@@ -28,6 +28,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from connectors.common.errors import MemlensError
+
 MODEL_CACHE_ENV = "MEMLENS_MODEL_CACHE"
 ENCODER_FILES = ("model.onnx", "tokenizer.json", "encoder.json")
 # Files at or above this size are keyed by size and mtime rather than content.
@@ -42,7 +44,7 @@ SUPPORTED_MODULES = ("Transformer", "Pooling", "Normalize")
 SUPPORTED_POOLING = ("mean", "cls", "max")
 
 
-class NotExportable(Exception):
+class NotExportable(MemlensError):
     """The model has a part the ONNX path does not reproduce; torch encodes it."""
 
 

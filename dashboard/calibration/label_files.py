@@ -38,6 +38,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from connectors.common import inbound
+from connectors.common.errors import MemlensError
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects, text_file, utf8_error_offset
 from dashboard.calibration.scores import LabelledScores, labelled_scores
 from dashboard.database.model import LABEL_VALUES
@@ -53,7 +54,7 @@ SEGMENT_COLUMNS = {"user": ("user_id", "user"), "tag": ("tag", "category")}
 SHOWN_ISSUES = 20
 
 
-class LabelFileError(ValueError):
+class LabelFileError(MemlensError, ValueError):
     """The whole file is unusable; the message says which file and why."""
 
 

@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from connectors.common.errors import MemlensError
 from dashboard.database.model import NOT_RELEVANT, RELEVANT
 
 _SHOWN_PROBLEM_ROWS = 5
 
 
-class CalibrationError(ValueError):
+class CalibrationError(MemlensError, ValueError):
     """Labelled rows that cannot be calibrated on; the message says which and why."""
 
 

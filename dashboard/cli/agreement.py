@@ -42,11 +42,12 @@ import sys
 from pathlib import Path
 
 from connectors.common.paths import data_dir
+from dashboard.cli.errors import CommandError
 from dashboard.database import AppDatabase, app_database_target
 from dashboard.database.model import LabelStoreError
 from dashboard.labels.agreement import agreement
 from dashboard.labels.counted import counted
-from dashboard.labels.people_files import FORMATS, PeopleFileError, read_people_labels
+from dashboard.labels.people_files import FORMATS, read_people_labels
 from dashboard.labels.resolution import counted_labels, resolve
 
 SHOWN_ISSUES = 20
@@ -78,19 +79,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         db = AppDatabase(target)
     except (LabelStoreError, OSError) as exc:
-        print(f"memlens agreement: cannot open the label database: {exc}", file=sys.stderr)
-        return 1
+        raise CommandError(f"cannot open the label database: {exc}", exit_status=1) from exc
     except Exception as exc:  # a driver error: its text may hold the URL, so name the type only
-        print(f"memlens agreement: cannot open the label database ({type(exc).__name__})", file=sys.stderr)
-        return 1
+        raise CommandError(f"cannot open the label database ({type(exc).__name__})", exit_status=1) from None
     try:
         session = db.sessions.get(args.session)
         if session is None and Path(args.session).exists():
-            try:
-                found = read_people_labels(args.session, fmt=getattr(args, "format", None))
-            except PeopleFileError as exc:
-                print(f"memlens agreement: {exc}", file=sys.stderr)
-                return 2
+            found = read_people_labels(args.session, fmt=getattr(args, "format", None))
             for issue in found.issues[:SHOWN_ISSUES]:
                 print(f"memlens agreement: {issue}", file=sys.stderr)
             session_labels = found.labels
@@ -99,8 +94,7 @@ def run(args: argparse.Namespace) -> int:
             title = f"{found.summary()}: {len({(lab.message_id, lab.memory_id) for lab in session_labels})} rows in {len(messages)} turns"
         elif session is None:
             known = ", ".join(s.name for s in db.sessions.all()) or "none"
-            print(f"memlens agreement: no session named {args.session!r} (sessions: {known}), and no file of that name", file=sys.stderr)
-            return 1
+            raise CommandError(f"no session named {args.session!r} (sessions: {known}), and no file of that name", exit_status=1)
         else:
             items = db.sessions.items(session.name)
             team = counted(db, session=session.name, environ=dict(os.environ))
@@ -129,8 +123,7 @@ def run(args: argparse.Namespace) -> int:
     for line in resolution:
         print(line)
     if judge_lines is None:
-        print(f"memlens agreement: no judge labels from {args.judge!r} (run `memlens judge` first)", file=sys.stderr)
-        return 1
+        raise CommandError(f"no judge labels from {args.judge!r} (run `memlens judge` first)", exit_status=1)
     for line in judge_lines:
         print(line)
     return 0

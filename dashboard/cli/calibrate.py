@@ -42,14 +42,14 @@ from typing import Any
 
 from dashboard.calibration.advice import advice_lines, advise, json_safe
 from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
-from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, read_label_file
+from dashboard.calibration.label_files import LabelFile, from_labels, read_label_file
 from dashboard.calibration.report import as_json, table_lines
 from dashboard.calibration.segments import SEGMENT_FIELDS, segment_fields, segment_floors
 from dashboard.calibration.sweep import DEFAULT_SEED, CalibrationError, calibrate
 from dashboard.cli.arguments import parse_floors, positive_number, share
+from dashboard.cli.errors import CommandError
 
 DEFAULT_FLOORS = (0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
-EXIT_UNUSABLE = 2
 
 
 SEGMENT_COLUMN_NAMES = {"user": "user_id (or user) column", "store": "store column", "tag": "tag (or category) column"}
@@ -154,30 +154,21 @@ def _from_database(args: argparse.Namespace) -> tuple[LabelFile, list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dashboard.labels.counted import NoSuchSession
-
     resolution: list[str] = []
     if (args.file is None) == (args.labels is None):
-        print("memlens calibrate: give a label FILE or --labels URL (one of the two)", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError("give a label FILE or --labels URL (one of the two)")
     if args.session and args.labels is None:
-        print("memlens calibrate: --session needs --labels URL", file=sys.stderr)
-        return EXIT_UNUSABLE
-    try:
-        if args.labels is not None:
-            labels, resolution = _from_database(args)
-        else:
-            labels = read_label_file(args.file)
-    except (LabelFileError, NoSuchSession) as exc:
-        print(f"memlens calibrate: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError("--session needs --labels URL")
+    if args.labels is not None:
+        labels, resolution = _from_database(args)
+    else:
+        labels = read_label_file(args.file)
     if labels.issues:
         print(labels.issue_report(), file=sys.stderr)
         print(f"{labels.summary()}; calibrating on the usable rows.", file=sys.stderr)
     refused = direction_refusal(labels, args.score_direction)
     if refused:
-        print(f"memlens calibrate: {args.file}: {refused}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"{args.file}: {refused}")
     try:
         result = calibrate(
             labels.labelled_scores(),
@@ -204,8 +195,7 @@ def run(args: argparse.Namespace) -> int:
             segments = segment_floors(labels, args.segment_by, advice.mode, advice.target, resamples=resamples, seed=args.seed)
             segment_warnings = [f"{segment.title(args.segment_by)}: {segment.note}" for segment in segments if segment.note]
     except CalibrationError as exc:
-        print(f"memlens calibrate: {labels.source}: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"{labels.source}: {exc}") from exc
     if resolution and args.format != "json":
         print("\n".join(resolution), file=sys.stderr if args.format == "csv" else sys.stdout)
     if args.format == "csv":

@@ -20,9 +20,9 @@ import sys
 from typing import Any
 
 from dashboard.cli.arguments import finite, non_negative
+from dashboard.cli.errors import CommandError
 
 EXIT_REGRESSED = 1
-EXIT_UNUSABLE = 2
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -52,8 +52,7 @@ def run(args: argparse.Namespace) -> int:
     for run_id in (args.run_a, args.run_b):
         info = db.runs.get(run_id)
         if info is None:
-            print(f"memlens compare: no run {run_id!r} (see `memlens runs list`)", file=sys.stderr)
-            return EXIT_UNUSABLE
+            raise CommandError(f"no run {run_id!r} (see `memlens runs list`)")
         if not info.complete:
             print(f"memlens compare: warning: run {run_id} is {info.status}", file=sys.stderr)
         infos.append(info)
@@ -62,25 +61,22 @@ def run(args: argparse.Namespace) -> int:
     if args.fail_if_worse is not None and failing and not args.allow_failures:
         from dashboard.evaluation.runs import failure_summary
 
-        for info in failing:
-            print(
-                f"memlens compare: run {info.run_id}: {failure_summary(info, (o.error for o in db.runs.outcomes(info.run_id)))};"
-                f" a store failure is not a regression: `memlens runs resume {info.run_id}` asks them again,"
-                " or pass --allow-failures to compare anyway",
-                file=sys.stderr,
-            )
-        return EXIT_UNUSABLE
+        said = [
+            f"run {info.run_id}: {failure_summary(info, (o.error for o in db.runs.outcomes(info.run_id)))};"
+            f" a store failure is not a regression: `memlens runs resume {info.run_id}` asks them again,"
+            " or pass --allow-failures to compare anyway"
+            for info in failing
+        ]
+        for line in said[:-1]:
+            print(f"memlens compare: {line}", file=sys.stderr)
+        raise CommandError(said[-1])  # the last line, as every failure is said
     judged = db.judged_sets.load(run_a.set_name, run_a.set_hash)
     metric = args.metric or f"recall@{min(run_a.k, run_b.k)}"
-    try:
-        if judged is None:
-            raise CompareError(f"run {run_a.run_id}'s judged set {run_a.set_name} ({run_a.set_hash}) is gone")
-        comparison = compare_runs(
-            run_a, db.runs.outcomes(run_a.run_id), run_b, db.runs.outcomes(run_b.run_id), judged, metric, floor=args.floor
-        )
-    except CompareError as exc:
-        print(f"memlens compare: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    if judged is None:
+        raise CompareError(f"run {run_a.run_id}'s judged set {run_a.set_name} ({run_a.set_hash}) is gone")
+    comparison = compare_runs(
+        run_a, db.runs.outcomes(run_a.run_id), run_b, db.runs.outcomes(run_b.run_id), judged, metric, floor=args.floor
+    )
     print("\n".join(summary_lines(comparison)))
     if args.fail_if_worse is not None and comparison.regressed(args.fail_if_worse):
         worst = ", ".join(d.message_id for d in comparison.worst(5))

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.cli.arguments import finite, positive_int
+from dashboard.cli.errors import CommandError
 
 EXIT_STOPPED = 1
-EXIT_UNUSABLE = 2
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -78,9 +78,9 @@ def store_config(args: argparse.Namespace) -> dict[str, Any]:
         try:
             loaded = json.loads(Path(args.config).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"--config {args.config}: {exc}") from exc
+            raise CommandError(f"--config {args.config}: {exc}") from exc
         if not isinstance(loaded, dict):
-            raise ValueError(f"--config {args.config}: expected a JSON object of settings")
+            raise CommandError(f"--config {args.config}: expected a JSON object of settings")
         config.update(loaded)
     if args.db:
         config["db_path"] = str(Path(args.db).resolve())
@@ -89,23 +89,23 @@ def store_config(args: argparse.Namespace) -> dict[str, Any]:
     if args.as_of:
         config["as_of"] = as_of_setting(args.store, args.as_of)
     if args.store == "embedded" and not config.get("db_path"):
-        raise ValueError("--db FILE is required for the embedded store (build one with `memlens import`)")
+        raise CommandError("--db FILE is required for the embedded store (build one with `memlens import`)")
     return config
 
 
 def as_of_setting(store: str, text: str) -> str:
-    """--as-of as the store setting a run keeps (UTC ISO 8601); ValueError naming the
+    """--as-of as the store setting a run keeps (UTC ISO 8601); CommandError naming the
     flag when the time is unreadable or the store keeps its own clock."""
     from connectors.base import InvalidRequest, parse_as_of
     from connectors.registry import REGISTRY
 
     spec = REGISTRY.get(store)
     if spec is not None and not spec.clock:
-        raise ValueError(f"--as-of: the {store} store computes recency itself; only the embedded store takes a clock")
+        raise CommandError(f"--as-of: the {store} store computes recency itself; only the embedded store takes a clock")
     try:
         return parse_as_of(text).isoformat()
     except InvalidRequest as exc:
-        raise ValueError(str(exc).replace("as_of:", "--as-of", 1)) from None
+        raise CommandError(str(exc).replace("as_of:", "--as-of", 1)) from None
 
 
 def with_secrets(name: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -182,20 +182,11 @@ def run(args: argparse.Namespace) -> int:
     from dashboard.evaluation import judged_sets
     from dashboard.evaluation.runs import RunRequest, RunStopped, start_run
 
-    try:
-        config = store_config(args)
-    except ValueError as exc:
-        print(f"memlens eval: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    config = store_config(args)
     db = open_app_database(dict(os.environ))
-    try:
-        loaded = judged_sets.file_or_kept(args.judged, db, name=args.set_name, topics=args.topics)
-    except judged_sets.JudgedSetError as exc:
-        print(f"memlens eval: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    loaded = judged_sets.file_or_kept(args.judged, db, name=args.set_name, topics=args.topics)
     if loaded is None:
-        print(f"memlens eval: {args.judged} is neither a file nor a kept judged set", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"{args.judged} is neither a file nor a kept judged set")
     judged = loaded
     if judged.issues:  # a kept set has none: its file's bad lines were reported when it was kept
         print(judged.issue_report(), file=sys.stderr)
@@ -203,8 +194,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         store = create_store(args.store, with_secrets(args.store, config))
     except ConnectorError as exc:
-        print(f"memlens eval: cannot open the store: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"cannot open the store: {exc}") from exc
     request = RunRequest(
         judged=judged,
         store_name=args.store,
@@ -218,12 +208,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         info = start_run(store, db, request, progress=print_progress)
         run_id = info.run_id
-    except RunStopped as exc:
+    except RunStopped as exc:  # what was answered is saved: its figures follow
         print(f"memlens eval: {exc}", file=sys.stderr)
         run_id = exc.run_id
-    except ConnectorError as exc:
-        print(f"memlens eval: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
     finally:
         store.close()
     return report(db, run_id, args.format, args.floor, args.trec_run, allow_failures=args.allow_failures)

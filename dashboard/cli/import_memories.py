@@ -16,6 +16,8 @@ import argparse
 import sys
 from typing import Any
 
+from dashboard.cli.errors import CommandError
+
 EXIT_NOTHING = 1
 EXIT_REJECTED = 2  # some lines rejected, the others imported
 
@@ -45,9 +47,8 @@ def run(args: argparse.Namespace) -> int:
             report = store.import_jsonl(args.memories, progress=progress)
         finally:
             store.close()
-    except ConnectorError as exc:
-        print(f"memlens import: {exc}", file=sys.stderr)
-        return EXIT_NOTHING
+    except ConnectorError as exc:  # nothing imported: exit 1, as for a file with no usable line
+        raise CommandError(str(exc), exit_status=EXIT_NOTHING) from exc
     for issue in report.issues:
         print(issue, file=sys.stderr)  # "FILE: line N, field F: what was wrong"
     print(

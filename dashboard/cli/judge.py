@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from connectors.common.errors import MemlensError
 from dashboard.cli.arguments import positive_int
+from dashboard.cli.errors import CommandError
 
 EXIT_FAILED = 1
-EXIT_UNUSABLE = 2
 EXIT_DEGENERATE = 3
 
 
@@ -75,7 +76,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def target_pairs(target: str, db: Any) -> list[Pair]:
-    """The pairs to grade, in the target's order; ValueError naming what is missing."""
+    """The pairs to grade, in the target's order; CommandError naming what is missing."""
     if Path(target).is_file():
         from dashboard.logs.retrieval_log import read_log
 
@@ -85,7 +86,7 @@ def target_pairs(target: str, db: Any) -> list[Pair]:
             print(f"memlens judge: {len(imported.issues)} bad row(s) left out, first: {first}", file=sys.stderr)
         rows = imported.rows
         if "query" not in rows.columns or rows["query"].isna().all():
-            raise ValueError(f"{target}: the log has no query text (a `query` column), which a judge needs")
+            raise CommandError(f"{target}: the log has no query text (a `query` column), which a judge needs")
         return [
             Pair(str(r.message_id), str(r.memory_id), int(r.rank), float(r.score),
                  _text(r, "user_id"), None if r.query is None or r.query != r.query else str(r.query), _text(r, "store"))
@@ -95,7 +96,7 @@ def target_pairs(target: str, db: Any) -> list[Pair]:
     if session is not None:
         items = db.sessions.items(target)
         if not any(item.query_text for item in items):
-            raise ValueError(f"session {target!r} kept no query text (create it with the text kept), which a judge needs")
+            raise CommandError(f"session {target!r} kept no query text (create it with the text kept), which a judge needs")
         return [
             Pair(i.message_id, i.memory_id, i.rank, i.score, i.user_id, i.query_text, i.store or session.store)
             for i in items
@@ -103,7 +104,7 @@ def target_pairs(target: str, db: Any) -> list[Pair]:
 
     info = db.runs.get(target)
     if info is None:
-        raise ValueError(f"{target!r} is not a log file, a session or a saved run")
+        raise CommandError(f"{target!r} is not a log file, a session or a saved run")
     judged = db.judged_sets.load(info.set_name, info.set_hash)
     queries = {q.message_id: q.query for q in judged.questions} if judged else {}
     return [
@@ -114,7 +115,6 @@ def target_pairs(target: str, db: Any) -> list[Pair]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from connectors.base import ConnectorError
     from connectors.common.paths import data_dir
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
@@ -122,28 +122,23 @@ def run(args: argparse.Namespace) -> int:
     from dashboard.judging.judges import JudgeError, UnusableAnswer, build_judge, load_judge_config
     from dashboard.judging.run_check import check_run
 
-    try:
-        judge_config = load_judge_config(args.judge)
-        client = None
-        if judge_config.kind == "llm":
-            model = config_from_environ(dict(os.environ))
-            if model is None:
-                raise JudgeError("an llm judge needs a model: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
-            if not args.send_text:
-                raise JudgeError(
-                    f"the judge would send query and memory text to {model.host} ({model.model}); "
-                    "pass --send-text to allow it"
-                )
-            client = ChatClient(model, send_text=True)
-        judge = build_judge(judge_config, client)
-    except (JudgeError, ConnectorError) as exc:
-        print(f"memlens judge: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    judge_config = load_judge_config(args.judge)
+    client = None
+    if judge_config.kind == "llm":
+        model = config_from_environ(dict(os.environ))
+        if model is None:
+            raise JudgeError("an llm judge needs a model: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
+        if not args.send_text:
+            raise JudgeError(
+                f"the judge would send query and memory text to {model.host} ({model.model}); "
+                "pass --send-text to allow it"
+            )
+        client = ChatClient(model, send_text=True)
+    judge = build_judge(judge_config, client)
     try:
         db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     except (LabelStoreError, OSError) as exc:
-        print(f"memlens judge: cannot open the label database: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"cannot open the label database: {exc}") from exc
     try:
         pairs = target_pairs(args.target, db)
         done = {(j.message_id, j.memory_id) for j in db.judge_labels.find(source=judge.source)}
@@ -153,10 +148,9 @@ def run(args: argparse.Namespace) -> int:
             todo = todo[: args.limit]
         store, opened = _open_store(args)
         record = db.judge_labels.record(judge.source)
-    except (ValueError, ConnectorError, LabelStoreError) as exc:
-        print(f"memlens judge: {exc}", file=sys.stderr)
+    except MemlensError:
         db.close()
-        return EXIT_UNUSABLE
+        raise
     if client is not None:
         print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
     if record:  # what its suggestions are worth, as measured (memlens judge align)
@@ -193,9 +187,8 @@ def run(args: argparse.Namespace) -> int:
                 except LabelStoreError as exc:
                     # the grades before this one are saved, and a second run skips them
                     print(f"\nmemlens judge: {exc}", file=sys.stderr)
-                    print(f"memlens judge: stopped; {graded} grade(s) of this run were saved before it. Run the same "
-                          "`memlens judge` command again to resume: the pairs already graded are skipped.", file=sys.stderr)
-                    return EXIT_UNUSABLE
+                    raise CommandError(f"stopped; {graded} grade(s) of this run were saved before it. Run the same "
+                                       "`memlens judge` command again to resume: the pairs already graded are skipped.") from exc
                 graded += 1
                 answers.append((judgment.grade, judgment.reason))
                 unparseable += judgment.attempts > 1  # the first answer was unusable

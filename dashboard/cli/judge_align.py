@@ -36,8 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.cli.arguments import positive_int, share
-
-EXIT_UNUSABLE = 2
+from dashboard.cli.errors import CommandError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--send-text", action="store_true", help="allow the query and memory text (and examples) to go to the configured model")
     parser.add_argument("--no-record", action="store_true", help="print the report only; leave the judge's record as it is")
     parser.add_argument("--labels", default=None, help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
-    parser.set_defaults(weights=None, as_of=None)
+    parser.set_defaults(weights=None, as_of=None, command_label="judge align")
     return parser
 
 
@@ -68,34 +67,24 @@ def main(argv: list[str]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from connectors.base import ConnectorError
     from connectors.common.paths import data_dir
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.judging.client import ChatClient, config_from_environ
     from dashboard.judging.judges import JudgeError, load_judge_config, read_prompt
-    from dashboard.labels.people_files import PeopleFileError
 
-    try:
-        config = load_judge_config(args.judge)
-        if config.kind != "llm":
-            raise JudgeError(f"{args.judge}: only an llm judge has a prompt to align (a cross-encoder's cut-off: memlens agreement)")
-        variants = _variants(config, args.prompt_variant, read_prompt)
-        model = config_from_environ(dict(os.environ))
-        if model is None:
-            raise JudgeError("an llm judge needs a model: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
-        if not args.send_text:
-            raise JudgeError(f"aligning sends labelled query and memory text to {model.host} ({model.model}); pass --send-text to allow it")
-    except (JudgeError, ConnectorError) as exc:
-        print(f"memlens judge align: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    config = load_judge_config(args.judge)
+    if config.kind != "llm":
+        raise JudgeError(f"{args.judge}: only an llm judge has a prompt to align (a cross-encoder's cut-off: memlens agreement)")
+    variants = _variants(config, args.prompt_variant, read_prompt)
+    model = config_from_environ(dict(os.environ))
+    if model is None:
+        raise JudgeError("an llm judge needs a model: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
+    if not args.send_text:
+        raise JudgeError(f"aligning sends labelled query and memory text to {model.host} ({model.model}); pass --send-text to allow it")
     db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     client = None
     try:
-        try:
-            pairs, note = _pairs(args, db)
-        except (ValueError, PeopleFileError, ConnectorError) as exc:
-            print(f"memlens judge align: {exc}", file=sys.stderr)
-            return EXIT_UNUSABLE
+        pairs, note = _pairs(args, db)
         if note:
             print(f"memlens judge align: {note}", file=sys.stderr)
         client = ChatClient(model, send_text=True)
@@ -115,7 +104,7 @@ def _variants(config: Any, files: list[str], read_prompt: Any) -> list[Any]:
         found.append(Variant(Path(file).stem, read_prompt(file), str(Path(file).resolve())))
     names = [v.name for v in found]
     if len(set(names)) < len(names):
-        raise ValueError("two prompt variants share a file name; name them apart")
+        raise CommandError("two prompt variants share a file name; name them apart")
     return found
 
 
@@ -135,7 +124,7 @@ def _pairs(args: argparse.Namespace, db: Any) -> tuple[list[Any], str]:
             print(f"memlens judge align: {issue}", file=sys.stderr)
         people = found.labels
     else:
-        raise ValueError(f"{args.people!r} is neither a file nor a session")
+        raise CommandError(f"{args.people!r} is neither a file nor a session")
     texts = {(lab.message_id, lab.memory_id): lab.memory_text for lab in people if lab.memory_text}
     queries.update({lab.message_id: lab.query_text for lab in people if lab.query_text})
     if args.log:
@@ -164,7 +153,7 @@ def _pairs(args: argparse.Namespace, db: Any) -> tuple[list[Any], str]:
         if store is not None:
             store.close()
     if not pairs:
-        raise ValueError(
+        raise CommandError(
             f"{args.people}: no labelled pair has both query and memory text: give an export with text, "
             "a session that kept its query text, --log for queries and --db (or --store) for memories"
         )
@@ -193,9 +182,8 @@ def _align(args: argparse.Namespace, db: Any, client: Any, config: Any, variants
     tuning = sum(1 for p in pairs if p.part == TUNING)
     held = len(pairs) - tuning
     if not tuning or not held:
-        print(f"memlens judge align: the split left the {'tuning' if not tuning else 'held-out'} part empty "
-              f"({len(pairs)} pair(s)); label more turns or change --held-out", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"the split left the {'tuning' if not tuning else 'held-out'} part empty "
+                           f"({len(pairs)} pair(s)); label more turns or change --held-out")
     if args.few_shot:
         verdicts = {(j.message_id, j.memory_id): j.relevant for j in db.judge_labels.find(source=source)}
         corrections = {(p.message_id, p.memory_id) for p in pairs if (p.message_id, p.memory_id) in verdicts

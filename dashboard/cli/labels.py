@@ -25,6 +25,7 @@ ACTIONS = (
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser("labels", help="people's labels: import, export, adjudicate, history")
     actions = parser.add_subparsers(dest="labels_action", required=True)
-    for _, module in ACTIONS:
-        importlib.import_module(module).add_parser(actions)
+    for name, module in ACTIONS:
+        action = importlib.import_module(module).add_parser(actions)
+        action.set_defaults(command_label=f"labels {name}")  # what its errors start with
     return parser

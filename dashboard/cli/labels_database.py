@@ -27,8 +27,9 @@ import os
 import sys
 from typing import Any
 
+from dashboard.cli.errors import CommandError
+
 DATABASE_HELP = "a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)"
-EXIT_UNUSABLE = 2
 
 
 def add_export(actions: Any) -> argparse.ArgumentParser:
@@ -71,14 +72,11 @@ def _open(args: argparse.Namespace):
 
 def run_export(args: argparse.Namespace) -> int:
     from dashboard.labels import export
-    from dashboard.labels.counted import NoSuchSession, counted
+    from dashboard.labels.counted import counted
 
     db = _open(args)
     try:
         found = counted(db, session=args.session, environ=dict(os.environ))
-    except NoSuchSession as exc:
-        print(f"memlens labels export: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
     finally:
         db.close()
     for line in found.resolution.lines():
@@ -94,28 +92,18 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_adjudicate(args: argparse.Namespace) -> int:
     from dashboard.labels.adjudication import disputed_pairs
-    from dashboard.labels.counted import NoSuchSession, counted
+    from dashboard.labels.counted import counted
 
     one = (args.message, args.memory, args.label, args.note)
     if any(v is not None for v in one) and not all(v is not None for v in one):
-        print("memlens labels adjudicate: one pair needs --message, --memory, --label and --note", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError("one pair needs --message, --memory, --label and --note")
     db = _open(args)
     try:
-        try:
-            found = counted(db, session=args.session, environ=dict(os.environ))
-        except NoSuchSession as exc:
-            print(f"memlens labels adjudicate: {exc}", file=sys.stderr)
-            return EXIT_UNUSABLE
+        found = counted(db, session=args.session, environ=dict(os.environ))
         disputed = disputed_pairs(found)
         if args.message is not None:
             if (args.message, args.memory) not in {(d.message_id, d.memory_id) for d in disputed}:
-                print(
-                    f"memlens labels adjudicate: {args.message} {args.memory} is not a disagreement of session "
-                    f"{args.session!r}",
-                    file=sys.stderr,
-                )
-                return EXIT_UNUSABLE
+                raise CommandError(f"{args.message} {args.memory} is not a disagreement of session {args.session!r}")
             decided = db.adjudications.save(
                 message_id=args.message, memory_id=args.memory, label=args.label,
                 adjudicator=args.adjudicator, note=args.note, session=args.session,

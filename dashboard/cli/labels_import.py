@@ -21,7 +21,8 @@ import os
 import sys
 from typing import Any
 
-EXIT_UNUSABLE = 2
+from dashboard.cli.errors import CommandError
+
 SHOWN_ISSUES = 20
 
 
@@ -42,30 +43,23 @@ def run(args: argparse.Namespace) -> int:
     from connectors.common.paths import data_dir
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.sessions import SessionExists
-    from dashboard.labels.people_files import PeopleFileError, import_as_session, read_people_labels
+    from dashboard.labels.people_files import import_as_session, read_people_labels
 
     if not args.session.strip() or not args.reviewer.strip():
-        print("memlens labels import: --session and --reviewer must not be blank", file=sys.stderr)
-        return EXIT_UNUSABLE
-    try:
-        found = read_people_labels(args.file, fmt=args.format, reviewer=args.reviewer)
-    except PeopleFileError as exc:
-        print(f"memlens labels import: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError("--session and --reviewer must not be blank")
+    found = read_people_labels(args.file, fmt=args.format, reviewer=args.reviewer)
     for issue in found.issues[:SHOWN_ISSUES]:
         print(f"memlens labels import: {issue}", file=sys.stderr)
     if len(found.issues) > SHOWN_ISSUES:
         print(f"memlens labels import: ... and {len(found.issues) - SHOWN_ISSUES} more issue(s)", file=sys.stderr)
     print(found.summary())
     if not found.labels:
-        print(f"memlens labels import: {args.file} holds no usable label; nothing imported", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"{args.file} holds no usable label; nothing imported")
     db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     try:
         session, written = import_as_session(db, found, args.session.strip())
     except SessionExists as exc:
-        print(f"memlens labels import: {exc}; pick another --session", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"{exc}; pick another --session") from exc
     finally:
         db.close()
     turns = len({label.message_id for label in found.labels})

@@ -19,12 +19,12 @@ import os
 import sys
 from typing import Any
 
+from dashboard.cli.errors import CommandError
 from dashboard.cli.phoenix import _time
 
 URL_ENV = "LANGFUSE_HOST"
 PUBLIC_KEY_ENV = "LANGFUSE_PUBLIC_KEY"
 SECRET_KEY_ENV = "LANGFUSE_SECRET_KEY"
-EXIT_UNUSABLE = 2
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -45,11 +45,6 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _error(message: str) -> int:
-    print(f"memlens langfuse: {message}", file=sys.stderr)
-    return EXIT_UNUSABLE
-
-
 def run(args: argparse.Namespace) -> int:
     from dashboard.logs import langfuse
     from dashboard.logs.phoenix import write_log
@@ -57,20 +52,17 @@ def run(args: argparse.Namespace) -> int:
     url = args.url or os.environ.get(URL_ENV, "")
     public, secret = os.environ.get(PUBLIC_KEY_ENV, ""), os.environ.get(SECRET_KEY_ENV, "")
     if not url:
-        return _error(f"give the Langfuse server: --url URL or ${URL_ENV}")
+        raise CommandError(f"give the Langfuse server: --url URL or ${URL_ENV}")
     if not public or not secret:
-        return _error(f"set ${PUBLIC_KEY_ENV} and ${SECRET_KEY_ENV} (the project's API keys)")
+        raise CommandError(f"set ${PUBLIC_KEY_ENV} and ${SECRET_KEY_ENV} (the project's API keys)")
     secrets: list[str | None] = [public, secret]
-    try:
-        api = langfuse.client(url, public, secret)
-        if args.action == "pull":
-            rows = langfuse.read_observations(api, start=_time(args.start, "--from"), end=_time(args.end, "--to"), secrets=secrets)
-            pulled = write_log(rows, args.out)
-            print(f"langfuse pull: {pulled.turns:,} turn(s) ({pulled.empty_turns:,} with no document), {pulled.rows:,} row(s) -> {args.out}")
-            return 0
-        return _push(args, api, secrets)
-    except (langfuse.LangfuseError, ValueError) as exc:
-        return _error(str(exc))
+    api = langfuse.client(url, public, secret)
+    if args.action == "pull":
+        rows = langfuse.read_observations(api, start=_time(args.start, "--from"), end=_time(args.end, "--to"), secrets=secrets)
+        pulled = write_log(rows, args.out)
+        print(f"langfuse pull: {pulled.turns:,} turn(s) ({pulled.empty_turns:,} with no document), {pulled.rows:,} row(s) -> {args.out}")
+        return 0
+    return _push(args, api, secrets)
 
 
 def _push(args: argparse.Namespace, api: Any, secrets: list[str | None]) -> int:
@@ -83,7 +75,7 @@ def _push(args: argparse.Namespace, api: Any, secrets: list[str | None]) -> int:
     try:
         db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     except (LabelStoreError, OSError) as exc:
-        return _error(f"cannot open the label database: {exc}")
+        raise CommandError(f"cannot open the label database: {exc}") from exc
     try:
         people = [] if args.judges_only else db.labels.find()
         judges = [] if args.people_only else db.judge_labels.find()

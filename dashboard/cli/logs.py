@@ -17,9 +17,9 @@ unless --read-log names one) as OTLP JSON, ids and scores only.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from dashboard.cli.errors import CommandError
 from dashboard.logs import otlp
 from dashboard.logs.read_log import read_log_path, read_records
 from dashboard.logs.retrieval_log import LogFormatError, read_log
@@ -36,6 +36,8 @@ def add_parser(commands) -> None:
     export.add_argument("--otlp", required=True, metavar="FILE", help="where to write the OTLP JSON lines")
     export.add_argument("--read-log", default=None, help="the read log to export (default: the app's)")
     export.set_defaults(handler=run_export)
+    for action, sub in actions.choices.items():
+        sub.set_defaults(command_label=f"logs {action}")  # what its errors start with
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -43,13 +45,11 @@ def run_check(args: argparse.Namespace) -> int:
 
     what = own_export(args.file)
     if what is not None:
-        print(f"memlens logs check: {args.file} is {what}", file=sys.stderr)
-        return 2
+        raise CommandError(f"{args.file} is {what}")
     try:
         log = read_log(args.file, include_query=args.include_query)
-    except LogFormatError as exc:
-        print(f"memlens logs check: {exc}", file=sys.stderr)
-        return 1
+    except LogFormatError as exc:  # exit 1: the file cannot be read at all (2 is for skipped rows)
+        raise CommandError(str(exc), exit_status=1) from exc
     print(log.summary())
     if said := score_warning(log.rows):
         print(f"warning: {said}")
@@ -73,13 +73,11 @@ def run_export(args: argparse.Namespace) -> int:
     source = Path(args.read_log) if args.read_log else read_log_path()
     records, broken = read_records(source)
     if not source.exists():
-        print(f"memlens logs export: no read log at {source}", file=sys.stderr)
-        return 1
+        raise CommandError(f"no read log at {source}", exit_status=1)
     try:
         Path(args.otlp).write_bytes(otlp.to_otlp_jsonl(records))
     except OSError as exc:
-        print(f"memlens logs export: cannot write {args.otlp}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        raise CommandError(f"cannot write {args.otlp}: {exc.strerror or exc}", exit_status=1) from exc
     print(f"wrote {len(records)} span(s) from {len(records)} read(s) of {source} to {args.otlp}")
     if broken:
         print(f"  {broken} line(s) of the read log were not valid JSON and are left out")

@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from connectors.common.errors import MemlensError
 from connectors.common.redaction import redact_text, terminal_text
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -138,8 +139,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(words: list[str], argv: list[str] | None) -> int:
-    from dashboard.database.model import LabelStoreError
-
     named = words[0] if words and words[0] in {"run", *(name for name, _ in COMMANDS)} else None
     if words[:2] == ["judge", "align"]:
         # `memlens judge TARGET` takes any target, so the align action has its own parser.
@@ -151,16 +150,26 @@ def _main(words: list[str], argv: list[str] | None) -> int:
         args = build_parser(named).parse_args(argv)
     try:
         return args.handler(args)
-    except LabelStoreError as exc:
-        # MEMLENS_LABELS_URL names no database, or it cannot be reached: a message
-        # (already free of passwords), not a traceback.
-        print(f"memlens: {exc}", file=sys.stderr)
-        return 2
+    except MemlensError as exc:
+        # The one place a command's failure is said: a message, not a traceback, on
+        # stderr (where SafeOutput redacts connection strings and keys), and the
+        # error's exit status. Anything else is a bug and keeps its traceback.
+        print(f"{error_prefix(args, exc)}: {exc}", file=sys.stderr)
+        return exc.exit_status
     except BrokenPipeError:
         # `memlens calibrate FILE | head` closed the pipe: not an error worth a
         # traceback. Point stdout at devnull so the interpreter's flush is quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def error_prefix(args: argparse.Namespace, exc: MemlensError) -> str:
+    """``memlens COMMAND`` (with its action where the command names it, as ``memlens
+    labels import``); just ``memlens`` for an error that is no one command's, such as
+    the app database's setting."""
+    if not exc.names_command:
+        return "memlens"
+    return f"memlens {getattr(args, 'command_label', None) or args.command}"
 
 
 if __name__ == "__main__":

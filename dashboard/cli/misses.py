@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.cli.arguments import non_negative
-
-EXIT_UNUSABLE = 2
+from dashboard.cli.errors import CommandError
 
 
 def _floor(text: str) -> float:
@@ -78,19 +77,16 @@ def run(args: argparse.Namespace) -> int:
     db = open_app_database(dict(os.environ))
     info = db.runs.get(args.run_id)
     if info is None:
-        print(f"memlens misses: no run {args.run_id!r}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"no run {args.run_id!r}")
     judged = db.judged_sets.load(info.set_name, info.set_hash)
     if judged is None:
-        print(f"memlens misses: run {info.run_id}'s judged set {info.set_name!r} ({info.set_hash}) is gone", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"run {info.run_id}'s judged set {info.set_name!r} ({info.set_hash}) is gone")
     floor = default_floor() if args.floor is None else args.floor
     depth = misses.DEFAULT_DEPTH if args.depth is None else args.depth
     try:
         store = create_store(info.store, with_secrets(info.store, info.settings))
     except ConnectorError as exc:
-        print(f"memlens misses: cannot open the run's store ({info.store}): {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"cannot open the run's store ({info.store}): {exc}") from exc
     try:
         anatomy = misses.locate(store, info, judged.questions, db.runs.outcomes(info.run_id), depth=depth,
                                 progress=_progress)
@@ -103,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             path.write_text(text, encoding="utf-8", newline="")
         except OSError as exc:
-            print(f"memlens misses: --pairs {args.pairs}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_UNUSABLE
+            raise CommandError(f"--pairs {args.pairs}: {exc.strerror or exc}") from exc
     if args.format == "json":
         print(json.dumps(anatomy.summary(floor)))
     else:

@@ -34,25 +34,25 @@ from typing import Any
 
 from dashboard.cli import monitor_connect, monitor_precision
 from dashboard.cli.arguments import finite, positive_int, share
-from dashboard.logs.log_files import LogFormatError
+from dashboard.cli.errors import CommandError
 from dashboard.monitoring import report, webhook
 from dashboard.monitoring.alerts import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_WINDOWS,
     DEFAULT_MARGIN,
     DEFAULT_MIN_TURNS,
+    BaselineRangeError,
     MonitorResult,
     Settings,
     monitor,
     parse_range,
 )
-from dashboard.monitoring.floor_config import FloorConfigError, read_floor_config
+from dashboard.monitoring.floor_config import read_floor_config
 from dashboard.monitoring.precision import NOT_WATCHED
 from dashboard.monitoring.relation import expand_paths, open_logs, score_direction
 from dashboard.monitoring.windows import WINDOWS
 
 EXIT_ALERT = 1
-EXIT_UNUSABLE = 2
 MAX_ISSUES_PRINTED = 100
 
 
@@ -95,25 +95,15 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _error(message: str) -> int:
-    print(f"memlens monitor: {message}", file=sys.stderr)
-    return EXIT_UNUSABLE
-
-
 def run(args: argparse.Namespace) -> int:
     if not args.logs and not monitor_connect.wanted(args):
-        return _error("give log files (LOG...) or an engine's table (--connect URL --table NAME)")
-    config = None
-    if args.floor_config:
-        try:
-            config = read_floor_config(args.floor_config)
-        except FloorConfigError as exc:
-            return _error(str(exc))
+        raise CommandError("give log files (LOG...) or an engine's table (--connect URL --table NAME)")
+    config = read_floor_config(args.floor_config) if args.floor_config else None
     floor = config.floor if config is not None else float(args.floor)
     try:
         baseline_range = parse_range(args.baseline) if args.baseline else None
-    except ValueError as exc:
-        return _error(f"--baseline {exc}")
+    except BaselineRangeError as exc:
+        raise CommandError(f"--baseline {exc}") from exc
     settings = Settings(
         floor=floor,
         window=args.window,
@@ -126,21 +116,16 @@ def run(args: argparse.Namespace) -> int:
     )
     if monitor_connect.wanted(args):
         if args.logs:
-            return _error("give log files or --connect, not both")
+            raise CommandError("give log files or --connect, not both")
         if args.judge:
-            return _error("--judge grades a sample of the log's rows: give log files, not --connect")
+            raise CommandError("--judge grades a sample of the log's rows: give log files, not --connect")
         found = monitor_connect.run(args, settings)
-        if isinstance(found, str):
-            return _error(found)
         found.result.notes.append(NOT_WATCHED)  # as a file run without --judge says it
         return emit(args, found.result, found.source, found.document, None)
-    try:
-        files = expand_paths(args.logs)
-        # the command watches one floor: count what it keeps per turn while building
-        # the turns, instead of keeping every score for a floor that never moves
-        logs = open_logs(files, scores=False, floor=floor)
-    except LogFormatError as exc:
-        return _error(str(exc))
+    files = expand_paths(args.logs)
+    # the command watches one floor: count what it keeps per turn while building
+    # the turns, instead of keeping every score for a floor that never moves
+    logs = open_logs(files, scores=False, floor=floor)
     issues = [str(issue) for issue in logs.issues]
     for line in issues[:MAX_ISSUES_PRINTED]:
         print(f"  {line}", file=sys.stderr)
@@ -153,13 +138,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"memlens monitor: warning: {said}", file=sys.stderr)
     counts = logs.counts()
     if not result.windows:
-        return _error(f"no turn with a timestamp in {len(files)} file(s) ({counts['turns']:,} turns read): nothing to watch")
+        raise CommandError(f"no turn with a timestamp in {len(files)} file(s) ({counts['turns']:,} turns read): nothing to watch")
     judged = None
     if args.judge:
-        try:
-            judged = monitor_precision.run_judged(args, logs, result, files)
-        except monitor_precision.Unusable as exc:
-            return _error(str(exc))
+        judged = monitor_precision.run_judged(args, logs, result, files)
     else:
         result.notes.append(NOT_WATCHED)  # said once, in the notes of the table and of the JSON
     return emit(args, result, len(files), report.as_json(result, files=files, issues=issues, counts=counts), judged)

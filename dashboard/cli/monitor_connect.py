@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.common.redaction import redact_text
+from dashboard.cli.errors import CommandError
 from dashboard.monitoring import report
 from dashboard.monitoring.alerts import MonitorResult, Settings, assess
 
@@ -51,15 +52,15 @@ def wanted(args: argparse.Namespace) -> bool:
     return bool(args.connect or args.table or args.column)
 
 
-def run(args: argparse.Namespace, settings: Settings) -> Found | str:
-    """The result of a run on the engine, or the error to print (exit status 2)."""
+def run(args: argparse.Namespace, settings: Settings) -> Found:
+    """The result of a run on the engine; CommandError (exit status 2) saying why not."""
     from dashboard.monitoring import warehouse  # ibis only for a run that connects
 
     url = args.connect or os.environ.get(CONNECT_ENV, "")
     if not url:
-        return f"--table needs an engine: --connect URL or ${CONNECT_ENV}"
+        raise CommandError(f"--table needs an engine: --connect URL or ${CONNECT_ENV}")
     if not args.table:
-        return "--connect needs --table NAME: the table or view with the log's columns"
+        raise CommandError("--connect needs --table NAME: the table or view with the log's columns")
     engine = url.partition("://")[0].lower() or "?"
     try:
         columns = warehouse.parse_columns(args.column)
@@ -70,15 +71,16 @@ def run(args: argparse.Namespace, settings: Settings) -> Found | str:
         finally:
             con.disconnect()
     except warehouse.WarehouseError as exc:
-        # the module redacts what it raises; the URL's parts once more, whatever the engine said
-        return redact_text(str(exc), warehouse.url_secrets(url))
+        # the module redacts what it raises; the URL's parts once more, whatever the engine
+        # said (and not chained: the engine's own exception may name them)
+        raise CommandError(redact_text(str(exc), warehouse.url_secrets(url))) from None
     issues = []
     if summary.bad_rows:
         issues.append(f"table {args.table}: {summary.bad_rows:,} row(s) with no message_id, or a memory_id with no score")
         print(f"  {issues[0]}", file=sys.stderr)
         print(f"memlens monitor: {summary.bad_rows:,} bad row(s) skipped; the other rows are used", file=sys.stderr)
     if not summary.windows:
-        return f"no turn with a timestamp in table {args.table} ({summary.counts['turns']:,} turns read): nothing to watch"
+        raise CommandError(f"no turn with a timestamp in table {args.table} ({summary.counts['turns']:,} turns read): nothing to watch")
     result = assess(summary.windows, settings, lambda windows: summary.histograms)
     document = report.as_json(result, files=[], issues=issues, counts=summary.counts)
     document["engine"] = {"kind": engine, "table": args.table, "summary_rows": summary.summary_rows}

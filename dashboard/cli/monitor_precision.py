@@ -54,13 +54,10 @@ class JudgedResult:
     document: dict[str, Any] = field(default_factory=dict)
 
 
-class Unusable(Exception):
-    """The judged run cannot start; the message says why (exit 2)."""
-
-
 def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str]) -> JudgedResult:
-    from connectors.base import ConnectorError
+    from connectors.common.errors import MemlensError
     from connectors.common.paths import data_dir
+    from dashboard.cli.errors import CommandError
     from dashboard.cli.judge import _open_store
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
@@ -69,9 +66,9 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
     from dashboard.monitoring import judged, precision
 
     settings = result.settings
+    client = None
     try:
         judge_config = load_judge_config(args.judge)
-        client = None
         if judge_config.kind == "llm":
             model = config_from_environ(dict(os.environ))
             if model is None:
@@ -81,13 +78,15 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
             client = ChatClient(model, send_text=True)
         judge = build_judge(judge_config, client)
         store, store_id = _open_store(args)
-    except (JudgeError, ConnectorError, ValueError) as exc:
-        raise Unusable(str(exc)) from None
+    except MemlensError:
+        if client is not None:
+            client.close()
+        raise
     try:
         db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     except (LabelStoreError, OSError) as exc:
         store.close()
-        raise Unusable(f"cannot open the app database: {exc}") from None
+        raise CommandError(f"cannot open the app database: {exc}") from exc
     try:
         sampled, eligible = precision.sample_turns(logs.con, settings.floor, settings.window, args.sample, args.seed)
         if client is not None:

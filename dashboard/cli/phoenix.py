@@ -22,9 +22,10 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from dashboard.cli.errors import CommandError
+
 URL_ENV = "MEMLENS_PHOENIX_URL"
 API_KEY_ENV = "PHOENIX_API_KEY"
-EXIT_UNUSABLE = 2
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -49,11 +50,6 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _error(message: str) -> int:
-    print(f"memlens phoenix: {message}", file=sys.stderr)
-    return EXIT_UNUSABLE
-
-
 def _time(text: str | None, flag: str) -> datetime | None:
     if not text:
         return None
@@ -62,7 +58,7 @@ def _time(text: str | None, flag: str) -> datetime | None:
     try:
         stamp = pd.Timestamp(text)
     except ValueError as exc:
-        raise ValueError(f"{flag} {text!r}: not a date or date-time ({exc})") from None
+        raise CommandError(f"{flag} {text!r}: not a date or date-time ({exc})") from None
     stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
     return stamp.to_pydatetime()
 
@@ -72,18 +68,13 @@ def run(args: argparse.Namespace) -> int:
 
     url = args.url or os.environ.get(URL_ENV, "")
     if not url:
-        return _error(f"give the Phoenix server: --url URL or ${URL_ENV}")
+        raise CommandError(f"give the Phoenix server: --url URL or ${URL_ENV}")
     key = os.environ.get(API_KEY_ENV) or None
     secrets = [key]
-    try:
-        server = phoenix.client(url, key)
-        if args.action == "pull":
-            return _pull(args, server, secrets)
-        return _push(args, server, secrets)
-    except phoenix.PhoenixError as exc:
-        return _error(str(exc))
-    except ValueError as exc:
-        return _error(str(exc))
+    server = phoenix.client(url, key)
+    if args.action == "pull":
+        return _pull(args, server, secrets)
+    return _push(args, server, secrets)
 
 
 def _pull(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> int:
@@ -109,7 +100,7 @@ def _push(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> i
     try:
         db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     except (LabelStoreError, OSError) as exc:
-        return _error(f"cannot open the label database: {exc}")
+        raise CommandError(f"cannot open the label database: {exc}") from exc
     try:
         people = [] if args.judges_only else db.labels.find()
         judges = [] if args.people_only else db.judge_labels.find()

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from dashboard.cli.arguments import non_negative, positive_int, positive_number, share
+from dashboard.cli.errors import CommandError
 
-EXIT_UNUSABLE = 2
 METRICS = ("precision", "ndcg", "reciprocal_rank")
 
 
@@ -79,29 +79,20 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from connectors.base import ConnectorError
     from connectors.common.paths import data_dir
     from connectors.registry import create_store, fingerprint
     from dashboard.cli.eval import store_config, with_secrets
     from dashboard.database import AppDatabase, app_database_target
-    from dashboard.evaluation.judged_sets import JudgedSetError
-    from dashboard.judging.client import ChatClient, config_from_environ
+    from dashboard.judging.client import ChatClient, ModelNotConfigured, TextNotAllowed, config_from_environ
     from dashboard.ranking.rerank import RerankSettings
 
-    try:
-        model = config_from_environ(dict(os.environ))
-    except ConnectorError as exc:
-        print(f"memlens rank: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    model = config_from_environ(dict(os.environ))
     if model is None:
-        print("memlens rank: no model is configured: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise ModelNotConfigured("no model is configured: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
     if not args.send_text:
-        print(f"memlens rank: the ranker would send query and memory text to {model.host} ({model.model}); pass --send-text to allow it", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise TextNotAllowed(f"the ranker would send query and memory text to {model.host} ({model.model}); pass --send-text to allow it")
     if args.relevance_weight > 1 or args.threshold > 1:
-        print("memlens rank: --relevance-weight and --threshold must be at most 1", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError("--relevance-weight and --threshold must be at most 1")
     settings = RerankSettings.with_half_life(
         args.half_life, relevance_weight=args.relevance_weight, recency_weight=round(1 - args.relevance_weight, 10),
         relevance_threshold=args.threshold, staleness_cutoff_hours=args.stale_after,
@@ -116,9 +107,8 @@ def run(args: argparse.Namespace) -> int:
             log_stores = set()
         config = store_config(args)
         store = create_store(args.store, with_secrets(args.store, config))
-    except (ValueError, OSError, ConnectorError, JudgedSetError) as exc:  # a bad log names its file and line
-        print(f"memlens rank: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    except OSError as exc:  # a bad log's MemlensError names its file and line and goes up as it is
+        raise CommandError(str(exc)) from exc
     finally:
         db.close()
     if args.judged and not is_log:
@@ -140,14 +130,15 @@ def run(args: argparse.Namespace) -> int:
     what = "turn" if is_log else "question"
     if missing:
         first_turn, first_memory = missing[0]
-        print(f"memlens rank: {len(missing)} {what}(s) left out: memory {first_memory!r} of {first_turn!r} (and any "
-              f"others) is not in the store {opened}. The ranker needs each candidate's text, which a "
-              f"{'retrieval log does not carry' if is_log else 'run does not keep'}: it is read from the store by id, "
-              "so give the store that answered (--db FILE, or --store NAME --config FILE)", file=sys.stderr)
+        left_out = (f"{len(missing)} {what}(s) left out: memory {first_memory!r} of {first_turn!r} (and any "
+                    f"others) is not in the store {opened}. The ranker needs each candidate's text, which a "
+                    f"{'retrieval log does not carry' if is_log else 'run does not keep'}: it is read from the store by id, "
+                    "so give the store that answered (--db FILE, or --store NAME --config FILE)")
+        if not total:
+            raise CommandError(left_out)
+        print(f"memlens rank: {left_out}", file=sys.stderr)
     if not total:
-        if not is_log and not missing:
-            print("memlens rank: no question of the run has both candidates and a judged set entry", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError("no question of the run has both candidates and a judged set entry")
     from dashboard.judging.ranker import FALLBACK, RETRIED, VALID
 
     # A turn that fell back was ranked by the formula, not the model: counted apart,
@@ -176,7 +167,7 @@ def _judged_set(judged: str | None, db: Any) -> Any:
 
     found = judged_sets.file_or_kept(judged, db)
     if found is None:
-        raise ValueError(f"--judged {judged}: neither a file nor a kept judged set")
+        raise CommandError(f"--judged {judged}: neither a file nor a kept judged set")
     if found.issues:
         print(found.issue_report(), file=sys.stderr)
     return found
@@ -186,7 +177,7 @@ def _run_turns(run_id: str, db: Any) -> list[Turn]:
 
     info = db.runs.get(run_id)
     if info is None:
-        raise ValueError(f"no saved run {run_id!r} (memlens runs list), and no file of that name")
+        raise CommandError(f"no saved run {run_id!r} (memlens runs list), and no file of that name")
     judged = db.judged_sets.load(info.set_name, info.set_hash)
     questions = {q.message_id: q for q in judged.questions} if judged else {}
     turns = []
@@ -224,7 +215,7 @@ def _log_turns(path: Path, judged: Any) -> tuple[list[Turn], set[str]]:
         turns.append(Turn(str(message_id), _text(first.get("user_id")), query, hits,
                           question.grades if question else None, _clock(first.get("timestamp"))))
     if not turns:
-        raise ValueError(
+        raise CommandError(
             f"{path}: no turn has query text. The ranker needs each turn's message: a `query` column in the log "
             "(or gen_ai.retrieval.query.text in a trace), or --judged naming a judged set with the same message ids"
         )

@@ -17,11 +17,11 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from dashboard.cli.errors import CommandError
+
 if TYPE_CHECKING:
     from dashboard.database import AppDatabase
     from dashboard.database.runs import RunInfo
-
-EXIT_UNUSABLE = 2
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -40,6 +40,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     resume.add_argument("--format", choices=("table", "json"), default="table")
     add_allow_failures(resume)
     resume.set_defaults(handler=resume_run)
+    for action, sub in actions.choices.items():
+        sub.set_defaults(command_label=f"runs {action}")  # what its errors start with
     return parser
 
 
@@ -55,25 +57,21 @@ def list_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def saved_run(action: str, run_id: str) -> tuple[AppDatabase, RunInfo] | None:
-    """The app database and the run `run_id`; None, said on stderr, when there is no such run."""
+def saved_run(run_id: str) -> tuple[AppDatabase, RunInfo]:
+    """The app database and the run `run_id`; CommandError when there is no such run."""
     from dashboard.database import open_app_database
 
     db = open_app_database(dict(os.environ))
     info = db.runs.get(run_id)
     if info is None:
-        print(f"memlens runs {action}: no run {run_id!r}", file=sys.stderr)
-        return None
+        raise CommandError(f"no run {run_id!r}")
     return db, info
 
 
 def export_run(args: argparse.Namespace) -> int:
     from dashboard.evaluation.export import jsonl_lines, trec_lines
 
-    found = saved_run("export", args.run_id)
-    if found is None:
-        return EXIT_UNUSABLE
-    db, info = found
+    db, info = saved_run(args.run_id)
     lines = trec_lines if args.format == "trec" else jsonl_lines
     for line in lines(info, db.runs.outcomes(info.run_id)):
         print(line)
@@ -86,19 +84,15 @@ def resume_run(args: argparse.Namespace) -> int:
     from dashboard.cli.eval import print_progress, report, with_secrets
     from dashboard.evaluation import runs
 
-    found = saved_run("resume", args.run_id)
-    if found is None:
-        return EXIT_UNUSABLE
-    db, info = found
+    db, info = saved_run(args.run_id)
     if not info.complete:
         try:
             store = create_store(info.store, with_secrets(info.store, info.settings))
         except ConnectorError as exc:
-            print(f"memlens runs resume: cannot open the store: {exc}", file=sys.stderr)
-            return EXIT_UNUSABLE
+            raise CommandError(f"cannot open the store: {exc}") from exc
         try:
             runs.resume_run(store, db, info.run_id, progress=print_progress)
-        except runs.RunStopped as exc:
+        except runs.RunStopped as exc:  # what was answered is saved: its figures follow
             print(f"memlens runs resume: {exc}", file=sys.stderr)
         finally:
             store.close()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from dashboard.database import AppDatabase
 
 DATABASE_HELP = "a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)"
-EXIT_UNUSABLE = 2
 
 
 def overlap_share(text: str) -> float:
@@ -72,8 +70,9 @@ def add_parser(commands: Any) -> None:
     kept.add_argument("--keep-labels", action="store_true", help="delete without a copy; the labels stay in the database")
     delete.set_defaults(handler=run_delete)
 
-    for sub in (listing, edit, move, archive, delete):
+    for action, sub in actions.choices.items():
         sub.add_argument("--labels", metavar="URL", default=None, help=DATABASE_HELP)
+        sub.set_defaults(command_label=f"sessions {action}")  # what its errors start with
 
 
 def _open(args: argparse.Namespace) -> AppDatabase:
@@ -81,12 +80,6 @@ def _open(args: argparse.Namespace) -> AppDatabase:
     from dashboard.database import AppDatabase, app_database_target
 
     return AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
-
-
-def _fail(command: str, exc: Exception) -> int:
-    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-    print(f"memlens sessions {command}: {text}", file=sys.stderr)
-    return EXIT_UNUSABLE
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -112,8 +105,6 @@ def run_edit(args: argparse.Namespace) -> int:
     try:
         done = edit_session(db, args.name, reviewers=args.reviewers, overlap=args.overlap)
         session = db.sessions.get(args.name)
-    except (KeyError, ValueError) as exc:
-        return _fail("edit", exc)
     finally:
         db.close()
     assert session is not None  # just edited
@@ -128,8 +119,6 @@ def run_reassign(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
         done = reassign(db, args.name, args.from_reviewer, args.to_reviewer)
-    except (KeyError, ValueError) as exc:
-        return _fail("reassign", exc)
     finally:
         db.close()
     print(done.line())
@@ -140,8 +129,6 @@ def run_archive(args: argparse.Namespace) -> int:
     db = _open(args)
     try:
         db.sessions.archive(args.name, archived=not args.undo)
-    except KeyError as exc:
-        return _fail("archive", exc)
     finally:
         db.close()
     print(f"session {args.name} {'opened again' if args.undo else 'archived; its labels still count'}")
@@ -149,8 +136,9 @@ def run_archive(args: argparse.Namespace) -> int:
 
 
 def run_delete(args: argparse.Namespace) -> int:
+    from dashboard.cli.errors import CommandError
     from dashboard.labels import export
-    from dashboard.labels.counted import NoSuchSession, counted
+    from dashboard.labels.counted import counted
 
     db = _open(args)
     try:
@@ -159,8 +147,8 @@ def run_delete(args: argparse.Namespace) -> int:
             args.export.write_text(export.to_jsonl(found.labels), encoding="utf-8")
             print(f"{len(found.labels)} label(s) of session {args.name} written to {args.export}")
         db.sessions.delete(args.name)
-    except (KeyError, NoSuchSession, OSError) as exc:
-        return _fail("delete", exc)
+    except OSError as exc:  # the --export file cannot be written: nothing is deleted
+        raise CommandError(f"{args.export}: {exc.strerror or exc}") from exc
     finally:
         db.close()
     print(f"session {args.name} deleted; its labels stay in the label database")

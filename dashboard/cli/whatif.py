@@ -32,8 +32,7 @@ import sys
 from typing import Any
 
 from dashboard.cli.arguments import positive_int, share
-
-EXIT_UNUSABLE = 2
+from dashboard.cli.errors import CommandError
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -78,18 +77,12 @@ def run(args: argparse.Namespace) -> int:
     db = open_app_database(dict(os.environ))
     info = db.runs.get(args.run_id)
     if info is None:
-        print(f"memlens whatif: no run {args.run_id!r}", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"no run {args.run_id!r}")
     metric, cutoff = args.metric
     if cutoff is not None and args.n is not None and cutoff != args.n:
-        print(f"memlens whatif: --metric {metric}@{cutoff} and --n {args.n} name two cutoffs; give one", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"--metric {metric}@{cutoff} and --n {args.n} name two cutoffs; give one")
     args.n = cutoff or args.n or 3
-    try:
-        result = whatif.search_run(db, info, metric=metric, n=args.n, step=args.grid, threshold=args.threshold)
-    except whatif.WhatIfError as exc:
-        print(f"memlens whatif: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    result = whatif.search_run(db, info, metric=metric, n=args.n, step=args.grid, threshold=args.threshold)
     result.top = result.top[: args.top]
     apply = whatif.weights_to_apply(result, info.store)
     if args.format == "json":

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-EXIT_UNUSABLE = 2
+from dashboard.cli.errors import CommandError
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -70,30 +70,20 @@ def run(args: argparse.Namespace) -> int:
     from dashboard.evaluation import write_audit as audit
     from dashboard.judged import read_questions
 
-    try:
-        messages, issues = audit.read_conversations(args.conversations)
-    except audit.WriteAuditError as exc:
-        print(f"memlens write-audit: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    messages, issues = audit.read_conversations(args.conversations)
     for issue in issues:
         print(f"memlens write-audit: {issue}", file=sys.stderr)
     if not messages:
-        print(f"memlens write-audit: {args.conversations}: no usable message", file=sys.stderr)
-        return EXIT_UNUSABLE
+        raise CommandError(f"{args.conversations}: no usable message")
     questions = None
     if args.judged:
         questions, problems = read_questions(args.judged)
         for problem in problems:
             print(f"memlens write-audit: {problem}", file=sys.stderr)
         if not questions:
-            print(f"memlens write-audit: {args.judged}: no usable question", file=sys.stderr)
-            return EXIT_UNUSABLE
+            raise CommandError(f"{args.judged}: no usable question")
     paths = [args.config, *args.compare]
-    try:
-        configs = [write_audit(args.store, "audit_config")(path) for path in paths]
-    except ConnectorError as exc:
-        print(f"memlens write-audit: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    configs = [write_audit(args.store, "audit_config")(path) for path in paths]
     rows = [(m.message_id, m.user_id, m.role, m.content) for m in messages]
     audits = []
     for name, (config, infer) in zip(_names(paths), configs, strict=True):
@@ -101,8 +91,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 replayed, store = write_audit(args.store, "replay")(config, infer, rows, Path(folder), progress=_progress(name))
             except ConnectorError as exc:
-                print(f"memlens write-audit: {name}: {exc}", file=sys.stderr)
-                return EXIT_UNUSABLE
+                raise CommandError(f"{name}: {exc}") from exc
             try:
                 result = audit.ConfigAudit(name, infer, replayed)
                 if questions is not None:
@@ -113,8 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
                     result.recall = audit.storage_recall(questions, messages, result, nearest)
             except ConnectorError as exc:
-                print(f"memlens write-audit: {name}: {exc}", file=sys.stderr)
-                return EXIT_UNUSABLE
+                raise CommandError(f"{name}: {exc}") from exc
             finally:
                 store.close()
         audits.append(result)

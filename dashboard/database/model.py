@@ -11,6 +11,8 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from connectors.common.errors import MemlensError
+
 RELEVANT, NOT_RELEVANT = "relevant", "not_relevant"
 LABEL_VALUES = (RELEVANT, NOT_RELEVANT)  # the only labels a reviewer gives
 EXPORT_FIELDS = (
@@ -27,8 +29,10 @@ EXPORT_FIELDS = (
 TEXT_FIELDS = ("query_text", "memory_text")
 
 
-class LabelStoreError(Exception):
+class LabelStoreError(MemlensError):
     """The label database cannot be reached or refused a write; the page shows it."""
+
+    names_command = False  # every command opens the app database alike: `memlens: ...`
 
 
 @dataclass

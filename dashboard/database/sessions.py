@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from connectors.common.errors import MemlensError
 from dashboard.database.model import LABEL_COLUMNS, Label, utc_now
 
 if TYPE_CHECKING:
@@ -73,8 +74,14 @@ CREATE TABLE IF NOT EXISTS session_skips (
 );
 """
 
-class SessionExists(ValueError):
+
+class SessionExists(MemlensError, ValueError):
     pass
+
+
+class NoSuchSession(MemlensError, KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 @dataclass
@@ -265,7 +272,7 @@ class SessionRepository:
 
     def _require_session(self, name: str) -> None:
         if not self.conn.run("SELECT 1 FROM label_sessions WHERE name=?", (name,)):
-            raise KeyError(f"no labelling session named {name!r}")
+            raise NoSuchSession(f"no labelling session named {name!r}")
 
     def update(
         self, name: str, *, reviewers: list[str], overlap: float, assignments: dict[str, list[str]]

@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from connectors.common import inbound
+from connectors.common.errors import MemlensError
 from connectors.common.lines import LineIssue, text_file
 from dashboard.judged import DEMO_QUERIES, MAX_GRADE, JudgedQuestion, JudgedSet, check_grade, parse_jsonl
 from dashboard.ranking.metrics import grades_from_labels
 
 
-class JudgedSetError(ValueError):
+class JudgedSetError(MemlensError, ValueError):
     """A judged set that cannot be used at all (unreadable file, no usable question)."""
 
 

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from connectors.common.errors import MemlensError
 from dashboard import score_space
 from dashboard.database.runs import QueryOutcome, RunInfo
 from dashboard.evaluation.judged_sets import JudgedSet
@@ -29,7 +30,7 @@ SIGNIFICANCE = 0.05
 TIE_TOLERANCE = 1e-12
 
 
-class CompareError(ValueError):
+class CompareError(MemlensError, ValueError):
     """Two runs that cannot be compared (other judged set, metric not in the run)."""
 
 

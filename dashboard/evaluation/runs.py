@@ -47,6 +47,7 @@ from connectors.base import (
     StoreUnavailable,
 )
 from connectors.common import store_names
+from connectors.common.errors import MemlensError
 from dashboard.database import AppDatabase
 from dashboard.database.model import utc_now
 from dashboard.database.runs import QueryOutcome, RunHit, RunInfo, new_run_id
@@ -102,7 +103,7 @@ class SupportsQueryMany(Protocol):
     def query_many(self, texts: list[str], user_ids: list[str | None], k: int = 5) -> list[QueryResult]: ...
 
 
-class RunStopped(Exception):
+class RunStopped(MemlensError):
     """The run stopped before every question was answered (cancelled, store down);
     what was answered is saved and the run can be resumed."""
 

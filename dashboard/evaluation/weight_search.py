@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from connectors.common.errors import MemlensError
 from dashboard.database import AppDatabase
 from dashboard.database.runs import QueryOutcome, RunInfo
 from dashboard.judged import JudgedQuestion
@@ -75,7 +76,7 @@ TIE_RULE = (
 )
 
 
-class WhatIfError(ValueError):
+class WhatIfError(MemlensError, ValueError):
     """A run the search cannot work on (no breakdown, cutoff past k, ...)."""
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from connectors.base import ConnectorError, ReplayedMessage, parse_as_of
 from connectors.common import inbound
+from connectors.common.errors import MemlensError
 from connectors.common.lines import LineIssue, echo, parse_line
 from dashboard.browse import SAME_FACT_AT
 from dashboard.judged import JudgedQuestion
@@ -41,7 +42,7 @@ STORING = ("ADD", "UPDATE")  # the events that leave a memory from the message
 ROLES = ("user", "assistant")
 
 
-class WriteAuditError(Exception):
+class WriteAuditError(MemlensError):
     """The input cannot be audited at all (the file is unreadable, or no line is usable)."""
 
 

@@ -19,18 +19,25 @@ consent is checked here, at the boundary, not left to every page.
 Requests go through ``connectors.http.base.HttpBoundary``, the boundary the HTTP
 store connectors use, so timeouts, retries on 429 (after ``Retry-After``) and 5xx,
 and the error translation are the same, and the key is redacted from every message.
-Errors, all ``ConnectorError`` so pages catch one type:
+Errors: what is wrong with the model itself is a ``ModelError``, a branch of its own
+(a model is not a store); what went wrong on the way to it is the HTTP boundary's
+``ConnectorError``, as for every HTTP client. Both are ``MemlensError``s, so a caller
+that asks a model catches ``(ModelError, ConnectorError)``:
 
-    ConnectorError
-    ├── ModelNotConfigured        no base URL or model name is set
-    ├── TextNotAllowed            the user has not agreed to send text to the model
-    ├── StoreTimeout              no answer within the timeout
-    ├── StoreUnavailable          connection refused, DNS
-    ├── AuthFailed                401 / 403
-    ├── InvalidRequest            400 / 404 / 422: the server rejected the request
-    ├── RateLimited               429 after the retries (``retry_after``)
-    └── BadResponse               5xx after the retries, a body that is not JSON
-        └── ModelOutputError      a 2xx whose message content is missing or not JSON
+    MemlensError
+    ├── ModelError
+    │   ├── ModelNotConfigured    no base URL or model name is set
+    │   ├── ModelSettingsError    a MEMLENS_LLM_* setting is unusable
+    │   ├── TextNotAllowed        the user has not agreed to send text to the model
+    │   └── ModelOutputError      a 2xx whose message content is missing
+    └── ConnectorError            (the HTTP boundary, connectors/http/base.py)
+        ├── StoreTimeout          no answer within the timeout
+        ├── StoreUnavailable      connection refused, DNS
+        ├── AuthFailed            401 / 403
+        ├── InvalidRequest        400 / 404 / 422: the server rejected the request;
+        │                         a key with control characters (check_credential)
+        ├── RateLimited           429 after the retries (``retry_after``)
+        └── BadResponse           5xx after the retries, a body that is not JSON
 """
 
 from __future__ import annotations
@@ -47,8 +54,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from connectors.base import BadResponse, ConnectorError, InvalidRequest
 from connectors.common.allowed import destination
+from connectors.common.errors import MemlensError
 from connectors.http.base import HttpBoundary
 from connectors.http.outbound import PROBE_KEY, check_credential, register_client
 
@@ -69,15 +76,34 @@ JSON_MODES = ("schema", "object", "none")
 CHAT_PATH = "/chat/completions"
 
 
-class ModelNotConfigured(ConnectorError):
+class ModelError(MemlensError):
+    """What is wrong with the model itself (its settings, the consent, its answer)."""
+
+    def __init__(self, message: str, *, request_id: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.request_id = request_id
+        self.status = status
+
+    def __str__(self) -> str:
+        if self.request_id:
+            return f"{self.message} (request id {self.request_id})"
+        return self.message
+
+
+class ModelNotConfigured(ModelError):
     pass
 
 
-class TextNotAllowed(ConnectorError):
+class ModelSettingsError(ModelError):
     pass
 
 
-class ModelOutputError(BadResponse):
+class TextNotAllowed(ModelError):
+    pass
+
+
+class ModelOutputError(ModelError):
     pass
 
 
@@ -93,12 +119,12 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if self.json_mode not in JSON_MODES:
-            raise InvalidRequest(f"{JSON_MODE_ENV} must be one of {', '.join(JSON_MODES)}, got {self.json_mode!r}")
+            raise ModelSettingsError(f"{JSON_MODE_ENV} must be one of {', '.join(JSON_MODES)}, got {self.json_mode!r}")
         if not (isinstance(self.concurrency, int) and 1 <= self.concurrency <= MAX_CONCURRENCY):
-            raise InvalidRequest(f"{CONCURRENCY_ENV} must be a whole number from 1 to {MAX_CONCURRENCY}, got {self.concurrency!r}")
+            raise ModelSettingsError(f"{CONCURRENCY_ENV} must be a whole number from 1 to {MAX_CONCURRENCY}, got {self.concurrency!r}")
         check_credential(API_KEY_ENV, self.api_key)
         if not (math.isfinite(self.timeout) and self.timeout > 0):
-            raise InvalidRequest(f"{TIMEOUT_ENV} must be a number of seconds above 0, got {self.timeout!r}")
+            raise ModelSettingsError(f"{TIMEOUT_ENV} must be a number of seconds above 0, got {self.timeout!r}")
 
     @property
     def host(self) -> str:
@@ -119,7 +145,7 @@ def _number(environ: Mapping[str, str], name: str, default: float, cast: Callabl
     try:
         return cast(text)
     except ValueError:
-        raise InvalidRequest(f"{name} must be a number, got {text!r}") from None
+        raise ModelSettingsError(f"{name} must be a number, got {text!r}") from None
 
 
 def config_from_environ(environ: Mapping[str, str]) -> ModelConfig | None:

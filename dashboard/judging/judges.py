@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from connectors.common import inbound
+from connectors.common.errors import MemlensError
 from dashboard.database.judge_labels import GRADES, RELEVANT_GRADE, judge_source
 from dashboard.judging.client import ChatClient, TokenUsage, decode_json_content
 
@@ -70,7 +71,7 @@ Consider the aspects above and the relative importance of each, and decide on a 
 Answer with a JSON object only: {{"grade": <0-3>, "reason": "<one short sentence>"}}"""
 
 
-class JudgeError(ValueError):
+class JudgeError(MemlensError, ValueError):
     """A judge config that cannot be used, or a judge that gave no usable grade."""
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 from connectors.base import ConnectorError, Hit, as_number
 from connectors.common.paths import data_dir
-from dashboard.judging.client import ChatClient, TokenUsage, decode_json_content
+from dashboard.judging.client import ChatClient, ModelError, TokenUsage, decode_json_content
 from dashboard.logs.read_log import text_hash
 from dashboard.ranking.ranking_json import ENTRY_FIELDS, METADATA_FIELDS, Violation, validate_ranking
 from dashboard.ranking.rerank import RerankSettings, age_hours_of, relevance_of, rerank
@@ -295,7 +295,7 @@ def _ask(client: ChatClient, messages: list[dict[str, str]], hits: Sequence[Hit]
         # context is full (minutes on a CPU), and the answer fails the checks anyway.
         reply = client.complete(messages, schema=output_schema(), schema_name="ranking",
                                 max_tokens=ANSWER_TOKENS + ANSWER_TOKENS_PER_CANDIDATE * len(hits))
-    except ConnectorError as exc:
+    except (ModelError, ConnectorError) as exc:
         return RankAttempt(None, error=str(exc), latency_ms=(time.perf_counter() - started) * 1000), None
     payload, error = decode_json_content(reply.content)
     if error:

@@ -15,14 +15,9 @@ from dataclasses import dataclass
 
 from dashboard.database import AppDatabase
 from dashboard.database.model import Label
-from dashboard.database.sessions import LabelSession
+from dashboard.database.sessions import LabelSession, NoSuchSession
 from dashboard.labels.agreement import AgreementReport, agreement
 from dashboard.labels.resolution import REVIEWERS_ENV, Resolution, counted_labels, parse_names, resolve
-
-
-class NoSuchSession(KeyError):
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from connectors.common.errors import MemlensError
 from dashboard.database import AppDatabase
 from dashboard.database.sessions import LabelSession, SessionItem
 from dashboard.labels.resolution import on_list
@@ -97,7 +98,7 @@ def load_queue(db: AppDatabase, session_name: str, reviewer: str) -> ReviewerQue
     return ReviewerQueue(session, reviewer, items, labels, skipped, assigned)
 
 
-class NotAReviewer(ValueError):
+class NotAReviewer(MemlensError, ValueError):
     """A name the session does not list: its labels would count for no one the lead chose."""
 
 

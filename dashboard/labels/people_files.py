@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from connectors.common import inbound
+from connectors.common.errors import MemlensError
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, echo, parse_line
 from dashboard.database.judge_labels import RELEVANT_GRADE
 from dashboard.database.model import LABEL_VALUES, NOT_RELEVANT, RELEVANT, Label
@@ -41,7 +42,7 @@ DEFAULT_REVIEWER = "imported"  # when a row names no reviewer (qrels never do)
 REQUIRED = ("message_id", "memory_id", "label")
 
 
-class PeopleFileError(ValueError):
+class PeopleFileError(MemlensError, ValueError):
     """The whole file is unusable; the message names the file and why."""
 
 

@@ -13,9 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from connectors.common.errors import MemlensError
 from dashboard.database import AppDatabase
+from dashboard.database.sessions import NoSuchSession
 from dashboard.labels.resolution import on_list, parse_names, reviewer_key
 from dashboard.labels.sampling import assign_turns
+
+
+class SessionEditError(MemlensError, ValueError):
+    """A change to a session that cannot be made (an overlap out of range, a reviewer
+    not on its list); the message says which."""
 
 
 @dataclass
@@ -40,7 +47,7 @@ def _started(db: AppDatabase, name: str) -> dict[str, set[str]]:
 def _session(db: AppDatabase, name: str):
     session = db.sessions.get(name)
     if session is None:
-        raise KeyError(f"no labelling session named {name!r}")
+        raise NoSuchSession(f"no labelling session named {name!r}")
     return session
 
 
@@ -54,7 +61,7 @@ def edit_session(db: AppDatabase, name: str, *, reviewers: str | list[str] | Non
         names = parse_names(reviewers if isinstance(reviewers, str) else ", ".join(reviewers))
     share = session.overlap if overlap is None else float(overlap)
     if not 0.0 <= share <= 1.0:
-        raise ValueError(f"overlap must be between 0 and 1, got {share!r}")
+        raise SessionEditError(f"overlap must be between 0 and 1, got {share!r}")
     turns = list(dict.fromkeys(item.message_id for item in db.sessions.items(name)))
     started = _started(db, name)
     fresh = [turn for turn in turns if not started.get(turn)]
@@ -70,7 +77,7 @@ def reassign(db: AppDatabase, name: str, from_reviewer: str, to_reviewer: str) -
     be on the session's list, when it has one)."""
     session = _session(db, name)
     if session.reviewers and not on_list(to_reviewer, session.reviewers):
-        raise ValueError(f"{to_reviewer!r} is not among this session's reviewers: add the name first")
+        raise SessionEditError(f"{to_reviewer!r} is not among this session's reviewers: add the name first")
     started = _started(db, name)
     moved, kept = {}, 0
     for turn, names in db.sessions.assignments(name).items():

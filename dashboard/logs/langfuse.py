@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from connectors.common.errors import MemlensError
 from connectors.common.redaction import redact_text
 
 SCORE = "relevance"
@@ -34,7 +35,7 @@ ID_CHUNK = 100
 _ID_KEYS = ("id", "memory_id", "document_id", "document.id")
 
 
-class LangfuseError(Exception):
+class LangfuseError(MemlensError):
     """Langfuse could not be reached or refused; the text never holds a key."""
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from connectors.common.errors import MemlensError
 from connectors.common.lines import LINE, MAX_DEPTH, MAX_RANK, LineIssue, clip, parse_line
 
 if TYPE_CHECKING:  # imported where used: `memlens monitor` over Parquet never needs pandas
@@ -45,7 +46,7 @@ _JSON_SCHEMA = pa.schema(
 )
 
 
-class LogFormatError(ValueError):
+class LogFormatError(MemlensError, ValueError):
     """The file as a whole cannot be read: unknown format, not a table, a required
     column missing. Bad rows never raise this; they are reported one by one."""
 

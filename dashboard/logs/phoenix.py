@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from connectors.common.errors import MemlensError
 from connectors.common.redaction import redact_text
 
 ANNOTATION = "relevance"
@@ -36,7 +37,7 @@ INSTALL_HINT = "pip install 'memlens[phoenix]'"
 SPAN_CHUNK = 200  # span ids per look-up query
 
 
-class PhoenixError(Exception):
+class PhoenixError(MemlensError):
     """Phoenix could not be reached or refused; the text never holds the API key."""
 
 

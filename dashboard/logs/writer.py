@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import Hit
+from connectors.common.errors import MemlensError
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 FLUSH_EVERY = 256
@@ -36,7 +37,7 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-class RetrievalLogError(ValueError):
+class RetrievalLogError(MemlensError, ValueError):
     """The log cannot be written; the message names the file."""
 
 

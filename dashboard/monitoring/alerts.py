@@ -34,6 +34,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from connectors.common.errors import MemlensError
 from dashboard.monitoring.windows import Window, top1_histograms, window_figures
 
 DEFAULT_MARGIN = 0.05
@@ -189,24 +190,28 @@ def choose_baseline(windows: list[Window], settings: Settings) -> tuple[list[Win
     return windows[:count], how
 
 
+class BaselineRangeError(MemlensError, ValueError):
+    """A baseline range that is not FROM..TO dates; the message quotes it."""
+
+
 def parse_range(text: str) -> tuple[datetime, datetime]:
     """FROM..TO as UTC; a date-only TO runs to the end of that day."""
     import pandas as pd  # only for --baseline: the command otherwise starts without pandas
 
     low_text, sep, high_text = text.partition("..")
     if not sep or not low_text.strip() or not high_text.strip():
-        raise ValueError(f"{text!r}: give the baseline as FROM..TO, e.g. 2026-01-01..2026-01-07")
+        raise BaselineRangeError(f"{text!r}: give the baseline as FROM..TO, e.g. 2026-01-01..2026-01-07")
     try:
         low = pd.Timestamp(low_text.strip())
         high = pd.Timestamp(high_text.strip())
     except ValueError as exc:
-        raise ValueError(f"{text!r}: not a date or date-time range ({exc})") from None
+        raise BaselineRangeError(f"{text!r}: not a date or date-time range ({exc})") from None
     low = low.tz_localize("UTC") if low.tzinfo is None else low.tz_convert("UTC")
     high = high.tz_localize("UTC") if high.tzinfo is None else high.tz_convert("UTC")
     if len(high_text.strip()) <= 10:
         high = high + pd.Timedelta(days=1)
     if high <= low:
-        raise ValueError(f"{text!r}: the range ends before it starts")
+        raise BaselineRangeError(f"{text!r}: the range ends before it starts")
     return low.to_pydatetime(), high.to_pydatetime()
 
 

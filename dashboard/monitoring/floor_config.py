@@ -9,10 +9,11 @@ from datetime import datetime
 from pathlib import Path
 
 from connectors.common import inbound
+from connectors.common.errors import MemlensError
 from connectors.common.redaction import shorten
 
 
-class FloorConfigError(ValueError):
+class FloorConfigError(MemlensError, ValueError):
     """The floor config cannot be used; the message names the file and the field."""
 
 

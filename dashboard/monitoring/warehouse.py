@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from connectors.common.errors import MemlensError
 from connectors.common.redaction import redact_text
 from dashboard.monitoring.windows import _MICROSECONDS, _OFFSET, HISTOGRAM_BINS, NEAR_FLOOR, WINDOWS, Window
 
@@ -56,7 +57,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 QUANTILES = (0.1, 0.5, 0.9)
 
 
-class WarehouseError(Exception):
+class WarehouseError(MemlensError):
     """A connection, table or column that cannot be used; the text never holds a secret."""
 
 

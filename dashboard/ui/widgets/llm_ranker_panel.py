@@ -17,7 +17,7 @@ import streamlit as st
 
 from connectors.base import ConnectorError, QueryResult
 from dashboard.display import clip_text, inert_markdown
-from dashboard.judging.client import ENV_NAMES, ChatClient, ModelConfig, config_from_environ
+from dashboard.judging.client import ENV_NAMES, ChatClient, ModelConfig, ModelError, config_from_environ
 from dashboard.judging.ranker import FALLBACK, RETRIED, RankCache, RankOutcome, rank_with_model
 from dashboard.ranking.rerank import RerankSettings
 from dashboard.ui.widgets.errors import show_error
@@ -39,7 +39,7 @@ def model_config() -> tuple[ModelConfig | None, str | None]:
         pass
     try:
         return config_from_environ(environ), None
-    except ConnectorError as exc:
+    except (ModelError, ConnectorError) as exc:
         return None, str(exc)
 
 
@@ -112,7 +112,7 @@ def _llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime, me
         try:
             # the client checks the base URL and key: a bad setting is a message here
             client = ChatClient(config, send_text=True)
-        except ConnectorError as exc:
+        except (ModelError, ConnectorError) as exc:
             show_error(f"The model settings are unusable: {exc}")
             return
         cache = RankCache()

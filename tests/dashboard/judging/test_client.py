@@ -11,11 +11,12 @@ import httpx
 import pytest
 from chat_model_server import ChatModelServer, Reply
 
-from connectors.base import AuthFailed, BadResponse, ConnectorError, RateLimited, StoreTimeout, StoreUnavailable
+from connectors.base import AuthFailed, BadResponse, RateLimited, StoreTimeout, StoreUnavailable
 from dashboard.judging.client import (
     ChatClient,
     ModelConfig,
     ModelOutputError,
+    ModelSettingsError,
     TextNotAllowed,
     bounded_map,
     config_from_environ,
@@ -148,9 +149,9 @@ def test_config_comes_from_the_environment_and_bad_values_are_named():
         {"MEMLENS_LLM_BASE_URL": "http://h:8080/v1", "MEMLENS_LLM_MODEL": "m", "MEMLENS_LLM_API_KEY": KEY, "MEMLENS_LLM_CONCURRENCY": "8"}
     )
     assert config is not None and config.concurrency == 8 and config.host == "http://h:8080" and config.api_key == KEY
-    with pytest.raises(ConnectorError, match="MEMLENS_LLM_TIMEOUT"):
+    with pytest.raises(ModelSettingsError, match="MEMLENS_LLM_TIMEOUT"):
         config_from_environ({"MEMLENS_LLM_BASE_URL": "http://h/v1", "MEMLENS_LLM_MODEL": "m", "MEMLENS_LLM_TIMEOUT": "soon"})
-    with pytest.raises(ConnectorError, match="MEMLENS_LLM_JSON_MODE"):
+    with pytest.raises(ModelSettingsError, match="MEMLENS_LLM_JSON_MODE"):
         config_from_environ({"MEMLENS_LLM_BASE_URL": "http://h/v1", "MEMLENS_LLM_MODEL": "m", "MEMLENS_LLM_JSON_MODE": "xml"})
 
 
