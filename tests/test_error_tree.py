@@ -47,10 +47,13 @@ def outside_the_tree(sources: list[tuple[str, str]]) -> list[str]:
     """Public exception classes that do not derive from MemlensError. A class whose
     name starts with "_" is a module's own control flow and never reaches a user."""
     classes = class_bases(sources)
+    tree, exceptions = {BASE}, BUILTIN_EXCEPTIONS | {BASE}
 
     def reaches(name: str, target: set[str], seen: frozenset[str] = frozenset()) -> bool:
         if name in target:
             return True
+        if target is not tree and name not in classes and name.endswith(("Error", "Exception")):
+            return True  # a library's exception (httpx.HTTPError ...) counts as one too
         if name in seen or name not in classes:
             return False
         return any(reaches(base, target, seen | {name}) for _, bases in classes[name] for base in bases)
@@ -60,8 +63,8 @@ def outside_the_tree(sources: list[tuple[str, str]]) -> list[str]:
         if name == BASE or name.startswith("_"):
             continue
         for where, bases in definitions:
-            is_exception = any(reaches(base, BUILTIN_EXCEPTIONS | {BASE}) for base in bases)
-            if is_exception and not any(reaches(base, {BASE}) for base in bases):
+            is_exception = any(reaches(base, exceptions) for base in bases)
+            if is_exception and not any(reaches(base, tree) for base in bases):
                 offenders.append(f"{where} {name}")
     return offenders
 
@@ -126,9 +129,10 @@ def test_the_tree_check_finds_a_class_outside_it():
         "class Stray(ValueError): ...\n"
         "class StrayChild(Stray): ...\n"
         "class _Signal(Exception): ...\n"
+        "class Upstream(httpx.HTTPError): ...\n"
         "class Plain: ...\n"
     )
-    assert [o.split()[-1] for o in outside_the_tree([("bad.py", source)])] == ["Stray", "StrayChild"]
+    assert [o.split()[-1] for o in outside_the_tree([("bad.py", source)])] == ["Stray", "StrayChild", "Upstream"]
 
 
 def test_model_errors_are_a_branch_of_their_own_not_a_store_failure():
