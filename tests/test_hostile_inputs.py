@@ -11,7 +11,9 @@ password in the URL. A client must fail with a ConnectorError whose message hold
 control character, no key and no password, within its deadline.
 
 The completeness tests fail when a module defines a reader (a ``read_*`` or ``load_*``
-function taking a path) or sends HTTP without registering it.
+function taking a path) or sends HTTP without registering it, when anything but the
+boundary builds an HTTP client or imports another HTTP library, and when a client
+library (Phoenix's, Langfuse's ...) is built without the boundary's httpx client.
 Run with ``-s`` for the table of outcomes.
 """
 
@@ -45,6 +47,7 @@ REGISTERING = (
     "dashboard.calibration.label_files", "dashboard.evaluation.judged_sets", "dashboard.evaluation.write_audit", "dashboard.judged",
     "dashboard.judging.judges", "dashboard.labels.people_files", "dashboard.logs.read_log", "connectors.http.json_service",
     "connectors.mem0.library", "dashboard.judging.client", "dashboard.monitoring.webhook", "connectors.http.memorysync", "connectors.mem0.platform",
+    "dashboard.logs.phoenix", "dashboard.logs.langfuse",
 )  # fmt: skip
 for _module in REGISTERING:
     importlib.import_module(_module)
@@ -99,7 +102,7 @@ def test_every_file_reader_is_registered():
     assert not missing, f"register these readers with connectors.common.inbound.register_reader: {missing}"
 
 
-_SENDS = re.compile(r"^(HttpBoundary|outbound\.request|outbound\.outbound_client|outbound_client|httpx\.(Client|get|post|request|stream)|urlopen|HTTPS?Connection)$")
+_SENDS = re.compile(r"^(HttpBoundary|outbound\.request|outbound\.outbound_client|outbound_client|(outbound\.)?library_client|httpx\.(Client|get|post|request|stream)|urlopen|HTTPS?Connection)$")
 
 
 def test_every_outbound_client_is_registered():
@@ -112,6 +115,70 @@ def test_every_outbound_client_is_registered():
     }
     missing = sorted(sending - registered - BOUNDARY_MODULES)
     assert not missing, f"register these clients with connectors.http.outbound.register_client: {missing}"
+
+
+# Outside the boundary modules nothing builds an HTTP client of its own or sends
+# through another HTTP library: a new client goes through connectors/http/outbound.py.
+_RAW_HTTPX = {"Client", "AsyncClient", "HTTPTransport", "AsyncHTTPTransport", "get", "post", "put", "patch", "delete", "head", "options", "request", "stream"}
+_RAW_LIBRARIES = ("requests", "aiohttp", "urllib3", "urllib.request", "http.client", "pycurl")
+# The client classes of HTTP client libraries: each must be handed the boundary's client
+# (library_client) as http_client= / httpx_client=. "Client" and "AsyncClient" count
+# only where imported from phoenix.client.
+_LIBRARY_CLIENTS = {
+    "LangfuseAPI", "AsyncLangfuseAPI", "Langfuse", "OpenAI", "AsyncOpenAI", "Anthropic", "MemoryClient", "AsyncMemoryClient",
+    "QdrantClient", "AsyncQdrantClient", "HttpClient", "AsyncHttpClient", "CloudClient",
+}  # fmt: skip
+NOT_UNDER_THE_BOUNDARY = {
+    "connectors.vector.qdrant.QdrantClient": "Qdrant's client takes no HTTP client of ours (REST or gRPC of its own); "
+    "the store the user runs, with the connector's per-call timeout",
+    "connectors.vector.chroma.HttpClient": "Chroma's client takes no HTTP client of ours; the store the user runs",
+}
+
+
+def _imported_from(tree: ast.Module) -> dict[str, str]:
+    """name -> the module it was imported from, for every ``from X import name``."""
+    return {
+        alias.asname or alias.name: node.module or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }  # fmt: skip
+
+
+def test_only_the_boundary_builds_an_http_client():
+    found = []
+    for module, tree in _modules():
+        if module in BOUNDARY_MODULES:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                if node.func.value.id == "httpx" and node.func.attr in _RAW_HTTPX:
+                    found.append(f"{module}: httpx.{node.func.attr}(...)")
+            elif isinstance(node, ast.ImportFrom) and node.module == "httpx":
+                found += [f"{module}: from httpx import {a.name}" for a in node.names if a.name in _RAW_HTTPX]
+            imported = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{module}: imports {name}" for name in imported if name.startswith(_RAW_LIBRARIES)]
+    assert not found, f"send through connectors.http.outbound (outbound_client / library_client), not: {found}"
+
+
+def test_every_client_library_sends_through_the_boundary():
+    registered = {client.module for client in outbound.CLIENTS.values()}
+    found = []
+    for module, tree in _modules():
+        sources = _imported_from(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(node.func, ast.Name) else ""
+            is_library = name in _LIBRARY_CLIENTS or (name in ("Client", "AsyncClient") and sources.get(name, "").startswith("phoenix."))
+            if not is_library or f"{module}.{name}" in NOT_UNDER_THE_BOUNDARY:
+                continue
+            given = {keyword.arg for keyword in node.keywords} & {"http_client", "httpx_client"}
+            if not given or "library_client" not in ast.unparse(tree):
+                found.append(f"{module}: {name}(...) without http_client/httpx_client from outbound.library_client")
+            elif module not in registered:
+                found.append(f"{module}: {name}(...) is not in the outbound registry (register_client)")
+    assert not found, found
 
 
 # ------------------------------------------------------------------ the file corpus

@@ -16,6 +16,9 @@ a webhook, an HTTP memory store) goes through ``request`` on a client from
 - outside text is made **terminal-safe** by ``terminal_line`` (re-exported from
   connectors.common.redaction, which the CLI uses without importing httpx).
 
+A client library that sends on its own (Phoenix, Langfuse) is handed an httpx.Client
+from ``library_client``, which applies the same rules hop by hop in its transport.
+
 Every client registers a probe in ``CLIENTS`` (``register_client``), where it is
 defined: one request through its own code to a URL, so the hostile-input suite
 (tests/test_hostile_inputs.py) meets every client with the same servers.
@@ -45,6 +48,7 @@ __all__ = [
     "CREDENTIAL_HEADERS",
     "RedirectRefused",
     "check_credential",
+    "library_client",
     "outbound_client",
     "public_url",
     "redact",
@@ -215,6 +219,78 @@ def outbound_client() -> httpx.Client:
     return httpx.Client(transport=_DeadlineTransport(), follow_redirects=False, trust_env=False)
 
 
+# ------------------------------------------------------------------ a client library's client
+
+
+class _BoundaryTransport(httpx.BaseTransport):
+    """The rules for a client library that sends through an httpx.Client of its own
+    making: each hop's body is read in full here, inside the request's deadline; a 3xx
+    the rules do not allow ends in RedirectRefused before httpx could follow it; every
+    transport failure is a connector error with redacted, terminal-safe text."""
+
+    def __init__(self, what: str, deadline: float, secrets: list[str]):
+        self._inner = _DeadlineTransport()
+        self._what, self._deadline, self._secrets = what, deadline, secrets
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        route = f"{request.method} {request.url.path}"
+        with _failures(self._what, route, request.url, self._deadline, self._secrets):
+            response = self._inner.handle_request(request)
+            try:
+                body = b"".join(response.iter_raw())  # raw: httpx decodes it once, in the client
+            finally:
+                response.close()
+        if 300 <= response.status_code < 400 and "location" in response.headers:
+            _check_redirect(response, request.url, request.headers, self._secrets, self._what)
+        return httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(body), extensions=response.extensions)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _BoundedClient(httpx.Client):
+    """An httpx.Client whose every request, its redirect hops included, ends within
+    the total deadline."""
+
+    def __init__(self, *, deadline: float, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._total = deadline
+
+    def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        with total_deadline(self._total):
+            return super().send(request, **kwargs)
+
+
+def library_client(
+    base_url: str,
+    *,
+    what: str,
+    timeout: float,
+    deadline: float,
+    headers: Mapping[str, str] | None = None,
+    secrets: Iterable[str | None] = (),
+) -> httpx.Client:
+    """An httpx.Client to hand a client library (Phoenix's ``http_client``,
+    Langfuse's ``httpx_client``), so the library's own requests keep the rules of
+    ``request``: ``deadline`` seconds in all per request, ``timeout`` per read,
+    redirects only within the same origin and never with a key, failures as connector
+    errors naming ``what``, never a key or the URL's password. Environment proxies
+    are not used, as with ``outbound_client``."""
+    known = [s for s in secrets if s]
+    for name, value in (headers or {}).items():
+        check_credential(f"the {name} header", value)
+    return _BoundedClient(
+        deadline=deadline,
+        base_url=base_url,
+        headers=dict(headers or {}),
+        timeout=timeout,
+        transport=_BoundaryTransport(what, deadline, known),
+        follow_redirects=True,  # hop by hop, each hop checked by the transport first
+        max_redirects=MAX_REDIRECTS,
+        trust_env=False,
+    )
+
+
 # ------------------------------------------------------------------ one request
 
 
@@ -242,38 +318,14 @@ def request(
     started = time.monotonic()
     current = httpx.URL(url)
     for _ in range(MAX_REDIRECTS + 1):
-        try:
-            with total_deadline(max(deadline - (time.monotonic() - started), 0.001)):
-                response = client.request(method, current, headers=dict(headers or {}), json=json, params=params, timeout=timeout)
-        except httpx.TimeoutException as exc:
-            raise StoreTimeout(f"{what} did not answer {route}{' ' if route else ''}within {deadline:g} s") from exc
-        except httpx.ConnectError as exc:
-            raise StoreUnavailable(
-                f"{what} refused the connection or could not be reached at {_origin_text(current)}: "
-                f"{_safe(str(exc), _hidden(current, secrets)) or type(exc).__name__}"
-            ) from exc
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise StoreUnavailable(
-                f"{what} {route}{' ' if route else ''}failed: {type(exc).__name__}: {_safe(str(exc), _hidden(current, secrets))}"
-            ) from exc
+        with _failures(what, route, current, deadline, secrets), total_deadline(max(deadline - (time.monotonic() - started), 0.001)):
+            response = client.request(method, current, headers=dict(headers or {}), json=json, params=params, timeout=timeout)
         # an injected client (tests, MockTransport) has no deadline sockets: check once more
         if time.monotonic() - started > deadline:
             raise StoreTimeout(f"{what} did not answer {route}{' ' if route else ''}within {deadline:g} s")
         if not (300 <= response.status_code < 400 and "location" in response.headers):
             return response
-        target = _redirect_target(response, what)
-        if origin(target) != origin(response.url) or target.userinfo:
-            raise RedirectRefused(
-                f"{what} answered {response.status_code}, moving it to {target.host or 'an unnamed host'}: memlens follows a "
-                "redirect only to the same scheme, host and port; point the setting at the new address if you trust it",
-                status=response.status_code,
-            )
-        if _carries_credentials(response.url, headers, secrets):
-            raise RedirectRefused(
-                f"{what} answered {response.status_code}, moving it to another path on the same host: memlens never "
-                "resends a key after a redirect; point the setting at the new address",
-                status=response.status_code,
-            )
+        target = _check_redirect(response, response.url, headers, secrets, what)
         if response.status_code == 303 or (response.status_code in (301, 302) and method == "POST"):
             method, json = "GET", None
         current, params = target, None
@@ -285,13 +337,49 @@ def _origin_text(url: httpx.URL) -> str:
     return f"{scheme}://{host}:{port}"
 
 
-def _redirect_target(response: httpx.Response, what: str) -> httpx.URL:
+@contextmanager
+def _failures(what: str, route: str, url: httpx.URL, deadline: float, secrets: list[str]) -> Iterator[None]:
+    """httpx's failures of one request as the connector errors, their text redacted
+    and terminal-safe."""
     try:
-        return response.url.join(response.headers["location"])
+        yield
+    except httpx.TimeoutException as exc:
+        raise StoreTimeout(f"{what} did not answer {route}{' ' if route else ''}within {deadline:g} s") from exc
+    except httpx.ConnectError as exc:
+        raise StoreUnavailable(
+            f"{what} refused the connection or could not be reached at {_origin_text(url)}: "
+            f"{_safe(str(exc), _hidden(url, secrets)) or type(exc).__name__}"
+        ) from exc
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise StoreUnavailable(
+            f"{what} {route}{' ' if route else ''}failed: {type(exc).__name__}: {_safe(str(exc), _hidden(url, secrets))}"
+        ) from exc
+
+
+def _check_redirect(
+    response: httpx.Response, url: httpx.URL, headers: Mapping[str, str] | None, secrets: list[str], what: str
+) -> httpx.URL:
+    """Where a 3xx from ``url`` may be followed, or RedirectRefused: another origin,
+    a Location holding credentials, or a request that carried a key."""
+    try:
+        target = url.join(response.headers["location"])
     except (httpx.InvalidURL, ValueError):
         raise RedirectRefused(
             f"{what} answered {response.status_code} with a Location that is not a URL", status=response.status_code
         ) from None
+    if origin(target) != origin(url) or target.userinfo:
+        raise RedirectRefused(
+            f"{what} answered {response.status_code}, moving it to {target.host or 'an unnamed host'}: memlens follows a "
+            "redirect only to the same scheme, host and port; point the setting at the new address if you trust it",
+            status=response.status_code,
+        )
+    if _carries_credentials(url, headers, secrets):
+        raise RedirectRefused(
+            f"{what} answered {response.status_code}, moving it to another path on the same host: memlens never "
+            "resends a key after a redirect; point the setting at the new address",
+            status=response.status_code,
+        )
+    return target
 
 
 def _safe(text: str, secrets: list[str]) -> str:

@@ -26,12 +26,14 @@ from datetime import datetime
 from typing import Any
 
 from connectors.common.errors import MemlensError
-from connectors.common.redaction import redact_text
+from connectors.common.redaction import redact_text, terminal_line
 
 SCORE = "relevance"
 INSTALL_HINT = "pip install 'memlens[langfuse]'"
 PAGE = 500
 ID_CHUNK = 100
+READ_SECONDS = 60.0  # per read (the SDK's own default)
+DEADLINE_SECONDS = 300.0  # per request in all: a server dripping bytes cannot hold a pull
 _ID_KEYS = ("id", "memory_id", "document_id", "document.id")
 
 
@@ -47,19 +49,37 @@ class Pushed:
     not_found: list[tuple[str, str]] = field(default_factory=list)
 
 
-def client(url: str, public_key: str, secret_key: str) -> Any:
+def client(url: str, public_key: str, secret_key: str, *, deadline: float = DEADLINE_SECONDS) -> Any:
+    """The SDK's API client, sending through the outbound boundary (connectors/http/
+    outbound.py): ``deadline`` seconds in all per request, redirects only within the
+    server, neither key in a message. A key holding a control character is refused."""
+    from connectors.base import ConnectorError
+    from connectors.http import outbound
+
     try:
         from langfuse.api.client import LangfuseAPI
     except ImportError:
         raise LangfuseError(f"Langfuse needs its client: {INSTALL_HINT}") from None
-    return LangfuseAPI(base_url=url.rstrip("/"), username=public_key, password=secret_key, x_langfuse_public_key=public_key)
+    try:
+        outbound.check_credential("$LANGFUSE_PUBLIC_KEY", public_key)
+        outbound.check_credential("$LANGFUSE_SECRET_KEY", secret_key)
+    except ConnectorError as exc:
+        raise LangfuseError(str(exc)) from None
+    http = outbound.library_client(
+        url, what=f"Langfuse at {outbound.public_url(url)}", timeout=READ_SECONDS, deadline=deadline, secrets=[public_key, secret_key]
+    )
+    return LangfuseAPI(
+        base_url=url.rstrip("/"), username=public_key, password=secret_key, x_langfuse_public_key=public_key, httpx_client=http
+    )
 
 
 def _call(what: str, secrets: list[str | None], fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """One request to Langfuse, its failure as a LangfuseError, redacted and on one
+    terminal-safe line (an error body is the server's text)."""
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
-        raise LangfuseError(f"Langfuse {what}: {type(exc).__name__}: {redact_text(str(exc), secrets)}") from None
+        raise LangfuseError(terminal_line(f"Langfuse {what}: {type(exc).__name__}: {redact_text(str(exc), secrets)}")) from None
 
 
 def documents(output: Any) -> list[tuple[str | None, float | None]]:
@@ -200,4 +220,25 @@ def push_scores(api: Any, scores: list[dict[str, Any]], secrets: list[str | None
         answer = _call("scores", secrets or [], api.scores.create, request=batch)
         errors = getattr(answer, "errors", None)
         if errors:
-            raise LangfuseError(f"Langfuse scores: {len(errors)} rejected: {redact_text(str(errors[:3]), secrets or [])}")
+            raise LangfuseError(terminal_line(f"Langfuse scores: {len(errors)} rejected: {redact_text(str(errors[:3]), secrets or [])}"))
+
+
+def _probe(url: str, deadline: float) -> None:
+    """One observations page through this module (the outbound registry's probe); a
+    problem raises, as a connector error."""
+    from connectors.base import BadResponse
+    from connectors.http.outbound import PROBE_KEY
+
+    try:
+        read_observations(client(url, "pk-lf-probe", PROBE_KEY, deadline=deadline), secrets=["pk-lf-probe", PROBE_KEY])
+    except LangfuseError as exc:
+        raise BadResponse(str(exc)) from None
+
+
+def _register() -> None:
+    from connectors.http.outbound import register_client
+
+    register_client("langfuse", _probe, __name__)
+
+
+_register()

@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from connectors.common.errors import MemlensError
-from connectors.common.redaction import redact_text
+from connectors.common.redaction import redact_text, terminal_line
 
 ANNOTATION = "relevance"
 INSTALL_HINT = "pip install 'memlens[phoenix]'"
 SPAN_CHUNK = 200  # span ids per look-up query
+READ_SECONDS = 30.0  # per read, for a request that sets none (Phoenix's own default)
+DEADLINE_SECONDS = 300.0  # per request in all: a server dripping bytes cannot hold a pull
 
 
 class PhoenixError(MemlensError):
@@ -56,20 +58,36 @@ class Pushed:
     not_found: list[tuple[str, str]] = field(default_factory=list)  # (message_id, memory_id) not a document of the project
 
 
-def client(url: str, api_key: str | None = None) -> Any:
+def client(url: str, api_key: str | None = None, *, deadline: float = DEADLINE_SECONDS) -> Any:
+    """Phoenix's client, sending through the outbound boundary (connectors/http/
+    outbound.py): ``deadline`` seconds in all per request, redirects only within the
+    server, the key never in a message. A key holding a control character is refused."""
+    from connectors.base import ConnectorError
+    from connectors.http import outbound
+
     try:
         from phoenix.client import Client
     except ImportError:
         raise PhoenixError(f"Phoenix needs its client: {INSTALL_HINT}") from None
-    return Client(base_url=url, api_key=api_key or None)
+    try:
+        outbound.check_credential("$PHOENIX_API_KEY", api_key)
+    except ConnectorError as exc:
+        raise PhoenixError(str(exc)) from None
+    # Phoenix sends no headers of its own with a given client: the key goes here
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    http = outbound.library_client(
+        url, what=f"Phoenix at {outbound.public_url(url)}", timeout=READ_SECONDS, deadline=deadline, headers=headers, secrets=[api_key]
+    )
+    return Client(http_client=http)
 
 
 def _call(what: str, secrets: list[str | None], fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """One request to Phoenix, its failure as a PhoenixError with secrets redacted."""
+    """One request to Phoenix, its failure as a PhoenixError, redacted and on one
+    terminal-safe line."""
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
-        raise PhoenixError(f"Phoenix {what}: {type(exc).__name__}: {redact_text(str(exc), secrets)}") from None
+        raise PhoenixError(terminal_line(f"Phoenix {what}: {type(exc).__name__}: {redact_text(str(exc), secrets)}")) from None
 
 
 # ------------------------------------------------------------------ in
@@ -223,3 +241,24 @@ def push_annotations(phoenix: Any, rows: list[dict[str, Any]], secrets: list[str
         _call(
             "annotations", secrets or [], phoenix.spans.log_document_annotations, document_annotations=rows[first : first + chunk], sync=True
         )
+
+
+def _probe(url: str, deadline: float) -> None:
+    """One span query through this module (the outbound registry's probe); a
+    problem raises, as a connector error."""
+    from connectors.base import BadResponse
+    from connectors.http.outbound import PROBE_KEY
+
+    try:
+        read_spans(client(url, PROBE_KEY, deadline=deadline), "probe", limit=10, secrets=[PROBE_KEY])
+    except PhoenixError as exc:
+        raise BadResponse(str(exc)) from None
+
+
+def _register() -> None:
+    from connectors.http.outbound import register_client
+
+    register_client("phoenix", _probe, __name__)
+
+
+_register()
