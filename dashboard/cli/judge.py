@@ -118,23 +118,11 @@ def run(args: argparse.Namespace) -> int:
     from connectors.common.paths import data_dir
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
-    from dashboard.judging.client import ChatClient, bounded_map, config_from_environ
-    from dashboard.judging.judges import JudgeError, UnusableAnswer, build_judge, load_judge_config
+    from dashboard.judging.client import bounded_map
+    from dashboard.judging.judges import JudgeError, UnusableAnswer, open_judge
     from dashboard.judging.run_check import check_run
 
-    judge_config = load_judge_config(args.judge)
-    client = None
-    if judge_config.kind == "llm":
-        model = config_from_environ(dict(os.environ))
-        if model is None:
-            raise JudgeError("an llm judge needs a model: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
-        if not args.send_text:
-            raise JudgeError(
-                f"the judge would send query and memory text to {model.host} ({model.model}); "
-                "pass --send-text to allow it"
-            )
-        client = ChatClient(model, send_text=True)
-    judge = build_judge(judge_config, client)
+    judge, client = open_judge(args.judge, os.environ, send_text=args.send_text)
     try:
         db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
     except (LabelStoreError, OSError) as exc:

@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from dashboard.cli.errors import CommandError
-from dashboard.cli.phoenix import _time
+from dashboard.cli.trace_labels import add_push_flags, labels_to_push, time_flag
 
 URL_ENV = "LANGFUSE_HOST"
 PUBLIC_KEY_ENV = "LANGFUSE_PUBLIC_KEY"
@@ -37,10 +37,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     pull.add_argument("--from", dest="start", metavar="TIME", help="first observation start to read (ISO 8601, UTC when no zone)")
     pull.add_argument("--to", dest="end", metavar="TIME", help="read observations starting before this time")
     pull.add_argument("--out", required=True, metavar="LOG.jsonl", help="the retrieval log to write")
-    push.add_argument("--labels", help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
-    who = push.add_mutually_exclusive_group()
-    who.add_argument("--people-only", action="store_true", help="people's labels only")
-    who.add_argument("--judges-only", action="store_true", help="judge labels only")
+    add_push_flags(push)
     parser.set_defaults(handler=run)
     return parser
 
@@ -58,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     secrets: list[str | None] = [public, secret]
     api = langfuse.client(url, public, secret)
     if args.action == "pull":
-        rows = langfuse.read_observations(api, start=_time(args.start, "--from"), end=_time(args.end, "--to"), secrets=secrets)
+        rows = langfuse.read_observations(api, start=time_flag(args.start, "--from"), end=time_flag(args.end, "--to"), secrets=secrets)
         pulled = write_log(rows, args.out)
         print(f"langfuse pull: {pulled.turns:,} turn(s) ({pulled.empty_turns:,} with no document), {pulled.rows:,} row(s) -> {args.out}")
         return 0
@@ -66,22 +63,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace, api: Any, secrets: list[str | None]) -> int:
-    from connectors.common.paths import data_dir
-    from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.judge_labels import RELEVANT_GRADE
-    from dashboard.database.model import LabelStoreError
     from dashboard.logs import langfuse
 
-    try:
-        db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
-    except (LabelStoreError, OSError) as exc:
-        raise CommandError(f"cannot open the label database: {exc}") from exc
-    try:
-        people = [] if args.judges_only else db.labels.find()
-        judges = [] if args.people_only else db.judge_labels.find()
-    finally:
-        db.close()
-    ids = {label.message_id for label in people} | {judged.message_id for judged in judges}
+    people, judges, ids = labels_to_push(args)
     observations = langfuse.lookup(api, ids, secrets)
     scores, pushed = langfuse.label_scores(people, judges, observations, relevant_grade=RELEVANT_GRADE)
     langfuse.push_scores(api, scores, secrets)

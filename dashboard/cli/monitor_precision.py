@@ -61,22 +61,13 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
     from dashboard.cli.judge import _open_store
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
-    from dashboard.judging.client import ChatClient, config_from_environ
-    from dashboard.judging.judges import JudgeError, build_judge, load_judge_config
+    from dashboard.judging.judges import open_judge
     from dashboard.monitoring import judged, precision
 
     settings = result.settings
     client = None
     try:
-        judge_config = load_judge_config(args.judge)
-        if judge_config.kind == "llm":
-            model = config_from_environ(dict(os.environ))
-            if model is None:
-                raise JudgeError("an llm judge needs a model: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
-            if not args.send_text:
-                raise JudgeError(f"the judge would send query and memory text to {model.host} ({model.model}); pass --send-text to allow it")
-            client = ChatClient(model, send_text=True)
-        judge = build_judge(judge_config, client)
+        judge, client = open_judge(args.judge, os.environ, send_text=args.send_text)
         store, store_id = _open_store(args)
     except MemlensError:
         if client is not None:

@@ -19,10 +19,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import datetime
 from typing import Any
 
 from dashboard.cli.errors import CommandError
+from dashboard.cli.trace_labels import add_push_flags, labels_to_push, time_flag
 
 URL_ENV = "MEMLENS_PHOENIX_URL"
 API_KEY_ENV = "PHOENIX_API_KEY"
@@ -42,25 +42,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     pull.add_argument("--to", dest="end", metavar="TIME", help="read spans starting before this time")
     pull.add_argument("--limit", type=int, default=100_000, help="most spans read (default 100000)")
     pull.add_argument("--out", required=True, metavar="LOG.jsonl", help="the retrieval log to write")
-    push.add_argument("--labels", help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
-    who = push.add_mutually_exclusive_group()
-    who.add_argument("--people-only", action="store_true", help="people's labels only")
-    who.add_argument("--judges-only", action="store_true", help="judge labels only")
+    add_push_flags(push)
     parser.set_defaults(handler=run)
     return parser
-
-
-def _time(text: str | None, flag: str) -> datetime | None:
-    if not text:
-        return None
-    import pandas as pd
-
-    try:
-        stamp = pd.Timestamp(text)
-    except ValueError as exc:
-        raise CommandError(f"{flag} {text!r}: not a date or date-time ({exc})") from None
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.to_pydatetime()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 def _pull(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> int:
     from dashboard.logs import phoenix
 
-    start, end = _time(args.start, "--from"), _time(args.end, "--to")
+    start, end = time_flag(args.start, "--from"), time_flag(args.end, "--to")
     rows = phoenix.read_spans(server, args.project, start=start, end=end, limit=args.limit, secrets=secrets)
     pulled = phoenix.write_log(rows, args.out)
     print(
@@ -91,22 +75,10 @@ def _pull(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> i
 
 
 def _push(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> int:
-    from connectors.common.paths import data_dir
-    from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.judge_labels import RELEVANT_GRADE
-    from dashboard.database.model import LabelStoreError
     from dashboard.logs import phoenix
 
-    try:
-        db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))
-    except (LabelStoreError, OSError) as exc:
-        raise CommandError(f"cannot open the label database: {exc}") from exc
-    try:
-        people = [] if args.judges_only else db.labels.find()
-        judges = [] if args.people_only else db.judge_labels.find()
-    finally:
-        db.close()
-    span_ids = {label.message_id for label in people} | {judged.message_id for judged in judges}
+    people, judges, span_ids = labels_to_push(args)
     positions = phoenix.document_positions(server, args.project, span_ids, secrets)
     rows, pushed = phoenix.label_annotations(people, judges, positions, relevant_grade=RELEVANT_GRADE)
     phoenix.push_annotations(server, rows, secrets)

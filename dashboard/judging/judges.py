@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from connectors.common import inbound
 from connectors.common.errors import MemlensError
 from dashboard.database.judge_labels import GRADES, RELEVANT_GRADE, judge_source
-from dashboard.judging.client import ChatClient, TokenUsage, decode_json_content
+from dashboard.judging.client import ChatClient, TokenUsage, config_from_environ, decode_json_content
 
 JUDGE_KINDS = ("llm", "cross-encoder")
 MAX_REASON_CHARS = 300
@@ -304,6 +304,28 @@ def build_judge(config: JudgeConfig, client: ChatClient | None) -> Judge:
         raise JudgeError(f"{config.source_file}: an llm judge needs a model (set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL)")
     return LlmJudge(client, config.name, config.prompt)
 
+
+
+def open_judge(path: str | Path, environ: Mapping[str, str], *, send_text: bool) -> tuple[Judge, ChatClient | None]:
+    """The judge a command runs, from its config file, and its model client (None for
+    a cross-encoder; the caller closes it). An llm judge gets the model the environment
+    names, and only with the caller's consent (--send-text) to send query and memory
+    text to it: without it, JudgeError names the host that would have received them.
+    A model setting memlens refuses is a ConnectorError."""
+    config = load_judge_config(path)
+    if config.kind != "llm":
+        return build_judge(config, None), None
+    model = config_from_environ(dict(environ))
+    if model is None:
+        raise JudgeError("an llm judge needs a model: set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL")
+    if not send_text:
+        raise JudgeError(f"the judge would send query and memory text to {model.host} ({model.model}); pass --send-text to allow it")
+    client = ChatClient(model, send_text=True)
+    try:
+        return build_judge(config, client), client
+    except BaseException:
+        client.close()
+        raise
 
 inbound.register_reader(
     inbound.Reader("judge prompt", read_prompt, (JudgeError,), ".txt", {}, rows=False, qualname=f"{__name__}.read_prompt")
