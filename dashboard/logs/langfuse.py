@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from connectors.base import ConnectorError
 from connectors.common.errors import MemlensError
 from connectors.common.redaction import redact_text, terminal_line
 
@@ -53,7 +54,6 @@ def client(url: str, public_key: str, secret_key: str, *, deadline: float = DEAD
     """The SDK's API client, sending through the outbound boundary (connectors/http/
     outbound.py): ``deadline`` seconds in all per request, redirects only within the
     server, neither key in a message. A key holding a control character is refused."""
-    from connectors.base import ConnectorError
     from connectors.http import outbound
 
     try:
@@ -78,6 +78,8 @@ def _call(what: str, secrets: list[str | None], fn: Any, *args: Any, **kwargs: A
     terminal-safe line (an error body is the server's text)."""
     try:
         return fn(*args, **kwargs)
+    except ConnectorError as exc:  # the outbound boundary's own words: the host, never a key
+        raise LangfuseError(terminal_line(f"Langfuse {what}: {redact_text(str(exc), secrets)}")) from None
     except Exception as exc:
         raise LangfuseError(terminal_line(f"Langfuse {what}: {type(exc).__name__}: {redact_text(str(exc), secrets)}")) from None
 

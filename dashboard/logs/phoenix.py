@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from connectors.base import ConnectorError
 from connectors.common.errors import MemlensError
 from connectors.common.redaction import redact_text, terminal_line
 
@@ -62,7 +63,6 @@ def client(url: str, api_key: str | None = None, *, deadline: float = DEADLINE_S
     """Phoenix's client, sending through the outbound boundary (connectors/http/
     outbound.py): ``deadline`` seconds in all per request, redirects only within the
     server, the key never in a message. A key holding a control character is refused."""
-    from connectors.base import ConnectorError
     from connectors.http import outbound
 
     try:
@@ -86,6 +86,8 @@ def _call(what: str, secrets: list[str | None], fn: Any, *args: Any, **kwargs: A
     terminal-safe line."""
     try:
         return fn(*args, **kwargs)
+    except ConnectorError as exc:  # the outbound boundary's own words: the host, never a key
+        raise PhoenixError(terminal_line(f"Phoenix {what}: {redact_text(str(exc), secrets)}")) from None
     except Exception as exc:
         raise PhoenixError(terminal_line(f"Phoenix {what}: {type(exc).__name__}: {redact_text(str(exc), secrets)}")) from None
 

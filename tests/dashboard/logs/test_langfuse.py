@@ -100,3 +100,12 @@ def test_wrong_keys_exit_2_and_no_key_is_printed(langfuse, tmp_path, monkeypatch
     monkeypatch.delenv("LANGFUSE_SECRET_KEY")
     assert main(["langfuse", "pull", "--url", langfuse.url, "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "set $LANGFUSE_PUBLIC_KEY and $LANGFUSE_SECRET_KEY" in capsys.readouterr().err
+
+
+def test_a_key_with_a_control_character_is_refused_before_anything_is_sent(langfuse, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", "sk-lf-41\x1b[31msecret")
+    assert main(["langfuse", "pull", "--url", langfuse.url, "--out", str(tmp_path / "x.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "$LANGFUSE_SECRET_KEY holds a control character (\\x1b at position 9" in err
+    assert "sk-lf-41" not in err and "\x1b" not in err
+    assert langfuse.requests == []

@@ -206,11 +206,23 @@ def test_an_unreachable_phoenix_exits_2_and_never_prints_the_api_key(tmp_path, m
     code = main(["phoenix", "pull", "--project", PROJECT, "--url", closed, "--out", str(tmp_path / "x.jsonl")])
     captured = capsys.readouterr()
     assert code == 2
-    assert captured.err.startswith("memlens phoenix: Phoenix spans: ConnectError")
+    assert captured.err.startswith(f"memlens phoenix: Phoenix spans: Phoenix at {closed} refused the connection")
     assert "phx-key-41-secret" not in captured.out + captured.err
     assert not (tmp_path / "x.jsonl").exists()
     with pytest.raises(httpx.ConnectError):  # the port really was closed
         httpx.get(closed, timeout=2)
+
+
+def test_an_api_key_with_a_control_character_is_refused_before_anything_is_sent(tmp_path, monkeypatch, capsys):
+    from hostile_server import HostileServer
+
+    monkeypatch.setenv("PHOENIX_API_KEY", "phx-key-41\nsecret")
+    with HostileServer(mode="ok") as server:
+        code = main(["phoenix", "pull", "--project", PROJECT, "--url", server.url(), "--out", str(tmp_path / "x.jsonl")])
+        assert server.received == []
+    err = capsys.readouterr().err
+    assert code == 2 and "$PHOENIX_API_KEY holds a control character (\\n at position 11 of 17)" in err
+    assert "phx-key-41" not in err
 
 
 def test_round_trip_spans_in_a_session_labelled_annotations_in_phoenix(phoenix, tmp_path, capsys):
