@@ -252,12 +252,15 @@ class _BoundedClient(httpx.Client):
     """An httpx.Client whose every request, its redirect hops included, ends within
     the total deadline."""
 
-    def __init__(self, *, deadline: float, **kwargs: Any):
+    def __init__(self, *, what: str, deadline: float, secrets: list[str], **kwargs: Any):
         super().__init__(**kwargs)
-        self._total = deadline
+        self._what, self._total, self._secrets = what, deadline, secrets
 
     def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
-        with total_deadline(self._total):
+        route = f"{request.method} {request.url.path}"
+        # the transport's failures are connector errors already; this maps what httpx
+        # raises around it (too many redirects, a stream read after the deadline)
+        with _failures(self._what, route, request.url, self._total, self._secrets), total_deadline(self._total):
             return super().send(request, **kwargs)
 
 
@@ -280,7 +283,9 @@ def library_client(
     for name, value in (headers or {}).items():
         check_credential(f"the {name} header", value)
     return _BoundedClient(
+        what=what,
         deadline=deadline,
+        secrets=known,
         base_url=base_url,
         headers=dict(headers or {}),
         timeout=timeout,

@@ -113,6 +113,63 @@ def test_terminal_text_keeps_lines_and_escapes_the_rest():
     assert terminal_line("one\ntwo") == "one\\ntwo"
 
 
+def test_a_client_library_s_client_follows_a_same_origin_redirect_only_without_a_key():
+    with HostileServer(mode="redirect", status=308) as server:
+        server.location = server.url() + "/elsewhere"
+        keyless = outbound.library_client(server.url(), what="Tracer", timeout=1.0, deadline=5.0)
+        with pytest.raises(ConnectorError, match="Tracer GET /x failed: TooManyRedirects"):
+            keyless.get("/x")
+        keyless.close()
+        assert [seen.path for seen in server.received] == ["/x"] + ["/elsewhere"] * outbound.MAX_REDIRECTS
+        server.received.clear()
+        keyed = outbound.library_client(
+            server.url(), what="Tracer", timeout=1.0, deadline=5.0, headers={"Authorization": f"Bearer {KEY}"}, secrets=[KEY]
+        )
+        with pytest.raises(outbound.RedirectRefused, match="never resends a key after a redirect") as caught:
+            keyed.get("/x")
+        keyed.close()
+        assert [seen.path for seen in server.received] == ["/x"]
+    assert KEY not in f"{caught.value} {caught.value!r}"
+
+
+def test_a_client_library_s_client_is_cut_off_at_the_total_deadline_and_decodes_a_body_once():
+    import gzip
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Gzipped(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = gzip.compress(json.dumps({"spans": [1, 2, 3]}).encode())
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Gzipped)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = outbound.library_client(f"http://127.0.0.1:{server.server_address[1]}", what="Tracer", timeout=1.0, deadline=5.0)
+    assert client.get("/v1/spans").json() == {"spans": [1, 2, 3]}
+    client.close()
+    server.shutdown()
+    server.server_close()
+    with HostileServer(mode="drip", interval=0.25) as dripping:
+        client = outbound.library_client(dripping.url(), what="Tracer", timeout=1.0, deadline=1.0)
+        with pytest.raises(StoreTimeout, match="Tracer did not answer GET /v1/spans within 1 s"):
+            client.get("/v1/spans")
+        client.close()
+
+
+def test_a_client_library_s_client_refuses_a_header_key_with_a_control_character():
+    with pytest.raises(InvalidRequest, match="the Authorization header holds a control character") as caught:
+        outbound.library_client("http://127.0.0.1:9", what="Tracer", timeout=1.0, deadline=1.0, headers={"Authorization": "Bearer a\nb"})
+    assert "Bearer" not in str(caught.value)
+
+
 @pytest.fixture
 def unused_port():
     return closed_port()
