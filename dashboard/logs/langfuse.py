@@ -54,19 +54,19 @@ def client(url: str, public_key: str, secret_key: str, *, deadline: float = DEAD
     """The SDK's API client, sending through the outbound boundary (connectors/http/
     outbound.py): ``deadline`` seconds in all per request, redirects only within the
     server, neither key in a message. A key holding a control character is refused."""
-    from connectors.http import outbound
+    from connectors.http.outbound import check_credential, library_client, public_url
 
     try:
         from langfuse.api.client import LangfuseAPI
     except ImportError:
         raise LangfuseError(f"Langfuse needs its client: {INSTALL_HINT}") from None
     try:
-        outbound.check_credential("$LANGFUSE_PUBLIC_KEY", public_key)
-        outbound.check_credential("$LANGFUSE_SECRET_KEY", secret_key)
+        check_credential("$LANGFUSE_PUBLIC_KEY", public_key)
+        check_credential("$LANGFUSE_SECRET_KEY", secret_key)
     except ConnectorError as exc:
         raise LangfuseError(str(exc)) from None
-    http = outbound.library_client(
-        url, what=f"Langfuse at {outbound.public_url(url)}", timeout=READ_SECONDS, deadline=deadline, secrets=[public_key, secret_key]
+    http = library_client(
+        url, what=f"Langfuse at {public_url(url)}", timeout=READ_SECONDS, deadline=deadline, secrets=[public_key, secret_key]
     )
     return LangfuseAPI(
         base_url=url.rstrip("/"), username=public_key, password=secret_key, x_langfuse_public_key=public_key, httpx_client=http

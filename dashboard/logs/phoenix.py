@@ -63,20 +63,20 @@ def client(url: str, api_key: str | None = None, *, deadline: float = DEADLINE_S
     """Phoenix's client, sending through the outbound boundary (connectors/http/
     outbound.py): ``deadline`` seconds in all per request, redirects only within the
     server, the key never in a message. A key holding a control character is refused."""
-    from connectors.http import outbound
+    from connectors.http.outbound import check_credential, library_client, public_url
 
     try:
         from phoenix.client import Client
     except ImportError:
         raise PhoenixError(f"Phoenix needs its client: {INSTALL_HINT}") from None
     try:
-        outbound.check_credential("$PHOENIX_API_KEY", api_key)
+        check_credential("$PHOENIX_API_KEY", api_key)
     except ConnectorError as exc:
         raise PhoenixError(str(exc)) from None
     # Phoenix sends no headers of its own with a given client: the key goes here
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    http = outbound.library_client(
-        url, what=f"Phoenix at {outbound.public_url(url)}", timeout=READ_SECONDS, deadline=deadline, headers=headers, secrets=[api_key]
+    http = library_client(
+        url, what=f"Phoenix at {public_url(url)}", timeout=READ_SECONDS, deadline=deadline, headers=headers, secrets=[api_key]
     )
     return Client(http_client=http)
 
