@@ -37,6 +37,7 @@ class HostileServer:
     status: int = 307
     interval: float = 0.25
     drip_for: float = 30.0  # then the answer completes: a client without a deadline gets it
+    control_body: str = CONTROL_BODY  # what `control` answers (raw escapes for a client that prints the body)
     received: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -97,7 +98,7 @@ class HostileServer:
                 "Connection: close\r\n\r\n"
             ).encode()
         if self.mode == "control":
-            body = CONTROL_BODY.encode()
+            body = self.control_body.encode()
             return b"HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (
                 len(body), body,
             )

@@ -31,7 +31,7 @@ from typing import Any
 
 from connectors.base import ConnectorError
 from connectors.common.errors import MemlensError
-from connectors.common.redaction import redact_text, terminal_line
+from connectors.common.redaction import redact_text, shorten, terminal_line
 
 ANNOTATION = "relevance"
 INSTALL_HINT = "pip install 'memlens[phoenix]'"
@@ -89,6 +89,12 @@ def _call(what: str, secrets: list[str | None], fn: Any, *args: Any, **kwargs: A
     except ConnectorError as exc:  # the outbound boundary's own words: the host, never a key
         raise PhoenixError(terminal_line(f"Phoenix {what}: {redact_text(str(exc), secrets)}")) from None
     except Exception as exc:
+        response = getattr(exc, "response", None)  # httpx.HTTPStatusError: Phoenix refused
+        if response is not None and hasattr(response, "status_code"):
+            said = shorten(redact_text(response.text, secrets), 300)
+            raise PhoenixError(
+                terminal_line(f"Phoenix {what}: HTTP {response.status_code} to {response.request.method} {response.request.url.path}: {said}")
+            ) from None
         raise PhoenixError(terminal_line(f"Phoenix {what}: {type(exc).__name__}: {redact_text(str(exc), secrets)}")) from None
 
 

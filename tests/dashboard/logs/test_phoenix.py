@@ -213,6 +213,18 @@ def test_an_unreachable_phoenix_exits_2_and_never_prints_the_api_key(tmp_path, m
         httpx.get(closed, timeout=2)
 
 
+def test_a_refusal_names_the_status_and_the_server_s_reason_on_one_terminal_safe_line(tmp_path, capsys):
+    from hostile_server import HostileServer
+
+    # a 500 whose body, as text, retitles and paints the terminal
+    with HostileServer(mode="control", control_body="no \x1b]0;pwned\x07 \x1b[31mred\x1b[0m") as server:
+        code = main(["phoenix", "pull", "--project", PROJECT, "--url", server.url(), "--out", str(tmp_path / "x.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("memlens phoenix: Phoenix spans: HTTP 500 to POST /v1/spans: "), err
+    assert "\\x1b]0;pwned\\x07" in err and "\x1b" not in err and err.count("\n") == 1
+
+
 def test_an_api_key_with_a_control_character_is_refused_before_anything_is_sent(tmp_path, monkeypatch, capsys):
     from hostile_server import HostileServer
 
