@@ -257,6 +257,9 @@ def test_the_embedded_store_offers_feedback_too_off_by_default(app):
 
 def test_the_api_key_never_appears_in_the_page_logs_exports_or_url(app, ms_env, data_dir, caplog):
     caplog.set_level(logging.DEBUG)
+    # httpx's own request lines too, whatever an earlier import did to its logger
+    # (importing the Langfuse SDK sets it to WARNING for the whole process)
+    caplog.set_level(logging.DEBUG, logger="httpx")
     key = ms_env.api_key
     at = app(store="memorysync", query=THEME, floor=0.5, store_text=True)
     at.run()
