@@ -4,7 +4,9 @@ hits table the Inspect and Browse pages draw. Pure."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from connectors.base import Hit
 
@@ -19,6 +21,11 @@ SHOWN_DECIMALS = 3
 SCORE_FORMAT = f"%.{SHOWN_DECIMALS}f"  # the printf form Streamlit's number columns take
 MISSING_CELL = "-"  # what a table shows where a value is missing (Streamlit's own default is "None")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+# What a link's destination keeps as it is; the rest (spaces, brackets, <, >,
+# backslashes, backticks, quotes) is percent-encoded. A URL built by urlencode is
+# left unchanged.
+_URL_SAFE = "/?#&=%:@!$*+,;~"
+
 
 
 def clip_text(text: str, limit: int = DEFAULT_TEXT_LIMIT) -> tuple[str, bool]:
@@ -75,10 +82,30 @@ def code_span(text: str) -> str:
     """`text` as one Markdown code span whatever backticks it holds: the fence is one
     backtick longer than the longest run inside, and a space pads an edge backtick
     (CommonMark strips one space from each side of such a span)."""
+    # A line ending inside a code span is read as a space, so this shows the same; but a
+    # blank line would end the paragraph first and leave the rest to be read as Markdown.
+    text = " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == " " and text[-1:] == " ") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def inert_list(items: Iterable[object]) -> str:
+    """A Markdown bullet list of `items`, each on one line and inert (a line break
+    inside one would end its bullet and start text read as Markdown)."""
+    return "\n".join(f"- {inert_markdown(' '.join(str(item).split()))}" for item in items)
+
+
+def inert_link(text: str, url: str) -> str:
+    """A Markdown link showing `text` inert, to `url` when it is a path on this server
+    or an http(s) address (anything else, a `javascript:` one say, is shown as the
+    text alone). Characters that would end the destination are percent-encoded."""
+    lowered = url.strip().lower()
+    on_server = url.startswith("/") and not url.startswith("//")
+    if not (on_server or lowered.startswith(("http://", "https://"))):
+        return inert_markdown(text)
+    return f"[{inert_markdown(text)}]({quote(url, safe=_URL_SAFE)})"
 
 
 def _cell(text: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from urllib.parse import urlencode
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +23,8 @@ from dashboard.display import (
     code_span,
     hits_frame,
     hits_markdown_table,
+    inert_link,
+    inert_list,
     inert_markdown,
 )
 
@@ -59,7 +62,50 @@ def test_code_span_holds_any_id_in_one_code_element(memory_id):
     assert rendered.count("<strong>") == 1
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(ONE_LINE, MARKUP), min_size=1, max_size=3).map("\n\n".join).filter(lambda s: s.strip()))
+
+def test_code_span_keeps_text_with_blank_lines_in_one_code_element(text):
+    """A blank line would end the paragraph before the span closed: the rest was read
+    as Markdown (a heading, a list, a live link). The span shows the lines joined."""
+    rendered = RENDER.render(f"note {code_span(text)} end")
+    assert rendered.count("<p>") == 1, rendered
+    assert not re.search(r"<(?!/?(p|code)\b)\w", rendered), rendered
+    code = re.findall(r"<code>(.*?)</code>", rendered, re.DOTALL)
+    assert [" ".join(html.unescape(c).split()) for c in code] == [" ".join(text.split())]
+
+
+def test_inert_list_draws_one_plain_bullet_per_item():
+    items = ["line 3: bad JSON", "# not a heading\n\n![img](http://evil.example/x.png)", "- [x] **bold**"]
+    rendered = RENDER.render(inert_list(items))
+    assert rendered.count("<li>") == 3
+    assert not re.search(r"<(img|a|h1|strong|input)\b", rendered), rendered
+    assert [shown(inert_list([item])).strip() for item in items] == [" ".join(item.split()) for item in items]
+
+
+def test_inert_link_links_to_a_page_of_memlens_with_its_text_inert():
+    url = "/inspect?" + urlencode({"query": "a) b](c", "user": "<u>"})
+    rendered = RENDER.render(inert_link("[m1](http://evil.example/)", url))
+    assert [html.unescape(href) for href in re.findall(r"<a href=\"([^\"]*)\">", rendered)] == [url]  # urlencode's characters are kept as they are
+    assert shown(inert_link("[m1](http://evil.example/)", url)) == "[m1](http://evil.example/)"
+    # anything but this server or http(s) is shown as its text, not linked
+    for target in ("javascript:alert(1)", "//evil.example/x", "data:text/html,x"):
+        assert "<a " not in RENDER.render(inert_link("m1", target)), target
+    # a destination with a space or a bracket stays one link
+    odd = "/inspect?q=a b)(<x>"
+    assert RENDER.render(inert_link("m1", odd)).count("<a ") == 1
+
+
+def test_escaping_once_shows_a_url_as_it_is_and_twice_shows_backslashes():
+    """Error text goes through inert_markdown once (tests/test_inert_drawing.py refuses
+    a second time): a fallback error showed `http\\:⁠//127\\.0\\.0\\.1`."""
+    message = "Cannot reach http://127.0.0.1:9/v1: connection refused"
+    assert shown(inert_markdown(message)) == message
+    assert "\\" in shown(inert_markdown(inert_markdown(message)))
+
+
 def test_bounded_json_cuts_lists_objects_and_strings_and_says_how_much():
+
     raw = {"memories": [{"id": f"m{i}", "text": "x" * 5000} for i in range(100_000)], "took_ms": 12}
     bounded, cut = bounded_json(raw, max_items=50, max_chars=100)
     assert cut

@@ -185,9 +185,14 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
         user_id=user,
         neighbour=outcome["neighbour"],
     )
-    show = {"stored": st.success, "reworded": st.warning, "related": st.warning, "not_found": st.error}
     # the verdict quotes memory ids and text from the store
-    show[verdict.status](inert_markdown(verdict.message))
+    message = verdict.message
+    if verdict.status == "stored":
+        st.success(inert_markdown(message))
+    elif verdict.status == "not_found":
+        st.error(inert_markdown(message))
+    else:  # reworded, related
+        st.warning(inert_markdown(message))
     if verdict.status != "stored" and isinstance(choice.store, SupportsHistory):
         show_rewrites(choice, expected)
     # One above the other, full width: side by side, each half was too narrow for its scores.
@@ -238,7 +243,7 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
     for note in nearest.notes:
         st.caption(inert_markdown(note))
     if nearest.raw_score_kind:
-        st.caption(f"The store returns {nearest.raw_score_kind}; scores are normalised so higher is better.")
+        st.caption(f"The store returns {inert_markdown(nearest.raw_score_kind)}; scores are normalised so higher is better.")
     if nearest.hits:
         st.dataframe(
             hits_frame(nearest.hits),

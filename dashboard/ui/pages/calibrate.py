@@ -33,7 +33,7 @@ from dashboard.calibration.sweep import (
 from dashboard.charts import calibration as charts
 from dashboard.database.model import LabelStoreError
 from dashboard.demo import DEMO_LABELS, load_demo_labels
-from dashboard.display import inert_markdown
+from dashboard.display import code_span, inert_markdown
 from dashboard.floor import default_floor, floor_list
 from dashboard.judging.agreement import JudgeAgreement
 from dashboard.judging.label_source import JUDGE, PEOPLE_ELSE_JUDGE, MergedLabels, merge_labels
@@ -116,7 +116,7 @@ def _stored_labels() -> LabelSource:
     if not everything and not sources:
         st.info(
             "**Demo data.** The label store has no labels yet, so this page shows the bundled demo "
-            f"judgments (`demo_data/{DEMO_LABELS.name}`: the demo queries run against the demo store "
+            f"judgments ({code_span(f'demo_data/{DEMO_LABELS.name}')}: the demo queries run against the demo store "
             "at k = 5, each hit judged by id). Label hits on the Inspect page, or upload a label "
             "file, to calibrate on your own labels.",
             icon="🧪",
@@ -221,8 +221,8 @@ def show_issues(labels: LabelFile) -> None:
     if not labels.issues:
         return
     st.warning(
-        f"{len(labels.issues)} problem(s) in {inert_markdown(labels.source)}: {labels.skipped} row(s) skipped, "
-        f"{len(labels.rows)} usable row(s) used."
+        f"{len(labels.issues):d} problem(s) in {inert_markdown(labels.source)}: {labels.skipped:d} row(s) skipped, "
+        f"{len(labels.rows):d} usable row(s) used."
     )
     with st.expander("Problems, by line"):
         shown = labels.issues[:MAX_ISSUES_SHOWN]
@@ -334,7 +334,7 @@ def show_summary(result: Calibration, current: float, advice: FloorAdvice | None
         st.caption(inert_markdown(note))
 
     if result.band:
-        st.success(f"Separating band: {result.band.describe()}.")
+        st.success(f"Separating band: {inert_markdown(result.band.describe())}.")
     else:
         worst = float(data.scores[data.relevant].min())
         best = float(data.scores[~data.relevant].max())
@@ -363,15 +363,17 @@ def show_summary(result: Calibration, current: float, advice: FloorAdvice | None
         "resamples of turns.",
     )
     halves[0].caption(
-        mode_caption
-        or f"Keeps {rec.kept_irrelevant:,} irrelevant, drops {rec.dropped_relevant:,} relevant, "
-        f"no memory in {_percent(rec.no_memory_share)} of turns; {interval}."
+        inert_markdown(mode_caption)
+        if mode_caption
+        else f"Keeps {rec.kept_irrelevant:,} irrelevant, drops {rec.dropped_relevant:,} relevant, "
+        f"no memory in {inert_markdown(_percent(rec.no_memory_share))} of turns; {inert_markdown(interval)}."
     )
     halves[1].metric("Inspect floor", format_floor(current))
     no_memory = now.no_memory_share[0] if now.no_memory_share is not None else None
     halves[1].caption(
         f"Keeps {int(now.kept_irrelevant[0]):,} irrelevant, drops {int(now.dropped_relevant[0]):,} relevant, "
-        f"no memory in {_percent(no_memory)} of turns."
+        f"no memory in {inert_markdown(_percent(no_memory))} of turns."
+
     )
     if advice is not None:
         advice_ui.show_turns(advice)

@@ -112,12 +112,12 @@ def show_diagnosis(advice: FloorAdvice) -> None:
         )  # fmt: skip
         cols[2].metric("Relevant share", f"{diagnosis.relevant_share:.1%}")
     for warning in advice.warnings:
-        st.warning(warning, icon="⚠️")
+        st.warning(inert_markdown(warning), icon="⚠️")
     calibration = advice.calibration
     default_cost = calibration.recommendation.cost_ratio == DEFAULT_COST_RATIO
     if advice.fallback or (advice.mode == COST_RATIO and default_cost and empties_prompts(calibration)):
         if advice.fallback:
-            st.warning(advice.fallback + ".", icon="⚠️")
+            st.warning(inert_markdown(advice.fallback) + ".", icon="⚠️")
         st.checkbox(AS_ASKED_LABEL, key=AS_ASKED, help="Export the floor the cost ratio gives, though it drops more "
                     "than half of the relevant memories.")
 
@@ -169,7 +169,7 @@ def show_turns(advice: FloorAdvice) -> None:
             "labelled (unknown whether right: the labels do not say whether their question had an answer)"
         )
     if split.missed:
-        parts.append(missed_text(split.missed))
+        parts.append(inert_markdown(missed_text(split.missed)))
     st.caption(f"At floor {format_floor(advice.floor)}: " + "; ".join(parts) + ".")
 
 
@@ -215,7 +215,8 @@ def show_segments(labels: LabelFile, advice: FloorAdvice) -> None:
         st.session_state["_segment_memo"] = (key, segments)
     st.session_state[SEGMENTS_EXPORTED] = segments_for_export(by, segments)
     st.caption(
-        f"The {advice.name} floor of each {by}, with its 95% bootstrap interval; the first row is the one floor "
+        f"The {inert_markdown(advice.name)} floor of each {inert_markdown(by)}, with its 95% bootstrap interval; the first row is the one floor "
+
         "for all segments."
     )
     st.dataframe(

@@ -83,9 +83,12 @@ def match_by_picker(choices: dict[str, StoreChoice]) -> str:
 def show_side_notes(side: str, result: QueryResult, container) -> None:
     with container:
         for note in result.notes:
-            st.caption(f"{side.upper()}: {inert_markdown(note)}")
+            st.caption(f"{inert_markdown(side.upper())}: {inert_markdown(note)}")
         if result.raw_score_kind:
-            st.info(f"{side.upper()} returns {result.raw_score_kind}; its scores are normalised so higher is better.")
+            st.info(
+                f"{inert_markdown(side.upper())} returns {inert_markdown(result.raw_score_kind)}; "
+                "its scores are normalised so higher is better."
+            )
 
 
 def _cell(hit, kind: str) -> Any:
@@ -155,9 +158,12 @@ def show_comparison(comparison: StoreComparison, floors: dict[str, float]) -> No
     left, right = st.columns(2)
     for side, column in (("a", left), ("b", right)):
         kept = [row for row in comparison.rows if row.status(side) == KEPT]
-        column.markdown(f"**{side.upper()} keeps {len(kept)} at its floor {floors[side]:.2f}**")
+        column.markdown(f"**{inert_markdown(side.upper())} keeps {len(kept):d} at its floor {floors[side]:.2f}**")
         if kept:
             column.markdown("\n".join(f"- {inert_markdown(clip_text(row.text, 120)[0])}" for row in kept))
         absent = sum(1 for row in comparison.rows if row.status(side) == ABSENT)
         if absent:
-            column.caption(f"{absent} memories returned by the other side are not among {side.upper()}'s results.")
+            column.caption(
+                f"{absent:d} memories returned by the other side are not among {inert_markdown(side.upper())}'s results."
+            )
+

@@ -129,7 +129,7 @@ def show_embedding_path(choice: StoreChoice) -> None:
         return
     model = getattr(choice.store, "model", None)  # EmbeddedStore, Qdrant and Chroma carry it
     if description := embedding.backend_description(model):
-        st.caption(description)
+        st.caption(inert_markdown(description))
 
 
 # ------------------------------------------------------------------ the query
@@ -183,11 +183,11 @@ def show_notes(result: QueryResult) -> None:
         st.warning(f"… and {len(result.notes) - MAX_NOTES:,} more notes from the store, not shown.")
     if not result.score_kind.comparable_to_floor:
         st.warning(
-            f"This store's scores are {result.score_kind.value}s, not similarities: "
+            f"This store's scores are {inert_markdown(result.score_kind.value)}s, not similarities: "
             "they order the results but must not be compared with a floor."
         )
     if result.raw_score_kind:
-        st.info(f"The store returns {result.raw_score_kind}; scores here are normalised so higher is better.")
+        st.info(f"The store returns {inert_markdown(result.raw_score_kind)}; scores here are normalised so higher is better.")
 
 
 def show_summary(result: QueryResult, kept: list[Hit], dropped: list[Hit], floor: float) -> None:
@@ -334,7 +334,7 @@ def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:
 
 def show_prompt_block(block: PromptBlock) -> None:
     st.subheader("Prompt block")
-    st.caption(block.explanation)
+    st.caption(inert_markdown(block.explanation))
     text, clipped = clip_text(block.text, MAX_PROMPT_CHARS)
     if clipped:
         st.caption(
@@ -437,15 +437,20 @@ def _label_row(hit: Hit, msg: str, choice: StoreChoice, reviewer: str, store_tex
     text, clipped = clip_text(hit.text)
     cols = st.columns([6, 2, 1.4, 1.6])
     score = f"{hit.score:.3f}" if hit.score is not None else "no score"
-    cols[0].markdown(f"**#{hit.rank}** {code_span(hit.memory_id)} · {score}  \n{inert_markdown(text)}")
+    cols[0].markdown(f"**#{hit.rank:d}** {code_span(hit.memory_id)} · {score}  \n{inert_markdown(text)}")
     if clipped:
         cols[0].caption(f"Text cut to {len(text) - 1:,} of {len(hit.text):,} characters.")
     current = _row_labels(msg, reviewer).get(hit.memory_id)
     unsaved = st.session_state.get("label_unsaved", {}).get((msg, hit.memory_id))
     if unsaved:  # the click failed: say so on the row, and the button is there to retry
-        cols[1].markdown(f"⚠️ **not saved** ({unsaved.replace('_', ' ')}): click again")
+        cols[1].markdown(f"⚠️ **not saved** ({inert_markdown(unsaved.replace('_', ' '))}): click again")
+    elif current == "relevant":
+        cols[1].markdown("✅ relevant")
+    elif current == "not_relevant":
+        cols[1].markdown("❌ not relevant")
     else:
-        cols[1].markdown({"relevant": "✅ relevant", "not_relevant": "❌ not relevant"}.get(current or "", "— unlabelled"))
+        cols[1].markdown("— unlabelled")
+
     for col, value, title in ((cols[2], "relevant", "Relevant"), (cols[3], "not_relevant", "Not relevant")):
         col.button(
             title,

@@ -15,6 +15,7 @@ import streamlit as st
 
 from connectors.base import MemoryStore, QueryResult
 from dashboard import clock
+from dashboard.display import inert_markdown
 from dashboard.ui.widgets import cache
 from dashboard.ui.widgets.sidebar import StoreChoice
 
@@ -49,7 +50,8 @@ def sidebar(choice: StoreChoice) -> None:
         return
     how = ("the store ranks at it" if clock.store_takes_clock(choice.name)
            else "memlens removes hits created after it; recency stays the store's own")
-    st.sidebar.info(f"Ranked as of {when} (from the link): {how}.")
+    st.sidebar.info(f"Ranked as of {inert_markdown(when)} (from the link): {how}.")
+
     st.sidebar.button("Rank today's store", key="inspect_as_of_clear", on_click=lambda: st.session_state.pop(AS_OF, None))
 
 

@@ -16,6 +16,7 @@ import streamlit as st
 from connectors.base import ConnectorError, Hit, QueriesBumpUsage, QueryResult, SupportsFeedback
 from connectors.registry import REGISTRY
 from dashboard import feedback
+from dashboard.display import inert_markdown
 from dashboard.logs import read_log as readlog
 from dashboard.ranking.rank_lookup import find_rank, lookup_k
 from dashboard.ui.widgets.errors import show_error
@@ -60,11 +61,12 @@ def _run_lookup(choice: StoreChoice, user: str | None, result: QueryResult) -> N
 def show_rank_lookup(result: QueryResult, choice: StoreChoice, user: str | None) -> None:
     st.subheader("Where does a memory rank for this query?")
     k, is_limit = lookup_k(choice.connected)
-    how = f"up to its limit of {k}" if is_limit else f"with k={k}"
-    caption = f"Asks the store again {how} and finds the memory by id; when it is not there, checks whether it is stored at all."
-    if isinstance(choice.store, QueriesBumpUsage) and choice.store.queries_bump_usage:
-        caption += " This query too bumps usage counts in the store."
-    st.caption(caption)
+    bumps = isinstance(choice.store, QueriesBumpUsage) and choice.store.queries_bump_usage
+    st.caption(
+        (f"Asks the store again up to its limit of {k:d}" if is_limit else f"Asks the store again with k={k:d}")
+        + " and finds the memory by id; when it is not there, checks whether it is stored at all."
+        + (" This query too bumps usage counts in the store." if bumps else "")
+    )
     cols = st.columns([4, 1])
     cols[0].text_input("Memory id", key="rank_lookup_id", placeholder="e.g. sam-02", label_visibility="collapsed")
     cols[1].button("Find its rank", key="rank_lookup_go", on_click=_run_lookup, args=(choice, user, result))
@@ -75,7 +77,11 @@ def show_rank_lookup(result: QueryResult, choice: StoreChoice, user: str | None)
         show_error(f"The lookup failed: {entry['error']}")
         return
     lookup = entry["lookup"]
-    (st.success if lookup.found else st.warning)(lookup.message())
+    # the message quotes the memory id as it was typed
+    if lookup.found:
+        st.success(inert_markdown(lookup.message()))
+    else:
+        st.warning(inert_markdown(lookup.message()))
     if lookup.found and lookup.hit.breakdown:
         st.dataframe(
             pd.DataFrame([{"component": c, "value": v} for c, v in lookup.hit.breakdown.items()]),
@@ -129,14 +135,16 @@ def show_feedback(result: QueryResult, choice: StoreChoice, user: str | None, ke
         help="Off by default: feedback changes each memory's importance in the store, for every future query.",
     )
     if not on:
-        st.caption(f"Off. Feedback would change importance in {title}, so it is sent only when you turn it on and confirm.")
+        st.caption(
+            f"Off. Feedback would change importance in {inert_markdown(title)}, so it is sent only when you turn it on and confirm."
+        )
         return
     context = _context(choice, user, result)
     mode = st.radio(
         "What to send", list(FEEDBACK_MODES), format_func=FEEDBACK_MODES.get, key="feedback_mode", horizontal=True
     )
     if mode == "floor":
-        st.caption(f"{len(kept)} × retrieved (kept under the current floor), {len(dropped)} × ignored (dropped).")
+        st.caption(f"{len(kept):d} × retrieved (kept under the current floor), {len(dropped):d} × ignored (dropped).")
     else:
         ranks = {h.memory_id: h.rank for h in result.hits}
         st.selectbox("Row", list(ranks), format_func=lambda m: f"#{ranks[m]} {m}", key="feedback_memory")
@@ -157,7 +165,8 @@ def show_feedback(result: QueryResult, choice: StoreChoice, user: str | None, ke
         else:
             items = pending["items"]
             st.warning(
-                f"Send {len(items)} signal(s) to {title}? Each changes that memory's importance for every future query."
+                f"Send {len(items):d} signal(s) to {inert_markdown(title)}? "
+                "Each changes that memory's importance for every future query."
             )
             st.dataframe(
                 pd.DataFrame([{"memory id": i.memory_id, "signal": i.signal, "comment": i.comment or ""} for i in items]),
@@ -177,6 +186,7 @@ def show_feedback(result: QueryResult, choice: StoreChoice, user: str | None, ke
         if failed:
             show_error(f"{len(failed)} of {len(outcomes)} signal(s) failed: {failed[0].error}")
         if len(failed) < len(outcomes):
-            st.success(f"Sent {len(outcomes) - len(failed)} signal(s). Importance before and after:")
+            st.success(f"Sent {len(outcomes) - len(failed):d} signal(s). Importance before and after:")
+
         st.dataframe(pd.DataFrame([o.row() for o in outcomes]), hide_index=True, key="feedback_outcomes_table")
         st.caption("The results above are from before the feedback; search again to see the new ranking.")

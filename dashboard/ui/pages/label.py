@@ -215,10 +215,11 @@ def session_picker(db: AppDatabase) -> LabelSession | None:
     # reviewer names and the source were typed by whoever made the session: inert
     who = inert_markdown(", ".join(session.reviewers)) if session.reviewers else "everyone labels every turn"
     st.caption(
-        f"{session.size} rows, {session.method} sample, seed {session.seed}, from {inert_markdown(session.source or 'a log')}; "
+        f"{session.size:d} rows, {inert_markdown(session.method)} sample, seed {inert_markdown(str(session.seed))}, "
+        f"from {inert_markdown(session.source or 'a log')}; "
         f"reviewers: {who}" + (f"; overlap {session.overlap:.0%}" if session.reviewers else "")
         + (f"; drawn on {inert_markdown(store_names.name_of(session.drawn_store))}" if session.drawn_store else "")
-        + (f"; archived {session.archived_at}" if session.archived_at else "")
+        + (f"; archived {inert_markdown(str(session.archived_at))}" if session.archived_at else "")
     )
     return session
 
@@ -402,7 +403,10 @@ def labelling_panel(db: AppDatabase, session: LabelSession, reviewer: str, choic
         with st.container(border=is_current):
             score = f"{row.score:.3f}" if row.score is not None else "no score"
             marker = "▶ " if is_current else ""
-            st.markdown(f"{marker}**#{row.rank}** {code_span(row.memory_id)} · score {score} {_status_text(queue.status(row))}")
+            st.markdown(
+                f"{marker}**#{row.rank:d}** {code_span(row.memory_id)} · score {score} "
+                f"{inert_markdown(_status_text(queue.status(row)))}"
+            )
             if kind == "ok":
                 st.markdown(inert_markdown(clip_text(text or "")[0]))
             elif kind == "missing":
@@ -411,9 +415,9 @@ def labelling_panel(db: AppDatabase, session: LabelSession, reviewer: str, choic
                 show_error(f"Could not look this memory up: {text}")
             for suggestion in suggestions.get(row.memory_id, []):
                 st.caption(
-                    f"Suggested by {code_span(suggestion.source)}: grade **{suggestion.grade}** "
+                    f"Suggested by {code_span(suggestion.source)}: grade **{suggestion.grade:d}** "
                     f"({GRADES[suggestion.grade]}), {inert_markdown(clip_text(suggestion.reason, 300)[0])}"
-                    + label_judge_trust.aligned_mark(suggestion, people.get(row.memory_id, set()))
+                    + inert_markdown(label_judge_trust.aligned_mark(suggestion, people.get(row.memory_id, set())))
                 )
     kind = texts.get(item.memory_id, ("error", None))[0]
     missing = kind == "missing"

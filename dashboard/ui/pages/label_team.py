@@ -46,7 +46,8 @@ def _save(db: AppDatabase, session: LabelSession, by_title: dict[str, Disputed],
 def adjudication_screen(db: AppDatabase, session: LabelSession, found: CountedLabels, adjudicator: str) -> None:
     """Walk the disagreements: pick one, set the final label with a note; saved as its own row."""
     disputed = disputed_pairs(found)
-    st.markdown(f"**{len(disputed)} disagreement(s)**, {len(found.resolution.unresolved)} of them unresolved ties")
+    st.markdown(f"**{len(disputed):d} disagreement(s)**, {len(found.resolution.unresolved):d} of them unresolved ties")
+
     if not disputed:
         return
     st.dataframe(

@@ -141,7 +141,7 @@ def show_score_direction(logs: LogSet) -> None:
         memo = (id(logs), score_direction(logs.con.cursor()).warning())
         st.session_state["_monitor_direction"] = memo
     if memo[1]:
-        st.warning(memo[1], icon="⚠️")
+        st.warning(inert_markdown(memo[1]), icon="⚠️")
 
 
 def result(logs: LogSet, settings: Settings) -> MonitorResult:
@@ -159,9 +159,12 @@ def show_summary(result: MonitorResult) -> None:
     cols[1].metric("Turns", f"{sum(w.turns for w in result.windows):,}")
     cols[2].metric("Baseline no memory", "-" if b.turns == 0 else f"{b.no_memory_share:.1%}")
     cols[3].metric("Alerts", f"{len(result.alerts):,}")
-    st.caption(f"Baseline: {b.how} ({b.label}), {b.turns:,} turns; every figure at the floor {result.settings.floor:g}.")
+    st.caption(
+        f"Baseline: {inert_markdown(b.how)} ({inert_markdown(b.label)}), {b.turns:,} turns; "
+        f"every figure at the floor {result.settings.floor:g}."
+    )
     for note in result.notes:
-        st.caption(f"note: {note}")
+        st.caption(f"note: {inert_markdown(note)}")
     # An alert is news about the traffic, not a fault of the page: a warning box.
     for alert in result.alerts:
         st.warning(inert_markdown(alert.line()), icon=":material/notifications_active:")
@@ -326,7 +329,8 @@ def session_form(logs: LogSet, result: MonitorResult, window: Window, choice: St
     if error := state.get("monitor_session_error"):
         show_error(error)
     if note := state.get("monitor_session_created"):
-        st.success(note)
+        st.success(inert_markdown(note))  # it names the session as typed
+
         # A page is named by its file beside the main script, dashboard/views/navigation.py.
         st.page_link("label.py", label="Label it now", icon=":material/label:")
 

@@ -73,7 +73,7 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
         windows, [w.start for w in result.baseline.windows], alpha=settings.alpha, target=target or None
     )
     st.caption(
-        f"{source}: the top {TOP} kept memories of {size} sampled turn(s) per window (stratified by top-1 band, seed 0); "
+        f"{inert_markdown(source)}: the top {TOP} kept memories of {size:d} sampled turn(s) per window (stratified by top-1 band, seed 0); "
         f"{len(grades):,} of {pairs:,} pair(s) graded."
         + (f" Baseline kept precision {baseline.precision:.1%} over {baseline.pairs:,} pair(s)." if baseline and baseline.precision is not None else "")
     )
@@ -119,7 +119,7 @@ def _grade(logs: LogSet, uploads: list[Any] | None, sampled: list[SampledTurn], 
         return
     finally:
         client.close()
-    st.caption(run.line(source))
+    st.caption(inert_markdown(run.line(source)))  # the first failure quotes the model's error
 
 
 def _chart(windows: list, baseline: Any, alerts: list, target: float) -> None:
@@ -183,6 +183,10 @@ def _judged_session_form(
             show_error(str(exc))
             return
         state["label_session"] = session.name
-        st.success(f"Session {session.name!r} created: the {session.size} pair(s) {source} graded in {label}.")
+        st.success(
+            f"Session {inert_markdown(repr(session.name))} created: the {session.size:d} pair(s) "
+            f"{inert_markdown(source)} graded in {inert_markdown(label)}."
+        )
+
         st.page_link("label.py", label="Label it now", icon=":material/label:")
 

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from connectors.base import ConnectorError, Hit
-from dashboard.display import inert_markdown
+from dashboard.display import code_span, inert_list, inert_markdown
 from dashboard.judged import DEMO_QUERIES, JudgedQuestion, parse_jsonl
 from dashboard.judging.label_source import merge_labels
 from dashboard.labels.counted import counted
@@ -117,9 +117,9 @@ def show_headline(report: QualityReport, key_prefix: str) -> None:
     cols[1].metric(f"Top-{n} precision, re-ranked", _figure(reranked), delta=delta)
     cols[2].metric("Target", f"> {metrics.PRECISION_TARGET:.2f}")
     st.caption(
-        f"Top-{n} precision: of the memories in the top {n} that reach the prompt, the share judged "
-        f"relevant, averaged over the queries that return anything. precision@{n} is the standard "
-        f"figure (as ranx computes it): it divides by {n} and covers answerable queries only, so with "
+        f"Top-{n:d} precision: of the memories in the top {n:d} that reach the prompt, the share judged "
+        f"relevant, averaged over the queries that return anything. precision@{n:d} is the standard "
+        f"figure (as ranx computes it): it divides by {n:d} and covers answerable queries only, so with "
         f"one relevant memory per question it cannot pass {1 / n:.2f}."
     )
     st.dataframe(summary_frame(report), hide_index=True, width="stretch", key=f"{key_prefix}_summary")
@@ -144,7 +144,7 @@ def show_stale_but_convincing(report: QualityReport, key_prefix: str) -> None:
         st.caption("No candidate is both that old and that relevant.")
         return
     st.caption(
-        f"{len(found)} candidate(s) are older than {age_days:g} days yet read as a strong match: "
+        f"{len(found):d} candidate(s) are older than {age_days:g} days yet read as a strong match: "
         "check that what they say is still true."
     )
     st.dataframe(
@@ -224,13 +224,13 @@ def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cut
     queries, issues = parse_jsonl(raw.decode("utf-8", errors="replace"), source=DEMO_QUERIES.name)
     if issues:
         st.warning(
-            f"{len(issues)} line(s) of the demo queries were skipped:\n" + "\n".join(f"- {i}" for i in issues)
+            f"{len(issues):d} line(s) of the demo queries were skipped:\n" + inert_list(issues)
         )
     if not queries:
         st.info("There are no usable demo queries.")
         return
     st.caption(
-        f"{len(queries)} judged questions about the bundled demo users, each asked with its user's id; "
+        f"{len(queries):d} judged questions about the bundled demo users, each asked with its user's id; "
         "memories not listed as relevant count as not relevant."
     )
     if missing := missing_users_warning(choice.store, [q.user_id for q in queries]):
@@ -320,7 +320,7 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
     lookup = _created_at_lookup(choice, store_fingerprint)
     cases = metrics.cases_from_labels(labels, lookup)
     st.caption(
-        f"{len(cases)} labelled message(s), {len(labels)} label(s). The store's order is the rank the reviewer "
+        f"{len(cases):d} labelled message(s), {len(labels):d} label(s). The store's order is the rank the reviewer "
         "saw; relevance for re-ranking is the labelled score (labels keep no breakdown); memories nobody "
         "labelled count as not returned. "
         + (
@@ -346,11 +346,12 @@ def show_read_log() -> None:
     path = readlog.read_log_path()
     records, broken = readlog.read_records(path)
     st.caption(
-        f"Every store query the app makes is one line in `{path}`: query hash, store fingerprint, "
+        f"Every store query the app makes is one line in {code_span(str(path))}: query hash, store fingerprint, "
         "candidate count, top-k ids with scores and latency, no text. Attach it to a bug report."
     )
     if broken:
-        st.warning(f"{broken} line(s) of the read log are not valid JSON and are left out of the table.")
+        st.warning(f"{broken:d} line(s) of the read log are not valid JSON and are left out of the table.")
+
     if not records:
         st.caption("No reads logged yet.")
         return

@@ -20,7 +20,7 @@ from connectors.base import ConnectorError, MemoryStore
 from dashboard import store_link
 from dashboard.database import AppDatabase
 from dashboard.database.runs import RunInfo
-from dashboard.display import inert_markdown
+from dashboard.display import inert_link, inert_markdown
 from dashboard.evaluation import misses
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_compare import inspect_link
@@ -133,9 +133,9 @@ def _show_anatomy(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float) 
     for note in anatomy.notes:
         st.caption(inert_markdown(note[0].upper() + note[1:] + "."))
     if counts.get(misses.UNKNOWN):
-        st.warning(f"For {counts[misses.UNKNOWN]} pair(s) the store could not say whether the memory is stored.")
+        st.warning(f"For {counts[misses.UNKNOWN]:d} pair(s) the store could not say whether the memory is stored.")
     if anatomy.skipped_questions:
-        st.warning(f"{anatomy.skipped_questions} question(s) failed or were not asked in this run: their pairs are left out.")
+        st.warning(f"{anatomy.skipped_questions:d} question(s) failed or were not asked in this run: their pairs are left out.")
     st.plotly_chart(_chart(counts), key="misses_chart", on_select="rerun", selection_mode="points")
     by_tag = anatomy.by_tag(floor)
     if by_tag:
@@ -168,7 +168,7 @@ def _list_cause(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float, ca
     info = anatomy.info
     rows: list[dict[str, Any]] = [r for r in anatomy.rows(floor) if r["cause"] == cause]
     if not rows:
-        st.caption(f"No pair is {cause}.")
+        st.caption(f"No pair is {inert_markdown(cause)}.")
         return
     shown = rows[:MAX_LISTED]
     links = question_links(info, judged, list(dict.fromkeys(r["message_id"] for r in shown)), floor)
@@ -177,13 +177,13 @@ def _list_cause(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float, ca
     st.dataframe(frame, hide_index=True, width="stretch", key="misses_questions",
                  column_config={"inspect": st.column_config.LinkColumn("Inspect", display_text="open on Inspect")})
     if len(rows) > MAX_LISTED:
-        st.caption(f"The first {MAX_LISTED} of {len(rows)} pairs; the downloads hold every one.")
+        st.caption(f"The first {MAX_LISTED} of {len(rows):d} pairs; the downloads hold every one.")
     # Plain anchors too: a grid cell is drawn on a canvas, which keyboard and
     # screen-reader users cannot follow.
     st.markdown("Open on Inspect: " + ", ".join(
-        f"[{inert_markdown(m)}]({link})" for m, link in list(links.items())[:5]))
+        inert_link(m, link) for m, link in list(links.items())[:5]))
     why_not = store_link.cannot_link(info.store)
     if why_not:
         st.warning(f"The links cannot open this run's store, {inert_markdown(info.display_name)}: {inert_markdown(why_not)}. "
-                   f"On Inspect, pick the {inert_markdown(info.store)} store in the sidebar; the run's fingerprint is {info.fingerprint}.")
+                   f"On Inspect, pick the {inert_markdown(info.store)} store in the sidebar; the run's fingerprint is {inert_markdown(info.fingerprint)}.")
 

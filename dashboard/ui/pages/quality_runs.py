@@ -20,7 +20,7 @@ from dashboard import store_link
 from dashboard.database import AppDatabase
 from dashboard.database.model import LabelStoreError
 from dashboard.database.runs import RunInfo
-from dashboard.display import code_span, inert_markdown
+from dashboard.display import code_span, inert_link, inert_markdown
 from dashboard.evaluation import judged_sets
 from dashboard.evaluation import weight_search as whatif
 from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
@@ -60,9 +60,11 @@ def database_or_error() -> AppDatabase | None:
 def _keep(db: AppDatabase, judged: JudgedSet) -> None:
     db.judged_sets.save(judged)
     st.session_state["eval_set"] = judged.name
+    # the page draws it on the next run, from these parts (the set's name is the uploader's text)
     st.session_state["eval_set_message"] = (
-        f"Kept judged set **{inert_markdown(judged.name)}**: {len(judged.questions)} questions"
-        + (f"; {len(judged.issues)} {'turn(s)' if judged.source == 'labels' else 'line(s)'} left out" if judged.issues else "")
+        judged.name,
+        f"{len(judged.questions)} questions"
+        + (f"; {len(judged.issues)} {'turn(s)' if judged.source == 'labels' else 'line(s)'} left out" if judged.issues else ""),
     )
 
 
@@ -88,7 +90,7 @@ def judged_set_picker(db: AppDatabase) -> JudgedSet | None:
         if st.button("Promote labelled turns to a judged set", key="eval_promote"):
             _promote(db, promote_name.strip() or "from labels")
     if message := st.session_state.pop("eval_set_message", None):
-        st.success(message)
+        st.success(f"Kept judged set **{inert_markdown(message[0])}**: {inert_markdown(message[1])}")
     if issues := st.session_state.pop("eval_set_issues", None):
         st.warning("Lines skipped:\n\n" + "\n".join(f"- {inert_markdown(line)}" for line in issues.splitlines()[:50]))
     names = [DEMO_SET, *[n for n in db.judged_sets.names() if n != "demo"]]
@@ -104,7 +106,7 @@ def judged_set_picker(db: AppDatabase) -> JudgedSet | None:
     if judged:
         answerable = sum(q.answerable for q in judged.questions)
         st.caption(
-            f"{len(judged.questions)} questions ({answerable} answerable), version {judged.content_hash}"
+            f"{len(judged.questions):d} questions ({answerable:d} answerable), version {inert_markdown(judged.content_hash)}"
         )
     return judged
 
@@ -207,7 +209,7 @@ def _as_of_control(choice: StoreChoice) -> tuple[str | None, str | None]:
     except ConnectorError as exc:
         show_error(f"Rank as of: {str(exc).removeprefix('as_of: ')}")
         return None, str(exc)
-    st.caption(f"The run ranks as of {when}.")
+    st.caption(f"The run ranks as of {inert_markdown(when)}.")
     return when, None
 
 
@@ -234,11 +236,11 @@ def _execute(work: Any) -> None:
             # a store outage must not pass for a finished run: say so, and that Resume asks again
             errors = [o.error for o in cache.app_database().runs.outcomes(info.run_id)]
             st.warning(
-                f"Run **{inert_markdown(info.name)}** is incomplete: {failure_summary(info, errors)}."
+                f"Run **{inert_markdown(info.name)}** is incomplete: {inert_markdown(failure_summary(info, errors))}."
                 " They count as returning nothing; Resume asks them again."
             )
         else:
-            st.success(f"Run **{inert_markdown(info.name)}** complete: {info.total} questions.")
+            st.success(f"Run **{inert_markdown(info.name)}** complete: {info.total:d} questions.")
     except RunStopped as exc:
         st.warning(f"The run stopped and is kept as incomplete: {inert_markdown(str(exc))}")
     except ConnectorError as exc:
@@ -292,11 +294,11 @@ def show_runs(db: AppDatabase) -> list[RunInfo]:
         show_error(f"The judged set this run was judged against ({info.set_name}, {info.set_hash}) is gone.")
         return runs
     if not info.complete:
-        st.warning(f"This run is {info.status}: the figures cover the questions it answered only.")
+        st.warning(f"This run is {inert_markdown(info.status)}: the figures cover the questions it answered only.")
     if figures.errors:
         errors = [r.error for r in figures.per_query]
         st.warning(
-            f"{figures.errors} question(s) failed in this run and count as returning nothing"
+            f"{figures.errors:d} question(s) failed in this run and count as returning nothing"
             f" ({inert_markdown(failure_summary(info, errors))}); Resume asks them again."
         )
     for note in info.notes:
@@ -357,7 +359,7 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
     cols[2].metric("B wins / ties / losses", f"{c.wins} / {c.ties} / {c.losses}")
     cols[3].metric("p-value", f"{c.p_value:.4f}")
     verdict = "significant" if c.significant else "not significant"
-    st.caption(f"Paired randomisation test over {len(c.deltas)} questions: the difference is {verdict} at p < 0.05.")
+    st.caption(f"Paired randomisation test over {len(c.deltas):d} questions: the difference is {verdict} at p < 0.05.")
     worst = c.worst(20)
     if not worst:
         st.success("B lost on no question.")
@@ -387,14 +389,14 @@ def show_comparison(c: Comparison, judged: JudgedSet, floor: float) -> None:
     # keyboard and screen-reader users cannot follow.
     st.markdown(
         "Open on Inspect: "
-        + ", ".join(f"[{inert_markdown(str(row['message_id']))}]({row['inspect']})" for row in rows[:5])
+        + ", ".join(inert_link(str(row["message_id"]), row["inspect"]) for row in rows[:5])
     )
     if why_not:
         settings = json.dumps(c.run_b.settings, sort_keys=True)
         st.warning(
-            f"The links cannot open run B's store, {inert_markdown(c.run_b.display_name)}: {why_not}. On Inspect, pick the "
+            f"The links cannot open run B's store, {inert_markdown(c.run_b.display_name)}: {inert_markdown(why_not)}. On Inspect, pick the "
             f"{inert_markdown(c.run_b.store)} store in the sidebar with these settings, {inert_markdown(settings)}, "
-            f"and its key; the store's fingerprint is then {c.run_b.fingerprint}."
+            f"and its key; the store's fingerprint is then {inert_markdown(c.run_b.fingerprint)}."
         )
 
 
@@ -437,14 +439,15 @@ def show_whatif(db: AppDatabase, runs: list[RunInfo]) -> None:
     shown = result[1]
     recommended = shown.recommended
     if recommended is None:
-        st.warning(shown.summary())
+        st.warning(inert_markdown(shown.summary()))
     else:
-        st.markdown(f"**{shown.summary()}**")
+        st.markdown(f"**{inert_markdown(shown.summary())}**")
         held = shown.share_held
         if held is not None:
             st.info(f"{held:.0%} of the gain found on the search split held on the held-out questions.")
     for note in shown.notes():
-        st.caption(note[0].upper() + note[1:])
+        st.caption(inert_markdown(note[0].upper() + note[1:]))
+
     rows = [{"setting": "store's own", **shown.own_weights, "threshold": None,
              "search split": shown.own_train, "held out": shown.own_held_out, "tied questions": shown.own_tied}]
     rows += [{"setting": f"#{i}", **s.weights, "threshold": s.threshold, "search split": s.train,

@@ -135,9 +135,9 @@ def _llm_ranker(result: QueryResult, settings: RerankSettings, now: datetime, me
     show_outcome(result, kept[1])
 
 
-def _inert_line(text: object, limit: int) -> str:
-    """Outside text as one inert Markdown line: a line break would end the list item."""
-    return inert_markdown(" ".join(clip_text(str(text), limit)[0].split()))
+def _one_line(text: object, limit: int) -> str:
+    """Outside text cut short, on one line: a line break would end the list item."""
+    return " ".join(clip_text(str(text), limit)[0].split())
 
 
 def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
@@ -165,16 +165,21 @@ def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
             # `where` is a path into the model's JSON: the model wrote its keys, so it is
             # drawn inert like the message, never inside a code span it could close
             listed = "\n".join(
-                f"- {_inert_line(v.where, 200)} ({_inert_line(v.rule, 100)}): {_inert_line(v.message, 300)}"
+                f"- {inert_markdown(_one_line(v.where, 200))} ({inert_markdown(_one_line(v.rule, 100))}): "
+                f"{inert_markdown(_one_line(v.message, 300))}"
                 for v in attempt.violations[:MAX_VIOLATIONS_SHOWN]
             )
             more = len(attempt.violations) - MAX_VIOLATIONS_SHOWN
-            st.markdown(f"**Answer {number}: {len(attempt.violations)} violation(s)**\n{listed}" + (f"\n- … and {more} more" if more > 0 else ""))
+            st.markdown(
+                f"**Answer {number:d}: {len(attempt.violations):d} violation(s)**\n{listed}"
+                + (f"\n- … and {more:d} more" if more > 0 else "")
+            )
     tally = st.session_state.get(TALLY_KEY)
     if tally:
         st.caption(
-            f"Asked this session: {tally['model']} quer(ies) ranked by the model, "
-            f"{tally['fallback']} fell back to the formula (a fallback is never counted as the model's ranking)."
+            f"Asked this session: {tally['model']:d} quer(ies) ranked by the model, "
+            f"{tally['fallback']:d} fell back to the formula (a fallback is never counted as the model's ranking)."
+
         )
     st.dataframe(orders_frame(result, outcome), hide_index=True, width="stretch", key="llm_rank_orders")
     exchange = json.dumps(outcome.raw_exchange(), indent=2, ensure_ascii=False)

@@ -43,10 +43,10 @@ RELEVANCE_SOURCE_TEXT = {
 }
 
 
-def _inert(message: object) -> str:
-    """A check's message as inert Markdown, cut short: it quotes store ids, which are
-    anyone's text (an id holding a URL was drawn as a link)."""
-    return inert_markdown(clip_text(str(message), MAX_MESSAGE_CHARS)[0])
+def _short(message: object) -> str:
+    """A check's message cut short. It quotes store ids, which are anyone's text (an
+    id holding a URL was drawn as a link): the caller draws it with inert_markdown."""
+    return clip_text(str(message), MAX_MESSAGE_CHARS)[0]
 
 
 def rerank_controls(prefix: str) -> RerankSettings:
@@ -190,7 +190,7 @@ def show_rerank_panel(result: QueryResult, message_id: str, include_text: bool) 
     st.caption(RELEVANCE_SOURCE_TEXT[reranked.relevance_source])
     if reranked.relevance_source in ("score", "mixed") and not result.score_kind.comparable_to_floor:
         st.warning(
-            f"This store's scores are {result.score_kind.value}s: as relevance they only order "
+            f"This store's scores are {inert_markdown(result.score_kind.value)}s: as relevance they only order "
             "the hits, and a threshold on them means little."
         )
     cols = st.columns(4)
@@ -206,7 +206,7 @@ def show_rerank_panel(result: QueryResult, message_id: str, include_text: bool) 
     ):
         col.metric(label, value)
     for flag in review_flags(payload):
-        st.warning(f"Review: {_inert(flag)}")
+        st.warning(f"Review: {inert_markdown(_short(flag))}")
 
     left, right = st.columns([2, 5])
     left.markdown("**Store order**")
@@ -226,7 +226,7 @@ def show_rerank_panel(result: QueryResult, message_id: str, include_text: bool) 
         width="stretch",
         key="rerank_store_order",
     )
-    right.markdown(f"**Re-ranked** ({settings_text(settings)})")
+    right.markdown(f"**Re-ranked** ({inert_markdown(settings_text(settings))})")
     right.dataframe(
         reranked_frame(reranked).head(MAX_ROWS_SHOWN),
         hide_index=True,
@@ -247,8 +247,8 @@ def show_rerank_panel(result: QueryResult, message_id: str, include_text: bool) 
     with st.expander("Why each row is where it is", expanded=len(reranked.entries) <= WHY_EXPANDED_ROWS):
         st.markdown(
             "\n".join(
-                f"- **#{e.new_rank}** {code_span(clip_text(e.entry_id, STORE_TEXT_CHARS)[0])} "
-                f"({move_text(e.move)} from #{e.store_rank}, {status_text(e.excluded, e.stale)}): "
+                f"- **#{e.new_rank:d}** {code_span(clip_text(e.entry_id, STORE_TEXT_CHARS)[0])} "
+                f"({inert_markdown(move_text(e.move))} from #{e.store_rank:d}, {inert_markdown(status_text(e.excluded, e.stale))}): "
                 f"{inert_markdown(e.justification)}"
                 for e in reranked.entries[:MAX_WHY_ROWS]
             )
@@ -303,20 +303,22 @@ def show_pasted_ranking(ours: dict, candidate_ids: list[str], settings: RerankSe
         theirs, candidate_ids, relevance_weight=settings.relevance_weight, recency_weight=settings.recency_weight
     )
     if violations:
-        # A Markdown list on purpose, so not show_error: each item is made inert (_inert).
+        # A Markdown list on purpose, so not show_error: each item is made inert.
         st.error(
-            f"The pasted ranking breaks {len(violations)} check(s):\n"
-            + "\n".join(f"- {_inert(v)}" for v in violations[:MAX_VIOLATIONS_SHOWN])
+            f"The pasted ranking breaks {len(violations):d} check(s):\n"
+            + "\n".join(f"- {inert_markdown(_short(v))}" for v in violations[:MAX_VIOLATIONS_SHOWN])
             + (f"\n- … and {len(violations) - MAX_VIOLATIONS_SHOWN:,} more" if len(violations) > MAX_VIOLATIONS_SHOWN else "")
         )
     else:
         st.success("The pasted ranking passes every check.")
     if isinstance(theirs, dict):
         for flag in review_flags(theirs):
-            st.warning(f"Review (pasted): {_inert(flag)}")
+            st.warning(f"Review (pasted): {inert_markdown(_short(flag))}")
+
     comparison = compare_rankings(ours, theirs)
     if comparison.rows:
-        st.caption(f"Compared with this page's ranking: {comparison.summary()}")
+        st.caption(f"Compared with this page's ranking: {inert_markdown(comparison.summary())}")
+
         st.dataframe(
             comparison_frame(comparison).head(MAX_ROWS_SHOWN), hide_index=True, width="stretch", key="rerank_comparison"
         )

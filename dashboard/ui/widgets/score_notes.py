@@ -8,6 +8,7 @@ import streamlit as st
 
 from connectors.base import QueryResult
 from dashboard import score_space
+from dashboard.display import inert_markdown
 
 
 def show_score_space(result: QueryResult, floor: float) -> None:
@@ -17,4 +18,8 @@ def show_score_space(result: QueryResult, floor: float) -> None:
         if result.raw_score_kind and result.hits:
             st.caption("The raw score column is the store's own value; memlens cannot tell the formula from it.")
         return
-    st.caption(f"Raw score column: the store's {result.raw_score_kind or 'raw value'} d. {score_space.raw_floor_rule(how, floor)}.")
+    st.caption(
+        f"Raw score column: the store's {inert_markdown(result.raw_score_kind or 'raw value')} d. "
+        f"{inert_markdown(str(score_space.raw_floor_rule(how, floor)))}."
+    )
+

@@ -98,7 +98,8 @@ def _configured_secret(store_name: str, field: ConfigField, key_prefix: str) -> 
 def _caption(text: str) -> None:
     """A note beside a setting's widget: drawn with the widgets, not without them."""
     if not held_controls.holding():
-        st.caption(text)
+        st.caption(inert_markdown(text))  # labels, variable names and descriptions hold `_` and `.`
+
 
 
 def _field_widget(store_name: str, field: ConfigField, key_prefix: str = "") -> Any:
@@ -327,7 +328,8 @@ def user_picker(store: MemoryStore | None) -> str | None:
         session.seed("user", fallback)
         current = st.session_state.get("user")
         if current and current not in users:
-            session.remember("unknown_user", (_unknown_user_text(current, users, fallback), fallback))
+            # what the warning names (the page draws it on later runs too), and the user shown instead
+            session.remember("unknown_user", ((current, users[:MAX_USERS_NAMED], len(users)), fallback))
             current = None
         if not current:
             st.session_state["user"] = fallback
@@ -335,7 +337,9 @@ def user_picker(store: MemoryStore | None) -> str | None:
         # Said until another user is picked, not only on the run that replaced it.
         note = session.recall("unknown_user")
         if note and note[1] == user:
-            st.warning(note[0])  # built inert by _unknown_user_text
+            asked, named, count = note[0]
+            st.warning(_unknown_user_text(asked, named, count, note[1]))
+
         elif note:
             session.remember("unknown_user", None)
     else:
@@ -375,11 +379,12 @@ def missing_users_warning(store: MemoryStore | None, asked: list[str | None]) ->
     )
 
 
-def _unknown_user_text(user: str, users: list[str], fallback: str) -> str:
-    shown = ", ".join(users[:MAX_USERS_NAMED])
-    more = f" and {len(users) - MAX_USERS_NAMED:,} more" if len(users) > MAX_USERS_NAMED else ""
+def _unknown_user_text(user: str, named: list[str], count: int, fallback: str) -> str:
+    """`named`: the store's first users, `count`: how many it holds."""
+    shown = ", ".join(named[:MAX_USERS_NAMED])
+    more = f" and {count - MAX_USERS_NAMED:,} more" if count > MAX_USERS_NAMED else ""
     return (
         f"The user {inert_markdown(repr(clip_text(user, 40)[0]))} is not in this store, which holds "
-        f"{len(users):,} user(s): {inert_markdown(shown)}{more}. Showing {inert_markdown(fallback)} instead; "
+        f"{count:,} user(s): {inert_markdown(shown)}{more}. Showing {inert_markdown(fallback)} instead; "
         "pick a user in the sidebar."
     )
