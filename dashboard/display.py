@@ -27,7 +27,6 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 _URL_SAFE = "/?#&=%:@!$*+,;~"
 
 
-
 def clip_text(text: str, limit: int = DEFAULT_TEXT_LIMIT) -> tuple[str, bool]:
     """The first `limit` characters of `text`, and whether anything was cut."""
     if len(text) <= limit:

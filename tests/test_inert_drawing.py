@@ -190,7 +190,6 @@ def local_names(function: ast.AST | None) -> Locals:
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
                 names[name] = None
-
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
             list_name, method = node.func.value.id, node.func.attr
             if method in ("append", "insert") and node.args:
@@ -288,7 +287,6 @@ node: ast.expr, where: Module, local: Locals, depth: int) -> bool:
             is_inert(value, where, local, depth + 1) if how == "item" else inert_items(value, where, local, depth + 1)
             for how, value in local[node.id] or []
         )
-
     return False
 
 
@@ -470,7 +468,6 @@ def test_the_rule_refuses_outside_text(line):
         "st.caption(f'{len(rows):,} rows, {share:.1%} kept, floor {floor_text(f)}, {code_span(m)}')",
         "st.caption(f'{n:d} of {total:{width}d} rows')",
         "st.caption(f'labelled {start:%Y-%m-%d}..{end:%Y-%m-%d %H:%M}')",
-
         "st.markdown(NOTES[kind])",
         "st.markdown(f'**{TITLE}**' + (' (demo)' if demo else ''))",
         "st.markdown('\\n'.join(f'- {inert_markdown(line)}' for line in lines))",
@@ -484,7 +481,6 @@ def test_the_rule_refuses_outside_text(line):
         "def f(xs):\n    shown = [f'- {inert_markdown(x)}' for x in xs]\n    st.warning('\\n'.join(shown))",
         "def said(x):\n    if not x:\n        return None\n    return f'{len(x):d} rows of {inert_markdown(x[0])}'\n"
         "def f(x):\n    if note := said(x):\n        st.warning(note)",
-
     ],
 )
 def test_the_rule_accepts_literals_and_inert_text(line):

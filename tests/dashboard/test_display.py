@@ -105,7 +105,6 @@ def test_escaping_once_shows_a_url_as_it_is_and_twice_shows_backslashes():
 
 
 def test_bounded_json_cuts_lists_objects_and_strings_and_says_how_much():
-
     raw = {"memories": [{"id": f"m{i}", "text": "x" * 5000} for i in range(100_000)], "took_ms": 12}
     bounded, cut = bounded_json(raw, max_items=50, max_chars=100)
     assert cut

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from markdown_text import seen
 
 from dashboard.database import open_app_database
 
@@ -61,7 +62,7 @@ def test_compare_to_inspect_keeps_run_bs_clock_and_the_floor(app, data_dir):
     assert inspect.slider(key="floor").value == FLOOR  # not 0.37
     assert [str(v) for v in inspect.dataframe[0].value["memory id"]] == seen_by_b
     assert any("were created later and are left out" in w.value for w in inspect.warning)
-    assert any(f"Ranked as of {clock}" in i.value for i in inspect.sidebar.info)
+    assert any(f"Ranked as of {clock}" in seen(i.value) for i in inspect.sidebar.info)
     assert inspect.query_params["as_of"] in (clock, [clock])  # the address bar keeps it
 
     # Without the clock, Inspect shows today's store: another retrieval than run B's.
@@ -98,4 +99,4 @@ def test_quality_misses_to_inspect_keeps_the_runs_clock_and_the_floor(app, data_
     inspect = _inspect(app, params)
     assert inspect.slider(key="floor").value == FLOOR  # not 0.37
     assert [str(v) for v in inspect.dataframe[0].value["memory id"]] == seen_by_run
-    assert any(f"Ranked as of {clock}" in i.value for i in inspect.sidebar.info)
+    assert any(f"Ranked as of {clock}" in seen(i.value) for i in inspect.sidebar.info)

@@ -30,7 +30,7 @@ def upload_rare(app, tmp_path, **state):
 
 
 def markdown_of(elements) -> list[str]:
-    return [element.value for element in elements]
+    return [seen(element.value) for element in elements]
 
 
 def test_rare_overlapping_labels_show_the_diagnosis_and_warnings_above_the_recommendation(app, tmp_path):

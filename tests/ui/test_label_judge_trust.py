@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from markdown_text import seen
 
 from dashboard.database import AppDatabase
 from dashboard.display import inert_markdown
@@ -101,7 +102,7 @@ def test_accept_stays_off_until_agreement_is_measured_on_enough_labels_and_passe
     assert shows(at, "; relevant precision") and shows(at, "; not_relevant precision")
     assert at.button(key="label_accept_suggestion").disabled is False
     # Each suggestion on the turn is marked aligned with people's label, or not.
-    marks = [c.value for c in at.caption if c.value.startswith("Suggested by")]
+    marks = [seen(c.value) for c in at.caption if c.value.startswith("Suggested by")]
     assert "✗ not aligned: people said not relevant" in marks[0]
     assert all("✓ aligned with people" in mark for mark in marks[1:]) and len(marks) > 1
 

@@ -81,7 +81,7 @@ def test_query_floor_and_labels_work_the_same_on_both_stores(app, ms_env, data_d
         assert store_query_requests(ms_env) == 1
         notes = texts(at.warning)
         assert NORMALISED_NOTE in notes and USAGE_NOTE in notes
-        assert any("API key: configured (from MEMORYSYNC_API_KEY)" in c.value for c in at.sidebar.caption)
+        assert any("API key: configured (from MEMORYSYNC_API_KEY)" in seen(c.value) for c in at.sidebar.caption)
 
 
 # ------------------------------------------------------------------ faults as messages
@@ -156,7 +156,7 @@ def test_a_key_from_st_secrets_is_used_and_only_configured_is_shown(app, ms_env,
     at.run()
     assert not at.error and at.session_state["result"].hits
     assert ms_env.requests_to("/memory/query")[-1].headers["X-API-Key"] == ms_env.api_key
-    assert any("API key: configured (from MEMORYSYNC_API_KEY)" in c.value for c in at.sidebar.caption)
+    assert any("API key: configured (from MEMORYSYNC_API_KEY)" in seen(c.value) for c in at.sidebar.caption)
     assert not any(t.key == "cfg_memorysync_api_key" for t in at.text_input)
     assert ms_env.api_key not in everything_rendered(at)
 

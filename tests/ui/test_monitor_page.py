@@ -64,7 +64,7 @@ def test_a_session_from_an_alert_window_holds_exactly_its_turns(app, data_dir):
     form_button = next(b for b in at.button if b.label == "Start a labelling session")
     form_button.click().run()
     assert not at.exception, at.exception
-    assert any("Session 'after-the-model-change' created: 60 rows" in s.value for s in at.success)
+    assert any("Session 'after-the-model-change' created: 60 rows" in seen(s.value) for s in at.success)
     db = AppDatabase(data_dir / "labels.sqlite")
     items = db.sessions.items("after-the-model-change")
     turns = set(at.dataframe[-1].value["message_id"])

@@ -40,7 +40,7 @@ def session_from_monitor(app, name: str, *, keep_text: bool):
     at.checkbox(key="monitor_session_keep_text").set_value(keep_text)
     next(b for b in at.button if b.label == "Start a labelling session").click().run()
     assert not at.exception, at.exception
-    assert any(f"Session {name!r} created" in s.value for s in at.success)
+    assert any(f"Session {name!r} created" in seen(s.value) for s in at.success)
     store_shown = next(c.value for c in at.caption if "The session is tied to the store configured in the sidebar" in c.value)
     at.switch_page("label.py").run()
     assert not at.exception, at.exception

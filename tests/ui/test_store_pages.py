@@ -71,7 +71,7 @@ def test_inspect_shows_the_raw_kind_beside_normalised_scores(
     assert list(hits["score"]) == sorted(hits["score"], reverse=True)
     assert list(hits["raw score"]) == sorted(hits["raw score"])  # the store's distances, nearest first
     # Beside the raw column: the formula, and the floor as a rule on the raw value (issue 34).
-    said = next(c.value for c in at.caption if c.value.startswith("Raw score column: "))
+    said = next(seen(c.value) for c in at.caption if c.value.startswith("Raw score column: "))
     assert formula in said and "to apply the floor 0.35 to d, keep a hit when d <=" in said
 
 

@@ -373,7 +373,6 @@ def show_summary(result: Calibration, current: float, advice: FloorAdvice | None
     halves[1].caption(
         f"Keeps {int(now.kept_irrelevant[0]):,} irrelevant, drops {int(now.dropped_relevant[0]):,} relevant, "
         f"no memory in {inert_markdown(_percent(no_memory))} of turns."
-
     )
     if advice is not None:
         advice_ui.show_turns(advice)

@@ -216,7 +216,6 @@ def show_segments(labels: LabelFile, advice: FloorAdvice) -> None:
     st.session_state[SEGMENTS_EXPORTED] = segments_for_export(by, segments)
     st.caption(
         f"The {inert_markdown(advice.name)} floor of each {inert_markdown(by)}, with its 95% bootstrap interval; the first row is the one floor "
-
         "for all segments."
     )
     st.dataframe(

@@ -166,4 +166,3 @@ def show_comparison(comparison: StoreComparison, floors: dict[str, float]) -> No
             column.caption(
                 f"{absent:d} memories returned by the other side are not among {inert_markdown(side.upper())}'s results."
             )
-

@@ -450,7 +450,6 @@ def _label_row(hit: Hit, msg: str, choice: StoreChoice, reviewer: str, store_tex
         cols[1].markdown("❌ not relevant")
     else:
         cols[1].markdown("— unlabelled")
-
     for col, value, title in ((cols[2], "relevant", "Relevant"), (cols[3], "not_relevant", "Not relevant")):
         col.button(
             title,

@@ -51,7 +51,6 @@ def sidebar(choice: StoreChoice) -> None:
     how = ("the store ranks at it" if clock.store_takes_clock(choice.name)
            else "memlens removes hits created after it; recency stays the store's own")
     st.sidebar.info(f"Ranked as of {inert_markdown(when)} (from the link): {how}.")
-
     st.sidebar.button("Rank today's store", key="inspect_as_of_clear", on_click=lambda: st.session_state.pop(AS_OF, None))
 
 

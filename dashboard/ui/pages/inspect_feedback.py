@@ -187,6 +187,5 @@ def show_feedback(result: QueryResult, choice: StoreChoice, user: str | None, ke
             show_error(f"{len(failed)} of {len(outcomes)} signal(s) failed: {failed[0].error}")
         if len(failed) < len(outcomes):
             st.success(f"Sent {len(outcomes) - len(failed):d} signal(s). Importance before and after:")
-
         st.dataframe(pd.DataFrame([o.row() for o in outcomes]), hide_index=True, key="feedback_outcomes_table")
         st.caption("The results above are from before the feedback; search again to see the new ranking.")

@@ -47,7 +47,6 @@ def adjudication_screen(db: AppDatabase, session: LabelSession, found: CountedLa
     """Walk the disagreements: pick one, set the final label with a note; saved as its own row."""
     disputed = disputed_pairs(found)
     st.markdown(f"**{len(disputed):d} disagreement(s)**, {len(found.resolution.unresolved):d} of them unresolved ties")
-
     if not disputed:
         return
     st.dataframe(

@@ -330,7 +330,5 @@ def session_form(logs: LogSet, result: MonitorResult, window: Window, choice: St
         show_error(error)
     if note := state.get("monitor_session_created"):
         st.success(inert_markdown(note))  # it names the session as typed
-
         # A page is named by its file beside the main script, dashboard/views/navigation.py.
         st.page_link("label.py", label="Label it now", icon=":material/label:")
-

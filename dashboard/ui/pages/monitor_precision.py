@@ -187,6 +187,4 @@ def _judged_session_form(
             f"Session {inert_markdown(repr(session.name))} created: the {session.size:d} pair(s) "
             f"{inert_markdown(source)} graded in {inert_markdown(label)}."
         )
-
         st.page_link("label.py", label="Label it now", icon=":material/label:")
-

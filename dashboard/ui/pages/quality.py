@@ -351,7 +351,6 @@ def show_read_log() -> None:
     )
     if broken:
         st.warning(f"{broken:d} line(s) of the read log are not valid JSON and are left out of the table.")
-
     if not records:
         st.caption("No reads logged yet.")
         return

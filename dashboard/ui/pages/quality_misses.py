@@ -186,4 +186,3 @@ def _list_cause(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float, ca
     if why_not:
         st.warning(f"The links cannot open this run's store, {inert_markdown(info.display_name)}: {inert_markdown(why_not)}. "
                    f"On Inspect, pick the {inert_markdown(info.store)} store in the sidebar; the run's fingerprint is {inert_markdown(info.fingerprint)}.")
-

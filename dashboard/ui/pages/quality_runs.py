@@ -447,7 +447,6 @@ def show_whatif(db: AppDatabase, runs: list[RunInfo]) -> None:
             st.info(f"{held:.0%} of the gain found on the search split held on the held-out questions.")
     for note in shown.notes():
         st.caption(inert_markdown(note[0].upper() + note[1:]))
-
     rows = [{"setting": "store's own", **shown.own_weights, "threshold": None,
              "search split": shown.own_train, "held out": shown.own_held_out, "tied questions": shown.own_tied}]
     rows += [{"setting": f"#{i}", **s.weights, "threshold": s.threshold, "search split": s.train,

@@ -179,7 +179,6 @@ def show_outcome(result: QueryResult, outcome: RankOutcome) -> None:
         st.caption(
             f"Asked this session: {tally['model']:d} quer(ies) ranked by the model, "
             f"{tally['fallback']:d} fell back to the formula (a fallback is never counted as the model's ranking)."
-
         )
     st.dataframe(orders_frame(result, outcome), hide_index=True, width="stretch", key="llm_rank_orders")
     exchange = json.dumps(outcome.raw_exchange(), indent=2, ensure_ascii=False)

@@ -314,11 +314,9 @@ def show_pasted_ranking(ours: dict, candidate_ids: list[str], settings: RerankSe
     if isinstance(theirs, dict):
         for flag in review_flags(theirs):
             st.warning(f"Review (pasted): {inert_markdown(_short(flag))}")
-
     comparison = compare_rankings(ours, theirs)
     if comparison.rows:
         st.caption(f"Compared with this page's ranking: {inert_markdown(comparison.summary())}")
-
         st.dataframe(
             comparison_frame(comparison).head(MAX_ROWS_SHOWN), hide_index=True, width="stretch", key="rerank_comparison"
         )

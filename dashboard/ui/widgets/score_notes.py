@@ -22,4 +22,3 @@ def show_score_space(result: QueryResult, floor: float) -> None:
         f"Raw score column: the store's {inert_markdown(result.raw_score_kind or 'raw value')} d. "
         f"{inert_markdown(str(score_space.raw_floor_rule(how, floor)))}."
     )
-

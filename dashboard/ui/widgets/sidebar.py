@@ -339,7 +339,6 @@ def user_picker(store: MemoryStore | None) -> str | None:
         if note and note[1] == user:
             asked, named, count = note[0]
             st.warning(_unknown_user_text(asked, named, count, note[1]))
-
         elif note:
             session.remember("unknown_user", None)
     else:
