@@ -104,7 +104,7 @@ def test_target_precision_out_of_reach_and_max_fbeta(app, tmp_path):
     assert any(
         w.startswith("No floor reaches target precision 0.95; the exported floor is the cost-ratio one") for w in markdown_of(at.warning)
     )
-    assert any(c.value.startswith("Target precision 0.95: no floor reaches it (best") for c in at.caption)
+    assert any(seen(c.value).startswith("Target precision 0.95: no floor reaches it (best") for c in at.caption)
 
     at.radio(key="floor_mode").set_value(FBETA).run()
     at.number_input(key="fbeta_beta").set_value(2.0).run()

@@ -404,7 +404,7 @@ def labelling_panel(db: AppDatabase, session: LabelSession, reviewer: str, choic
             score = f"{row.score:.3f}" if row.score is not None else "no score"
             marker = "▶ " if is_current else ""
             st.markdown(
-                f"{marker}**#{row.rank:d}** {code_span(row.memory_id)} · score {score} "
+                f"{marker}**#{inert_markdown(str(row.rank))}** {code_span(row.memory_id)} · score {score} "
                 f"{inert_markdown(_status_text(queue.status(row)))}"
             )
             if kind == "ok":
