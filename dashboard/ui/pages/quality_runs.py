@@ -61,11 +61,7 @@ def _keep(db: AppDatabase, judged: JudgedSet) -> None:
     db.judged_sets.save(judged)
     st.session_state["eval_set"] = judged.name
     # the page draws it on the next run, from these parts (the set's name is the uploader's text)
-    st.session_state["eval_set_message"] = (
-        judged.name,
-        f"{len(judged.questions)} questions"
-        + (f"; {len(judged.issues)} {'turn(s)' if judged.source == 'labels' else 'line(s)'} left out" if judged.issues else ""),
-    )
+    st.session_state["eval_set_message"] = (judged.name, len(judged.questions), len(judged.issues), judged.source == "labels")
 
 
 def judged_set_picker(db: AppDatabase) -> JudgedSet | None:
@@ -90,7 +86,11 @@ def judged_set_picker(db: AppDatabase) -> JudgedSet | None:
         if st.button("Promote labelled turns to a judged set", key="eval_promote"):
             _promote(db, promote_name.strip() or "from labels")
     if message := st.session_state.pop("eval_set_message", None):
-        st.success(f"Kept judged set **{inert_markdown(message[0])}**: {inert_markdown(message[1])}")
+        st.success(
+            f"Kept judged set **{inert_markdown(message[0])}**: {message[1]:d} questions"
+            + (f"; {message[2]:d} {'turn(s)' if message[3] else 'line(s)'} left out" if message[2] else "")
+        )
+
     if issues := st.session_state.pop("eval_set_issues", None):
         st.warning("Lines skipped:\n\n" + "\n".join(f"- {inert_markdown(line)}" for line in issues.splitlines()[:50]))
     names = [DEMO_SET, *[n for n in db.judged_sets.names() if n != "demo"]]
