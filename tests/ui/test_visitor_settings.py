@@ -59,7 +59,7 @@ def test_with_no_factory_configured_the_page_says_who_sets_one(app, monkeypatch)
     at = app(store="langgraph", user="sam")
     at.run()
     assert not at.exception
-    assert any("none configured; the operator sets MEMLENS_LANGGRAPH_FACTORY" in c.value for c in at.caption)
+    assert any("none configured; the operator sets MEMLENS_LANGGRAPH_FACTORY" in seen(c.value) for c in at.caption)
     assert "none is configured: set MEMLENS_LANGGRAPH_FACTORY" in errors(at)
 
 

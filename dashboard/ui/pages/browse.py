@@ -190,7 +190,8 @@ def show_expected_check(choice: StoreChoice, user: str | None) -> None:
     if verdict.status == "stored":
         st.success(inert_markdown(message))
     elif verdict.status == "not_found":
-        st.error(inert_markdown(message))
+        show_error(message)
+
     else:  # reworded, related
         st.warning(inert_markdown(message))
     if verdict.status != "stored" and isinstance(choice.store, SupportsHistory):
