@@ -169,7 +169,7 @@ def show_turns(advice: FloorAdvice) -> None:
             "labelled (unknown whether right: the labels do not say whether their question had an answer)"
         )
     if split.missed:
-        parts.append(inert_markdown(missed_text(split.missed)))
+        parts.append(missed_text(split.missed))
     st.caption(f"At floor {format_floor(advice.floor)}: " + "; ".join(parts) + ".")
 
 
