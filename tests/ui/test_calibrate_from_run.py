@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from markdown_text import seen
 from whatif_runs import rare_relevant_run
 
 from dashboard.database import AppDatabase
@@ -82,5 +83,5 @@ def test_a_run_reaches_calibrate_with_its_clock_score_space_full_floor_and_no_te
     assert exported["floor"] == expected.floor and exported["label_count"] == len(scores)  # the floor, to the last digit
     text = json.dumps(exported)
     assert not [q.query for q in judged.questions if q.query in text]  # the text stayed with the run
-    said = next(c.value for c in at.caption if c.value.startswith("The hits of run"))
+    said = next(seen(c.value) for c in at.caption if c.value.startswith("The hits of run"))
     assert f"ranked as of {clock}" in said and "its query text is kept with the run, not in these exports" in said

@@ -111,6 +111,6 @@ def run_description(info: RunInfo) -> str:
     the clock it ranked at, and whether its query text was kept (never exported)."""
     return (
         f"The hits of run {inert_markdown(info.name)}, on {inert_markdown(info.display_name)}, "
-        + (f"ranked as of {info.as_of}" if info.as_of else "ranked at the run's own time")
+        + (f"ranked as of {inert_markdown(info.as_of)}" if info.as_of else "ranked at the run's own time")
         + ("; its query text is kept with the run, not in these exports." if info.keep_text else "; ids and scores only.")
     )
