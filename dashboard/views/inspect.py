@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.floor import apply_floor, prompt_block
 from dashboard.ui.pages import inspect as view
+from dashboard.ui.pages import inspect_labels as labelling
 from dashboard.ui.pages import inspect_panels as panels
 from dashboard.ui.widgets import held_controls, session
 from dashboard.ui.widgets import reviewer as reviewer_ui
@@ -100,8 +101,8 @@ if view.holding_the_rest():
     st.stop()
 
 msg = view.current_message_id()  # one id per result: labels and the re-rank export
-view.show_labelling(result, msg, choice, reviewer, store_text)
+labelling.show_labelling(result, msg, choice, reviewer, store_text)
 panels.show_rank_lookup(result, choice, user)
-view.show_session_labels(store_text)
+labelling.show_session_labels(store_text)
 panels.show_rerank_panel(result, msg, store_text)
 view.show_raw_response(result)

@@ -37,6 +37,7 @@ FIRST_RUN_MODULES = (
     "dashboard.ui.widgets.reviewer",
     "dashboard.ui.widgets.errors",
     "dashboard.ui.pages.inspect",
+    "dashboard.ui.pages.inspect_labels",
     "dashboard.ui.pages.inspect_panels",
     "dashboard.ui.widgets.score_notes",
     "dashboard.floor",
