@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from connectors.common.errors import MemlensError
+from connectors.common.errors import ServiceError
 
 
 class ScoreKind(enum.StrEnum):
@@ -335,19 +335,8 @@ class SupportsHistory(Protocol):
 TYPED_ADDRESS_FAILED = "could not reach the store at that address"
 
 
-class ConnectorError(MemlensError):
+class ConnectorError(ServiceError):
     """Base of every store failure; its message is what the page shows."""
-
-    def __init__(self, message: str, *, request_id: str | None = None, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.request_id = request_id
-        self.status = status
-
-    def __str__(self) -> str:
-        if self.request_id:
-            return f"{self.message} (request id {self.request_id})"
-        return self.message
 
 
 class StoreUnavailable(ConnectorError):

@@ -27,3 +27,20 @@ class MemlensError(Exception):
     # The command prints it after ``memlens COMMAND:``; False for a failure that is no
     # one command's (the app database's setting), said after ``memlens:``.
     names_command: bool = True
+
+
+class ServiceError(MemlensError):
+    """A failure of something memlens asked over the wire (a store, a model): the
+    message, and the status and request id the service gave, shown with it so the
+    user can find the request in the service's own log."""
+
+    def __init__(self, message: str, *, request_id: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.request_id = request_id
+        self.status = status
+
+    def __str__(self) -> str:
+        if self.request_id:
+            return f"{self.message} (request id {self.request_id})"
+        return self.message

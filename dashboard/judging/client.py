@@ -25,19 +25,20 @@ Errors: what is wrong with the model itself is a ``ModelError``, a branch of its
 that asks a model catches ``(ModelError, ConnectorError)``:
 
     MemlensError
-    ├── ModelError
-    │   ├── ModelNotConfigured    no base URL or model name is set
-    │   ├── ModelSettingsError    a MEMLENS_LLM_* setting is unusable
-    │   ├── TextNotAllowed        the user has not agreed to send text to the model
-    │   └── ModelOutputError      a 2xx whose message content is missing
-    └── ConnectorError            (the HTTP boundary, connectors/http/base.py)
-        ├── StoreTimeout          no answer within the timeout
-        ├── StoreUnavailable      connection refused, DNS
-        ├── AuthFailed            401 / 403
-        ├── InvalidRequest        400 / 404 / 422: the server rejected the request;
-        │                         a key with control characters (check_credential)
-        ├── RateLimited           429 after the retries (``retry_after``)
-        └── BadResponse           5xx after the retries, a body that is not JSON
+    └── ServiceError              message, status, request id (connectors/common/errors.py)
+        ├── ModelError
+        │   ├── ModelNotConfigured    no base URL or model name is set
+        │   ├── ModelSettingsError    a MEMLENS_LLM_* setting is unusable
+        │   ├── TextNotAllowed        the user has not agreed to send text to the model
+        │   └── ModelOutputError      a 2xx whose message content is missing
+        └── ConnectorError            (the HTTP boundary, connectors/http/base.py)
+            ├── StoreTimeout          no answer within the timeout
+            ├── StoreUnavailable      connection refused, DNS
+            ├── AuthFailed            401 / 403
+            ├── InvalidRequest        400 / 404 / 422: the server rejected the request;
+            │                         a key with control characters (check_credential)
+            ├── RateLimited           429 after the retries (``retry_after``)
+            └── BadResponse           5xx after the retries, a body that is not JSON
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from typing import Any, TypeVar
 import httpx
 
 from connectors.common.allowed import destination
-from connectors.common.errors import MemlensError
+from connectors.common.errors import ServiceError
 from connectors.http.base import HttpBoundary
 from connectors.http.outbound import PROBE_KEY, check_credential, register_client
 
@@ -76,19 +77,8 @@ JSON_MODES = ("schema", "object", "none")
 CHAT_PATH = "/chat/completions"
 
 
-class ModelError(MemlensError):
+class ModelError(ServiceError):
     """What is wrong with the model itself (its settings, the consent, its answer)."""
-
-    def __init__(self, message: str, *, request_id: str | None = None, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.request_id = request_id
-        self.status = status
-
-    def __str__(self) -> str:
-        if self.request_id:
-            return f"{self.message} (request id {self.request_id})"
-        return self.message
 
 
 class ModelNotConfigured(ModelError):
