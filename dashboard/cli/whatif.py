@@ -63,10 +63,11 @@ def metric_name(text: str) -> tuple[str, int | None]:
     return name, int(cutoff) if cutoff else None
 
 
-def _setting_line(name: str, weights: dict[str, float], threshold: float | None, train: float, held: float, tied: int) -> str:
+def _setting_line(name: str, weights: dict[str, float], floor: float | None, train: float, held: float, tied: int) -> str:
     from dashboard.evaluation.weight_search import weights_text
 
-    at = f" threshold={threshold:g}" if threshold else ""
+    # "threshold=" is the line's contract; the value is the floor the setting drops hits under.
+    at = f" threshold={floor:g}" if floor else ""
     return f"{name}\t{weights_text(weights)}{at}\tsearch {train:.4f}\theld-out {held:.4f}\ttied {tied}"
 
 
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if cutoff is not None and args.n is not None and cutoff != args.n:
         raise CommandError(f"--metric {metric}@{cutoff} and --n {args.n} name two cutoffs; give one")
     args.n = cutoff or args.n or 3
-    result = whatif.search_run(db, info, metric=metric, n=args.n, step=args.grid, threshold=args.threshold)
+    result = whatif.search_run(db, info, metric=metric, n=args.n, step=args.grid, search_floor=args.threshold)
     result.top = result.top[: args.top]
     apply = whatif.weights_to_apply(result, info.store)
     if args.format == "json":
@@ -98,14 +99,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print(_setting_line("own", result.own_weights, None, result.own_train, result.own_held_out, result.own_tied))
     for i, s in enumerate(result.top, start=1):
-        print(_setting_line(f"#{i}", s.weights, s.threshold, s.train, s.held_out, s.tied))
+        print(_setting_line(f"#{i}", s.weights, s.floor, s.train, s.held_out, s.tied))
     recommended = result.recommended
     if recommended is None and result.train_gain <= whatif.MIN_GAIN and not result.order_blind:
         print("recommended: none (nothing beats the store's own weights on the search split)")
     elif recommended is None:
         print(f"recommended: none ({result.why_nothing()})")
     elif apply:
-        floor = f" --floor {recommended.threshold:g}" if recommended.threshold > 0 else ""
+        floor = f" --floor {recommended.floor:g}" if recommended.floor > 0 else ""
         print(f"recommended: memlens eval ... --weights {apply}{floor}")
     else:
         print(f"recommended: {whatif.weights_text(recommended.weights)} (set them in the {info.store} store's own configuration)")

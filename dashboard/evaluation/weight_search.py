@@ -4,7 +4,7 @@ A run keeps every hit's breakdown (semantic, recency, importance, usage for the
 embedded store; whatever components MemorySync, Mem0 or another store sends), so
 ``score = sum(weight_c * component_c)`` can be recomputed for any weights without
 querying the store again. The search tries every weighting on a grid over the
-simplex (weights summing to 1; and, if asked, score thresholds under which a
+simplex (weights summing to 1; and, if asked, score floors under which a
 candidate is dropped) and keeps the one with the best value of a chosen metric.
 
 Honesty rules, the same on the page and in ``memlens whatif``:
@@ -17,7 +17,7 @@ Honesty rules, the same on the page and in ``memlens whatif``:
   store's own order (its rank); each setting reports in how many questions the tie
   rule decided the top n. Settings with equal search-split values are ranked by
   the distance (sum of absolute differences) of their weights from the store's own,
-  nearest first, then by lower threshold, then by grid order; the result says how
+  nearest first, then by lower floor, then by grid order; the result says how
   many settings shared the best value;
 - only a setting whose gain on the held-out questions is positive and beyond its
   noise is a recommendation: the best setting on the search split, whose 95%
@@ -63,8 +63,9 @@ GAIN_CONFIDENCE = 0.95
 HELD_OUT_SHARE = 0.3
 SEED = 0
 DEFAULT_STEP = 0.1
-# The thresholds "Also search a threshold" (and `memlens whatif --threshold`) tries.
-THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(13))
+# The floors "Also search a threshold" (and `memlens whatif --threshold`) tries: both
+# say "threshold" (a widget label and a flag kept as they are), the search means a floor.
+FLOORS = tuple(round(0.05 * i, 2) for i in range(13))
 # Two weighted scores closer than this are a tie: equal components give equal sums,
 # but summed in another order they may differ in the last bit.
 TIE = 1e-12
@@ -155,7 +156,7 @@ def weighted(cands: Candidates, weights: np.ndarray) -> np.ndarray:
     return np.where(cands.present, cands.values @ weights, -np.inf)
 
 
-def evaluate(cands: Candidates, weights: np.ndarray | None, threshold: float, metric: str, n: int) -> np.ndarray:
+def evaluate(cands: Candidates, weights: np.ndarray | None, floor: float, metric: str, n: int) -> np.ndarray:
     """Per-question metric for `weights` (None: the store's own order)."""
     if weights is None:
         order = np.tile(np.arange(cands.present.shape[1]), (len(cands.present), 1))
@@ -164,7 +165,7 @@ def evaluate(cands: Candidates, weights: np.ndarray | None, threshold: float, me
         score = weighted(cands, weights)
         # Stable: equal scores keep the store's order (the tie rule, see the module docstring).
         order = np.argsort(-score, axis=1, kind="stable")
-        kept = np.take_along_axis(score, order, axis=1) >= threshold
+        kept = np.take_along_axis(score, order, axis=1) >= floor
         kept &= np.take_along_axis(cands.present, order, axis=1)
     return metric_per_question(cands, order, kept, metric, n)
 
@@ -203,7 +204,7 @@ def weight_grid(components: int, step: float) -> np.ndarray:
 @dataclass
 class Setting:
     weights: dict[str, float]
-    threshold: float
+    floor: float  # hits scoring under it are dropped (0: none)
     train: float
     held_out: float
     tied: int = 0  # questions whose top n the tie rule decided
@@ -322,7 +323,8 @@ class WhatIfResult:
         """The JSON report of `memlens whatif --format json`."""
 
         def setting(s: Setting) -> dict[str, Any]:
-            return {"weights": s.weights, "threshold": s.threshold, "search_split": s.train,
+            # "threshold" is the JSON field's name (kept as it is); it holds the floor.
+            return {"weights": s.weights, "threshold": s.floor, "search_split": s.train,
                     "held_out": s.held_out, "tied_questions": s.tied}
 
         recommended = self.recommended
@@ -353,7 +355,7 @@ def search(
     n: int,
     k: int,
     step: float = DEFAULT_STEP,
-    thresholds: Sequence[float] = (0.0,),
+    floors: Sequence[float] = (0.0,),
     held_out_share: float = HELD_OUT_SHARE,
     seed: int = SEED,
     keep_top: int = 10,
@@ -386,12 +388,12 @@ def search(
             degenerate += 1
             continue
         tied = tied_questions(score, cands.present, n)
-        for threshold in thresholds:
-            per_question = evaluate(cands, weights, threshold, metric, n)
+        for floor in floors:
+            per_question = evaluate(cands, weights, floor, metric, n)
             settings.append(
                 Setting(
                     weights={c: round(float(w), 6) for c, w in zip(cands.components, weights, strict=True)},
-                    threshold=float(threshold),
+                    floor=float(floor),
                     train=float(per_question[train].mean()),
                     held_out=float(per_question[held].mean()),
                     tied=tied,
@@ -406,12 +408,12 @@ def search(
     # Best on the search split only; ties by the stated rule (TIE_RULE), grid order last.
     position = sorted(
         range(len(settings)),
-        key=lambda i: (-round(settings[i].train, 12), round(distance[i], 9), settings[i].threshold, i),
+        key=lambda i: (-round(settings[i].train, 12), round(distance[i], 9), settings[i].floor, i),
     )
     ranked = [settings[i] for i in position]
     best_value = round(ranked[0].train, 12)
     best_weights = np.array([ranked[0].weights[c] for c in cands.components])
-    best_per_question = evaluate(cands, best_weights, ranked[0].threshold, metric, n)
+    best_per_question = evaluate(cands, best_weights, ranked[0].floor, metric, n)
     interval = gain_interval(best_per_question[held] - own[held], seed)
     own_scores = np.where(cands.present, cands.scores, -np.inf)
     return WhatIfResult(
@@ -447,16 +449,16 @@ def gain_interval(deltas: np.ndarray, seed: int = SEED) -> tuple[float, float]:
 
 
 def search_run(
-    db: AppDatabase, info: RunInfo, *, metric: str, n: int, step: float = DEFAULT_STEP, threshold: bool = False
+    db: AppDatabase, info: RunInfo, *, metric: str, n: int, step: float = DEFAULT_STEP, search_floor: bool = False
 ) -> WhatIfResult:
     """The search on a saved run, as the Quality page and `memlens whatif` run it:
-    the cutoff clipped to the run's k, the thresholds of THRESHOLDS when asked."""
+    the cutoff clipped to the run's k, the floors of FLOORS when asked (`search_floor`)."""
     judged = db.judged_sets.load(info.set_name, info.set_hash)
     if judged is None:
         raise WhatIfError(f"the run's judged set ({info.set_name}, {info.set_hash}) is gone")
     return search(
         judged.questions, db.runs.outcomes(info.run_id), metric=metric, n=min(n, info.k), k=info.k, step=step,
-        thresholds=THRESHOLDS if threshold else (0.0,),
+        floors=FLOORS if search_floor else (0.0,),
     )
 
 

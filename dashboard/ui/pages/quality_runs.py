@@ -424,12 +424,12 @@ def show_whatif(db: AppDatabase, runs: list[RunInfo]) -> None:
     metric = cols[0].selectbox("Metric", whatif.METRICS, key="whatif_metric")
     st.session_state.setdefault("whatif_n", min(3, info.k))
     n = int(cols[1].number_input("at cutoff n", min_value=1, max_value=MAX_K, step=1, key="whatif_n"))
-    thresholds = cols[2].checkbox("Also search a threshold", key="whatif_threshold")
+    search_floor = cols[2].checkbox("Also search a threshold", key="whatif_threshold")
     if not st.button("Search weights", key="whatif_search"):
         result = st.session_state.get("whatif_result")
     else:
         try:
-            found = whatif.search_run(db, info, metric=metric, n=n, threshold=bool(thresholds))
+            found = whatif.search_run(db, info, metric=metric, n=n, search_floor=bool(search_floor))
         except whatif.WhatIfError as exc:
             show_error(str(exc))
             return
@@ -449,7 +449,7 @@ def show_whatif(db: AppDatabase, runs: list[RunInfo]) -> None:
         st.caption(inert_markdown(note[0].upper() + note[1:]))
     rows = [{"setting": "store's own", **shown.own_weights, "threshold": None,
              "search split": shown.own_train, "held out": shown.own_held_out, "tied questions": shown.own_tied}]
-    rows += [{"setting": f"#{i}", **s.weights, "threshold": s.threshold, "search split": s.train,
+    rows += [{"setting": f"#{i}", **s.weights, "threshold": s.floor, "search split": s.train,
               "held out": s.held_out, "tied questions": s.tied} for i, s in enumerate(shown.top, start=1)]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="whatif_table")
     text = whatif.weights_to_apply(shown, info.store)
@@ -457,7 +457,7 @@ def show_whatif(db: AppDatabase, runs: list[RunInfo]) -> None:
         # The weight names come from the store's breakdown: shown as text, never as Markdown.
         st.button(inert_markdown(f"Use {text} as the embedded store's weights"), key="whatif_apply",
                   on_click=_apply_weights, args=(text,))
-        floor = f" --floor {recommended.threshold:g}" if recommended.threshold > 0 else ""
+        floor = f" --floor {recommended.floor:g}" if recommended.floor > 0 else ""
         st.caption(f"On the command line: {code_span(f'memlens eval ... --weights {text}{floor}')}")
 
 

@@ -103,10 +103,10 @@ def perfect(tmp_path):
     db.close()
 
 
-@pytest.mark.parametrize("threshold", [False, True])
-def test_nothing_beats_the_stores_own_weights_so_nothing_is_recommended(perfect, threshold):
+@pytest.mark.parametrize("search_floor", [False, True])
+def test_nothing_beats_the_stores_own_weights_so_nothing_is_recommended(perfect, search_floor):
     evals, info = perfect
-    result = whatif.search_run(evals, info, metric="recall", n=1, threshold=threshold)
+    result = whatif.search_run(evals, info, metric="recall", n=1, search_floor=search_floor)
     assert result.own_train == 1.0 and result.best.train == 1.0
     assert result.recommended is None and result.train_gain == 0
     assert "no weighting beats the store's own (1.0000)" in result.summary()

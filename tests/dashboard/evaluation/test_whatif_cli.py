@@ -72,7 +72,7 @@ def noise(tmp_path, monkeypatch):
 
 def test_a_held_out_loss_is_not_recommended_nor_given_as_a_share(noise, capsys):
     evals, info = noise
-    found = whatif.search_run(evals, info, metric="ndcg", n=5, threshold=True)
+    found = whatif.search_run(evals, info, metric="ndcg", n=5, search_floor=True)
     assert found.train_gain > 0.05 and found.held_out_gain < 0  # fitted to the search split
     assert main(["whatif", info.run_id, "--metric", "ndcg", "--n", "5", "--threshold"]) == 0
     out = capsys.readouterr().out
