@@ -45,10 +45,10 @@ from connectors.common.paths import data_dir
 from dashboard.cli.errors import CommandError
 from dashboard.database import AppDatabase, app_database_target
 from dashboard.database.model import LabelStoreError
-from dashboard.labels.agreement import agreement
 from dashboard.labels.counted import counted
 from dashboard.labels.people_files import FORMATS, read_people_labels
 from dashboard.labels.resolution import counted_labels, resolve
+from dashboard.labels.reviewer_agreement import agreement
 
 SHOWN_ISSUES = 20
 
@@ -133,7 +133,7 @@ def judge_report(db, name: str, session_labels, messages: set[str], resolved=Non
     """The judge-vs-people lines for every source of judge `name` (None: no such judge)."""
     from dashboard.database.judge_labels import source_name
     from dashboard.database.model import RELEVANT
-    from dashboard.judging.agreement import judge_agreement
+    from dashboard.judging.judge_agreement import judge_agreement
     from dashboard.judging.judges import calibrate_cutoff
 
     sources = [s for s in db.judge_labels.sources() if s == name or source_name(s) == name]

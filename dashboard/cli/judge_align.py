@@ -174,8 +174,8 @@ def _store(args: argparse.Namespace) -> Any:
 
 def _align(args: argparse.Namespace, db: Any, client: Any, config: Any, variants: list[Any], pairs: list[Any]) -> int:
     from dashboard.database.judge_labels import judge_source
-    from dashboard.judging.agreement import to_record
     from dashboard.judging.align import TUNING, choose, few_shot, run_variant
+    from dashboard.judging.judge_agreement import to_record
     from dashboard.judging.judges import LlmJudge
 
     source = judge_source(config.name, client.config.model)

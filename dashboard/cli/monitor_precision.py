@@ -92,7 +92,7 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
         found = counted(db, environ=dict(os.environ))  # people's labels by the one rule, adjudications applied
         agreement = None
         if found.raw:
-            from dashboard.judging.agreement import judge_agreement
+            from dashboard.judging.judge_agreement import judge_agreement
 
             agreement = judge_agreement(
                 found.raw, db.judge_labels.find(source=judge.source), judge.source, resamples=200, resolved=found.labels

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dashboard.database.model import RELEVANT, Label
-from dashboard.judging.agreement import DEFAULT_RESAMPLES, JudgeAgreement, compare
 from dashboard.judging.client import bounded_map
+from dashboard.judging.judge_agreement import DEFAULT_RESAMPLES, JudgeAgreement, compare
 from dashboard.judging.judges import Judgment
 
 TUNING, HELD_OUT = "tuning", "held-out"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from dashboard.database.judge_labels import JudgeLabel
 from dashboard.database.model import NOT_RELEVANT, RELEVANT, Label
-from dashboard.judging.agreement import JudgeAgreement, from_confusion, judge_agreement
+from dashboard.judging.judge_agreement import JudgeAgreement, from_confusion, judge_agreement
 from dashboard.judging.run_check import RunCheck, check_counts, check_run, is_placeholder
 
 MIN_LABELS_ENV = "MEMLENS_JUDGE_MIN_LABELS"

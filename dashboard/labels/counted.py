@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from dashboard.database import AppDatabase
 from dashboard.database.model import Label
 from dashboard.database.sessions import LabelSession, NoSuchSession
-from dashboard.labels.agreement import AgreementReport, agreement
 from dashboard.labels.resolution import REVIEWERS_ENV, Resolution, counted_labels, parse_names, resolve
+from dashboard.labels.reviewer_agreement import AgreementReport, agreement
 
 
 @dataclass

@@ -114,7 +114,7 @@ def test_accept_stays_off_until_agreement_is_measured_on_enough_labels_and_passe
 
 
 def test_the_agreement_memlens_judge_align_recorded_is_shown_and_counts_for_accept(data_dir, session_items):
-    from dashboard.judging.agreement import compare, to_record
+    from dashboard.judging.judge_agreement import compare, to_record
 
     grade_all(data_dir, session_items, lambda n: 3 if n % 3 == 0 else 0, lambda n: f"reason number {n}")
     people = [n % 4 == 0 for n in range(60)]

@@ -35,12 +35,12 @@ from dashboard.database.model import LabelStoreError
 from dashboard.demo import DEMO_LABELS, load_demo_labels
 from dashboard.display import code_span, inert_markdown
 from dashboard.floor import default_floor, floor_list
-from dashboard.judging.agreement import JudgeAgreement
+from dashboard.judging.judge_agreement import JudgeAgreement
 from dashboard.judging.label_source import JUDGE, PEOPLE_ELSE_JUDGE, MergedLabels, merge_labels
 from dashboard.labels.counted import CountedLabels
 from dashboard.ui.pages import calibrate_advice as advice_ui
 from dashboard.ui.widgets import cache, label_counting, session, store_names
-from dashboard.ui.widgets import label_source as label_source_ui
+from dashboard.ui.widgets import label_source_choice as label_source_ui
 from dashboard.ui.widgets.errors import show_error
 
 SOURCE_STORE = "Label store"

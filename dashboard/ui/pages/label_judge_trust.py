@@ -17,7 +17,7 @@ from dashboard.database import AppDatabase
 from dashboard.database.judge_labels import JudgeLabel
 from dashboard.database.model import NOT_RELEVANT, RELEVANT, LabelStoreError
 from dashboard.display import inert_markdown
-from dashboard.judging.agreement import from_record
+from dashboard.judging.judge_agreement import from_record
 from dashboard.judging.trust import MIN_KAPPA_ENV, MIN_LABELS_ENV, JudgeTrust, TrustBar, trust_from_summary
 from dashboard.ui.widgets.errors import show_error
 

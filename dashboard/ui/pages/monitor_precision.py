@@ -88,7 +88,7 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
 
 
 def _agreement(db: Any, source: str) -> str:
-    from dashboard.judging.agreement import judge_agreement
+    from dashboard.judging.judge_agreement import judge_agreement
     from dashboard.labels.counted import counted
     from dashboard.ui.widgets.label_counting import reviewers_setting
 

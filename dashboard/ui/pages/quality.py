@@ -25,7 +25,7 @@ from dashboard.ranking import metrics
 from dashboard.ranking.metrics import QualityReport
 from dashboard.ranking.rerank import RerankSettings
 from dashboard.ui.widgets import cache, store_names
-from dashboard.ui.widgets import label_source as label_source_ui
+from dashboard.ui.widgets import label_source_choice as label_source_ui
 from dashboard.ui.widgets.errors import show_error
 from dashboard.ui.widgets.label_counting import reviewers_setting
 from dashboard.ui.widgets.progress import progress_bar

@@ -8,7 +8,7 @@ from sklearn.metrics import accuracy_score, cohen_kappa_score, confusion_matrix,
 
 from dashboard.database.judge_labels import JudgeLabel
 from dashboard.database.model import Label
-from dashboard.judging.agreement import bootstrap_kappa, judge_agreement
+from dashboard.judging.judge_agreement import bootstrap_kappa, judge_agreement
 
 SOURCE = "judge:umbrela@m"
 # (memory, ana's label, ben's label or None, judge grade)

@@ -65,7 +65,7 @@ def test_a_bad_bar_names_its_variable(environ, message):
 
 
 def test_a_judges_record_is_kept_per_source_and_rewritten_by_the_next_alignment(target):
-    from dashboard.judging.agreement import compare, from_record, to_record
+    from dashboard.judging.judge_agreement import compare, from_record, to_record
 
     figures = compare(SOURCE, [True, False, True, False], [True, False, False, False], resamples=50)
     db = AppDatabase(target)

@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard.database.judge_labels import JudgeLabel
 from dashboard.database.model import Label, LabelStoreError
 from dashboard.display import code_span, inert_markdown
-from dashboard.judging.agreement import JudgeAgreement, judge_agreement
+from dashboard.judging.judge_agreement import JudgeAgreement, judge_agreement
 from dashboard.judging.label_source import JUDGE, PEOPLE, PEOPLE_ELSE_JUDGE
 
 LABEL_PEOPLE = "People"

@@ -6,7 +6,7 @@ read as relevant at 2 or more (``RELEVANT_GRADE``). Over the comparisons:
 
     count           how many there are
     raw agreement   the share where both say the same
-    Cohen's kappa   agreement corrected for chance (dashboard/labels/agreement.py), with a
+    Cohen's kappa   agreement corrected for chance (dashboard/labels/reviewer_agreement.py), with a
                     bootstrap percentile interval (comparisons resampled with replacement)
     TPR             of the pairs people call relevant, the share the judge calls relevant
     TNR             of the pairs people call not relevant, the share the judge agrees on
@@ -25,7 +25,7 @@ import numpy as np
 
 from dashboard.database.judge_labels import JudgeLabel
 from dashboard.database.model import NOT_RELEVANT, RELEVANT, Label
-from dashboard.labels.agreement import cohen_kappa
+from dashboard.labels.reviewer_agreement import cohen_kappa
 
 DEFAULT_RESAMPLES = 1_000
 DEFAULT_SEED = 0

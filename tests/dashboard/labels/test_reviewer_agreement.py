@@ -12,7 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from dashboard.database.model import Label
-from dashboard.labels.agreement import agreement, cohen_kappa, fleiss_kappa
+from dashboard.labels.reviewer_agreement import agreement, cohen_kappa, fleiss_kappa
 
 LABELS = ["relevant", "not_relevant"]
 
