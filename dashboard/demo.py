@@ -4,8 +4,9 @@
 against a fresh demo store at k=5 and labels each hit ``relevant`` when its id is
 among the query's ``relevant`` ids, ``not_relevant`` otherwise. The rows are
 written to demo_data/demo_labels.jsonl in the label export format, by reviewer
-"demo-judgments". Run it again after the demo memories or queries change (a test
-checks that the bundled file still matches what the store returns).
+"demo-judgments" (a reviewer name the bundled file and reports carry; these are
+demo labels, not judge labels). Run it again after the demo memories or queries
+change (a test checks that the bundled file still matches what the store returns).
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ def demo_store_fingerprint() -> str:
     return fingerprint(spec.name, {f.name: f.default for f in spec.fields})
 
 
-def judge(store: MemoryStore, queries: list[JudgedQuestion], *, k: int = DEMO_K, at: str | None = None) -> list[Label]:
-    """One label per returned hit: relevant iff the query's judgments list its id."""
+def label_demo_hits(
+    store: MemoryStore, queries: list[JudgedQuestion], *, k: int = DEMO_K, at: str | None = None
+) -> list[Label]:
+    """One demo label per returned hit: relevant iff the query's relevant ids list its id."""
     stamp = at or datetime.now(UTC).isoformat(timespec="seconds")
     store_name = demo_store_fingerprint()
     labels = []
@@ -88,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memlens-demo-labels-") as directory:
         store = open_demo_store(directory)
         try:
-            labels = judge(store, queries, k=args.k)
+            labels = label_demo_hits(store, queries, k=args.k)
         finally:
             store.close()
     args.out.write_text(to_jsonl(labels), encoding="utf-8")

@@ -9,7 +9,7 @@ from dashboard.demo import (
     DEMO_K,
     DEMO_REVIEWER,
     demo_store_fingerprint,
-    judge,
+    label_demo_hits,
     load_demo_labels,
     main,
 )
@@ -46,7 +46,7 @@ def test_bundled_labels_follow_the_judgments_of_the_demo_queries():
 
 def test_bundled_labels_are_what_the_demo_store_returns_now(fresh_demo_store):
     queries, _ = read_questions(DEMO_QUERIES)
-    fresh = judge(fresh_demo_store, queries)
+    fresh = label_demo_hits(fresh_demo_store, queries)
     bundled = load_demo_labels().rows
     assert [(row.message_id, row.memory_id, row.rank, row.label) for row in fresh] == [
         (r.message_id, r.memory_id, r.rank, r.label) for r in bundled
