@@ -57,10 +57,10 @@ def metric_name(text: str) -> tuple[str, int | None]:
     """--metric: a metric name, or name@n as memlens compare names it."""
     from dashboard.evaluation.weight_search import METRICS
 
-    name, _, cutoff = text.partition("@")
-    if name not in METRICS or (cutoff and not (cutoff.isdigit() and int(cutoff) >= 1)):
+    name, _, depth = text.partition("@")
+    if name not in METRICS or (depth and not (depth.isdigit() and int(depth) >= 1)):
         raise argparse.ArgumentTypeError(f"{text!r}: choose one of {', '.join(METRICS)}, optionally with @N (recall@10)")
-    return name, int(cutoff) if cutoff else None
+    return name, int(depth) if depth else None
 
 
 def _setting_line(name: str, weights: dict[str, float], floor: float | None, train: float, held: float, tied: int) -> str:
@@ -79,10 +79,10 @@ def run(args: argparse.Namespace) -> int:
     info = db.runs.get(args.run_id)
     if info is None:
         raise CommandError(f"no run {args.run_id!r}")
-    metric, cutoff = args.metric
-    if cutoff is not None and args.n is not None and cutoff != args.n:
-        raise CommandError(f"--metric {metric}@{cutoff} and --n {args.n} name two cutoffs; give one")
-    args.n = cutoff or args.n or 3
+    metric, depth = args.metric
+    if depth is not None and args.n is not None and depth != args.n:
+        raise CommandError(f"--metric {metric}@{depth} and --n {args.n} name two cutoffs; give one")
+    args.n = depth or args.n or 3
     result = whatif.search_run(db, info, metric=metric, n=args.n, step=args.grid, search_floor=args.threshold)
     result.top = result.top[: args.top]
     apply = whatif.weights_to_apply(result, info.store)

@@ -1,7 +1,7 @@
 """The figures of a run: overall, per tag, per user and per query.
 
 Definitions are those of dashboard/ranking/metrics.py (ranx's and trec_eval's), at
-the run's cutoff n (at most the run's k):
+the run's depth n (at most the run's k):
 
     precision@n, recall@n, mrr, ndcg@n (graded), hit_rate@n
                         means over answerable questions
@@ -104,7 +104,7 @@ class RunFigures:
 def run_figures(
     questions: Sequence[JudgedQuestion], outcomes: Sequence[QueryOutcome], n: int, floor: float | None = None
 ) -> RunFigures:
-    """Every figure of a run at cutoff `n`. Only questions the run answered count:
+    """Every figure of a run at depth `n`. Only questions the run answered count:
     an incomplete run is measured on what it has, and says how much that is."""
     if n < 1:
         raise ValueError(f"the cutoff must be at least 1, got {n}")

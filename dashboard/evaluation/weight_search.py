@@ -24,14 +24,14 @@ Honesty rules, the same on the page and in ``memlens whatif``:
   interval of the held-out gain (a seeded bootstrap over the held-out questions'
   paired differences) lies above zero. Otherwise the result says "nothing to
   apply" and why, and offers no weights. A share of a negative gain is not given;
-- recall, precision and hit rate at a cutoff n at or past the run's k count the
+- recall, precision and hit rate at a depth n at or past the run's k count the
   same k candidates whatever their order: re-ranking cannot change them. The
   result says so, and to evaluate with a larger k first.
 
 Two limits, stated wherever the result is shown:
 
 - only the candidates the run fetched can move. A memory the store ranked below k
-  is not in the run, so fetch deeper (k up to the store's limit) than the cutoff
+  is not in the run, so fetch deeper (k up to the store's limit) than the depth
   the metric is taken at;
 - the best weights on a judged set are partly fitted to that set. The search runs
   on a seeded split of the questions and reports the gain again on the held-out
@@ -78,7 +78,7 @@ TIE_RULE = (
 
 
 class WhatIfError(MemlensError, ValueError):
-    """A run the search cannot work on (no breakdown, cutoff past k, ...)."""
+    """A run the search cannot work on (no breakdown, depth n past k, ...)."""
 
 
 @dataclass
@@ -452,7 +452,7 @@ def search_run(
     db: AppDatabase, info: RunInfo, *, metric: str, n: int, step: float = DEFAULT_STEP, search_floor: bool = False
 ) -> WhatIfResult:
     """The search on a saved run, as the Quality page and `memlens whatif` run it:
-    the cutoff clipped to the run's k, the floors of FLOORS when asked (`search_floor`)."""
+    the depth n clipped to the run's k, the floors of FLOORS when asked (`search_floor`)."""
     judged = db.judged_sets.load(info.set_name, info.set_hash)
     if judged is None:
         raise WhatIfError(f"the run's judged set ({info.set_name}, {info.set_hash}) is gone")

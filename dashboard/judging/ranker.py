@@ -109,9 +109,9 @@ Answer with the JSON object only: {{"query": ..., "ranked_results": [...], "retr
 
 
 def build_messages(query: str, hits: Sequence[Hit], settings: RerankSettings, now: datetime) -> list[dict[str, str]]:
-    cutoff = settings.staleness_cutoff_hours
+    stale_after = settings.staleness_cutoff_hours
     stale_rule = (
-        f"true exactly when age_hours is over {cutoff:g}." if cutoff is not None else "always false (no staleness cutoff)."
+        f"true exactly when age_hours is over {stale_after:g}." if stale_after is not None else "always false (no staleness cutoff)."
     )
     system = SYSTEM_PROMPT.format(
         decay=settings.decay_per_hour,
@@ -193,16 +193,16 @@ def check_model_ranking(payload: Any, hits: Sequence[Hit], settings: RerankSetti
                     )
                 )
         stale = entry.get("stale")
-        cutoff = settings.staleness_cutoff_hours
+        stale_after = settings.staleness_cutoff_hours
         if isinstance(stale, bool):
-            should = age is not None and cutoff is not None and age > cutoff
+            should = age is not None and stale_after is not None and age > stale_after
             if should != stale:
                 why = (
                     "there is no staleness cutoff"
-                    if cutoff is None
+                    if stale_after is None
                     else "the age is unknown"
                     if age is None
-                    else f"the memory is {age:.1f} h old against a {cutoff:g} h cutoff"
+                    else f"the memory is {age:.1f} h old against a {stale_after:g} h cutoff"
                 )
                 found.append(Violation(f"{where}.stale", "staleness", f"{str(stale).lower()}, but {why}"))
     for hit in hits:

@@ -34,7 +34,7 @@ from connectors.base import Hit
 from dashboard.judged import JudgedQuestion
 from dashboard.ranking.rerank import RerankResult, RerankSettings, rerank
 
-DEFAULT_CUTOFF = 3
+DEFAULT_DEPTH = 3
 PRECISION_TARGET = 0.85  # docs/domain.md, "Ranking by relevance and recency": top-3 precision above 0.85
 
 Grades = Mapping[str, int]  # memory id -> grade; > 0 is relevant
@@ -204,7 +204,7 @@ def store_ranking(hits: Sequence[Hit]) -> list[str]:
     return [h.memory_id for h in sorted(hits, key=lambda h: h.rank)]
 
 
-def compare_orders(cases: Sequence[EvalCase], *, settings: RerankSettings, now: datetime, k: int = DEFAULT_CUTOFF) -> QualityReport:
+def compare_orders(cases: Sequence[EvalCase], *, settings: RerankSettings, now: datetime, k: int = DEFAULT_DEPTH) -> QualityReport:
     """Metrics for the store's order and for the re-ranked order (returned entries
     only: an excluded or stale memory never reaches the prompt)."""
     _check_k(k)

@@ -68,9 +68,9 @@ class RerankSettings:
             )
         if as_number(self.decay_per_hour) is None or self.decay_per_hour < 0:
             raise ValueError(f"decay_per_hour must be a number >= 0, got {self.decay_per_hour!r}")
-        cutoff = self.staleness_cutoff_hours
-        if cutoff is not None and (as_number(cutoff) is None or cutoff <= 0):
-            raise ValueError(f"staleness_cutoff_hours must be a number above 0 or None, got {cutoff!r}")
+        stale_after = self.staleness_cutoff_hours
+        if stale_after is not None and (as_number(stale_after) is None or stale_after <= 0):
+            raise ValueError(f"staleness_cutoff_hours must be a number above 0 or None, got {stale_after!r}")
 
     @classmethod
     def with_half_life(cls, half_life_hours: float, **settings: Any) -> RerankSettings:

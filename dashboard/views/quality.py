@@ -29,13 +29,13 @@ st.caption(
     "How often the top results are relevant, in the store's order and re-ranked by relevance and "
     "recency, over judged queries. Moving a control re-ranks what was already read."
 )
-settings, k, cutoff = view.controls()
+settings, k, depth = view.controls()
 if choice.error:
     show_store_error(choice.error)
 else:
-    view.show_demo_quality(choice, settings, k, cutoff)
+    view.show_demo_quality(choice, settings, k, depth)
 try:
-    view.show_labelled_quality(choice, settings, cutoff)
+    view.show_labelled_quality(choice, settings, depth)
 except LabelStoreError as exc:  # the label database went away: say so, keep the page up
     show_error(f"The label store cannot be read: {exc}")
 view.show_read_log()

@@ -37,22 +37,22 @@ RECENT_READS = 20
 
 
 def controls() -> tuple[RerankSettings, int, int]:
-    """(re-rank settings, candidates per query, metric cutoff)."""
+    """(re-rank settings, candidates per query, metric depth n)."""
     state = st.session_state
     state.setdefault("quality_k", 5)
-    state.setdefault("quality_cutoff", metrics.DEFAULT_CUTOFF)
+    state.setdefault("quality_cutoff", metrics.DEFAULT_DEPTH)
     cols = st.columns(2)
     k = cols[0].number_input(
         "Candidates per query (k)", min_value=1, max_value=50, step=1, key="quality_k",
         help="How many memories the store is asked for; the re-ranker re-orders these.",
     )
-    cutoff = cols[1].number_input(
+    depth = cols[1].number_input(
         "Metric cutoff (top n)", min_value=1, max_value=50, step=1, key="quality_cutoff",
         help="precision@n, recall@n, nDCG@n and hit rate@n look at the first n results.",
     )
     st.markdown("**Re-ranked setting**")
     settings = rerank_controls("quality")
-    return settings, int(k), int(cutoff)
+    return settings, int(k), int(depth)
 
 
 # ------------------------------------------------------------------ figures
@@ -212,7 +212,7 @@ def demo_hits(choice: StoreChoice, queries: list[JudgedQuestion], k: int, digest
     return state["quality_demo_hits"]
 
 
-def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cutoff: int) -> None:
+def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, depth: int) -> None:
     st.header("Demo queries")
     try:
         raw = DEMO_QUERIES.read_bytes()
@@ -245,7 +245,7 @@ def show_demo_quality(choice: StoreChoice, settings: RerankSettings, k: int, cut
             "None of the memories the demo judgments name came back from this store: "
             "is it loaded with the bundled demo memories?"
         )
-    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(UTC), k=cutoff)
+    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(UTC), k=depth)
     sources = {result.reranked.relevance_source for result in report.cases if result.reranked.entries}
     if not sources:
         # Nothing came back at all: "sent no scores" would blame the store's scores.
@@ -282,7 +282,7 @@ def _created_at_lookup(choice: StoreChoice, store_fingerprint: str):
     return lookup
 
 
-def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff: int) -> None:
+def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, depth: int) -> None:
     st.header("Labelled sessions")
     db = cache.app_database()
     stores = db.labels.stores()
@@ -330,7 +330,7 @@ def show_labelled_quality(choice: StoreChoice, settings: RerankSettings, cutoff:
         )
     )
     st.caption(inert_markdown(" ".join(counted_people.resolution.lines())))
-    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(UTC), k=cutoff)
+    report = metrics.compare_orders(cases, settings=settings, now=datetime.now(UTC), k=depth)
     if found is not None:  # beside the figures whenever a judge supplied some of the labels
         label_source_ui.show_agreement(found, from_judge)
     show_headline(report, "quality_labels")
