@@ -175,16 +175,16 @@ class LlmJudge:
 class CrossEncoderJudge:
     """A cross-encoder from a local directory (never a hub name: nothing is downloaded)."""
 
-    def __init__(self, model_path: str | Path, name: str = "cross-encoder", cutoff: float = 0.0):
+    def __init__(self, model_path: str | Path, name: str = "cross-encoder", logit_cutoff: float = 0.0):
         path = Path(model_path).expanduser()
         if not path.is_dir():
             raise JudgeError(f"model_path {str(path)!r} is not a folder holding a cross-encoder")
-        if not math.isfinite(cutoff):
-            raise JudgeError(f"cutoff must be a finite number, got {cutoff!r}")
+        if not math.isfinite(logit_cutoff):
+            raise JudgeError(f"cutoff must be a finite number, got {logit_cutoff!r}")
         self.path = path
         self.name = name
         self.model = path.name
-        self.cutoff = float(cutoff)
+        self.logit_cutoff = float(logit_cutoff)
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -208,11 +208,11 @@ class CrossEncoderJudge:
         return [float(v) for v in values]
 
     def judgment(self, score: float) -> Judgment:
-        relevant = score >= self.cutoff
+        relevant = score >= self.logit_cutoff
         side = "at or over" if relevant else "under"
         return Judgment(
             RELEVANT_GRADE if relevant else 0,
-            f"cross-encoder score {score:.3f} {side} the cut-off {self.cutoff:g}",
+            f"cross-encoder score {score:.3f} {side} the cut-off {self.logit_cutoff:g}",
             score=score,
         )
 
@@ -239,7 +239,7 @@ class JudgeConfig:
     name: str
     kind: str
     model_path: str | None = None
-    cutoff: float = 0.0
+    logit_cutoff: float = 0.0  # the file's `cutoff`: a cross-encoder's raw logit at or over it is relevant
     source_file: str = ""
     prompt: str = UMBRELA_PROMPT  # an llm judge's prompt (prompt_file = "..."; default UMBRELA)
     prompt_file: str | None = None
@@ -299,7 +299,7 @@ def read_prompt(path: str | Path) -> str:
 def build_judge(config: JudgeConfig, client: ChatClient | None) -> Judge:
     if config.kind == "cross-encoder":
         assert config.model_path is not None  # checked when the config was read
-        return CrossEncoderJudge(config.model_path, config.name, config.cutoff)
+        return CrossEncoderJudge(config.model_path, config.name, config.logit_cutoff)
     if client is None:
         raise JudgeError(f"{config.source_file}: an llm judge needs a model (set MEMLENS_LLM_BASE_URL and MEMLENS_LLM_MODEL)")
     return LlmJudge(client, config.name, config.prompt)

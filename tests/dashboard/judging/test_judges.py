@@ -103,8 +103,8 @@ def test_the_cross_encoder_judge_gives_raw_logits_graded_against_its_cutoff(tiny
 
     first = logits[0]
     # A pair scored alone pads differently from one in a batch: equal to 1e-4.
-    over = CrossEncoderJudge(tiny_cross_encoder, name="ce", cutoff=first - 1e-3)
-    under = CrossEncoderJudge(tiny_cross_encoder, name="ce", cutoff=first + 1e-3)
+    over = CrossEncoderJudge(tiny_cross_encoder, name="ce", logit_cutoff=first - 1e-3)
+    under = CrossEncoderJudge(tiny_cross_encoder, name="ce", logit_cutoff=first + 1e-3)
     graded = over.grade(*pairs[0])
     assert (graded.grade, graded.score) == (2, pytest.approx(first, abs=1e-4))
     assert "at or over the cut-off" in graded.reason
@@ -132,7 +132,7 @@ def test_configs_are_read_from_toml_and_json(tmp_path, tiny_cross_encoder):
     llm = load_judge_config(tmp_path / "llm.toml")
     ce = load_judge_config(tmp_path / "ce.json")
     assert (llm.name, llm.kind) == ("umbrela", "llm")
-    assert (ce.kind, ce.cutoff) == ("cross-encoder", 1.5)
+    assert (ce.kind, ce.logit_cutoff) == ("cross-encoder", 1.5)
     assert isinstance(build_judge(ce, None), CrossEncoderJudge)
     with pytest.raises(JudgeError, match="needs a model"):
         build_judge(llm, None)
