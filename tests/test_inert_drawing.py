@@ -2,7 +2,8 @@
 
 Store ids, log lines, link parameters, model answers and other reviewers' names are
 anyone's text; Streamlit draws the body of `markdown`, `warning`, `info`, `error`,
-`success`, `caption` and `write` as Markdown, so such a text drawn raw becomes a live
+`success`, `caption`, `write`, `header` and `subheader` as Markdown (`title` too, left
+out only because `str.title()` reads the same), so such a text drawn raw becomes a live
 link, an image or maths. This test reads every module of dashboard/ that imports
 streamlit (the only ones that may draw: tests/test_import_direction.py) and checks
 each call of one of those methods, on any object (`st`, `st.sidebar`, a column, a
@@ -51,7 +52,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "dashboard"
-DRAWING = {"markdown", "warning", "info", "error", "success", "caption", "write"}
+# Streamlit draws Markdown in headers too; `title` is left out, as str.title() reads the same
+DRAWING = {"markdown", "warning", "info", "error", "success", "caption", "write", "header", "subheader"}
 INERT_RENDERERS = {
     "dashboard.display.inert_markdown",
     "dashboard.display.code_span",

@@ -379,7 +379,7 @@ def labelling_panel(db: AppDatabase, session: LabelSession, reviewer: str, choic
         return
     turn, item = current
     turns = queue.turns()
-    st.subheader(f"Turn {turns.index(turn.message_id) + 1} of {len(turns)}")
+    st.subheader(f"Turn {turns.index(turn.message_id) + 1:d} of {len(turns):d}")
     st.caption(f"message {code_span(turn.message_id)}" + (f" · user {code_span(turn.user_id)}" if turn.user_id else ""))
     if turn.query_text:
         st.markdown(f"> {inert_markdown(clip_text(turn.query_text)[0])}")

@@ -246,7 +246,7 @@ def pick_window(result: MonitorResult) -> Window | None:
 
 def show_window(logs: LogSet, result: MonitorResult, window: Window) -> None:
     s = result.settings
-    st.subheader(f"Turns of {window.label(s.window)}")
+    st.subheader(f"Turns of {inert_markdown(window.label(s.window))}")
     st.caption(
         f"{window.turns:,} turns, {window.no_memory_share:.1%} with no memory at {s.floor:g}, "
         f"{window.kept_per_turn:.2f} kept per turn; "
