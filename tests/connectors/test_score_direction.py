@@ -10,6 +10,7 @@ import json
 
 import pytest
 from demo_judgments import demo_queries
+from markdown_text import seen
 
 from connectors.demo_loader import demo_rows, load_chroma
 from connectors.vector.chroma import ChromaStore, persistent_client
@@ -101,12 +102,13 @@ def test_the_monitor_page_warns_of_a_raw_distance_log_but_not_of_its_demo(logs, 
     from tests.ui.test_monitor_page import open_monitor
 
     at = open_monitor(app)
-    assert not [w.value for w in at.warning if DISTANCE in w.value or "outside [0, 1]" in w.value]
+    shown = [seen(w.value) for w in at.warning]  # as the reader sees them, not the escaped source
+    assert not [text for text in shown if DISTANCE in text or "outside [0, 1]" in text]
     raw, normalised = logs
     at.radio(key="monitor_source").set_value("Upload log files").run()
     at.file_uploader(key="monitor_upload").set_value([(raw.name, raw.read_bytes(), "application/jsonl")]).run()
     assert not at.exception, at.exception
-    warned = [w.value for w in at.warning if DISTANCE in w.value]
+    warned = [seen(w.value) for w in at.warning if DISTANCE in seen(w.value)]
     assert len(warned) == 1 and "scores rise with rank in" in warned[0] and "outside [0, 1]" in warned[0]
     at.file_uploader(key="monitor_upload").set_value([(normalised.name, normalised.read_bytes(), "application/jsonl")]).run()
     assert not at.exception, at.exception
