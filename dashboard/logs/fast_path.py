@@ -92,7 +92,7 @@ def read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
     drop = bad | repeats
     if drop.any():
         keep = ~drop
-        table, line_of_row = table.filter(pa.array(keep)), line_of_row[keep]
+        table, line_of_row = _kept(table, pa.array(keep)), line_of_row[keep]
     good, empty = _frames(table, line_of_row)
     empty_turns, merged = _empty_turns(empty, good, name, conflicts)
     conflicts.sort(key=lambda issue: (issue.line, issue.field))
@@ -127,14 +127,25 @@ def _repeats(table: pa.Table, bad: np.ndarray, line_of_row: np.ndarray, name: st
     twice = hashes[1:][hashes[1:] == hashes[:-1]]
     if not len(twice):
         return repeats, []
-    holds = pc.fill_null(pc.is_in(table.column("pair"), value_set=pa.array(np.unique(twice))), False)
-    candidates = np.flatnonzero(holds.to_numpy(zero_copy_only=False) & ~bad)
+    # in numpy, on the hashes with a placeholder for the empty turns' missing ones (masked
+    # out): a third of what arrow's is_in on the column costs
+    pair = table.column("pair")
+    holds = np.isin(pc.fill_null(pair, 0).to_numpy(), np.unique(twice))
+    if pair.null_count:
+        holds &= pc.is_valid(pair).to_numpy(zero_copy_only=False)
+    candidates = np.flatnonzero(holds & ~bad)
     rows = table.select(["message_id", "memory_id", "rank", "score"]).take(pa.array(candidates)).to_pandas()
     rows["rank"] = rows["rank"].astype(np.int64)  # good rows: a whole rank
     rows["line"] = line_of_row[candidates]
     repeated = rows.duplicated(list(ID_COLUMNS), keep="first").to_numpy()
     repeats[candidates[repeated]] = True
     return repeats, _repeat_conflicts(rows, repeated, name)
+
+
+def _kept(table: pa.Table, keep: pa.Array) -> pa.Table:
+    """The rows where `keep` is true, filtered column by column on this thread: the
+    table's own filter costs half as much again, most of it waiting on arrow's pool."""
+    return pa.table([table.column(name).filter(keep) for name in table.column_names], names=table.column_names)
 
 
 def not_plain_jsonl(path: Path) -> bool:
@@ -153,8 +164,8 @@ def _frames(table: pa.Table, line_numbers: np.ndarray) -> tuple[pd.DataFrame, pd
     # filter or column reorder of a million rows is a copy of every column
     empty_turn = pc.is_null(table.column("memory_id"))
     if pc.any(empty_turn).as_py():
-        empty = table.filter(empty_turn).to_pandas()
-        table = table.filter(pc.invert(empty_turn))
+        empty = _kept(table, empty_turn).to_pandas()
+        table = _kept(table, pc.invert(empty_turn))
     else:
         empty = table.slice(0, 0).to_pandas()
     good = table.to_pandas()

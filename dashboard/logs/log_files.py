@@ -71,9 +71,12 @@ def _parse_json_block(block, *, single_block: bool = False) -> pa.Table:
     from pyarrow import json as pa_json
 
     options = pa_json.ParseOptions(explicit_schema=_JSON_SCHEMA, unexpected_field_behavior="ignore")
+    # A buffer within one of arrow's blocks (1 MB) is parsed by one thread anyway: on this
+    # thread, without waking the pool (the bad lines of a large log are named this way)
+    one_thread = single_block or len(block) <= pa_json.ReadOptions().block_size
     read_options = (
         pa_json.ReadOptions(use_threads=False, block_size=max(len(block), 1 << 16))
-        if single_block
+        if one_thread
         else pa_json.ReadOptions()
     )
     return pa_json.read_json(pa.BufferReader(block), read_options=read_options, parse_options=options)
