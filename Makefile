@@ -83,10 +83,11 @@ screenshots: install-test system-deps
 LOWEST_VENV ?= .venv-lowest
 LOWEST_PY := $(LOWEST_VENV)/bin/python
 LOWEST_EXTRAS := lancedb,postgres,parquet,qdrant
-# The pages but those that start Mem0, Chroma or Qdrant servers, calibration, labels
-# (SQLite and PostgreSQL) and the embedded store.
+# The pages but those that start Mem0, Chroma or Qdrant servers or open Chroma folders
+# (the store names), calibration, labels (SQLite and PostgreSQL) and the embedded store.
 LOWEST_TESTS := tests/ui tests/dashboard/calibration tests/dashboard/labels tests/connectors/test_embedded.py \
-	tests/connectors/test_embedding.py --ignore=tests/ui/test_store_pages.py --ignore=tests/ui/test_mem0_history_page.py
+	tests/connectors/test_embedding.py --ignore=tests/ui/test_store_pages.py --ignore=tests/ui/test_mem0_history_page.py \
+	--ignore=tests/ui/test_store_names.py
 
 test-lowest: system-deps
 	test -x $(LOWEST_PY) || python3 -m venv $(LOWEST_VENV)
