@@ -24,6 +24,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 
 import duckdb
 import numpy as np
@@ -61,6 +62,25 @@ def connect() -> duckdb.DuckDBPyConnection:
     return con
 
 
+# One in-memory database per process for reads that end within a call (read_log's
+# scan): a read on a database opened for it took 30-90 ms longer than on an open one,
+# as much as all the work after a million-row scan, and a cursor of an open database
+# costs nothing (benchmarks/log_import.py times both).
+_SHARED: duckdb.DuckDBPyConnection | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def cursor() -> duckdb.DuckDBPyConnection:
+    """A connection of its own (close it when done) to this process's shared
+    database, set up as ``connect`` sets one up. Cursors may run at once in several
+    threads."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = connect()
+        return _SHARED.cursor()
+
+
 def file_kind(path: str) -> str:
     """jsonl, csv or parquet for DuckDB; "validate" for what only memlens reads."""
     kind = detect_format(path)
@@ -96,12 +116,10 @@ def _blank(column: str) -> str:
 def _number_rules(memory_id: str, rank: str, score: str) -> str:
     """The rules on a row's memory, rank and score, in SQL: a turn with no memory has
     neither (an empty turn); a hit has a memory, a whole rank from 1 to MAX_RANK and a
-    finite score. Shared by _checks and read_jsonl_rows."""
-    empty_turn = f"({memory_id} IS NULL AND {rank} IS NULL AND {score} IS NULL)"
-    return f"""(({memory_id} IS NULL AND NOT {empty_turn})
-        OR (NOT {empty_turn} AND ({rank} IS NULL OR NOT isfinite({rank}) OR {rank} <> floor({rank}) OR {rank} < 1
-                                  OR {rank} > {MAX_RANK}))
-        OR (NOT {empty_turn} AND ({score} IS NULL OR NOT isfinite({score}))))"""
+    finite score. Shared by _checks and read_jsonl_rows. Never NULL."""
+    return f"""(CASE WHEN {memory_id} IS NULL THEN ({rank} IS NOT NULL OR {score} IS NOT NULL)
+        ELSE ({rank} IS NULL OR NOT isfinite({rank}) OR {rank} <> floor({rank}) OR {rank} < 1 OR {rank} > {MAX_RANK}
+              OR {score} IS NULL OR NOT isfinite({score})) END)"""
 
 
 def _out_of_range(ts: str) -> str:
@@ -240,11 +258,14 @@ def _first_byte_range(column: pa.ChunkedArray) -> tuple[int, int, bool]:
     buffers: cheaper than a string minimum and maximum, which compare whole values."""
     low, high, any_empty = 256, -1, False
     for chunk in column.chunks:
+        if chunk.null_count == len(chunk):
+            continue  # only nulls (a field the log leaves out): no value, so none empty
         if chunk.type not in (pa.string(), pa.large_string()):
             chunk = chunk.cast(pa.large_string())  # one of the two layouts read here
         _, offsets_buffer, data_buffer = chunk.buffers()
         width = np.int32 if chunk.type == pa.string() else np.int64
-        offsets: np.ndarray = np.frombuffer(offsets_buffer, width)[chunk.offset : chunk.offset + len(chunk) + 1].astype(np.int64, copy=False)
+        # the offsets as they are (no widening copy): numpy indexes with either width
+        offsets: np.ndarray = np.frombuffer(offsets_buffer, width)[chunk.offset : chunk.offset + len(chunk) + 1]
         if data_buffer is None or not len(chunk):
             any_empty = any_empty or len(chunk) > chunk.null_count
             continue

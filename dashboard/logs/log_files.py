@@ -8,6 +8,7 @@ when arrow refuses it, so a large clean log is one parse, not a Python loop per 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -166,6 +167,15 @@ def read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[L
     log with a few bad rows costs about two parses, not a Python loop per row. An
     error that names no row falls back to halving the block until the failing
     lines stand alone."""
+    return _in_line_order(*_jsonl_parts(data, name))
+
+
+_Parts = tuple[list[pa.Table], list[np.ndarray], list[tuple[int, dict]], list[LineIssue]]
+
+
+def _jsonl_parts(data: bytes, name: str) -> _Parts:
+    """read_jsonl's rows before they are one frame: the tables arrow parsed with the
+    line number of each row, the rows of lines looked at alone, and the issues."""
     data, set_aside = _set_aside_non_objects(data, name)
     data, too_deep = _set_aside_deep_lines(data, name)
     set_aside = sorted(set_aside + too_deep, key=lambda issue: issue.line)
@@ -182,7 +192,7 @@ def read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[L
         and table.num_rows == line_count
         and (_every_line_opens_an_object(data) or not _BLANK_LINE.search(data, 0, last))
     ):
-        return _json_frame(table), np.arange(1, line_count + 1), []
+        return [table], [np.arange(1, line_count + 1)], [], []
 
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
@@ -253,6 +263,14 @@ def read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[L
                 halve(first_line, row_lines[bad])  # one parse when arrow was right
             diagnose(row_lines[bad])
             row = bad + 1
+    return tables, line_numbers, single_rows, issues
+
+
+def _in_line_order(
+    tables: list[pa.Table], line_numbers: list[np.ndarray], single_rows: list[tuple[int, dict]], issues: list[LineIssue]
+) -> tuple[pd.DataFrame, np.ndarray, list[LineIssue]]:
+    """The rows arrow parsed (`tables`, with their line numbers) and those looked at
+    alone (`single_rows`) as one frame in line order."""
     if single_rows:
         tables.append(pa.Table.from_pylist([row for _, row in single_rows], schema=_JSON_SCHEMA))
         line_numbers.append(np.array([number for number, _ in single_rows]))
@@ -263,6 +281,53 @@ def read_jsonl(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[L
         return frame, numbers, issues
     order = np.argsort(numbers, kind="stable")  # lines looked at alone came last
     return frame.iloc[order].reset_index(drop=True), numbers[order], issues
+
+
+def read_jsonl_lines(lines: list[bytes], numbers: np.ndarray, name: str) -> tuple[pd.DataFrame, np.ndarray, list[LineIssue]]:
+    """What ``read_jsonl`` gives for a few lines of a file taken out of it (the rows a
+    DuckDB scan marked bad), with the file's line `numbers`, at the cost of one arrow
+    parse. read_jsonl parses twice for each line arrow refuses, to find it and then
+    the rows before it; a line with a field of another JSON type than the schema's
+    (text for a score, a number for an id) is one arrow refuses, so it is looked at
+    alone from the start, and the rest are one block."""
+    single_rows: list[tuple[int, dict]] = []
+    issues: list[LineIssue] = []
+    block: list[int] = []
+    for position, (raw, number) in enumerate(zip(lines, numbers.tolist(), strict=True)):
+        obj = parse_line(raw.decode("utf-8", "replace"), number, name)
+        if isinstance(obj, dict) and _arrow_refuses(obj):
+            row, problems = _diagnose_json_line(raw, number, name)
+            issues.extend(problems)
+            if row is not None:
+                single_rows.append((number, row))
+        else:
+            block.append(position)  # read_jsonl decides, as it would have
+    tables: list[pa.Table] = []
+    line_numbers: list[np.ndarray] = []
+    if block:
+        # read_jsonl's parts of these lines, their numbers (1 to len(block)) made the file's
+        kept = np.asarray(numbers, dtype=np.int64)[block]
+        tables, block_lines, block_rows, block_issues = _jsonl_parts(b"\n".join(lines[i] for i in block) + b"\n", name)
+        line_numbers = [kept[part - 1] for part in block_lines]
+        single_rows += [(int(kept[number - 1]), row) for number, row in block_rows]
+        issues += [dataclasses.replace(issue, line=int(kept[issue.line - 1])) for issue in block_issues]
+    issues.sort(key=lambda issue: issue.line)
+    return _in_line_order(tables, line_numbers, single_rows, issues)
+
+
+def _arrow_refuses(obj: dict) -> bool:
+    """True when a field of the schema holds another JSON type than the schema's:
+    arrow's reader stops at such a line ("changed from number to string")."""
+    for column in COLUMNS:
+        value = obj.get(column)
+        if value is None:
+            continue
+        if column in TEXT_COLUMNS:
+            if not isinstance(value, str):
+                return True
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            return True
+    return False
 
 
 def _json_frame(table: pa.Table) -> pd.DataFrame:

@@ -312,19 +312,22 @@ def _repeat_conflicts(rows: pd.DataFrame, duplicated: np.ndarray, name: str) -> 
     conflicts: list[LineIssue] = []
     if not duplicated.any():
         return conflicts
-    first = rows.groupby(list(ID_COLUMNS), sort=False)[["rank", "score", "line"]].transform("first")
-    for column in ("rank", "score"):
-        differs = duplicated & (rows[column].to_numpy() != first[column].to_numpy())
-        for line, value, kept, kept_line in zip(
-            rows["line"].to_numpy()[differs],
-            rows[column].to_numpy()[differs],
-            first[column].to_numpy()[differs],
-            first["line"].to_numpy()[differs],
-            strict=True,
-        ):
-            conflicts.append(
-                LineIssue(name, int(line), column, f"repeats line {kept_line} with {column} {value} instead of {kept}; line {kept_line} is kept")
-            )
+    # the rows of the pairs that repeat (a handful, whatever the log's size), in file order
+    in_pairs = rows.duplicated(list(ID_COLUMNS), keep=False).to_numpy()
+    pairs = rows.loc[in_pairs, [*ID_COLUMNS, "rank", "score", "line"]]
+    first: dict[tuple, tuple] = {}
+    for message_id, memory_id, rank, score, line, again in zip(
+        *(pairs[column].to_numpy() for column in pairs.columns), duplicated[in_pairs], strict=True
+    ):
+        if not again:
+            first[(message_id, memory_id)] = (rank, score, line)
+            continue
+        kept_rank, kept_score, kept_line = first[(message_id, memory_id)]
+        for column, value, kept in (("rank", rank, kept_rank), ("score", score, kept_score)):
+            if value != kept:
+                conflicts.append(
+                    LineIssue(name, int(line), column, f"repeats line {kept_line} with {column} {value} instead of {kept}; line {kept_line} is kept")
+                )
     return conflicts
 
 

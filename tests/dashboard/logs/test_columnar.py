@@ -134,3 +134,29 @@ def test_a_value_of_another_type_far_into_a_large_file_is_named_by_line(tmp_path
     log = read_log(path)
     assert [(issue.line, issue.field) for issue in log.issues] == [(2501, field)]
     assert len(log.rows) == len(rows) - 1
+
+
+@pytest.mark.parametrize("bad_every", [600, 2], ids=["a few bad rows", "half the rows bad"])
+def test_bad_rows_repeats_and_empty_turns_read_the_same_on_both_paths(tmp_path, bad_every):
+    # a few bad rows are cut out of the scanned table as slices, many are filtered out:
+    # either way the rows, the issues, the repeats and the empty turns are the
+    # validating reader's
+    kinds: list[dict[str, Any]] = [
+        {"rank": 0}, {"rank": 1.5}, {"rank": "2"}, {"score": "high"}, {"score": True},
+        {"memory_id": None}, {"timestamp": "9999-12-31T00:00:00Z"}, {"message_id": None},
+    ]
+    rows = big_log()
+    for n, index in enumerate(range(7, len(rows), bad_every)):
+        rows[index] = {**rows[index], **kinds[n % len(kinds)]}
+    empty = {"message_id": "empty-1", "memory_id": None, "rank": None, "score": None}
+    # rows 50 and 52 are never made bad (the bad ones are 7 + a multiple of bad_every)
+    rows[100:100] = [empty, {**rows[50], "score": 0.75}, dict(empty), {**rows[52]}, {**empty, "message_id": "empty-2"}]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    fast, slow = read_log(path), slow_read(path)
+    same(fast, slow)
+    assert fast.duplicates == 3  # two repeated pairs and a repeated empty turn
+    assert [(c.line, c.field) for c in fast.conflicts] == [(102, "score")]
+    assert len(fast.empty_turns) == 2
+    assert fast.bad_rows == len(range(7, len(big_log()), bad_every))
+

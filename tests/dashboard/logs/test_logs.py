@@ -244,3 +244,23 @@ def test_format_is_told_by_the_first_object_not_by_a_blank_or_broken_first_line(
     # read as traces: the broken line is named, the (empty) request gives no rows
     assert [(i.line, i.field) for i in result.issues] == [(2, "(line)")]
     assert len(result.rows) == 0
+
+
+def test_lines_taken_out_of_a_file_read_as_the_validating_reader_reads_them():
+    # the bad rows of a large log are named by reading just their lines: each line
+    # arrow refuses (a field of another JSON type) is looked at alone from the start,
+    # and what arrow would parse after all must be left to it, or a rank of 2.5 would
+    # be named differently than in a small file
+    from dashboard.logs.log_files import COLUMNS, read_jsonl, read_jsonl_lines
+
+    values = ["x", "2", "", 2, 2.5, 0, -1, 1e300, 10**30, True, False, None, [1], {"a": 1}, "9999-12-31T00:00:00Z"]
+    lines = [json.dumps({**row(), column: value}).encode() for column in COLUMNS for value in values]
+    lines += [b"null", b"[1]", b'{"message_id": "m", ', b"", b'{"score": NaN, "message_id": "m", "memory_id": "a", "rank": 1}']
+    numbers = np.arange(len(lines), dtype=np.int64) * 7 + 3  # where they stood in the file
+    frame, at, issues = read_jsonl_lines(lines, numbers, "log.jsonl")
+    whole, whole_at, whole_issues = read_jsonl(b"\n".join(lines) + b"\n", "log.jsonl")
+    pd.testing.assert_frame_equal(frame, whole)
+    assert at.tolist() == numbers[whole_at - 1].tolist()
+    moved = [(int(numbers[i.line - 1]), i.field, i.message) for i in whole_issues]
+    assert sorted((i.line, i.field, i.message) for i in issues) == sorted(moved)
+    assert len(moved) > 40  # most of these lines are refused by arrow, some only by the checks after it
