@@ -91,17 +91,25 @@ def median(values: Iterable[float]) -> float:
 
 
 def rows_per_second_table(
-    cases: Sequence[tuple[str, Callable[[], object]]], rows: int, repeat: int, first: str, ratio: str
+    cases: Sequence[tuple[str, Callable[[], object]]],
+    rows: int,
+    repeat: int,
+    first: str,
+    ratio: str,
+    medians: dict[str, float] | None = None,
 ) -> str:
     """Each case timed `repeat` times (median seconds) and tabled with its rows per
     second and its time against the first case, the baseline (column `ratio`).
     The runs are interleaved (every case once, then again), so a burst of load from
-    other work on the machine falls on all the cases alike, not on one of them."""
+    other work on the machine falls on all the cases alike, not on one of them.
+    `medians`, when given, receives each case's median seconds by label."""
     runs: dict[str, list[float]] = {label: [] for label, _ in cases}
     for _ in range(repeat):
         for label, fn in cases:
             runs[label] += timed(fn, repeat=1, warmup=0)
     timings = {label: median(times) / 1000 for label, times in runs.items()}
+    if medians is not None:
+        medians.update(timings)
     base = timings[cases[0][0]]
     return table(
         [first, "rows", "median s", "rows/s", ratio],
