@@ -84,10 +84,13 @@ LOWEST_VENV ?= .venv-lowest
 LOWEST_PY := $(LOWEST_VENV)/bin/python
 LOWEST_EXTRAS := lancedb,postgres,parquet,qdrant
 # The pages but those that start Mem0, Chroma or Qdrant servers or open Chroma folders
-# (the store names), calibration, labels (SQLite and PostgreSQL) and the embedded store.
+# (the store names), calibration, labels (SQLite and PostgreSQL), the embedded store, and
+# the log readers (DuckDB's path and the validating reader must give the same frames on
+# the oldest pyarrow and pandas too).
 LOWEST_TESTS := tests/ui tests/dashboard/calibration tests/dashboard/labels tests/connectors/test_embedded.py \
-	tests/connectors/test_embedding.py --ignore=tests/ui/test_store_pages.py --ignore=tests/ui/test_mem0_history_page.py \
-	--ignore=tests/ui/test_store_names.py
+	tests/connectors/test_embedding.py tests/dashboard/logs/test_columnar.py tests/dashboard/logs/test_logs.py \
+	tests/dashboard/logs/test_empty_turns.py tests/dashboard/logs/test_streamed.py \
+	--ignore=tests/ui/test_store_pages.py --ignore=tests/ui/test_mem0_history_page.py --ignore=tests/ui/test_store_names.py
 
 test-lowest: system-deps
 	test -x $(LOWEST_PY) || python3 -m venv $(LOWEST_VENV)

@@ -211,18 +211,26 @@ def not_plain_jsonl(path: Path) -> bool:
 def _frames(table: pa.Table, line_numbers: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows with their line numbers as pandas frames: those with a memory, and the empty turns."""
     table = table.append_column("line", pa.array(line_numbers))
+    # text as the validating reader's frames hold it (pandas' "str"), which an older
+    # pyarrow would otherwise make Python objects, None where that has NaN
+    text = pd.api.types.pandas_dtype("str")
+    as_text = {pa.string(): text, pa.large_string(): text}.get
     # split off the empty turns in arrow, and only when there are some: each pandas
     # filter or column reorder of a million rows is a copy of every column
     empty_turn = pc.is_null(table.column("memory_id"))
     if pc.any(empty_turn).as_py():
-        empty = _kept(table, empty_turn).to_pandas()
+        empty = _kept(table, empty_turn).to_pandas(types_mapper=as_text)
         table = _kept(table, pc.invert(empty_turn))
     else:
-        empty = table.slice(0, 0).to_pandas()
+        empty = table.slice(0, 0).to_pandas(types_mapper=as_text)
     # the good rows' ranks are whole: cast chunk by chunk in arrow, and each column its
     # own block (pandas would otherwise copy the numbers once more to join them in one)
     table = table.set_column(table.column_names.index("rank"), "rank", pc.cast(table.column("rank"), pa.int64()))
-    return table.to_pandas(split_blocks=True), empty
+    good = table.to_pandas(split_blocks=True, types_mapper=as_text)
+    for frame in (good, empty):
+        # UTC as pandas names it (an older pyarrow gives DuckDB's "Etc/UTC", another dtype)
+        frame["timestamp"] = frame["timestamp"].dt.tz_convert("UTC")
+    return good, empty
 
 
 def read_fast_bytes(data: bytes, name: str, kind: str) -> LogImport | None:
