@@ -312,7 +312,7 @@ def _repeat_conflicts(rows: pd.DataFrame, duplicated: np.ndarray, name: str) -> 
     conflicts: list[LineIssue] = []
     if not duplicated.any():
         return conflicts
-    # the rows of the pairs that repeat (a handful, whatever the log's size), in file order
+    # the rows of the pairs that repeat (usually a handful, however long the log), in file order
     in_pairs = rows.duplicated(list(ID_COLUMNS), keep=False).to_numpy()
     pairs = rows.loc[in_pairs, [*ID_COLUMNS, "rank", "score", "line"]]
     first: dict[tuple, tuple] = {}
