@@ -96,20 +96,20 @@ def rows_per_second_table(
     repeat: int,
     first: str,
     ratio: str,
-    medians: dict[str, float] | None = None,
+    seconds: dict[str, list[float]] | None = None,
 ) -> str:
     """Each case timed `repeat` times (median seconds) and tabled with its rows per
     second and its time against the first case, the baseline (column `ratio`).
     The runs are interleaved (every case once, then again), so a burst of load from
     other work on the machine falls on all the cases alike, not on one of them.
-    `medians`, when given, receives each case's median seconds by label."""
+    `seconds`, when given, receives each case's times by label, round by round."""
     runs: dict[str, list[float]] = {label: [] for label, _ in cases}
     for _ in range(repeat):
         for label, fn in cases:
             runs[label] += timed(fn, repeat=1, warmup=0)
     timings = {label: median(times) / 1000 for label, times in runs.items()}
-    if medians is not None:
-        medians.update(timings)
+    if seconds is not None:
+        seconds.update({label: [ms / 1000 for ms in times] for label, times in runs.items()})
     base = timings[cases[0][0]]
     return table(
         [first, "rows", "median s", "rows/s", ratio],
