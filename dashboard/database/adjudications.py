@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dashboard.database.model import LABEL_VALUES, utc_now
+from dashboard.database.model import check_label, utc_now
 
 if TYPE_CHECKING:
     from dashboard.database.connection import Connection
@@ -65,8 +65,7 @@ class AdjudicationRepository:
         session: str | None = None,
     ) -> Adjudication:
         """Set the pair's final label. A note is required: the next reader needs the reason."""
-        if label not in LABEL_VALUES:
-            raise ValueError(f"label must be one of {', '.join(LABEL_VALUES)}, got {label!r}")
+        check_label(label)
         if not (adjudicator or "").strip():
             raise ValueError("an adjudication needs the adjudicator's name")
         if not (note or "").strip():

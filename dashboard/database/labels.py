@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dashboard.database.model import LABEL_COLUMNS, LABEL_VALUES, Label, utc_now
+from dashboard.database.model import LABEL_COLUMNS, Label, check_label, utc_now
 
 if TYPE_CHECKING:
     from dashboard.database.connection import Connection
@@ -70,8 +70,7 @@ class LabelRepository:
     ) -> Label:
         """Save one reviewer's label of one pair (last write wins); a changed label's
         old value goes to the history."""
-        if label not in LABEL_VALUES:
-            raise ValueError(f"label must be one of {', '.join(LABEL_VALUES)}, got {label!r}")
+        check_label(label)
         if not reviewer or not reviewer.strip():
             raise ValueError("reviewer is required")
         now = utc_now()

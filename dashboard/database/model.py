@@ -15,6 +15,13 @@ from connectors.common.errors import MemlensError
 
 RELEVANT, NOT_RELEVANT = "relevant", "not_relevant"
 LABEL_VALUES = (RELEVANT, NOT_RELEVANT)  # the only labels a reviewer gives
+
+
+def check_label(label: str) -> None:
+    """ValueError unless `label` is one a reviewer or an adjudicator may give."""
+    if label not in LABEL_VALUES:
+        raise ValueError(f"label must be one of {', '.join(LABEL_VALUES)}, got {label!r}")
+
 EXPORT_FIELDS = (
     "message_id",
     "memory_id",
