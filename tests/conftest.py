@@ -59,33 +59,30 @@ def named_reviewer(monkeypatch) -> str:
     return REVIEWER
 
 
-@pytest.fixture
-def app(data_dir):
-    """An AppTest of the whole app (navigation included) on a fresh data dir."""
+def _app_test_maker(script):
+    """make(**session_state): an AppTest of `script`, the session state set first."""
     from streamlit.testing.v1 import AppTest
 
     def make(**session_state):
-        at = AppTest.from_file(APP, default_timeout=180)
+        at = AppTest.from_file(script, default_timeout=180)
         for key, value in session_state.items():
             at.session_state[key] = value
         return at
 
     return make
+
+
+@pytest.fixture
+def app(data_dir):
+    """An AppTest of the whole app (navigation included) on a fresh data dir."""
+    return _app_test_maker(APP)
 
 
 @pytest.fixture
 def label_page(data_dir, demo_store):
     """An AppTest of the Label page alone (views/label.py, without the navigation)
     on a fresh data dir; session state given as keyword arguments is set first."""
-    from streamlit.testing.v1 import AppTest
-
-    def make(**session_state):
-        at = AppTest.from_file(LABEL_PAGE, default_timeout=180)
-        for key, value in session_state.items():
-            at.session_state[key] = value
-        return at
-
-    return make
+    return _app_test_maker(LABEL_PAGE)
 
 
 def _memorysync_server_module():
