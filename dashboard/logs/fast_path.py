@@ -18,8 +18,10 @@ None: the caller reads it the validating way, which names every row.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,16 +33,17 @@ from dashboard.logs.bad_rows import LineIndex, named_bad_rows, named_lines
 from dashboard.logs.log_files import ID_COLUMNS, LogFormatError
 from dashboard.logs.retrieval_log import LogImport, _empty_turns, _repeat_conflicts
 
+if TYPE_CHECKING:
+    import duckdb
+
 # Work done beside the calling thread: indexing a file's line feeds while DuckDB
-# scans it, and finding the repeated pair hashes while the bad rows are named
-# (numpy lets go of the GIL).
-_BESIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-log")
+# scans it, then checking the text fields and finding the repeated pair hashes while
+# the bad rows are named (numpy lets go of the GIL).
+_BESIDE = ThreadPoolExecutor(max_workers=3, thread_name_prefix="memlens-log")
 
 
 def read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
     """The log read by DuckDB, every bad row named, or None (read it the validating way)."""
-    import duckdb
-
     from dashboard.logs import columnar
 
     try:
@@ -51,27 +54,57 @@ def read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
         return None
     # the file's line feeds are indexed while DuckDB scans it: one more pass over the bytes, at no wait
     lines = _BESIDE.submit(LineIndex, path) if kind != "parquet" else None
+    # numeric-looking ids from the first line on: no VARCHAR scan to find it out
+    if kind == "jsonl" and not columnar.exact_text_fields(str(path)):
+        table = _scanned(lambda con: columnar.read_jsonl_rows(con, str(path)))
+        if table is None:
+            return None
+        # whether a text field could be a blank id or another JSON type is worked out
+        # on the other core while this one works on the rows; when it could, what was
+        # done is dropped and the exact read below marks each such row
+        certain = _BESIDE.submit(columnar.text_is_certain, table)
+        imported = _imported(path, name, kind, table, lines)
+        if certain.result():
+            return imported
+    # for JSONL, every text field read as JSON text (fast_source's exact)
+    table = _scanned(lambda con: _exact_rows(con, path, kind))
+    return _imported(path, name, kind, table, lines) if table is not None else None
+
+
+def _scanned(scan: Callable[[duckdb.DuckDBPyConnection], pa.Table | None]) -> pa.Table | None:
+    """What `scan` reads on a cursor of the shared database, or None when DuckDB
+    would not parse the file (the validating reader says why, line by line)."""
+    import duckdb
+
+    from dashboard.logs import columnar
+
     con = columnar.cursor()
     try:
-        table: pa.Table | None = None
-        # numeric-looking ids from the first line on: no VARCHAR scan to find it out
-        if kind == "jsonl" and not columnar.exact_text_fields(str(path)):
-            verdict, table = columnar.read_jsonl_rows(con, str(path))
-            # "unsure", or "bad" with a blank id (no table): the exact read below marks each row
-        if table is None:
-            # for JSONL, every text field read as JSON text (fast_source's exact)
-            source = columnar.fast_source(con, str(path), kind, 0, exact=True)
-            if source is None:
-                return None
-            # the pair's hash, in the same scan: what finds a repeated pair below
-            table = con.sql(
-                "SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad,"
-                f" CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair FROM ({source})"
-            ).to_arrow_table()
+        return scan(con)
     except duckdb.Error:
-        return None  # DuckDB would not parse it: the validating reader says why, line by line
+        return None
     finally:
         con.close()
+
+
+def _exact_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str) -> pa.Table | None:
+    """The rows with `bad` and `pair` columns, every JSON text field read exact; None
+    when a required column is missing (the validating reader names it)."""
+    from dashboard.logs import columnar
+
+    source = columnar.fast_source(con, str(path), kind, 0, exact=True)
+    if source is None:
+        return None
+    # the pair's hash, in the same scan: what finds a repeated pair below
+    return con.sql(
+        "SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad,"
+        f" CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair FROM ({source})"
+    ).to_arrow_table()
+
+
+def _imported(path: Path, name: str, kind: str, table: pa.Table, lines: Future[LineIndex] | None) -> LogImport | None:
+    """The scanned rows as a LogImport: bad rows named, repeats merged; None when the
+    validating reader must read the file."""
     # which rows' pair hash occurs more than once: worked out on the other core while
     # this one names the bad rows (nearly all of it is numpy, which lets go of the GIL)
     shared = _BESIDE.submit(_sharing_a_hash, table.column("pair"))
@@ -79,7 +112,7 @@ def read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
     index = lines.result() if lines is not None else None
     bad = np.zeros(table.num_rows, dtype=bool)
     issues: list[LineIssue] = []
-    if "bad" in table.column_names and pc.any(table.column("bad")).as_py():
+    if pc.any(table.column("bad")).as_py():
         bad = table.column("bad").to_numpy(zero_copy_only=False)
         named = _named(path, kind, name, bad, index)
         if named is None:
