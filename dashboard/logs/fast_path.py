@@ -36,10 +36,36 @@ from dashboard.logs.retrieval_log import LogImport, _empty_turns, _repeat_confli
 if TYPE_CHECKING:
     import duckdb
 
-# Work done beside the calling thread: indexing a file's line feeds while DuckDB
-# scans it, then checking the text fields and finding the repeated pair hashes while
-# the bad rows are named (numpy lets go of the GIL).
-_BESIDE = ThreadPoolExecutor(max_workers=3, thread_name_prefix="memlens-log")
+# Work done on the other core while the calling thread goes on with the rows: numpy,
+# which lets go of the GIL. Nothing runs beside DuckDB's scan, which uses both cores
+# and was slowed by as much as the work beside it took.
+_BESIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlens-log")
+
+
+class _Beside:
+    """What the other core works out for one scanned table while this one finds the
+    repeats and makes the frames: the file's line feeds (to name bad rows by line, and
+    to tell a blank line), then, for a VARCHAR read, whether its text is certain
+    (``columnar.text_is_certain``), needed only at the end."""
+
+    def __init__(self, path: Path, kind: str, table: pa.Table, *, check_text: bool = False, lines: Future[LineIndex] | None = None):
+        from dashboard.logs import columnar
+
+        self.lines = lines or (_BESIDE.submit(LineIndex, path) if kind != "parquet" else None)
+        # after the line feeds, not beside them: two threads beside this one would slow all three
+        self.certain = _BESIDE.submit(_after, self.lines, columnar.text_is_certain, table) if check_text else None
+
+    def index(self) -> LineIndex | None:
+        return self.lines.result() if self.lines is not None else None
+
+    def text_is_certain(self) -> bool:
+        return self.certain is None or self.certain.result()
+
+
+def _after(first: Future | None, then: Callable[[pa.Table], bool], table: pa.Table) -> bool:
+    if first is not None:
+        first.result()
+    return then(table)
 
 
 def read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
@@ -52,23 +78,23 @@ def read_fast(path: Path, name: str, format: str | None) -> LogImport | None:
         return None
     if kind not in ("jsonl", "csv", "parquet"):
         return None
-    # the file's line feeds are indexed while DuckDB scans it: one more pass over the bytes, at no wait
-    lines = _BESIDE.submit(LineIndex, path) if kind != "parquet" else None
+    lines = None
     # numeric-looking ids from the first line on: no VARCHAR scan to find it out
     if kind == "jsonl" and not columnar.exact_text_fields(str(path)):
         table = _scanned(lambda con: columnar.read_jsonl_rows(con, str(path)))
         if table is None:
             return None
         # whether a text field could be a blank id or another JSON type is worked out
-        # on the other core while this one works on the rows; when it could, what was
-        # done is dropped and the exact read below marks each such row
-        certain = _BESIDE.submit(columnar.text_is_certain, table)
-        imported = _imported(path, name, kind, table, lines)
-        if certain.result():
+        # beside the rest; when it could, what was done is dropped and the exact read
+        # below marks each such row
+        beside = _Beside(path, kind, table, check_text=True)
+        imported = _imported(path, name, kind, table, beside)
+        if beside.text_is_certain():
             return imported
+        lines = beside.lines  # the same file: its line feeds are counted once
     # for JSONL, every text field read as JSON text (fast_source's exact)
     table = _scanned(lambda con: _exact_rows(con, path, kind))
-    return _imported(path, name, kind, table, lines) if table is not None else None
+    return _imported(path, name, kind, table, _Beside(path, kind, table, lines=lines)) if table is not None else None
 
 
 def _scanned(scan: Callable[[duckdb.DuckDBPyConnection], pa.Table | None]) -> pa.Table | None:
@@ -102,29 +128,17 @@ def _exact_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str) -> pa.Tab
     ).to_arrow_table()
 
 
-def _imported(path: Path, name: str, kind: str, table: pa.Table, lines: Future[LineIndex] | None) -> LogImport | None:
+def _imported(path: Path, name: str, kind: str, table: pa.Table, beside: _Beside) -> LogImport | None:
     """The scanned rows as a LogImport: bad rows named, repeats merged; None when the
-    validating reader must read the file."""
-    # which rows' pair hash occurs more than once: worked out on the other core while
-    # this one names the bad rows (nearly all of it is numpy, which lets go of the GIL)
-    shared = _BESIDE.submit(_sharing_a_hash, table.column("pair"))
-    first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
-    index = lines.result() if lines is not None else None
-    bad = np.zeros(table.num_rows, dtype=bool)
-    issues: list[LineIssue] = []
-    if pc.any(table.column("bad")).as_py():
-        bad = table.column("bad").to_numpy(zero_copy_only=False)
-        named = _named(path, kind, name, bad, index)
-        if named is None:
-            return None
-        issues = named
+    validating reader must read the file. The bad rows are named last, when the other
+    core has counted the line feeds."""
     rows_read = table.num_rows
     if rows_read == 0:
         return None
-    if index is not None and index.count != rows_read + first_line - 1:
-        return None  # blank lines, a header only, values over several lines: line numbers would not hold
+    first_line = {"jsonl": 1, "csv": 2, "parquet": 1}[kind]
+    bad = table.column("bad").to_numpy(zero_copy_only=False)
     line_of_row = np.arange(first_line, first_line + rows_read, dtype=np.int64)
-    repeats, conflicts = _repeats(table, shared.result(), bad, line_of_row, name)
+    repeats, conflicts = _repeats(table, _sharing_a_hash(table.column("pair")), bad, line_of_row, name)
     table = table.select([c for c in table.column_names if c not in ("bad", "pair")])
     drop = np.flatnonzero(bad | repeats)
     if len(drop):
@@ -132,6 +146,15 @@ def _imported(path: Path, name: str, kind: str, table: pa.Table, lines: Future[L
     good, empty = _frames(table, line_of_row)
     empty_turns, merged = _empty_turns(empty, good, name, conflicts)
     conflicts.sort(key=lambda issue: (issue.line, issue.field))
+    index = beside.index()
+    if index is not None and index.count != rows_read + first_line - 1:
+        return None  # blank lines, a header only, values over several lines: line numbers would not hold
+    issues: list[LineIssue] = []
+    if bad.any():
+        named = _named(path, kind, name, bad, index)
+        if named is None:
+            return None
+        issues = named
     return LogImport(
         source=name, rows=good, issues=issues, duplicates=int(repeats.sum()) + merged, conflicts=conflicts,
         rows_read=rows_read, empty_turns=empty_turns, columnar=True,
