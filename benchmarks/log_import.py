@@ -230,8 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         f" the process keeps open, with the text fields as VARCHAR and rank and score as JSON text, the number"
         f" rules and the pair's hash in the scan, the text rules from each field's first bytes). Each bad row"
         f" the scan marks is named from its own line alone (found through an index of the file's line feeds"
-        f" built while DuckDB scans, the lines read in one arrow parse), while the repeated pair hashes are"
-        f" found on the other core; the bad rows and repeats are cut out as slices before the rows become"
+        f" counted on the other core after the scan, the lines read in one arrow parse), while this one finds"
+        f" the repeated pair hashes; the bad rows and repeats are cut out as slices before the rows become"
         f" one pandas frame (dashboard/logs/fast_path.py). The file with broken JSON stops DuckDB and is read"
         f" by the validating reader in 16 MB parts (dashboard/logs/streamed.py). Median of {repeat} runs each."
     )

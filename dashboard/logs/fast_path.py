@@ -6,7 +6,8 @@ the Arrow table, before any pandas frame exists, so that a file with a few bad r
 or repeated pairs costs about what a clean one does:
 
 - the bad rows are named by looking at their lines alone (``bad_rows.named_lines``,
-  by way of a small index of the file's line feeds built while DuckDB scans);
+  by way of a small index of the file's line feeds, counted on the other core once
+  DuckDB's scan is done);
 - repeated pairs are found from the sorted hashes, and only the rows whose hash
   repeats are compared in pandas;
 - the bad rows and the repeats leave the table in one filter, and the rest becomes
