@@ -64,6 +64,8 @@ class _Beside:
 
 
 def _after(first: Future | None, then: Callable[[pa.Table], bool], table: pa.Table) -> bool:
+    # `first` was submitted before this task, and the pool takes tasks in order: it is
+    # running or done, so the wait cannot hold up the task it waits for
     if first is not None:
         first.result()
     return then(table)
