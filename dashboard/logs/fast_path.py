@@ -200,7 +200,9 @@ def _sharing_a_hash(pair: pa.ChunkedArray) -> np.ndarray | None:
     sieve[twice.view(np.uint16)[::4]] = True
     through = np.flatnonzero(sieve[every.view(np.uint16)[::4]])
     holds = np.zeros(len(every), dtype=bool)
-    holds[through[np.isin(every[through], twice)]] = True
+    # by sorting: NumPy 2.0's lookup-table method, which it picks for a narrow range
+    # (one repeated hash), fails on a hash at or above 2**63 (OverflowError)
+    holds[through[np.isin(every[through], twice, kind="sort")]] = True
     if pair.null_count:
         holds &= pc.is_valid(pair).to_numpy(zero_copy_only=False)
     return holds
