@@ -13,6 +13,7 @@ import pytest
 from demo_questions import PIZZA
 from playwright.sync_api import expect
 from st_browser import (
+    FIRST_RESULT_TIMEOUT_MS,
     ask,
     code_blocks,
     move_slider,
@@ -133,7 +134,9 @@ def test_two_labels_survive_a_reload_and_download_as_jsonl_rows(page, server, sc
 
 def test_a_shared_link_lands_on_the_same_query_and_floor(page):
     open_app(page, params={"query": PIZZA, "user": "sam", "k": "5", "floor": "0.20"})
-    expect(widget(page, "query").locator("input")).to_have_value(PIZZA)
+    # the link's first run hands its values to a second run, which also searches the
+    # store: on a loaded machine that run took over expect's default 5 s to draw the box
+    expect(widget(page, "query").locator("input")).to_have_value(PIZZA, timeout=FIRST_RESULT_TIMEOUT_MS)
     assert slider_value(page, "floor") == "0.20"
     expect(widget(page, "user").get_by_role("combobox")).to_have_value("sam")
     expect(page.get_by_test_id("stCode").first).to_be_visible(timeout=120_000)
