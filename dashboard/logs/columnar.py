@@ -304,6 +304,11 @@ def _any_blank(column: pa.ChunkedArray, low: int, high: int, any_empty: bool) ->
     return bool(pc.any(pc.equal(pc.utf8_trim(column, _WHITESPACE), "")).as_py())
 
 
+# The `pair` column of a read into memory: what finds repeated (message_id, memory_id)
+# pairs (fast_path._sharing_a_hash). NULL for an empty turn, which has no pair.
+PAIR_HASH = "CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END"
+
+
 def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> pa.Table:
     """The rows of a JSONL file, each with its `bad` column (the number, time and id
     rules) and `pair` (the hash of message_id and memory_id, NULL for an empty turn):
@@ -326,7 +331,7 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> pa.Table:
                        OR (rank_json IS NOT NULL AND rank IS NULL) OR (score_json IS NOT NULL AND score IS NULL)
                        OR {_out_of_range("timestamp")}
                        OR {_number_rules("memory_id", "rank", "score")}, false) AS bad,
-                   CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair
+                   {PAIR_HASH} AS pair
             FROM (SELECT message_id, memory_id, user_id, query, store, timestamp, rank AS rank_json, score AS score_json,
                          TRY_CAST(CAST(rank AS VARCHAR) AS DOUBLE) AS rank, TRY_CAST(CAST(score AS VARCHAR) AS DOUBLE) AS score
                   FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited'))"""

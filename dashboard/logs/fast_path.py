@@ -127,7 +127,7 @@ def _exact_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str) -> pa.Tab
     # the pair's hash, in the same scan: what finds a repeated pair below
     return con.sql(
         "SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad,"
-        f" CASE WHEN memory_id IS NOT NULL THEN hash(message_id, memory_id) END AS pair FROM ({source})"
+        f" {columnar.PAIR_HASH} AS pair FROM ({source})"
     ).to_arrow_table()
 
 
