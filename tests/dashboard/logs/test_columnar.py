@@ -164,18 +164,17 @@ def test_bad_rows_repeats_and_empty_turns_read_the_same_on_both_paths(tmp_path, 
     assert fast.bad_rows == len(range(7, len(big_log()), bad_every))
 
 
-
 @pytest.mark.parametrize("upper_half", [True, False], ids=["hash from 2**63", "hash under 2**63"])
 def test_one_repeated_pair_is_merged_whatever_its_hash(tmp_path, upper_half):
     # the repeats are found from the pairs' 64-bit hashes; NumPy 2.0 failed (an
     # OverflowError out of read_log) to look up one repeated hash at or above 2**63
     import duckdb
 
-    con = duckdb.connect()
-    memory = next(
-        f"x{i}" for i in range(1000)
-        if (con.execute("SELECT hash(?, ?)", ["m0", f"x{i}"]).fetchone()[0] >= 2**63) == upper_half
-    )
+    with duckdb.connect() as con:
+        memory = next(
+            f"x{i}" for i in range(1000)
+            if (con.execute("SELECT hash(?, ?)", ["m0", f"x{i}"]).fetchone()[0] >= 2**63) == upper_half
+        )
     rows = big_log()
     rows[0]["memory_id"] = memory
     rows[1500] = dict(rows[0])  # the same pair again, later in the file
