@@ -67,8 +67,12 @@ lint: install-test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
+# Two processes (pytest-xdist), each test file whole in one of them so a file's servers
+# start once: most of the suite waits on servers, the model and the browser rather than
+# on a core, and one process left a two-core machine a third idle.
+TEST_WORKERS ?= 2
 test: install-test system-deps phoenix-server
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The browser tests write screenshots to tests/e2e/artifacts/screenshots (ignored by
 # git); this runs them and copies the shots over the committed ones in docs/screenshots.

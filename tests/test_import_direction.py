@@ -162,12 +162,15 @@ def test_connector_layers_import_one_way():
 
 
 def test_the_connector_rule_catches_a_store_importing_another(tmp_path):
-    bad = ROOT / "connectors" / "vector" / "_probe_bad.py"
+    # The probes sit where the rule reads their layer from, under a name no `*.py`
+    # glob matches: the suite runs in several processes, and another test walking
+    # connectors/ must never meet a file that vanishes as it reads it.
+    bad = ROOT / "connectors" / "vector" / "_probe_bad.py-probe"
     try:
         bad.write_text("from connectors.mem0.library import Mem0LibraryStore\nfrom connectors.http.base import HttpBoundary\n")
         assert connector_violations(bad) == {"connectors.mem0.library", "connectors.mem0.library.Mem0LibraryStore"}
         bad.unlink()
-        bad = ROOT / "connectors" / "common" / "_probe_bad.py"
+        bad = ROOT / "connectors" / "common" / "_probe_bad.py-probe"
         bad.write_text("from connectors.embedded.store import EmbeddedStore\n")
         assert "connectors.embedded.store" in connector_violations(bad)
     finally:
