@@ -126,8 +126,9 @@ def connector_layer(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def connector_violations(path: Path) -> set[str]:
-    own = path.relative_to(ROOT / "connectors").parts
+def connector_violations(path: Path, root: Path = ROOT) -> set[str]:
+    """What `path`, a module under `root`/connectors, imports against the layer rules."""
+    own = path.relative_to(root / "connectors").parts
     layer = own[0] if len(own) > 1 else Path(own[0]).stem
     found = set()
     for module in imported_modules(path):
@@ -162,19 +163,17 @@ def test_connector_layers_import_one_way():
 
 
 def test_the_connector_rule_catches_a_store_importing_another(tmp_path):
-    # The probes sit where the rule reads their layer from, under a name no `*.py`
-    # glob matches: the suite runs in several processes, and another test walking
-    # connectors/ must never meet a file that vanishes as it reads it.
-    bad = ROOT / "connectors" / "vector" / "_probe_bad.py-probe"
-    try:
-        bad.write_text("from connectors.mem0.library import Mem0LibraryStore\nfrom connectors.http.base import HttpBoundary\n")
-        assert connector_violations(bad) == {"connectors.mem0.library", "connectors.mem0.library.Mem0LibraryStore"}
-        bad.unlink()
-        bad = ROOT / "connectors" / "common" / "_probe_bad.py-probe"
-        bad.write_text("from connectors.embedded.store import EmbeddedStore\n")
-        assert "connectors.embedded.store" in connector_violations(bad)
-    finally:
-        bad.unlink(missing_ok=True)
+    # The probes go in a copy of the layout under tmp_path, never into connectors/:
+    # the suite runs in several processes, and another test walking connectors/ must
+    # never meet a file that vanishes as it reads it.
+    bad = tmp_path / "connectors" / "vector" / "_probe_bad.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from connectors.mem0.library import Mem0LibraryStore\nfrom connectors.http.base import HttpBoundary\n")
+    assert connector_violations(bad, tmp_path) == {"connectors.mem0.library", "connectors.mem0.library.Mem0LibraryStore"}
+    bad = tmp_path / "connectors" / "common" / "_probe_bad.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from connectors.embedded.store import EmbeddedStore\n")
+    assert "connectors.embedded.store" in connector_violations(bad, tmp_path)
 
 
 # connectors.http.base and connectors.http.outbound are the HTTP boundary (deadlines,
