@@ -28,10 +28,8 @@ def upload_log(page, path) -> None:
     """Sign in on the Label page and read the file at `path` as a new session's log."""
     open_app(page, "label")
     sign_in(page)
-    log_form = page.get_by_test_id("stExpander").filter(has_text="New labelling session from a log")
-    if not log_form.get_by_test_id("stRadio").is_visible():  # folded once a session exists
-        log_form.get_by_text("New labelling session from a log").click()
-    log_form.get_by_test_id("stRadio").get_by_text("Upload a log").click()
+    unfold_new_session_form(page)
+    new_session_form(page).get_by_test_id("stRadio").get_by_text("Upload a log").click()
     wait_idle(page)
     widget(page, "log_upload").locator("input[type=file]").set_input_files(str(path))
     wait_idle(page)
@@ -143,12 +141,20 @@ def test_enter_in_the_size_does_not_create_the_session_before_its_text_box_is_ti
     expect(page.get_by_text("message text not available")).to_have_count(0)
 
 
+def new_session_form(page):
+    return page.get_by_test_id("stExpander").filter(has_text="New labelling session from a log")
+
+
 def unfold_new_session_form(page) -> None:
-    """The new-session expander folds once a session exists: open it."""
-    form = page.get_by_test_id("stExpander").filter(has_text="New labelling session from a log")
-    if form.locator("details").get_attribute("open") is None:
-        form.locator("summary").click()
+    """The new-session expander folds once a session exists: open it. Its state is read
+    from the `open` attribute Streamlit sets on the <details> as it mounts, not from
+    whether the form inside is visible yet: while an expander is still drawing its
+    content that looks folded, and a click would then fold the open form."""
+    details = new_session_form(page).locator("details")
+    if details.get_attribute("open") is None:
+        details.locator("summary").click()
         wait_idle(page)
+    expect(details).to_have_attribute("open", "")
 
 
 def read_sample_log(page) -> None:
