@@ -149,9 +149,19 @@ def running_streamlit(
                 process.wait()
 
 
+# How long an action or an assertion waits for the page. Playwright's assertions wait
+# 5 s unless told: CI runs two suites side by side on two cores,
+# and there a page's rerun (the Inspect link's controls drawn after its result, a
+# 100,000-row answer's label rows) has taken over 5 s. A page that never shows what
+# is expected still fails, later.
+PATIENCE_MS = 30_000
+
+
 @pytest.fixture(scope="session")
 def browser():
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=PATIENCE_MS)
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -173,7 +183,7 @@ def checked_page(browser, server: Server) -> Iterator:
     test if the app showed an exception box, or if the server logged a traceback
     meanwhile."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(PATIENCE_MS)
     tab = context.new_page()
     tab.base_url = server.url  # read back by st_browser.open_app (and tests opening a second tab)
     log_start = server.log_path.stat().st_size
