@@ -150,10 +150,10 @@ def running_streamlit(
 
 
 # How long an action or an assertion waits for the page. Playwright's assertions wait
-# 5 s unless told: CI runs two suites side by side on two cores,
-# and there a page's rerun (the Inspect link's controls drawn after its result, a
-# 100,000-row answer's label rows) has taken over 5 s. A page that never shows what
-# is expected still fails, later.
+# 5 s unless told. CI runs two suites side by side on two cores, and there a page's
+# rerun (the Inspect link's controls, drawn after its result; a 100,000-row answer's
+# label rows) has taken over 5 s. A page that never shows what is expected still
+# fails, only later.
 PATIENCE_MS = 30_000
 
 
