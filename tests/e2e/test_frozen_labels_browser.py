@@ -7,7 +7,7 @@ asking the reviewer's name again, and the next key press is saved."""
 from __future__ import annotations
 
 import pytest
-from conftest import running_streamlit
+from conftest import PATIENCE_MS, running_streamlit
 from playwright.sync_api import expect
 from postgres_server import PostgresServer
 from st_browser import wait_idle, widget
@@ -39,7 +39,7 @@ def test_the_label_panel_recovers_from_a_frozen_database_without_a_reload(tmp_pa
     data.mkdir()
     with running_streamlit(data, tmp_path / "streamlit.log", {"MEMLENS_LABELS_URL": postgres.new_database()}) as app:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(30_000)
+        context.set_default_timeout(PATIENCE_MS)
         page = context.new_page()
         page.goto(app.url + "/label")
         wait_idle(page, timeout=240_000)

@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, running_streamlit
+from conftest import PATIENCE_MS, ROOT, running_streamlit
 from playwright.sync_api import expect
 from st_browser import ask, choose, wait_idle, widget
 
@@ -31,7 +31,7 @@ def test_a_typed_factory_is_refused_and_the_server_survives(tmp_path, browser):
     }
     with running_streamlit(data, tmp_path / "streamlit.log", settings) as app:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(30_000)
+        context.set_default_timeout(PATIENCE_MS)
         page = context.new_page()
         page.goto(app.url)
         wait_idle(page)
