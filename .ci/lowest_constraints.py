@@ -13,13 +13,22 @@ from pathlib import Path
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
 def lowest_pins(requirements: list[str]) -> list[str]:
-    pins = []
+    """One pin per package: where two extras both name it (numpy for the agent's
+    embedded extra and for the app), the higher lower bound, which both allow."""
+    pins: dict[str, tuple[str, str]] = {}
     for requirement in requirements:
         found = re.match(r"^([A-Za-z0-9_.-]+)(\[[^]]*\])?\s*(>=|==)\s*([^,;\s]+)", requirement)
         if found and not found.group(1).startswith("memlens"):
-            pins.append(f"{found.group(1)}=={found.group(4)}")
-    return pins
+            name, version = found.group(1), found.group(4)
+            known = pins.get(name.lower())
+            if known is None or _release(version) > _release(known[1]):
+                pins[name.lower()] = (name, version)
+    return [f"{name}=={version}" for name, version in pins.values()]
 
 
 def main(extras: list[str]) -> None:

@@ -2,9 +2,9 @@
 port with a SQLite database in a temporary directory.
 
 The server (the `arize-phoenix` package, about 860 MB with pins of its own) lives in
-a virtual environment of its own, `.venv-phoenix` beside the project's `.venv`, which
-`make phoenix-server` builds (and `make test` depends on), so its pins cannot move
-the project's packages; the project itself uses only the light client. Phoenix is
+a virtual environment of its own (MEMLENS_PHOENIX_VENV, which the Makefile sets to one
+per machine and version under ~/.cache/memlens), which `make phoenix-server` builds (and
+`make test` depends on), so its pins cannot move the project's packages; the project itself uses only the light client. Phoenix is
 told not to fetch anything from the internet (PHOENIX_ALLOW_EXTERNAL_RESOURCES) and
 not to send telemetry.
 """
@@ -23,13 +23,13 @@ import httpx
 from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-PHOENIX = ROOT / ".venv-phoenix" / "bin" / "phoenix"
+PHOENIX = Path(os.environ.get("MEMLENS_PHOENIX_VENV") or ROOT / ".venv-phoenix") / "bin" / "phoenix"
 
 
 class PhoenixServer:
     def __init__(self) -> None:
         if not PHOENIX.exists():
-            raise RuntimeError(f"{PHOENIX} not found: `make phoenix-server` installs the Phoenix server in .venv-phoenix")
+            raise RuntimeError(f"{PHOENIX} not found: `make phoenix-server` installs the Phoenix server (MEMLENS_PHOENIX_VENV)")
         self.root = Path(tempfile.mkdtemp(prefix="memlens-phoenix-"))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -1,6 +1,7 @@
 """The `memlens` command.
 
-    memlens run [streamlit args]     start the dashboard (the demo store by default)
+    memlens run [streamlit args]     start the dashboard (the demo store by default), on 127.0.0.1
+    memlens --version                the installed version
     memlens calibrate FILE           the floor trade-off of a label file (see cli/calibrate.py)
     memlens agreement SESSION        reviewer agreement and disagreements of a labelling session (--judge NAME: a judge's too)
     memlens rank RUN --send-text     the LLM ranker over a saved run's candidates, against the store's and the formula's order
@@ -38,8 +39,51 @@ from connectors.common.redaction import redact_text, terminal_text
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
+# The extra that brings a library a command imports, for the one line a plain install
+# (`pip install memlens`: the agent side alone) gets instead of a traceback. A library
+# not named here comes with the dashboard's own extra.
+EXTRA_OF_MODULE = {
+    "phoenix": "phoenix",
+    "langfuse": "langfuse",
+    "mem0": "mem0",
+    "yaml": "mem0",
+    "qdrant_client": "qdrant",
+    "chromadb": "chroma",
+    "psycopg": "postgres",
+    "pyarrow": "parquet",
+    "ibis": "warehouse",
+    "lancedb": "lancedb",
+    "langgraph": "langgraph",
+}
+OUR_PACKAGES = {"memlens", "dashboard", "connectors"}
+
+
+def missing_library(exc: ModuleNotFoundError, what: str) -> str | None:
+    """The line saying what to install when `exc` is a library an extra brings
+    (None when the missing module is memlens's own: that is a bug, not an install)."""
+    top = (exc.name or "").split(".")[0]
+    if not top or top in OUR_PACKAGES:
+        return None
+    extra = EXTRA_OF_MODULE.get(top, "app")
+    return f"{what} needs {top}, which is not installed: pip install 'memlens[{extra}]'"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memlens")
+    except PackageNotFoundError:  # a checkout run without an install
+        return "unknown (not installed)"
+
 
 def _run(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("streamlit") is None:
+        # The agent side installs without the dashboard; say what brings it, as httpx's CLI does.
+        print("memlens run needs the dashboard: pip install 'memlens[app]'", file=sys.stderr)
+        return 2
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     # The settings `make run` gives: no usage statistics sent. No source-file watcher,
     # as in .streamlit/config.toml (read only from the project root): it costs every
@@ -50,6 +94,9 @@ def _run(args: argparse.Namespace) -> int:
         "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
         "--server.fileWatcherType", "none",
+        # Memory text is on every page: this machine only, unless an address is given
+        # (`memlens run --server.address 0.0.0.0`; the later option wins).
+        "--server.address", "127.0.0.1",
         *args.streamlit_args,
     ]  # fmt: skip
     # The server replaces this process rather than running as its child: a SIGTERM or
@@ -126,6 +173,10 @@ class SafeOutput(io.TextIOBase):
 
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
+    if words == ["--version"]:
+        # Answered before any command is imported, so a plain install answers it too.
+        print(f"memlens {_version()}")
+        return 0
     if words[:1] == ["run"]:
         # Every word after `run` is streamlit's (`memlens run --server.port 8600`):
         # argparse's REMAINDER refuses one that starts with "--" in that place.
@@ -140,16 +191,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(words: list[str], argv: list[str] | None) -> int:
     named = words[0] if words and words[0] in {"run", *(name for name, _ in COMMANDS)} else None
-    if words[:2] == ["judge", "align"]:
-        # `memlens judge TARGET` takes any target, so the align action has its own parser.
-        from dashboard.cli import judge_align
-
-        args = judge_align.build_parser().parse_args(words[2:])
-        args.handler = judge_align.run
-    else:
-        args = build_parser(named).parse_args(argv)
+    what = f"memlens {named}" if named else "memlens"
+    try:
+        args = _parse(words, argv, named)
+    except ModuleNotFoundError as exc:
+        return _not_installed(exc, what)
     try:
         return args.handler(args)
+    except ModuleNotFoundError as exc:
+        return _not_installed(exc, what)
     except MemlensError as exc:
         # The one place a command's failure is said: a message, not a traceback, on
         # stderr (where SafeOutput redacts connection strings and keys), and the
@@ -161,6 +211,27 @@ def _main(words: list[str], argv: list[str] | None) -> int:
         # traceback. Point stdout at devnull so the interpreter's flush is quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _parse(words: list[str], argv: list[str] | None, named: str | None) -> argparse.Namespace:
+    if words[:2] == ["judge", "align"]:
+        # `memlens judge TARGET` takes any target, so the align action has its own parser.
+        from dashboard.cli import judge_align
+
+        args = judge_align.build_parser().parse_args(words[2:])
+        args.handler = judge_align.run
+        return args
+    return build_parser(named).parse_args(argv)
+
+
+def _not_installed(exc: ModuleNotFoundError, what: str) -> int:
+    """One line and exit 2 for a library the install left out; memlens's own module
+    missing is a bug and keeps its traceback."""
+    line = missing_library(exc, what)
+    if line is None:
+        raise exc
+    print(line, file=sys.stderr)
+    return 2
 
 
 def error_prefix(args: argparse.Namespace, exc: MemlensError) -> str:

@@ -1,0 +1,177 @@
+"""`pip install memlens` as an agent gets it: the wheel built once from this checkout,
+installed into fresh virtual environments (one empty, one already holding pandas 2 and
+NumPy 1), and used there: the agent side imports and logs a turn, the dashboard's
+commands say in one line what to install. And the settings docs/agent-side.md lists
+for `create_store` are the ones each store's factory accepts."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+
+from connectors.catalog import STORES
+from dashboard.cli.main import COMMANDS
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("streamlit", "pandas", "numpy", "pyarrow", "duckdb", "plotly", "onnxruntime", "sentence_transformers", "torch")
+PLAIN_LIMIT_MB = 60
+
+
+def _run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+    # No PYTHONPATH: the environment under test must find memlens in its own site-packages.
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, **kwargs)
+
+
+def _checked(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+    done = _run(command, **kwargs)
+    assert done.returncode == 0, f"{command}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The project's wheel, built once for this module (pip's cache holds the build
+    backend) from a copy of the sources: setuptools writes build/ and an egg-info
+    where it builds, and other tests walk this checkout's files meanwhile."""
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    for package in ("memlens", "dashboard", "connectors"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path_factory.mktemp("wheel")
+    _checked([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(source)])
+    (found,) = out.glob("memlens-*.whl")
+    return found
+
+
+def _fresh_env(folder: Path, *preinstalled: str) -> Path:
+    _checked([sys.executable, "-m", "venv", str(folder)])
+    python = folder / "bin" / "python"
+    if preinstalled:
+        _checked([str(python), "-m", "pip", "install", "--quiet", *preinstalled])
+    return python
+
+
+def _site_packages(python: Path) -> Path:
+    out = _checked([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+    return Path(out.stdout.strip())
+
+
+def _size_mb(folder: Path) -> float:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
+
+
+def _installed(python: Path) -> dict[str, str]:
+    out = _checked([str(python), "-m", "pip", "list", "--format=json"])
+    return {row["name"].lower(): row["version"] for row in json.loads(out.stdout)}
+
+
+@pytest.fixture(scope="module")
+def plain(wheel, tmp_path_factory) -> Path:
+    """A fresh environment with `pip install memlens` (the wheel) and nothing else."""
+    python = _fresh_env(tmp_path_factory.mktemp("plain") / "venv")
+    before = _installed(python)
+    _checked([str(python), "-m", "pip", "install", "--quiet", str(wheel)])
+    added = set(_installed(python)) - set(before)
+    assert added == {"memlens"}, f"the plain install brought {sorted(added)}"
+    return python
+
+
+AGENT_TURN = """
+import json, sys
+from memlens import FloorConfig, FloorConfigError, RetrievalLog, RetrievalLogError, RetrievalSpans
+from memlens import ScoreSpaceMismatch, memory_for_prompt, memory_from_hits
+log = RetrievalLog(sys.argv[1])
+turn = memory_from_hits(
+    [{"id": "m1", "text": "Lives in Lisbon", "score": 0.62}, {"id": "m2", "text": "Prefers light theme", "score": 0.12}],
+    store_kind="embedded", message="Where does the user live?", user_id="sam", floor=FloorConfig(floor=0.35), log=log,
+)
+log.close()
+heavy = sorted({name.split(".")[0] for name in sys.modules} & set(sys.argv[2].split(",")))
+print(json.dumps({"kept": [h.memory_id for h in turn.kept], "dropped": [h.memory_id for h in turn.dropped], "heavy": heavy}))
+"""
+
+
+def test_the_plain_install_is_the_agent_side_alone_and_works(plain, tmp_path):
+    size = _size_mb(_site_packages(plain))
+    print(f"plain install: site-packages {size:.1f} MB (pip included); pip list: {_installed(plain)}")
+    assert size < PLAIN_LIMIT_MB
+    log = tmp_path / "retrievals.jsonl"
+    out = _checked([str(plain), "-c", AGENT_TURN, str(log), ",".join(HEAVY)], cwd=tmp_path)
+    turn = json.loads(out.stdout)
+    assert turn == {"kept": ["m1"], "dropped": ["m2"], "heavy": []}
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(row["memory_id"], row["rank"]) for row in rows] == [("m1", 1), ("m2", 2)]
+
+
+def _memlens(python: Path) -> str:
+    return str(python.parent / "memlens")
+
+
+def test_on_a_plain_install_every_command_says_what_to_install_in_one_line(plain, tmp_path):
+    run = _run([_memlens(plain), "run"], cwd=tmp_path)
+    assert (run.returncode, run.stderr.strip()) == (2, "memlens run needs the dashboard: pip install 'memlens[app]'")
+    version = _checked([_memlens(plain), "--version"], cwd=tmp_path)
+    assert version.stdout.strip() == "memlens 0.1.0"
+    for name, _module in COMMANDS:
+        done = _run([_memlens(plain), name, "--help"], cwd=tmp_path)
+        lines = done.stderr.strip().splitlines()
+        assert "Traceback" not in done.stderr, f"memlens {name}: {done.stderr}"
+        if done.returncode != 0:
+            assert done.returncode == 2 and len(lines) == 1, f"memlens {name}: {done.stderr}"
+            assert re.fullmatch(rf"memlens {name} needs \w+, which is not installed: pip install 'memlens\[\w+\]'", lines[0])
+    calibrate = _run([_memlens(plain), "calibrate", str(ROOT / "demo_data" / "demo_labels.jsonl")], cwd=tmp_path)
+    assert calibrate.returncode == 2 and "pip install 'memlens[app]'" in calibrate.stderr
+    assert len(calibrate.stderr.strip().splitlines()) == 1
+
+
+def test_the_plain_install_leaves_pandas_2_and_numpy_1_as_they_are(wheel, tmp_path):
+    python = _fresh_env(tmp_path / "venv", "pandas<3", "numpy<2")
+    before = _installed(python)
+    assert before["pandas"].startswith("2.") and before["numpy"].startswith("1.")
+    _checked([str(python), "-m", "pip", "install", "--quiet", str(wheel)])
+    after = _installed(python)
+    assert {name: after[name] for name in before} == before
+    out = _checked([str(python), "-c", AGENT_TURN, str(tmp_path / "log.jsonl"), "streamlit"], cwd=tmp_path)
+    assert json.loads(out.stdout)["kept"] == ["m1"]
+
+
+# ------------------------------------------------------------------ create_store's settings
+
+# Parameters a factory takes that are not settings: a page's marker that the visitor typed
+# the address, and the sleep a test injects to skip retry waits.
+NOT_SETTINGS = {"typed_address", "sleep"}
+
+
+def _accepted_keys(factory) -> set[str]:
+    """The keywords a store's factory takes; where it passes **options on to the store
+    class it returns, that class's keyword-only parameters too."""
+    parameters = inspect.signature(factory).parameters.values()
+    keys = {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        store_class = typing.get_type_hints(factory)["return"]
+        keys |= {p.name for p in inspect.signature(store_class).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    return keys - NOT_SETTINGS
+
+
+def _documented_keys() -> dict[str, set[str]]:
+    text = (ROOT / "docs" / "agent-side.md").read_text(encoding="utf-8")
+    sections = re.split(r"^### `(\w+)`$", text, flags=re.MULTILINE)
+    return {name: set(re.findall(r"^\| `(\w+)` \|", body, flags=re.MULTILINE)) for name, body in zip(sections[1::2], sections[2::2], strict=True)}
+
+
+@pytest.mark.parametrize("spec", STORES, ids=lambda spec: spec.name)
+def test_the_documented_create_store_settings_are_the_ones_each_factory_accepts(spec):
+    documented = _documented_keys()
+    assert spec.name in documented, f"docs/agent-side.md has no section for create_store({spec.name!r}, ...)"
+    assert documented[spec.name] == _accepted_keys(spec.load_factory())
