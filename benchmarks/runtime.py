@@ -9,8 +9,14 @@ block built, every row logged) against ``store.query`` alone.
   question in turn), so load from other work on the machine falls on both alike;
   median per call. Cases: the bare query (baseline); memory_for_prompt with a JSONL
   log; with a Parquet log; with no log.
+- Then memory_for_prompt with a JSONL log on a full disk, in its own 1,000 calls
+  interleaved with the bare query again: the process may not grow any file
+  (RLIMIT_FSIZE 0, SIGXFSZ ignored, so every write gets EFBIG as a full disk gets
+  ENOSPC), so every flush fails, the rows wait and the oldest are counted lost
+  (POSIX only; elsewhere the case is left out).
 
-Target: memory_for_prompt with the log on at most 1.05x the bare store.query.
+Target: memory_for_prompt with the log on at most 1.05x the bare store.query; with
+the log on a full disk at most 1.03x.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from benchmarks._common import ROOT, exit_code, median, report, table
 CALLS = 1_000
 K = 5
 TARGET = 1.05
+FULL_DISK_TARGET = 1.03
 
 
 def main() -> int:
@@ -64,6 +71,23 @@ def main() -> int:
     rows = [[label, f"{median(values):.1f}", f"{median(values) / base:.3f}x"] for label, values in times.items()]
     ratio = median(times["memory_for_prompt, JSONL log"]) / base
     written = logs["jsonl"].rows_written
+    full = _full_disk(store, floor, questions, folder / "full-disk.jsonl")
+    problems = [] if written >= CALLS * K else [f"the JSONL log has {written} rows, expected at least {CALLS * K}"]
+    full_text = "\n\nThe full-disk case needs RLIMIT_FSIZE (POSIX): left out here."
+    if full is not None:
+        bare, on_full, log, produced = full
+        full_ratio = median(on_full) / median(bare)
+        rows += [
+            ["store.query (baseline, full-disk run)", f"{median(bare):.1f}", "1.000x"],
+            ["memory_for_prompt, JSONL log on a full disk", f"{median(on_full):.1f}", f"{full_ratio:.3f}x"],
+        ]
+        full_text = (
+            f"\n\nOn a full disk ({CALLS:,} calls against the bare query in the same run): {produced:,} rows produced, "
+            f"{log.rows_written:,} written once space came back at close, {log.lost_rows:,} counted lost. Target: at most "
+            f"{FULL_DISK_TARGET}x the bare store.query: {full_ratio:.3f}x ({'met' if full_ratio <= FULL_DISK_TARGET else 'NOT met'})."
+        )
+        if log.rows_written + log.lost_rows != produced:
+            problems.append(f"full disk: {log.rows_written} written + {log.lost_rows} lost is not the {produced} rows produced")
     body = (
         f"{CALLS:,} calls per case on the embedded demo store, k={K}, the {len(questions)} demo questions in turn "
         f"(encoded once before timing), cases interleaved call by call; median microseconds per call. "
@@ -71,10 +95,55 @@ def main() -> int:
         + table(["case", "median µs", "vs store.query"], rows)
         + f"\n\nTarget: memory_for_prompt with the log on at most {TARGET}x the bare store.query: "
         f"{ratio:.3f}x ({'met' if ratio <= TARGET else 'NOT met'})."
+        + full_text
     )
     report("runtime: memory_for_prompt with the log on vs store.query", body)
-    problems = [] if written >= CALLS * K else [f"the JSONL log has {written} rows, expected at least {CALLS * K}"]
     return exit_code(problems)
+
+
+def _full_disk(store, floor, questions, path: Path):
+    """(bare times, memory_for_prompt times, the log, rows produced) with the log on a
+    full disk, or None where the fault cannot be made (no RLIMIT_FSIZE)."""
+    try:
+        import resource
+        import signal
+    except ImportError:
+        return None
+    if not hasattr(signal, "SIGXFSZ"):
+        return None
+    from dashboard.runtime import RetrievalLog, RetrievalLogError, memory_for_prompt
+
+    log = RetrievalLog(path)
+    produced = 0
+
+    def logged(text: str, user: str) -> None:
+        nonlocal produced
+        turn = memory_for_prompt(store, text, user_id=user, k=K, floor=floor, log=log)
+        produced += len(turn.kept) + len(turn.dropped) or 1
+
+    cases = {"bare": lambda text, user: store.query(text, user_id=user, k=K), "full": logged}
+    times: dict[str, list[float]] = {label: [] for label in cases}
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, hard))  # no file may grow: the disk is full
+    try:
+        for fn in cases.values():  # warm up: the first failed writes, the warning logged once
+            for text, user in questions:
+                fn(text, user)
+        for call in range(CALLS):
+            text, user = questions[call % len(questions)]
+            for label, fn in cases.items():
+                started = time.perf_counter()
+                fn(text, user)
+                times[label].append((time.perf_counter() - started) * 1e6)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+    try:
+        log.close()  # space again: what waited is written
+    except RetrievalLogError:
+        pass
+    return times["bare"], times["full"], log, produced
 
 
 if __name__ == "__main__":

@@ -25,20 +25,18 @@ checks it in a fresh interpreter).
 
 from __future__ import annotations
 
-import json
 import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from connectors.base import Hit, MemoryStore, ScoreKind, SupportsFeedback
-from connectors.common.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace, space_for, store_space
+from connectors.common.score_spaces import space_for, store_space
 from dashboard.feedback import FeedbackOutcome, plan_from_floor, send
 from dashboard.floor import apply_floor, prompt_block
-from dashboard.logs.writer import RetrievalLog, RetrievalLogError, RetrievalSpans
-from dashboard.monitoring.floor_config import FloorConfigError
+from dashboard.floor_config import FloorConfig, FloorConfigError, ScoreSpaceMismatch
+from dashboard.logs.writer import RetrievalLog, RetrievalLogError, RetrievalSpans, as_score, as_text, normal_hits
 
 __all__ = [
     "FloorConfig",
@@ -52,134 +50,6 @@ __all__ = [
     "memory_from_hits",
     "send_feedback",
 ]
-
-SEGMENT_ORDER = ("user", "tag", "store")  # the most specific segment wins
-KNOWN_FORMULAS = {AS_SENT, *(rule for rules in DISTANCE_RULES.values() for rule in rules.values())}
-UNKNOWN_SPACE = (
-    "the score space is unknown (the floor config names none: exported before memlens wrote it); "
-    "the floor is applied as is, so check it was calibrated on this store's scores, or export it again from Calibrate"
-)
-
-
-class ScoreSpaceMismatch(FloorConfigError):
-    """A floor applied to scores from a space other than the one it was calibrated in."""
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-@dataclass
-class FloorConfig:
-    """The floor an agent applies: one global floor, optional floors per segment,
-    and the score space they were calibrated in (None: unknown)."""
-
-    floor: float
-    score_space: ScoreSpace | None = None
-    segments: dict[str, dict[str, float]] = field(default_factory=dict)  # "user" -> {"sam": 0.41}
-    source: str | None = None  # the file it was read from
-    store: str | None = None  # the store (name:hash) the labels came from, when one
-
-    def __post_init__(self) -> None:
-        if _number(self.floor) is None:
-            raise FloorConfigError(f"{self.source or 'FloorConfig'}: field 'floor': {self.floor!r} is not a finite number")
-        self.floor = float(self.floor)
-        name = self.source or "FloorConfig"
-        for by, floors in self.segments.items():
-            if by not in SEGMENT_ORDER:
-                raise FloorConfigError(f"{name}: field 'segments': {by!r} is not one of {', '.join(SEGMENT_ORDER)}")
-            for segment, value in floors.items():
-                if _number(value) is None:
-                    raise FloorConfigError(f"{name}: field 'segments.{by}.{segment}': {value!r} is not a finite number")
-
-    @classmethod
-    def load(cls, path: str | Path) -> FloorConfig:
-        """The floor JSON Calibrate exports. Raises FloorConfigError naming the file and field."""
-        name = str(path)
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise FloorConfigError(f"{name}: cannot read the file ({exc.strerror or exc})") from exc
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise FloorConfigError(f"{name}: not a JSON file ({exc})") from exc
-        if not isinstance(data, dict):
-            raise FloorConfigError(f"{name}: not a floor config (a JSON object with a 'floor', as Calibrate exports)")
-        floor = _number(data.get("floor"))
-        if floor is None:
-            raise FloorConfigError(f"{name}: field 'floor': {data.get('floor')!r} is not a number (export the floor from Calibrate as JSON)")
-        store = data.get("store") if isinstance(data.get("store"), str) else None
-        return cls(
-            floor=floor,
-            score_space=_read_space(data.get("score_space"), name),
-            segments=_read_segments(data.get("segments"), name),
-            source=name,
-            store=store,
-        )
-
-    @property
-    def notes(self) -> list[str]:
-        """What an agent's operator should know about this config (an unknown space)."""
-        return [] if self.score_space is not None else [UNKNOWN_SPACE]
-
-    def floor_for(self, *, user_id: str | None = None, tag: str | None = None, store: str | None = None) -> tuple[float, str]:
-        """The floor for one turn and the segment it came from (``user=sam``, or ``global``)."""
-        for by, value in zip(SEGMENT_ORDER, (user_id, tag, store), strict=True):
-            floors = self.segments.get(by)
-            if floors and value is not None and value in floors:
-                return floors[value], f"{by}={value}"
-        return self.floor, "global"
-
-    def check_space(self, space: ScoreSpace | None, *, what: str = "these results") -> None:
-        """Refuse scores from another space than the floor's (ScoreSpaceMismatch)."""
-        where = f" from {self.source}" if self.source else ""
-        if space is None:
-            raise ScoreSpaceMismatch(
-                f"the floor {self.floor!r}{where} cannot apply to {what}: their scores are ranks or absent, not a score a floor compares with"
-            )
-        if self.score_space is None:
-            return
-        if (space.store, space.formula) != (self.score_space.store, self.score_space.formula):
-            raise ScoreSpaceMismatch(
-                f"the floor {self.floor!r}{where} was calibrated in {self.score_space.describe()}; {what} are in "
-                f"{space.describe()}. A floor applies only in its own score space: calibrate one on this store's labels"
-            )
-
-
-def _read_space(value: object, name: str) -> ScoreSpace | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise FloorConfigError(f"{name}: field 'score_space': {value!r} is not an object with 'store' and 'formula'")
-    store, formula, setting = value.get("store"), value.get("formula"), value.get("setting")
-    if not isinstance(store, str) or not store:
-        raise FloorConfigError(f"{name}: field 'score_space.store': {store!r} is not a store kind")
-    if formula not in KNOWN_FORMULAS:
-        raise FloorConfigError(f"{name}: field 'score_space.formula': {formula!r} is not one of {', '.join(sorted(KNOWN_FORMULAS))}")
-    if setting is not None and not isinstance(setting, str):
-        raise FloorConfigError(f"{name}: field 'score_space.setting': {setting!r} is not a string")
-    return ScoreSpace(store, str(formula), setting)
-
-
-def _read_segments(value: object, name: str) -> dict[str, dict[str, float]]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FloorConfigError(f"{name}: field 'segments': {value!r} is not an object such as {{\"user\": {{\"sam\": 0.41}}}}")
-    segments: dict[str, dict[str, float]] = {}
-    for by, floors in value.items():
-        if by not in SEGMENT_ORDER:
-            raise FloorConfigError(f"{name}: field 'segments.{by}': segments are by {', '.join(SEGMENT_ORDER)}")
-        if not isinstance(floors, dict):
-            raise FloorConfigError(f"{name}: field 'segments.{by}': not an object of segment -> floor")
-        segments[by] = {}
-        for segment, floor in floors.items():
-            number = _number(floor)
-            if number is None:
-                raise FloorConfigError(f"{name}: field 'segments.{by}.{segment}': {floor!r} is not a number")
-            segments[by][str(segment)] = number
-    return segments
 
 
 # ------------------------------------------------------------------ one turn
@@ -228,12 +98,17 @@ def _turn(
     log: Any,
     message_id: str | None,
 ) -> Turn:
+    # one normalisation for both entry points: the floor and the log see the same
+    # hits (ids as text, a NaN or infinite score as none, ranks 1.. in the store's order)
+    hits = normal_hits(hits)
+    user_id = as_text(user_id)
     floor, segment = config.floor_for(user_id=user_id, tag=tag, store=store_id)
     kept, dropped = apply_floor(hits, floor)
     block = prompt_block(kept, dropped, context)
-    turn_id = message_id if message_id is not None else uuid.uuid4().hex
+    turn_id = str(message_id) if message_id is not None else uuid.uuid4().hex
     if log is not None:
-        log.write_turn(turn_id, hits, user_id=user_id, store=store_id, query=message)
+        # the log never raises here once open (RetrievalLog counts what it could not write)
+        log.write_turn(turn_id, hits, user_id=user_id, store=store_id, query=message, floor=floor, floor_segment=segment)
     return Turn(turn_id, block.text, kept, dropped, _reason(hits, kept, floor), floor, segment, block.source, config.notes)
 
 
@@ -283,9 +158,11 @@ def _raw_hit(item: Any, position: int) -> tuple[str, str, float | None, dict[str
         raise ValueError(f"hit {position}: give a mapping with id, text and score, or a tuple (id, text, raw score[, metadata])")
     if memory_id is None or str(memory_id) == "":
         raise ValueError(f"hit {position}: no id (a memory is logged and labelled by its id)")
-    number = _number(raw)
-    if raw is not None and number is None:
-        raise ValueError(f"hit {position} ({memory_id}): score {raw!r} is not a finite number")
+    try:
+        # a numpy float32 (FAISS), a Decimal: a float; NaN, inf or none: a memory with no score
+        number = as_score(raw)
+    except TypeError:
+        raise ValueError(f"hit {position} ({memory_id}): score {raw!r} is not a number") from None
     return str(memory_id), "" if text is None else str(text), number, dict(metadata)
 
 

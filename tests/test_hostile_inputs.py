@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Modules that register a reader or a client when imported (the completeness tests
 # below find any module that should and is not listed).
 REGISTERING = (
-    "dashboard.logs.retrieval_log", "dashboard.monitoring.relation", "dashboard.monitoring.floor_config",
+    "dashboard.logs.retrieval_log", "dashboard.monitoring.relation", "dashboard.floor_config",
     "dashboard.calibration.label_files", "dashboard.evaluation.judged_sets", "dashboard.evaluation.write_audit", "dashboard.judged",
     "dashboard.judging.judges", "dashboard.labels.people_files", "dashboard.logs.read_log", "connectors.http.json_service",
     "connectors.mem0.library", "dashboard.judging.client", "dashboard.monitoring.webhook", "connectors.http.memorysync", "connectors.mem0.platform",
@@ -366,6 +366,42 @@ def test_every_reader_refuses_or_names_each_hostile_file(name, case, tmp_path):
     # the bomb's five million rows are all good: reading them (in bounded memory) is right
     assert issues or case == "compression bomb", f"{name} took {case} without a word"
     assert all(path.name in str(issue) for issue in issues)
+
+
+# The agent side reads the floor file in the agent's own process, on start-up: each
+# hostile floor file is refused by FloorConfig.load with its error, naming the file,
+# within a second (no hang on a FIFO, no endless read of /dev/zero, no traceback).
+FLOOR_FILES = {
+    "400-digit floor": '{"floor": ' + "1" * 400 + "}",
+    "5,000-digit floor": '{"floor": ' + BIG + "}",
+    "100,000 brackets": "[" * 100_000 + "]" * 100_000,
+    "deep segments": '{"floor": 0.3, "segments": ' + '{"user": ' * 200 + "0.3" + "}" * 201,
+    "floor as text": '{"floor": "0.35"}',
+    "segments as a list": '{"floor": 0.35, "segments": [["user", "sam", 0.28]]}',
+    "segment floor as text": '{"floor": 0.35, "segments": {"user": {"sam": "low"}}}',
+    "score space as text": '{"floor": 0.35, "score_space": "chroma"}',
+    "dates as a number": '{"floor": 0.35, "date_range": {"from": 1, "to": 2}}',
+    "store as a number": '{"floor": 0.35, "store": 42}',
+    "/dev/zero": None,
+    "FIFO": None,
+}
+
+
+@pytest.mark.parametrize("case", list(FLOOR_FILES))
+def test_floor_config_load_refuses_each_hostile_floor_file_within_a_second(case, tmp_path):
+    from dashboard.floor_config import FloorConfig, FloorConfigError
+
+    path = tmp_path / "memlens-floor.json"
+    if case == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    elif case == "FIFO":
+        os.mkfifo(path)
+    else:
+        path.write_text(FLOOR_FILES[case])
+    result, error, finished = _run_with_limit(lambda: FloorConfig.load(path), 1.0, _release(path))
+    assert finished, f"FloorConfig.load hung on {case}"
+    assert isinstance(error, FloorConfigError), f"{case}: {type(error).__name__}: {str(error)[:300]} (read: {result!r})"
+    assert str(path) in str(error) and len(str(error)) < 400, str(error)
 
 
 # ------------------------------------------------------------------ the server corpus

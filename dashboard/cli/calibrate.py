@@ -2,6 +2,7 @@
 
     memlens calibrate labels.jsonl [--floors 0.15,0.2,...] [--cost-ratio R] [--format table|csv|json]
         [--target-recall R] [--target-precision P] [--fbeta B] [--segment-by user|store|tag]
+        [--floor-config-out FILE]
 
 table (default): one line per requested floor,
     floor 0.20: keeps N irrelevant, drops M relevant, precision P, recall R, no memory in S of turns
@@ -20,6 +21,13 @@ csv: the full sweep (every distinct score plus the requested floors), with the
 no-memory share of answerable and unanswerable turns.
 json: the requested floors, the band, the recommendation, the label counts, and the
 advice (mode, target, floor, each mode's choice, diagnosis, warnings) and segments.
+
+--floor-config-out FILE writes the floor file the Calibrate page's download gives
+(calibration.report.floor_file: the floor of the MEMORY_SCORE_FLOOR= line at full
+precision, the score space of the labels' store where its kind says it, the floors
+per segment of --segment-by, the label dates), which `FloorConfig.load` and
+`memlens monitor --floor-config` read, and prints its path (to stderr for csv and
+json, whose stdout is data). A file that cannot be written is one line and exit 2.
 
 Problems in the file go to stderr with their line numbers; the usable rows are used.
 Exit status 2 when nothing usable is left (no rows, one class only, unreadable file).
@@ -43,8 +51,8 @@ from typing import Any
 from dashboard.calibration.advice import advice_lines, advise, json_safe
 from dashboard.calibration.choice import COST_RATIO, FBETA, TARGET_PRECISION, TARGET_RECALL
 from dashboard.calibration.label_files import LabelFile, from_labels, read_label_file
-from dashboard.calibration.report import as_json, table_lines
-from dashboard.calibration.segments import SEGMENT_FIELDS, segment_fields, segment_floors
+from dashboard.calibration.report import as_json, floor_file, labels_score_space, table_lines
+from dashboard.calibration.segments import SEGMENT_FIELDS, segment_fields, segment_floors, segments_for_export
 from dashboard.calibration.sweep import DEFAULT_SEED, CalibrationError, calibrate
 from dashboard.cli.arguments import parse_floors, positive_number, share
 from dashboard.cli.errors import CommandError
@@ -101,6 +109,12 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--segment-by", choices=SEGMENT_FIELDS, help="also a floor per user, store or tag, with its bootstrap interval"
     )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.add_argument(
+        "--floor-config-out",
+        metavar="FILE",
+        help="also write the floor file (the JSON the Calibrate page downloads: the MEMORY_SCORE_FLOOR= floor, score "
+        "space, floors per --segment-by, label dates) that FloorConfig.load and `memlens monitor --floor-config` read",
+    )
     parser.add_argument(
         "--resamples", type=int, default=None, help="bootstrap resamples (default 1000; fewer past 20,000 rows; 0: none)"
     )
@@ -219,4 +233,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         segment_lines = [segment.line(args.segment_by) for segment in segments]
         print("\n".join(advice_lines(table_lines(result, labels), advice, segment_lines, segment_warnings)))
+    if args.floor_config_out:
+        _write_floor_file(args, result, labels, advice, segments_for_export(args.segment_by, segments) if segments else {})
     return 0
+
+
+def _write_floor_file(args: argparse.Namespace, result: Any, labels: LabelFile, advice: Any, segments: dict) -> None:
+    """The floor file at --floor-config-out, as the page's download builds it; its
+    path printed (to stderr when stdout is csv or json data)."""
+    document = floor_file(
+        result, labels, advice=advice, segments=segments, filters={"session": args.session} if args.session else None,
+        score_space=labels_score_space(labels.stores()),
+    )  # fmt: skip
+    try:
+        with open(args.floor_config_out, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(document, indent=2) + "\n")
+    except OSError as exc:
+        raise CommandError(f"--floor-config-out {args.floor_config_out}: cannot write the file ({exc.strerror or exc})") from exc
+    print(f"floor config written to {args.floor_config_out}", file=sys.stderr if args.format != "table" else sys.stdout)

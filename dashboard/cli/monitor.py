@@ -1,6 +1,6 @@
 """`memlens monitor LOG...`: the shipped floor over production retrieval logs, for cron and CI.
 
-    memlens monitor logs/2026-01-*.parquet --floor-config memlens-floor.json [--window 1h|1d|1w]
+    memlens monitor logs/2026-01-*.parquet [--floor-config memlens-floor.json | --floor X] [--window 1h|1d|1w]
         [--baseline FROM..TO | --baseline-windows N] [--format table|json] [--fail-on-alert] [--webhook URL]
         [--judge JUDGE.toml --send-text --sample N (--db FILE | --store NAME --config FILE) ...]
     memlens monitor --connect URL --table NAME [--column FIELD=COLUMN ...] [every flag above but --judge]
@@ -9,6 +9,13 @@ The second form runs the per-window aggregates on the team's own engine (Postgre
 DuckDB, Spark, ClickHouse, BigQuery, Snowflake, Trino through ibis: the
 `memlens[warehouse]` extra) and brings back only per-window summaries
 (dashboard/cli/monitor_connect.py); everything after that is the same.
+
+The floor each turn is counted at (dashboard/monitoring/turn_floor.py): with no
+--floor and no --floor-config, the floor the agent logged for the turn (the log's
+`floor` column; a log without it exits 2 asking for one of the two); with
+--floor-config, the config's floor for the turn's user or store, else its global
+floor, as the agent applies it (its score space checked against the log's stores);
+with --floor X, X for every turn ("what if the floor were X").
 
 Per window: turns, rows, the share of turns with no memory at the floor, memories
 kept per turn, the top-1 quantiles, the share of turns whose top-1 is near the floor,
@@ -35,7 +42,8 @@ from typing import Any
 from dashboard.cli import monitor_connect, monitor_precision
 from dashboard.cli.arguments import finite, positive_int, share
 from dashboard.cli.errors import CommandError
-from dashboard.monitoring import report, webhook
+from dashboard.floor_config import FloorConfig
+from dashboard.monitoring import report, turn_floor, webhook
 from dashboard.monitoring.alerts import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_WINDOWS,
@@ -47,9 +55,8 @@ from dashboard.monitoring.alerts import (
     monitor,
     parse_range,
 )
-from dashboard.monitoring.floor_config import read_floor_config
 from dashboard.monitoring.precision import NOT_WATCHED
-from dashboard.monitoring.relation import expand_paths, open_logs, score_direction
+from dashboard.monitoring.relation import RELATION, TURNS, expand_paths, open_logs, score_direction
 from dashboard.monitoring.windows import WINDOWS
 
 EXIT_ALERT = 1
@@ -65,9 +72,14 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("logs", nargs="*", metavar="LOG", help="log files, folders or globs (quote a glob for cron)")
     monitor_connect.add_arguments(parser)
-    floor = parser.add_mutually_exclusive_group(required=True)
-    floor.add_argument("--floor", type=finite, help="the floor in production")
-    floor.add_argument("--floor-config", metavar="FLOOR.json", help="the floor JSON Calibrate exports (floor, label dates)")
+    floor = parser.add_mutually_exclusive_group()
+    floor.add_argument("--floor", type=finite, help="count every turn at this floor: what if the floor were X")
+    floor.add_argument(
+        "--floor-config",
+        metavar="FLOOR.json",
+        help="the floor file Calibrate or `memlens calibrate --floor-config-out` writes: each turn at its user's or "
+        "store's floor, else the global one (default without either: each turn at the floor the log says was applied)",
+    )
     parser.add_argument("--window", choices=tuple(WINDOWS), default="1d", help="window width (default 1d)")
     baseline = parser.add_mutually_exclusive_group()
     baseline.add_argument("--baseline", metavar="FROM..TO", help="baseline dates, e.g. 2026-01-01..2026-01-07 (UTC)")
@@ -98,8 +110,16 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     if not args.logs and not monitor_connect.wanted(args):
         raise CommandError("give log files (LOG...) or an engine's table (--connect URL --table NAME)")
-    config = read_floor_config(args.floor_config) if args.floor_config else None
-    floor = config.floor if config is not None else float(args.floor)
+    config = FloorConfig.load(args.floor_config) if args.floor_config else None
+    rule = turn_floor.from_config(config) if config is not None else None
+    notes = turn_floor.config_notes(config) if config is not None else []
+    if args.floor is not None:
+        floor: float | None = float(args.floor)
+    elif config is not None:
+        floor = None if rule is not None else config.floor
+    else:
+        floor = None  # each turn at its logged floor
+        rule = turn_floor.LOGGED
     try:
         baseline_range = parse_range(args.baseline) if args.baseline else None
     except BaselineRangeError as exc:
@@ -119,13 +139,27 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError("give log files or --connect, not both")
         if args.judge:
             raise CommandError("--judge grades a sample of the log's rows: give log files, not --connect")
+        if config is None and args.floor is None:
+            raise CommandError(
+                "--connect counts every turn at one floor (the engine's table is not read for a logged floor): "
+                "give --floor X or --floor-config FILE"
+            )
+        if floor is None:
+            assert config is not None
+            # the engine's summary is one floor's: said, not hidden
+            settings.floor = config.floor
+            notes.append(
+                f"the floor config's floors per user and store are not applied on --connect: every turn is counted at "
+                f"its global floor {config.floor!r}; run on the log files to count each turn at its own"
+            )
         found = monitor_connect.run(args, settings)
+        found.result.notes[:0] = notes
         found.result.notes.append(NOT_WATCHED)  # as a file run without --judge says it
         return emit(args, found.result, found.source, found.document, None)
     files = expand_paths(args.logs)
-    # the command watches one floor: count what it keeps per turn while building
-    # the turns, instead of keeping every score for a floor that never moves
-    logs = open_logs(files, scores=False, floor=floor)
+    # the command watches one floor per turn: count what each turn keeps while
+    # building the turns, instead of keeping every score for a floor that never moves
+    logs = open_logs(files, scores=False, floor=floor, turn_floor=rule)
     issues = [str(issue) for issue in logs.issues]
     for line in issues[:MAX_ISSUES_PRINTED]:
         print(f"  {line}", file=sys.stderr)
@@ -133,7 +167,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ... and {len(issues) - MAX_ISSUES_PRINTED:,} more: `memlens logs check FILE` lists every one", file=sys.stderr)
     if issues:
         print(f"memlens monitor: {logs.bad_rows:,} bad row(s) skipped; the other rows are used", file=sys.stderr)
+    where = f"{len(files):,} log file(s)" if len(files) != 1 else files[0]
+    if config is not None:
+        stores = [row[0] for row in logs.con.execute(f"SELECT DISTINCT store FROM {RELATION} WHERE NOT bad AND store IS NOT NULL LIMIT 100").fetchall()]
+        notes += turn_floor.check_space(config, stores, where)
+    if floor is None and rule is turn_floor.LOGGED:
+        floors = turn_floor.logged_floors(logs.con, TURNS, where)
+        settings.floor_words = turn_floor.describe_floors(floors, "its logged floor")
+    elif floor is None:
+        floors = turn_floor.logged_floors(logs.con, TURNS, where)  # every turn has one: the config's
+        settings.floor_words = turn_floor.describe_floors(floors, f"its floor from {config.source if config else 'the floor config'}")
     result = monitor(logs.con, settings)
+    result.notes[:0] = notes
     if said := score_direction(logs.con).warning():
         print(f"memlens monitor: warning: {said}", file=sys.stderr)
     counts = logs.counts()

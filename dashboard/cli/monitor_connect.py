@@ -61,13 +61,16 @@ def run(args: argparse.Namespace, settings: Settings) -> Found:
         raise CommandError(f"--table needs an engine: --connect URL or ${CONNECT_ENV}")
     if not args.table:
         raise CommandError("--connect needs --table NAME: the table or view with the log's columns")
+    if settings.floor is None:  # the command refuses this before connecting; said again for the type
+        raise CommandError("--connect needs --floor or --floor-config: a table's logged floors are not read on an engine")
+    floor = settings.floor
     engine = url.partition("://")[0].lower() or "?"
     try:
         columns = warehouse.parse_columns(args.column)
         con = warehouse.connect(url)
         try:
             table = warehouse.open_table(con, args.table, columns)
-            summary = warehouse.summarize(table, settings.floor, settings.window, columns)
+            summary = warehouse.summarize(table, floor, settings.window, columns)
         finally:
             con.disconnect()
     except warehouse.WarehouseError as exc:

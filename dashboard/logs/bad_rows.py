@@ -46,13 +46,13 @@ def _parquet_batches(path: str) -> Iterator[tuple]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dashboard.logs.log_files import COLUMNS
+    from dashboard.logs.log_files import COLUMNS, nan_score_as_infinite
 
     parquet = pq.ParquetFile(path)
     present = [column for column in COLUMNS if column in parquet.schema_arrow.names]
     first = 1
     for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=present):
-        frame = pa.Table.from_batches([batch]).to_pandas()
+        frame = nan_score_as_infinite(pa.Table.from_batches([batch])).to_pandas()
         yield frame, np.arange(first, first + len(frame), dtype=np.int64), []
         first += len(frame)
 

@@ -3,7 +3,7 @@
 For a clean JSONL, CSV or Parquet file this is the fast path: DuckDB parses the
 file (``read_json`` / ``read_csv`` / ``read_parquet``) and the rules the validating
 reader applies to every row (``retrieval_log``: ids present and non-empty, rank a
-whole number from 1, score finite, timestamp ISO 8601, each JSON field of its JSON
+whole number from 1, score finite or none, timestamp ISO 8601, each JSON field of its JSON
 type; an empty-turn row allowed) are one more column of the same scan, ``bad``.
 Nothing here names a bad row: a file with any bad row, or one DuckDB will not
 parse, is read again by the validating reader, which names every one by file,
@@ -43,7 +43,11 @@ SNIFF_BYTES = 4096
 # (benchmarks/monitor.py).
 MEMORY_LIMIT = "1.5GB"
 _CONNECTIONS = itertools.count()
-# A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, query
+# A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, query,
+# floor, floor_segment. The floor the agent applied to the turn is read leniently: a
+# value that is not a finite number is NULL (no floor logged), never a bad row, as
+# the validating reader takes it (retrieval_log.checked), so the two agree.
+LOGGED_FLOOR = "CASE WHEN isfinite({0}) THEN {0} END"
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -119,10 +123,11 @@ def _blank(column: str) -> str:
 def _number_rules(memory_id: str, rank: str, score: str) -> str:
     """The rules on a row's memory, rank and score, in SQL: a turn with no memory has
     neither (an empty turn); a hit has a memory, a whole rank from 1 to MAX_RANK and a
-    finite score. Shared by _checks and read_jsonl_rows. Never NULL."""
+    finite score or none (a memory returned with no score, as the agent's log writes
+    a NaN or infinite one). Shared by _checks and read_jsonl_rows. Never NULL."""
     return f"""(CASE WHEN {memory_id} IS NULL THEN ({rank} IS NOT NULL OR {score} IS NOT NULL)
         ELSE ({rank} IS NULL OR NOT isfinite({rank}) OR {rank} <> floor({rank}) OR {rank} < 1 OR {rank} > {MAX_RANK}
-              OR {score} IS NULL OR NOT isfinite({score})) END)"""
+              OR ({score} IS NOT NULL AND NOT isfinite({score}))) END)"""
 
 
 def _out_of_range(ts: str) -> str:
@@ -205,6 +210,7 @@ def _json_source(path: str, index: int, exact: frozenset[str] | set[str] = froze
     row bad here, and the validating reader, by way of read_log (which reads the file
     again with every text field exact), says whether it is."""
     columns = ", ".join(f"'{c}': '{'JSON' if c in exact or c not in TEXT_FIELDS else 'VARCHAR'}'" for c in (*TEXT_FIELDS, "rank", "score"))
+    columns += ", 'floor': 'JSON', 'floor_segment': 'VARCHAR'"
 
     def is_text(column: str) -> str:
         return f"({column} IS NULL OR starts_with({column}, chr(34)))"
@@ -228,13 +234,15 @@ def _json_source(path: str, index: int, exact: frozenset[str] | set[str] = froze
     unsure = " OR ".join(_unsure(c) for c in TEXT_FIELDS if c not in exact) or "false"
     return f"""
         SELECT message_id, memory_id, rank, score, ts, user_id, store, {index} AS source,
-               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "wrong_type OR unsure")} AS bad, query
+               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "wrong_type OR unsure")} AS bad, query,
+               {LOGGED_FLOOR.format("floor")} AS floor, floor_segment
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score,
                    {text("timestamp")} AS ts_text, TRY_CAST({text("timestamp")} AS TIMESTAMPTZ) AS ts,
                    {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query,
-                   ({wrong_type}) AS wrong_type, ({unsure}) AS unsure
+                   ({wrong_type}) AS wrong_type, ({unsure}) AS unsure,
+                   {number("floor")} AS floor, floor_segment
             FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited')
         )"""
 
@@ -322,7 +330,7 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> pa.Table:
     # or a string that is not a date-time stops the scan (a DuckDB error, so the
     # validating reader names the row), and it is parsed in the scan.
     columns = ", ".join(f"'{c}': 'VARCHAR'" for c in TEXT_FIELDS if c != "timestamp")
-    columns += ", 'timestamp': 'TIMESTAMPTZ', 'rank': 'JSON', 'score': 'JSON'"
+    columns += ", 'timestamp': 'TIMESTAMPTZ', 'rank': 'JSON', 'score': 'JSON', 'floor': 'JSON', 'floor_segment': 'VARCHAR'"
     # the number rules are cheap in SQL, and run on both cores there; the JSON text
     # of anything but a number (a quoted "2", true, an object) does not cast
     return con.sql(
@@ -331,9 +339,10 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> pa.Table:
                        OR (rank_json IS NOT NULL AND rank IS NULL) OR (score_json IS NOT NULL AND score IS NULL)
                        OR {_out_of_range("timestamp")}
                        OR {_number_rules("memory_id", "rank", "score")}, false) AS bad,
-                   {PAIR_HASH} AS pair
+                   {PAIR_HASH} AS pair, {LOGGED_FLOOR.format("floor")} AS floor, floor_segment
             FROM (SELECT message_id, memory_id, user_id, query, store, timestamp, rank AS rank_json, score AS score_json,
-                         TRY_CAST(CAST(rank AS VARCHAR) AS DOUBLE) AS rank, TRY_CAST(CAST(score AS VARCHAR) AS DOUBLE) AS score
+                         TRY_CAST(CAST(rank AS VARCHAR) AS DOUBLE) AS rank, TRY_CAST(CAST(score AS VARCHAR) AS DOUBLE) AS score,
+                         TRY_CAST(CAST(floor AS VARCHAR) AS DOUBLE) AS floor, floor_segment
                   FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited'))"""
     ).to_arrow_table()
 
@@ -384,12 +393,13 @@ def _table_source(reader: str, types: dict[str, str], index: int | str, *, csv: 
         ts_text, ts = text("timestamp"), f"TRY_CAST({text('timestamp')} AS TIMESTAMPTZ)"
     return f"""
         SELECT message_id, memory_id, rank, score, ts, user_id, store, source,
-               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad, query
+               {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad, query,
+               {LOGGED_FLOOR.format("floor")} AS floor, floor_segment
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score, {ts_text} AS ts_text, {ts} AS ts,
                    {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query, ({unparsed}) AS unparsed,
-                   {index} AS source
+                   {index} AS source, {number("floor")} AS floor, {text("floor_segment")} AS floor_segment
             FROM {reader}
         )"""
 

@@ -127,7 +127,7 @@ def _exact_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str) -> pa.Tab
     # the pair's hash, in the same scan: what finds a repeated pair below
     return con.sql(
         "SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad,"
-        f" {columnar.PAIR_HASH} AS pair FROM ({source})"
+        f" {columnar.PAIR_HASH} AS pair, floor, floor_segment FROM ({source})"
     ).to_arrow_table()
 
 
@@ -291,6 +291,8 @@ def _frames(table: pa.Table, line_numbers: np.ndarray) -> tuple[pd.DataFrame, pd
     for frame in (good, empty):
         # UTC as pandas names it (an older pyarrow gives DuckDB's "Etc/UTC", another dtype)
         frame["timestamp"] = frame["timestamp"].dt.tz_convert("UTC")
+        if "floor" in frame.columns:  # the logged floor as the validating reader holds it (retrieval_log.checked)
+            frame["floor"] = frame["floor"].astype("Float64")
     return good, empty
 
 

@@ -26,10 +26,13 @@ if TYPE_CHECKING:  # imported where used: `memlens monitor` over Parquet never n
     import pandas as pd
 
 REQUIRED_COLUMNS = ("message_id", "memory_id", "rank", "score")
-OPTIONAL_COLUMNS = ("user_id", "query", "timestamp", "store")
+# floor and floor_segment: the floor the agent applied to the turn and where it came
+# from (dashboard/logs/writer.py). Read leniently: a floor that is not a finite number
+# is no floor logged, never a bad row (the DuckDB readers take it so too: columnar.py)
+OPTIONAL_COLUMNS = ("user_id", "query", "timestamp", "store", "floor", "floor_segment")
 COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 ID_COLUMNS = ("message_id", "memory_id")
-TEXT_COLUMNS = ("message_id", "memory_id", "user_id", "query", "timestamp", "store")
+TEXT_COLUMNS = ("message_id", "memory_id", "user_id", "query", "timestamp", "store", "floor_segment")
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 # What JSON must hold in each field; the arrow schema the fast parser enforces.
@@ -43,6 +46,8 @@ _JSON_SCHEMA = pa.schema(
         ("query", pa.string()),
         ("timestamp", pa.string()),
         ("store", pa.string()),
+        ("floor", pa.float64()),
+        ("floor_segment", pa.string()),
     ]
 )
 
@@ -361,7 +366,12 @@ def _diagnose_json_line(raw: bytes, number: int, name: str) -> tuple[dict | None
         row[column] = None
         if value is None:
             continue
-        if column == "rank":
+        if column == "floor":  # lenient (see OPTIONAL_COLUMNS): a floor that is no number is none
+            floor = None if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
+            row[column] = floor if floor is not None and math.isfinite(floor) else None
+        elif column == "floor_segment":
+            row[column] = value if isinstance(value, str) else None
+        elif column == "rank":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
                 problems.append(issue(column, f"{_short(value)} is not a whole number"))
             elif not -MAX_RANK <= value <= MAX_RANK:
@@ -442,8 +452,24 @@ def read_parquet(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogFormatError(f"{name}: not a readable Parquet file ({exc})") from exc
     _require_columns(table.column_names, name)
-    frame = table.select([c for c in COLUMNS if c in table.column_names]).to_pandas()
+    frame = nan_score_as_infinite(table.select([c for c in COLUMNS if c in table.column_names])).to_pandas()
     return frame, np.arange(1, len(frame) + 1), []
+
+
+def nan_score_as_infinite(table: pa.Table) -> pa.Table:
+    """The table with each NaN score (a value, not a missing one) made +inf. pandas
+    takes NaN for missing, and a missing score is a memory returned with no score
+    (imported); a NaN in the file is not a finite number (a bad row), as DuckDB's
+    checks say: as +inf the row checks name it so."""
+    import pyarrow.compute as pc
+
+    if "score" not in table.column_names or not pa.types.is_floating(table.schema.field("score").type):
+        return table
+    score = table.column("score")
+    nan = pc.is_nan(score)
+    if not pc.any(nan).as_py():
+        return table
+    return table.set_column(table.column_names.index("score"), "score", pc.if_else(nan, pa.scalar(math.inf, score.type), score))
 
 
 def _require_columns(columns: list[str], name: str) -> None:

@@ -6,11 +6,13 @@ user content:
     message_id   required  the turn (one agent message) the memory was returned for
     memory_id    required  the store's own id of the returned memory
     rank         required  1-based position in the store's answer
-    score        required  the store's score, higher is better
+    score        required  the store's score, higher is better; null for a memory returned with no score
     user_id      optional  the end user, passed to the store's ``get`` when labelling
     query        optional  the message text, present only where a team allows it
     timestamp    optional  ISO 8601 date-time of the retrieval
     store        optional  which store answered (connector name + config hash)
+    floor        optional  the floor the agent applied to the turn, at full precision
+    floor_segment optional where that floor came from: ``global``, ``user=sam``, ...
 
 JSONL, CSV (with a header line) and Parquet are read (``log_files.py``: each format
 into one frame, bad JSON lines named on the way), and OpenTelemetry traces in OTLP
@@ -57,7 +59,7 @@ from dashboard.logs.log_files import (
 )
 
 FAST_MIN_BYTES = 1 << 20  # below this an upload is read in memory: a temporary file would cost more
-EMPTY_TURN_COLUMNS = ("message_id", "user_id", "timestamp", "store", "line")
+EMPTY_TURN_COLUMNS = ("message_id", "user_id", "timestamp", "store", "floor", "floor_segment", "line")
 
 
 @dataclass
@@ -257,8 +259,10 @@ def checked(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], nam
     raw_score = frame["score"]
     score_values = score.to_numpy(dtype=float, na_value=np.nan)
     score_missing = raw_score.isna().to_numpy()
-    flag(score_missing & ~empty_turn, "score", "required, missing")
-    # to_numeric turns unparseable text into NaN; a literal NaN / inf is also refused
+    # a row with a memory and a rank but no score is a memory the store returned with
+    # no score (the agent's log writes a NaN or infinite score so): imported, NaN here,
+    # under every floor. to_numeric turns unparseable text into NaN; a literal NaN / inf
+    # in the file is refused
     flag(~score_missing & ~np.isfinite(score_values), "score", "not a finite number")
 
     stamps = frame["timestamp"]
@@ -272,6 +276,10 @@ def checked(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], nam
     flag(outside.to_numpy(), "timestamp", f"outside {EARLIEST:%Y}-{LATEST:%Y}")
     parsed = parsed.mask(outside)
     frame["timestamp"] = parsed
+    # the logged floor, leniently (log_files.OPTIONAL_COLUMNS): not a finite number is none
+    # (pandas' nullable Float64: a missing floor is pd.NA, as DuckDB's path gives it)
+    floor = pd.to_numeric(frame["floor"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    frame["floor"] = pd.array(np.where(np.isfinite(floor), floor, np.nan), dtype="Float64")
     frame["rank"] = np.where(bad, 0, np.nan_to_num(rank_values, nan=0)).astype(np.int64)
     frame["score"] = score_values
     frame["line"] = lines.astype(np.int64)
@@ -324,7 +332,7 @@ def _repeat_conflicts(rows: pd.DataFrame, duplicated: np.ndarray, name: str) -> 
             continue
         kept_rank, kept_score, kept_line = first[(message_id, memory_id)]
         for column, value, kept in (("rank", rank, kept_rank), ("score", score, kept_score)):
-            if value != kept:
+            if value != kept and not (value != value and kept != kept):  # two memories with no score (NaN) agree
                 conflicts.append(
                     LineIssue(name, int(line), column, f"repeats line {kept_line} with {column} {value} instead of {kept}; line {kept_line} is kept")
                 )

@@ -48,7 +48,7 @@ DRIFT = "top1_drift"
 
 @dataclass
 class Settings:
-    floor: float
+    floor: float | None  # None: each turn at its own floor (the turns table's: dashboard/monitoring/turn_floor.py)
     window: str = "1d"
     margin: float = DEFAULT_MARGIN
     alpha: float = DEFAULT_ALPHA
@@ -57,6 +57,11 @@ class Settings:
     baseline_range: tuple[datetime, datetime] | None = None  # explicit --baseline FROM..TO
     config_range: tuple[datetime, datetime] | None = None  # the floor config's label dates
     drift_quantile: float = DRIFT_QUANTILE
+    floor_words: str | None = None  # how the floor was chosen, in words, when not one floor
+
+    def describe_floor(self) -> str:
+        """``floor 0.35``, or how each turn's floor was chosen."""
+        return f"floor {self.floor:g}" if self.floor is not None else (self.floor_words or "each turn at its own floor")
 
 
 @dataclass

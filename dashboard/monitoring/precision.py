@@ -37,7 +37,7 @@ import duckdb
 
 from dashboard.monitoring.alerts import holm, one_sided_two_proportion_p
 from dashboard.monitoring.relation import RELATION, TURNS
-from dashboard.monitoring.windows import _bucket
+from dashboard.monitoring.windows import _bucket, turn_floor_sql
 
 TOP = 3  # kept memories graded per sampled turn (precision of the top 3 kept)
 BANDS = (0.05, 0.10, 0.20)  # top-1 score above the floor: [0, .05), [.05, .10), [.10, .20), [.20, ...)
@@ -171,19 +171,22 @@ def _allocate(sizes: list[int], n: int) -> list[int]:
     return counts
 
 
-def sample_turns(con: duckdb.DuckDBPyConnection, floor: float, window: str, n: int, seed: int = DEFAULT_SEED) -> tuple[list[SampledTurn], dict[datetime, int]]:
+def sample_turns(
+    con: duckdb.DuckDBPyConnection, floor: float | None, window: str, n: int, seed: int = DEFAULT_SEED
+) -> tuple[list[SampledTurn], dict[datetime, int]]:
     """The sampled turns of every window, with their top kept memories, and the
-    number of eligible turns (a memory at or above the floor) per window start."""
+    number of eligible turns (a memory at or above the floor) per window start.
+    `floor` None: each turn at its own floor (the turns table's ``floor`` column)."""
+    at = turn_floor_sql(floor)
     rows = con.execute(
-        f"""SELECT message_id, {_bucket(window)} AS start, top1, ts FROM {TURNS}
-            WHERE ts IS NOT NULL AND message_id IS NOT NULL AND top1 >= ?""",
-        [floor],
+        f"""SELECT message_id, {_bucket(window)} AS start, top1, ts, {at} AS floor FROM {TURNS}
+            WHERE ts IS NOT NULL AND message_id IS NOT NULL AND top1 >= {at}"""
     ).fetchall()
     by_window: dict[datetime, list[list[tuple[bytes, str]]]] = {}
     times = {}
-    for message_id, start, top1, ts in rows:
+    for message_id, start, top1, ts, turn_floor in rows:
         bands = by_window.setdefault(start, [[] for _ in range(len(BANDS) + 1)])
-        bands[band_of(float(top1), floor)].append((_order(seed, message_id), message_id))
+        bands[band_of(float(top1), float(turn_floor))].append((_order(seed, message_id), message_id))
         times[message_id] = ts
     sampled: list[SampledTurn] = []
     eligible: dict[datetime, int] = {}
@@ -196,16 +199,18 @@ def sample_turns(con: duckdb.DuckDBPyConnection, floor: float, window: str, n: i
     return sampled, eligible
 
 
-def _attach_kept(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float) -> None:
+def _attach_kept(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float | None) -> None:
     if not sampled:
         return
+    # each turn's own floor from the turns table, when there is no one floor
+    at = f"(SELECT t.floor FROM {TURNS} AS t WHERE t.message_id = r.message_id)" if floor is None else repr(float(floor))
     # the sampled ids as one list parameter: a row-by-row insert of them cost more than the scan
     found = con.execute(
         f"""SELECT message_id, memory_id, min(rank) AS rank, max(score) AS score, any_value(user_id) AS user_id
-            FROM {RELATION}
-            WHERE NOT bad AND memory_id IS NOT NULL AND score >= ? AND message_id IN (SELECT unnest(?::VARCHAR[]))
+            FROM {RELATION} AS r
+            WHERE NOT bad AND memory_id IS NOT NULL AND score >= {at} AND message_id IN (SELECT unnest(?::VARCHAR[]))
             GROUP BY message_id, memory_id ORDER BY message_id, rank, memory_id""",
-        [floor, [t.message_id for t in sampled]],
+        [[t.message_id for t in sampled]],
     ).fetchall()
     turns = {t.message_id: t for t in sampled}
     for message_id, memory_id, rank, score, user_id in found:

@@ -4,7 +4,9 @@ The relation ``retrievals`` holds every row of every log file with the log's col
 (docs/domain.md: ids and scores), typed once:
 
     message_id VARCHAR, memory_id VARCHAR, rank DOUBLE, score DOUBLE, ts TIMESTAMPTZ,
-    user_id VARCHAR, store VARCHAR, source INTEGER (which file), bad BOOLEAN
+    user_id VARCHAR, store VARCHAR, source INTEGER (which file), bad BOOLEAN,
+    floor DOUBLE, floor_segment VARCHAR (the floor the agent applied to the turn, and
+    where it came from; NULL in a log written before memlens logged them)
 
 A clean JSONL, CSV or Parquet file is read by DuckDB itself (``read_json``,
 ``read_csv``, ``read_parquet``): the file is a view, never a pandas frame, and the
@@ -36,6 +38,7 @@ from connectors.common import inbound
 from connectors.common.lines import LineIssue
 from dashboard.logs.columnar import connect, fast_source, file_kind, parquet_sources, probe
 from dashboard.logs.log_files import LogFormatError
+from dashboard.monitoring.turn_floor import LOGGED, TurnFloor
 
 if TYPE_CHECKING:  # the validating reader (and pandas, pyarrow) only for a file that needs it
     import pyarrow as pa
@@ -45,7 +48,7 @@ if TYPE_CHECKING:  # the validating reader (and pandas, pyarrow) only for a file
 RELATION = "retrievals"
 TURNS = "turns"
 # the columns of the relation, in this order, for every source
-RELATION_COLUMNS = ("message_id", "memory_id", "rank", "score", "ts", "user_id", "store", "source", "bad")
+RELATION_COLUMNS = ("message_id", "memory_id", "rank", "score", "ts", "user_id", "store", "source", "bad", "floor", "floor_segment")
 
 
 @dataclass
@@ -108,6 +111,10 @@ def _validated_table(log: LogImport, index: int) -> pa.Table:
 
     rows = log.rows
     empty = log.empty_turns
+
+    def logged(frame, name: str) -> list:  # a column the log may not have (a log written before it)
+        return list(frame[name]) if name in frame.columns else [None] * len(frame)
+
     columns = {
         "message_id": list(rows["message_id"]) + list(empty["message_id"]),
         "memory_id": list(rows["memory_id"]) + [None] * len(empty),
@@ -116,6 +123,8 @@ def _validated_table(log: LogImport, index: int) -> pa.Table:
         "ts": list(rows["timestamp"]) + list(empty["timestamp"]),
         "user_id": list(rows["user_id"]) + list(empty["user_id"]),
         "store": list(rows["store"]) + list(empty["store"]),
+        "floor": logged(rows, "floor") + logged(empty, "floor"),
+        "floor_segment": logged(rows, "floor_segment") + logged(empty, "floor_segment"),
     }
     import pandas as pd
 
@@ -134,6 +143,8 @@ def _validated_table(log: LogImport, index: int) -> pa.Table:
             "store": pa.array(text(columns["store"]), pa.string()),
             "source": pa.array([index] * (len(rows) + len(empty)), pa.int32()),
             "bad": pa.array([False] * (len(rows) + len(empty)), pa.bool_()),
+            "floor": pa.array([None if v is None or pd.isna(v) else float(v) for v in columns["floor"]], pa.float64()),
+            "floor_segment": pa.array(text(columns["floor_segment"]), pa.string()),
         }
     )
 
@@ -142,14 +153,20 @@ def _validated_table(log: LogImport, index: int) -> pa.Table:
 
 
 def open_logs(
-    paths: list[str], *, con: duckdb.DuckDBPyConnection | None = None, scores: bool = True, floor: float | None = None
+    paths: list[str],
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+    scores: bool = True,
+    floor: float | None = None,
+    turn_floor: TurnFloor | None = None,
 ) -> LogSet:
     """Read the files into one relation and build the turns.
 
     Raises LogFormatError (naming the file) for a file that cannot be read at all;
     bad rows never raise, they are in ``issues``. ``scores=False`` leaves out the
     per-turn score lists; with ``floor``, what each turn keeps at that floor is
-    counted instead: what the command needs, faster."""
+    counted instead: what the command needs, faster. Without ``floor``, each turn's
+    own floor is kept (``build_turns``): ``turn_floor``'s, else the logged one."""
     con = con or connect()
     files = [str(p) for p in paths]
     logs = LogSet(con=con, files=files)
@@ -167,11 +184,11 @@ def open_logs(
             sources[index] = source
             if kind == "parquet":
                 logs.parquet.add(index)
-    _define_relation(logs, scores=scores, floor=floor)
+    _define_relation(logs, scores=scores, floor=floor, turn_floor=turn_floor)
     return logs
 
 
-def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None) -> None:
+def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None, turn_floor: TurnFloor | None = None) -> None:
     con = logs.con
     sources, validate = logs.sources, logs.validate
     while True:
@@ -188,7 +205,7 @@ def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None) 
         else:
             con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS " + " UNION ALL ".join(parts))
         try:
-            bad = build_turns(con, scores=scores, floor=floor)
+            bad = build_turns(con, scores=scores, floor=floor, turn_floor=turn_floor)
         except duckdb.Error:
             # some file DuckDB cannot parse (broken JSON, a ragged CSV row): find it
             # and read it with the validating reader instead
@@ -260,11 +277,14 @@ def _empty_relation() -> str:
     return (
         "SELECT CAST(NULL AS VARCHAR) AS message_id, CAST(NULL AS VARCHAR) AS memory_id, CAST(NULL AS DOUBLE) AS rank,"
         " CAST(NULL AS DOUBLE) AS score, CAST(NULL AS TIMESTAMPTZ) AS ts, CAST(NULL AS VARCHAR) AS user_id,"
-        " CAST(NULL AS VARCHAR) AS store, 0 AS source, false AS bad WHERE false"
+        " CAST(NULL AS VARCHAR) AS store, 0 AS source, false AS bad, CAST(NULL AS DOUBLE) AS floor,"
+        " CAST(NULL AS VARCHAR) AS floor_segment WHERE false"
     )
 
 
-def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: float | None = None) -> list[int]:
+def build_turns(
+    con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: float | None = None, turn_floor: TurnFloor | None = None
+) -> list[int]:
     """The turns table from the relation: one row per message_id.
 
     Repeats of a (message_id, memory_id) pair are merged into one memory (the score
@@ -276,15 +296,26 @@ def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: f
     always built from good rows only, and the aggregates need no filter for bad
     ones (filters on every aggregate of ten million rows cost a third of the scan).
     A bad row is grouped under no message_id (a row without one is bad anyway), so
-    one turn with a NULL message_id says there were bad rows, without an aggregate."""
-    kept = f", count(*) FILTER (WHERE score >= {float(floor)!r}) AS kept_at_floor" if floor is not None else ""
+    one turn with a NULL message_id says there were bad rows, without an aggregate.
+
+    Without `floor`, each turn gets the floor it is counted at (``floor``, and
+    ``floor_segment``): `turn_floor`'s rule over its rows (a floor config's per user
+    and store), else the floor the agent logged for it (NULL when the log has none);
+    with `scores=False`, ``kept_at_floor`` counts what it keeps at its own floor."""
+    rule = turn_floor or LOGGED
+    per_pair = "" if floor is not None else f", min({rule.sql}) AS floor, min({rule.segment_sql}) AS floor_segment"
+    per_turn = "" if floor is not None else ", min(floor) AS floor, min(floor_segment) AS floor_segment"
+    if floor is not None:
+        kept = f", count(*) FILTER (WHERE score >= {float(floor)!r}) AS kept_at_floor"
+    else:
+        kept = ", count(*) FILTER (WHERE score >= floor) AS kept_at_floor" if not scores else ""
     score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL) AS scores" if scores else ""
     con.execute(
         f"""
         CREATE OR REPLACE TABLE {TURNS} AS
         WITH pairs AS (
             SELECT CASE WHEN NOT bad THEN message_id END AS message_id, memory_id,
-                   arg_min(score, source) AS score, count(*) AS repeats, min(ts) AS ts
+                   arg_min(score, source) AS score, count(*) AS repeats, min(ts) AS ts{per_pair}
             FROM {RELATION}
             GROUP BY 1, 2
         )
@@ -294,7 +325,7 @@ def build_turns(con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: f
                max(score) AS top1,
                coalesce(sum(repeats) FILTER (WHERE memory_id IS NOT NULL), 0) - count(memory_id) AS merged,
                CAST(0 AS BIGINT) AS conflicts
-               {score_list}{kept}
+               {score_list}{kept}{per_turn}
         FROM pairs
         GROUP BY message_id
         """

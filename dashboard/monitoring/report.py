@@ -25,7 +25,7 @@ def _source(files: int | str) -> str:
 def header_lines(result: MonitorResult, files: int | str) -> list[str]:
     s, b = result.settings, result.baseline
     return [
-        f"floor {s.floor:g}, {s.window} windows, {len(result.windows):,} window(s) from {_source(files)}",
+        f"{s.describe_floor()}, {s.window} windows, {len(result.windows):,} window(s) from {_source(files)}",
         f"baseline: {b.how} ({b.label}): {b.turns:,} turns, no memory {_share(b.no_memory_share)}",
     ]
 
@@ -84,6 +84,7 @@ def as_json(result: MonitorResult, *, files: list[str], issues: list[str], count
     s, b = result.settings, result.baseline
     return {
         "floor": s.floor,
+        "floor_rule": s.describe_floor(),
         "window": s.window,
         "margin": s.margin,
         "alpha": s.alpha,
@@ -109,7 +110,7 @@ def webhook_message(result: MonitorResult, files: int | str) -> dict[str, Any]:
     s = result.settings
     where = files if isinstance(files, str) else f"{files} file(s)"
     text = "\n".join(
-        [f"memlens monitor: {len(result.alerts)} alert(s) at floor {s.floor:g} ({s.window} windows, {where})"]
+        [f"memlens monitor: {len(result.alerts)} alert(s) at {s.describe_floor()} ({s.window} windows, {where})"]
         + [alert.line() for alert in result.alerts]
     )
     return {"text": text, "floor": s.floor, "window": s.window, "baseline": result.baseline.how, "alerts": [a.as_dict() for a in result.alerts]}

@@ -79,28 +79,34 @@ def _bucket(window: str) -> str:
     return f"make_timestamptz(((epoch_us(ts) - {offset}) // {width}) * {width} + {offset})"
 
 
-def _kept_expression(con: duckdb.DuckDBPyConnection, floor: float) -> str:
+def _kept_expression(con: duckdb.DuckDBPyConnection, floor: str) -> str:
     columns = {row[0] for row in con.execute(f"DESCRIBE {TURNS}").fetchall()}
     if "scores" in columns:
-        return f"coalesce(len(list_filter(scores, lambda s: s >= {floor!r})), 0)"
-    return "kept_at_floor"  # built for this floor (relation.build_turns(floor=...))
+        return f"coalesce(len(list_filter(scores, lambda s: s >= {floor})), 0)"
+    return "kept_at_floor"  # built for this floor (relation.build_turns(floor=...)), or each turn's own
 
 
-def window_figures(con: duckdb.DuckDBPyConnection, floor: float, window: str = "1d") -> list[Window]:
+def turn_floor_sql(floor: float | None) -> str:
+    """The floor a turn is counted at, in SQL over the turns table: `floor` for every
+    turn, or (None) each turn's own (its ``floor`` column: relation.build_turns)."""
+    return "floor" if floor is None else repr(float(floor))
+
+
+def window_figures(con: duckdb.DuckDBPyConnection, floor: float | None, window: str = "1d") -> list[Window]:
     """The figures of every window holding a turn, oldest first; turns without a
-    timestamp are in no window."""
-    floor = float(floor)
+    timestamp are in no window. `floor` None: each turn at its own floor."""
     bucket = _bucket(window)
-    kept = _kept_expression(con, floor)
+    at = turn_floor_sql(floor)
+    kept = _kept_expression(con, at)
     rows = con.execute(
         f"""
         SELECT {bucket} AS start,
                count(*) AS turns,
                sum(rows) AS rows,
-               count(*) FILTER (WHERE top1 IS NULL OR top1 < {floor!r}) AS no_memory,
+               count(*) FILTER (WHERE top1 IS NULL OR top1 < {at}) AS no_memory,
                avg({kept}) AS kept_per_turn,
                quantile_cont(top1, [0.1, 0.5, 0.9]) AS quantiles,
-               count(*) FILTER (WHERE abs(top1 - {floor!r}) <= {NEAR_FLOOR}) / nullif(count(top1), 0) AS near_floor
+               count(*) FILTER (WHERE abs(top1 - {at}) <= {NEAR_FLOOR}) / nullif(count(top1), 0) AS near_floor
         FROM {TURNS}
         WHERE ts IS NOT NULL
         GROUP BY 1

@@ -23,7 +23,7 @@ logs = view.log_set()
 if logs is None:
     st.stop()
 view.show_score_direction(logs)
-settings = view.floor_and_settings()
+settings = view.floor_and_settings(logs)
 result = view.result(logs, settings)
 view.show_summary(result)
 if not result.windows:

@@ -91,7 +91,7 @@ def test_a_floor_config_made_in_code_is_checked_too():
         ('{"floor": 0.35, "score_space": {"store": "chroma", "formula": "d*2"}}', "field 'score_space.formula'"),
         ('{"floor": 0.35, "segments": {"user": {"sam": "high"}}}', "field 'segments.user.sam'"),
         ('{"floor": 0.35, "segments": {"country": {"pt": 0.3}}}', "field 'segments.country'"),
-        ("{not json", "not a JSON file"),
+        ("{not json", "not valid JSON"),  # the inbound boundary's words (it names the line and column)
     ],
 )
 def test_a_bad_floor_config_names_the_file_and_the_field(tmp_path, content, field):

@@ -19,7 +19,7 @@ import streamlit as st
 
 from dashboard.calibration.advice import FloorAdvice
 from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
-from dashboard.calibration.report import UNKNOWN_SPACE_CAPTION, floor_choice
+from dashboard.calibration.report import UNKNOWN_SPACE_CAPTION, floor_file
 from dashboard.calibration.scores import TooFewLabels
 from dashboard.calibration.sweep import (
     Calibration,
@@ -433,7 +433,7 @@ def show_sweep_table(result: Calibration, advice: FloorAdvice | None = None) -> 
 
 
 def _floor_choice(result: Calibration, source: LabelSource, advice: FloorAdvice | None = None) -> dict[str, Any]:
-    """floor_choice (with the advice's mode, target and warnings), computed again only
+    """The floor file (report.floor_file: the advice's floor, mode, target and warnings), computed again only
     when the calibration, the label source, the advice or the labels' score space changes."""
     space = store_names.labels_space(source.labels.stores())
     key = (
@@ -447,11 +447,15 @@ def _floor_choice(result: Calibration, source: LabelSource, advice: FloorAdvice 
     )
     memo = st.session_state.get("_floor_choice_memo")
     if memo is None or memo[0] != key:
-        floor = advice.floor if advice is not None else None
-        choice = floor_choice(result, source.labels, floor=floor, filters=source.filters, demo=source.kind == "demo", score_space=space)
-        choice["segments"] = st.session_state.get(advice_ui.SEGMENTS_EXPORTED, {})  # read by dashboard/runtime.py's FloorConfig
-        if advice is not None:
-            choice.update(advice.export_fields())
+        choice = floor_file(
+            result,
+            source.labels,
+            advice=advice,
+            segments=st.session_state.get(advice_ui.SEGMENTS_EXPORTED, {}),
+            filters=source.filters,
+            demo=source.kind == "demo",
+            score_space=space,
+        )
         memo = (key, choice)
         st.session_state["_floor_choice_memo"] = memo
     return memo[1]

@@ -20,9 +20,10 @@ from dashboard.database.model import LabelStoreError
 from dashboard.database.sessions import SessionExists
 from dashboard.display import code_span, inert_markdown
 from dashboard.floor import default_floor
+from dashboard.floor_config import FloorConfig, FloorConfigError
 from dashboard.labels import sampling
 from dashboard.logs.log_files import LogFormatError
-from dashboard.monitoring import judged
+from dashboard.monitoring import judged, turn_floor
 from dashboard.monitoring.alerts import (
     DEFAULT_BASELINE_WINDOWS,
     DEFAULT_MARGIN,
@@ -32,9 +33,8 @@ from dashboard.monitoring.alerts import (
     Settings,
     monitor,
 )
-from dashboard.monitoring.floor_config import FloorConfigError, read_floor_config
 from dashboard.monitoring.relation import TURNS, LogSet
-from dashboard.monitoring.windows import NEAR_FLOOR, WINDOWS, Window, window_rows
+from dashboard.monitoring.windows import NEAR_FLOOR, WINDOWS, Window, turn_floor_sql, window_rows
 from dashboard.ui.widgets import cache
 from dashboard.ui.widgets.errors import show_error
 from dashboard.ui.widgets.sidebar import StoreChoice
@@ -43,6 +43,9 @@ DEMO_CHOICE = "Demo: 30 synthetic days with two known changes"
 UPLOAD_CHOICE = "Upload log files"
 MAX_TURNS_SHOWN = 500
 MAX_ISSUES_SHOWN = 200
+# how each turn is counted, as `memlens monitor` does without and with --floor
+LOGGED_CHOICE = "Its logged floor (the floor the agent applied)"
+SLIDER_CHOICE = "The floor below (what if the floor were this)"
 
 
 # ------------------------------------------------------------------ the logs
@@ -80,8 +83,23 @@ def log_set() -> LogSet | None:
     return logs
 
 
-def floor_and_settings() -> Settings:
-    """The floor (from a floor config, or the slider) and the window controls."""
+def _logged_floors(logs: LogSet) -> list[tuple[float, str, int]] | None:
+    """The floors the logs say were applied (floor, segment, turns), or None when a
+    turn with a memory carries none: read once per set of logs."""
+    memo = st.session_state.get("_monitor_logged_floors")
+    if memo is None or memo[0] != id(logs):
+        try:
+            floors = turn_floor.logged_floors(logs.con.cursor(), TURNS, "these logs")
+        except turn_floor.NoLoggedFloor:
+            floors = None
+        memo = (id(logs), floors)
+        st.session_state["_monitor_logged_floors"] = memo
+    return memo[1]
+
+
+def floor_and_settings(logs: LogSet) -> Settings:
+    """The floor (each turn's logged one, or one from a floor config or the slider)
+    and the window controls."""
     state = st.session_state
     config_range = None
     upload = st.file_uploader("Floor config (the JSON Calibrate exports), optional", type=["json"], key="monitor_floor_config")
@@ -101,9 +119,20 @@ def floor_and_settings() -> Settings:
                 # would be at another floor than the one shipped (and `memlens monitor`'s).
                 state["monitor_floor"] = min(max(config.floor, 0.0), 1.0)
             st.caption(f"Shipped floor {config.floor:g}" + (f"; labelled {config.label_range[0]:%Y-%m-%d}..{config.label_range[1]:%Y-%m-%d}" if config.label_range else ""))
+            if config.segments:
+                st.caption(
+                    f"The config's floors per {', '.join(sorted(config.segments))} are not applied here: each turn at its "
+                    "logged floor is what the agent applied, and `memlens monitor --floor-config` applies them to a log."
+                )
+    floors = _logged_floors(logs)
+    logged = False
+    if floors is not None:
+        logged = st.radio("Count each turn at", [LOGGED_CHOICE, SLIDER_CHOICE], key="monitor_floor_rule") == LOGGED_CHOICE
+    else:
+        st.caption("These logs carry no floor per turn (written before memlens logged it): every turn is counted at the floor below.")
     state.setdefault("monitor_floor", round(default_floor(), 2))
     cols = st.columns(3)
-    floor = cols[0].slider("Floor", 0.0, 1.0, step=0.01, key="monitor_floor")
+    floor = cols[0].slider("Floor", 0.0, 1.0, step=0.01, key="monitor_floor", disabled=logged)
     window = cols[1].selectbox("Window", list(WINDOWS), index=1, key="monitor_window_width")
     margin = cols[2].number_input(
         "Practical margin (points of no-memory share)", min_value=0.0, max_value=100.0, value=DEFAULT_MARGIN * 100, step=1.0, key="monitor_margin"
@@ -115,7 +144,14 @@ def floor_and_settings() -> Settings:
         step=1,
         key="monitor_baseline_windows",
     )
-    return Settings(floor=float(floor), window=window, margin=float(margin) / 100, baseline_windows=int(baseline_windows), config_range=config_range)
+    return Settings(
+        floor=None if logged else float(floor),
+        window=window,
+        margin=float(margin) / 100,
+        baseline_windows=int(baseline_windows),
+        config_range=config_range,
+        floor_words=turn_floor.describe_floors(floors, "its logged floor") if logged and floors is not None else None,
+    )
 
 
 def _floor_config(content: bytes, name: str):
@@ -126,7 +162,7 @@ def _floor_config(content: bytes, name: str):
         path = Path(folder) / "floor.json"
         path.write_bytes(content)
         try:
-            return read_floor_config(path)
+            return FloorConfig.load(path)
         except FloorConfigError as exc:
             raise FloorConfigError(str(exc).replace(str(path), name)) from None
 
@@ -161,7 +197,8 @@ def show_summary(result: MonitorResult) -> None:
     cols[3].metric("Alerts", f"{len(result.alerts):,}")
     st.caption(
         f"Baseline: {inert_markdown(b.how)} ({inert_markdown(b.label)}), {b.turns:,} turns; "
-        f"every figure at the floor {result.settings.floor:g}."
+        "every figure at "
+        + (f"the floor {result.settings.floor:g}." if result.settings.floor is not None else f"{inert_markdown(result.settings.describe_floor())}.")
     )
     for note in result.notes:
         st.caption(f"note: {inert_markdown(note)}")
@@ -196,7 +233,8 @@ def show_charts(result: MonitorResult) -> None:
     quantiles = go.Figure()
     for name, values in (("p90", [w.p90 for w in windows]), ("p50", [w.p50 for w in windows]), ("p10", [w.p10 for w in windows])):
         quantiles.add_trace(go.Scatter(x=x, y=values, mode="lines+markers", name=f"top-1 {name}"))
-    quantiles.add_hline(y=s.floor, line_color="crimson", annotation_text=f"floor {s.floor:g}")
+    if s.floor is not None:  # one floor for every turn (else each turn has its own)
+        quantiles.add_hline(y=s.floor, line_color="crimson", annotation_text=f"floor {s.floor:g}")
     drifted = _alerted(result, DRIFT)
     quantiles.add_trace(go.Scatter(x=[w.start for w in windows if w.start in drifted], y=[w.p50 for w in windows if w.start in drifted],
                                    mode="markers", marker={"symbol": "x", "size": 14, "color": "crimson"}, name="drift alert"))
@@ -248,16 +286,17 @@ def show_window(logs: LogSet, result: MonitorResult, window: Window) -> None:
     s = result.settings
     st.subheader(f"Turns of {inert_markdown(window.label(s.window))}")
     st.caption(
-        f"{window.turns:,} turns, {window.no_memory_share:.1%} with no memory at {s.floor:g}, "
+        f"{window.turns:,} turns, {window.no_memory_share:.1%} with no memory at {inert_markdown(s.describe_floor())}, "
         f"{window.kept_per_turn:.2f} kept per turn; "
         + (f"{window.near_floor:.1%} with a top-1 within {NEAR_FLOOR} of the floor." if window.near_floor is not None else "")
     )
+    at = turn_floor_sql(s.floor)  # the one floor, or each turn's own
     frame = logs.con.cursor().execute(
-        f"""SELECT message_id, ts AS time, top1 AS "top-1", rows AS memories,
-                   coalesce(len(list_filter(scores, lambda v: v >= ?)), 0) AS kept,
-                   coalesce(top1, -1) < ? AS "no memory"
+        f"""SELECT message_id, ts AS time, top1 AS "top-1", rows AS memories, {at} AS floor,
+                   coalesce(len(list_filter(scores, lambda v: v >= {at})), 0) AS kept,
+                   coalesce(top1, -1) < {at} AS "no memory"
             FROM {TURNS} WHERE ts >= ? AND ts < ? ORDER BY ts, message_id LIMIT {MAX_TURNS_SHOWN}""",
-        [s.floor, s.floor, window.start, window.end],
+        [window.start, window.end],
     ).df()
     st.dataframe(frame, hide_index=True, key="monitor_turns_table", column_config={"top-1": st.column_config.NumberColumn(format="%.3f")})
     if window.turns > MAX_TURNS_SHOWN:

@@ -123,7 +123,7 @@ def test_text_that_looks_like_a_number_or_true_is_still_text_and_stays_on_the_fa
     "field, value",
     [
         ("memory_id", 17), ("message_id", True), ("user_id", [1]), ("store", {"a": 1}), ("query", 4.5), ("memory_id", ""),
-        ("timestamp", 1767225600), ("timestamp", "last tuesday"), ("rank", "2"), ("score", None),
+        ("timestamp", 1767225600), ("timestamp", "last tuesday"), ("rank", "2"), ("score", "0.5"),
     ],
 )
 def test_a_value_of_another_type_far_into_a_large_file_is_named_by_line(tmp_path, field, value):

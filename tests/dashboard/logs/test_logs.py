@@ -43,24 +43,25 @@ def test_a_deliberately_broken_jsonl_log_names_every_bad_row(tmp_path):
             "",  # 10 blank: not a row
             row("m2", "h", 2, "0.9"),  # 11 score as text
             row("m2", "i", 3, 0.1, user_id=7),  # 12 user id a number
-            row("m2", "j", 4, None),  # 13 score missing
+            row("m2", "j", 4, None),  # 13 no score: a memory returned with no score, imported
             row("m3", "k", 1, 0.33, timestamp="2026-01-05T10:00:00+02:00"),
         )
     )
     result = read_log(path)
     assert found(result) == [
         (2, "rank"), (3, "(line)"), (4, "rank"), (5, "score"), (6, "message_id"), (7, "message_id"),
-        (8, "rank"), (8, "timestamp"), (9, "(line)"), (11, "score"), (12, "user_id"), (13, "score"),
+        (8, "rank"), (8, "timestamp"), (9, "(line)"), (11, "score"), (12, "user_id"),
     ]
     assert all(str(issue).startswith(f"{path}: line {issue.line}, field ") for issue in result.issues)
     messages = {(i.line, i.field): i.message for i in result.issues}
-    assert messages[(5, "score")] == "not a finite number" and messages[(13, "score")] == "required, missing"
+    assert messages[(5, "score")] == "not a finite number"
     assert "not valid JSON" in messages[(3, "(line)")] and "two" in messages[(2, "rank")]
-    assert list(zip(result.rows["memory_id"], result.rows["line"], strict=True)) == [("a", 1), ("k", 14)]
-    assert result.rows_read == 13 and result.bad_rows == 11
+    assert list(zip(result.rows["memory_id"], result.rows["line"], strict=True)) == [("a", 1), ("j", 13), ("k", 14)]
+    assert np.isnan(result.rows.iloc[1]["score"])
+    assert result.rows_read == 13 and result.bad_rows == 10
     first = result.rows.iloc[0]
     assert first["query"] == "Where does the user live?" and first["user_id"] == "sam"
-    assert result.rows.iloc[1]["timestamp"] == pd.Timestamp("2026-01-05T08:00:00Z")
+    assert result.rows.iloc[2]["timestamp"] == pd.Timestamp("2026-01-05T08:00:00Z")
 
 
 def test_a_broken_csv_log_names_every_bad_row_by_line():
@@ -88,15 +89,15 @@ def test_parquet_rows_are_numbered_and_typed_columns_are_accepted(tmp_path):
             "message_id": pa.array([101, 101, 102]),  # integer ids: a schema choice, not an error
             "memory_id": ["a", "b", None],
             "rank": [1, 2, 1],
-            "score": pa.array([0.5, None, 0.2]),
+            "score": pa.array([0.5, None, 0.2]),  # b: returned with no score, imported
             "timestamp": pa.array([pd.Timestamp("2026-01-05 09:00")] * 3),
         }
     )
     path = tmp_path / "week.parquet"
     pq.write_table(table, path)
     result = read_log(path)
-    assert found(result) == [(2, "score"), (3, "memory_id")]
-    assert result.rows["message_id"].tolist() == ["101"]
+    assert found(result) == [(3, "memory_id")]
+    assert result.rows["message_id"].tolist() == ["101", "101"] and np.isnan(result.rows.iloc[1]["score"])
     assert result.rows.iloc[0]["timestamp"] == pd.Timestamp("2026-01-05T09:00:00Z")
 
 
@@ -141,7 +142,7 @@ CORRUPTIONS = {
     "json": lambda r: "{broken",
     "rank_text": lambda r: json.dumps({**r, "rank": "first"}),
     "rank_zero": lambda r: json.dumps({**r, "rank": 0}),
-    "score_missing": lambda r: json.dumps({k: v for k, v in r.items() if k != "score"}),
+    "score_text": lambda r: json.dumps({**r, "score": "0.5"}),  # (a missing score is a memory with no score: imported)
     "score_nan": lambda r: json.dumps({**r, "score": float("nan")}),
     "memory_empty": lambda r: json.dumps({**r, "memory_id": " "}),
     "timestamp": lambda r: json.dumps({**r, "timestamp": "soon"}),

@@ -1,0 +1,232 @@
+"""The floor config: the one reader of the floor file (``memlens-floor.json``) that the
+Calibrate page's download and ``memlens calibrate --floor-config-out`` write
+(dashboard/calibration/report.py, ``floor_file``), used by the agent side
+(dashboard/runtime.py), the monitor (command and page) alike.
+
+It holds the global floor, the floors per segment (user, tag, store), the score space
+they were calibrated in, the dates of the labels behind them (the monitor's default
+baseline) and the store they came from. ``FloorConfig.load`` reads the file through
+the inbound boundary (connectors/common/inbound.py: a regular file only, bounded size,
+nesting and numbers), so a hostile file is a ``FloorConfigError`` naming the file and
+the field, never a hang or a traceback.
+
+Standard library only: the agent side imports it (a test checks it in a fresh
+interpreter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from connectors.common import inbound
+from connectors.common.errors import MemlensError
+from connectors.common.redaction import shorten
+from connectors.common.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace
+
+SEGMENT_ORDER = ("user", "tag", "store")  # the most specific segment wins
+KNOWN_FORMULAS = {AS_SENT, *(rule for rules in DISTANCE_RULES.values() for rule in rules.values())}
+APPLIED_AS_IS = (
+    "the floor is applied as is, so check it was calibrated on this store's scores, "
+    "or export it again from Calibrate with the store opened"
+)
+# Why the space is unknown, by where the config came from: each note says only what is known.
+NO_SPACE_KEY = "the score space is unknown ({source} has no 'score_space': written before memlens recorded it); "
+NULL_SPACE = (
+    "the score space is unknown ({source} names none: Calibrate did not know it, for labels from several stores "
+    "or a distance store whose settings it could not read); "
+)
+NO_SPACE_IN_CODE = "the score space is unknown (this FloorConfig was made in code without a score_space); "
+
+
+class FloorConfigError(MemlensError, ValueError):
+    """The floor config cannot be used; the message names the file and the field."""
+
+
+class ScoreSpaceMismatch(FloorConfigError):
+    """A floor applied to scores from a space other than the one it was calibrated in."""
+
+
+def _said(value: object) -> str:
+    return shorten(repr(value), 60)  # a 400-digit number is quoted, not printed whole
+
+
+@dataclass
+class FloorConfig:
+    """The floor an agent applies and a monitor watches: one global floor, optional
+    floors per segment, the score space they were calibrated in (None: unknown), and
+    where they came from."""
+
+    floor: float
+    score_space: ScoreSpace | None = None
+    segments: dict[str, dict[str, float]] = field(default_factory=dict)  # "user" -> {"sam": 0.41}
+    label_range: tuple[datetime, datetime] | None = None  # (first label, last label), UTC
+    store: str | None = None  # the store (name:hash) the labels came from, when one
+    source: str | None = None  # the file it was read from; None when made in code
+    # how the file said the space: "absent" (no key) or "null"; None when made in code
+    _space_in_file: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        name = self.source or "FloorConfig"
+        floor = inbound.finite_number(self.floor)
+        if floor is None:
+            raise FloorConfigError(f"{name}: field 'floor': {_said(self.floor)} is not a finite number")
+        self.floor = floor
+        checked: dict[str, dict[str, float]] = {}  # a copy: the caller's dict is left as it was
+        for by, floors in self.segments.items():
+            if by not in SEGMENT_ORDER:
+                raise FloorConfigError(f"{name}: field 'segments': {by!r} is not one of {', '.join(SEGMENT_ORDER)}")
+            checked[by] = {}
+            for segment, value in floors.items():
+                number = inbound.finite_number(value)
+                if number is None:
+                    raise FloorConfigError(f"{name}: field 'segments.{by}.{segment}': {_said(value)} is not a finite number")
+                checked[by][segment] = number
+        self.segments = checked
+
+    @classmethod
+    def load(cls, path: str | Path) -> FloorConfig:
+        """The floor JSON Calibrate exports, read through the inbound boundary.
+        Raises FloorConfigError naming the file and the field."""
+        name = str(path)
+        try:
+            data = inbound.load_json(inbound.read_small(path, "floor config").decode("utf-8"), name)
+        except inbound.InboundError as exc:
+            raise FloorConfigError(str(exc)) from None
+        except UnicodeDecodeError as exc:
+            raise FloorConfigError(f"{name}: not a JSON file ({exc})") from None
+        if not isinstance(data, dict):
+            raise FloorConfigError(f"{name}: not a floor config (a JSON object with a 'floor', as Calibrate exports)")
+        floor = inbound.finite_number(data.get("floor"))
+        if floor is None:
+            raise FloorConfigError(
+                f"{name}: field 'floor': {_said(data.get('floor'))} is not a finite number "
+                "(export the floor from Calibrate, or `memlens calibrate --floor-config-out`)"
+            )
+        store = data.get("store")
+        if store is not None and not isinstance(store, str):
+            raise FloorConfigError(f"{name}: field 'store': {_said(store)} is not a string")
+        config = cls(
+            floor=floor,
+            score_space=_read_space(data.get("score_space"), name),
+            segments=_read_segments(data.get("segments"), name),
+            label_range=_read_dates(data.get("date_range"), name),
+            store=store,
+            source=name,
+        )
+        config._space_in_file = "null" if "score_space" in data else "absent"
+        return config
+
+    @property
+    def notes(self) -> list[str]:
+        """What an agent's operator should know about this config: an unknown space,
+        and why it is unknown."""
+        if self.score_space is not None:
+            return []
+        if self.source is None:
+            return [NO_SPACE_IN_CODE + APPLIED_AS_IS]
+        said = NULL_SPACE if self._space_in_file == "null" else NO_SPACE_KEY
+        return [said.format(source=self.source) + APPLIED_AS_IS]
+
+    def floor_for(self, *, user_id: str | None = None, tag: str | None = None, store: str | None = None) -> tuple[float, str]:
+        """The floor for one turn and the segment it came from (``user=sam``, or ``global``)."""
+        for by, value in zip(SEGMENT_ORDER, (user_id, tag, store), strict=True):
+            floors = self.segments.get(by)
+            if floors and value is not None and value in floors:
+                return floors[value], f"{by}={value}"
+        return self.floor, "global"
+
+    def check_space(self, space: ScoreSpace | None, *, what: str = "these results") -> None:
+        """Refuse scores from another space than the floor's (ScoreSpaceMismatch)."""
+        where = f" from {self.source}" if self.source else ""
+        if space is None:
+            raise ScoreSpaceMismatch(
+                f"the floor {self.floor!r}{where} cannot apply to {what}: their scores are ranks or absent, not a score a floor compares with"
+            )
+        if self.score_space is None:
+            return
+        if (space.store, space.formula) != (self.score_space.store, self.score_space.formula):
+            raise ScoreSpaceMismatch(
+                f"the floor {self.floor!r}{where} was calibrated in {self.score_space.describe()}; {what} are in "
+                f"{space.describe()}. A floor applies only in its own score space: calibrate one on this store's labels"
+            )
+
+
+def _read_space(value: object, name: str) -> ScoreSpace | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise FloorConfigError(f"{name}: field 'score_space': {_said(value)} is not an object with 'store' and 'formula'")
+    store, formula, setting = value.get("store"), value.get("formula"), value.get("setting")
+    if not isinstance(store, str) or not store:
+        raise FloorConfigError(f"{name}: field 'score_space.store': {_said(store)} is not a store kind")
+    if formula not in KNOWN_FORMULAS:
+        raise FloorConfigError(f"{name}: field 'score_space.formula': {_said(formula)} is not one of {', '.join(sorted(KNOWN_FORMULAS))}")
+    if setting is not None and not isinstance(setting, str):
+        raise FloorConfigError(f"{name}: field 'score_space.setting': {_said(setting)} is not a string")
+    return ScoreSpace(store, str(formula), setting)
+
+
+def _read_segments(value: object, name: str) -> dict[str, dict[str, float]]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FloorConfigError(f"{name}: field 'segments': {_said(value)} is not an object such as {{\"user\": {{\"sam\": 0.41}}}}")
+    segments: dict[str, dict[str, float]] = {}
+    for by, floors in value.items():
+        if by not in SEGMENT_ORDER:
+            raise FloorConfigError(f"{name}: field 'segments.{shorten(by, 40)}': segments are by {', '.join(SEGMENT_ORDER)}")
+        if not isinstance(floors, dict):
+            raise FloorConfigError(f"{name}: field 'segments.{by}': not an object of segment -> floor")
+        segments[by] = {}
+        for segment, floor in floors.items():
+            number = inbound.finite_number(floor)
+            if number is None:
+                raise FloorConfigError(f"{name}: field 'segments.{by}.{shorten(segment, 40)}': {_said(floor)} is not a finite number")
+            segments[by][str(segment)] = number
+    return segments
+
+
+def _stamp(value: object, name: str, key: str) -> datetime:
+    wrong = f"{name}: field 'date_range.{key}': {_said(value)}"
+    if not isinstance(value, str):
+        raise FloorConfigError(f"{wrong} is not an ISO 8601 date-time")
+    try:
+        stamp = datetime.fromisoformat(value)  # takes a trailing Z (Python 3.11)
+    except ValueError:
+        raise FloorConfigError(f"{wrong} is not an ISO 8601 date-time") from None
+    stamp = stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
+    if not inbound.sane_time(stamp):
+        raise FloorConfigError(f"{wrong} is outside {inbound.EARLIEST:%Y}-{inbound.LATEST:%Y}")
+    return stamp
+
+
+def _read_dates(value: object, name: str) -> tuple[datetime, datetime] | None:
+    """The labels' (first, last) dates; None when the file has none (labels without dates)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise FloorConfigError(f"{name}: field 'date_range': {_said(value)} is not an object with 'from' and 'to'")
+    if not value.get("from") or not value.get("to"):
+        return None
+    return _stamp(value["from"], name, "from"), _stamp(value["to"], name, "to")
+
+
+def _sample() -> dict[str, Any]:
+    return {
+        "floor": 0.35,
+        "score_space": {"store": "embedded", "formula": AS_SENT, "setting": None},
+        "segments": {"user": {"sam": 0.28}},
+        "date_range": {"from": "2026-01-01T00:00:00Z", "to": "2026-01-07T00:00:00Z"},
+        "store": "embedded",
+    }
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "floor config", FloorConfig.load, (FloorConfigError,), ".json", _sample(),
+        rows=False, qualname=f"{__name__}.FloorConfig.load",
+    )
+)  # fmt: skip
