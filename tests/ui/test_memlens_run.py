@@ -1,7 +1,8 @@
 """`memlens run` starts the served app (dashboard/app.py, an st.App) from any folder:
 the server gets ready first, answers its health check on the port it was given,
-serves the page without sending usage statistics, and stops on SIGTERM, leaving its
-port free for the next start."""
+serves the page without sending usage statistics, listens on this machine only
+(127.0.0.1) when given no address, and stops on SIGTERM, leaving its port free for
+the next start."""
 
 from __future__ import annotations
 
@@ -31,6 +32,21 @@ def port_is_free(port: int) -> bool:
         return True
 
 
+LOOPBACK = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1 and ::1 as /proc/net writes them
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses (hex, as the kernel lists them) with a socket listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
 def get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=2) as answer:
@@ -47,7 +63,7 @@ def test_memlens_run_from_another_folder_serves_the_app_once_ready(tmp_path, dem
     log_path = tmp_path / "run.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "dashboard.cli.main", "run", "--server.port", str(port), "--server.address", "127.0.0.1"],
+            [sys.executable, "-m", "dashboard.cli.main", "run", "--server.port", str(port)],  # no address: the default's test
             cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
@@ -60,6 +76,8 @@ def test_memlens_run_from_another_folder_serves_the_app_once_ready(tmp_path, dem
         assert "model ready" in log_path.read_text() and "store ready" in log_path.read_text(), log_path.read_text()
         status, page = get(f"http://127.0.0.1:{port}/?query=pizza&user=sam")
         assert status == 200 and '<div id="root">' in page  # Streamlit's page, which then runs navigation.py
+        # Memory text on every page: reachable from this machine only, not from the network.
+        assert listening_addresses(port) and listening_addresses(port) <= LOOPBACK, listening_addresses(port)
         # What `make run` sets: Streamlit says this line at start-up only when it collects them.
         assert "Collecting usage statistics" not in log_path.read_text()
     finally:
