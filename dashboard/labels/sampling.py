@@ -36,8 +36,15 @@ def score_bands(scores: np.ndarray, band_width: float = DEFAULT_BAND_WIDTH) -> n
     0.35 is one band whatever the data), counted from the lowest band present."""
     if band_width <= 0 or not math.isfinite(band_width):
         raise ValueError(f"band width must be a number above 0, got {band_width!r}")
+    values = np.asarray(scores, dtype=float)
+    scored = np.isfinite(values)
+    index = np.zeros(len(values), dtype=np.int64)
     # a hair of tolerance so 0.35 lands in [0.35, 0.40), not in the band below
-    index = np.floor(np.asarray(scores, dtype=float) / band_width + 1e-9).astype(np.int64)
+    index[scored] = np.floor(values[scored] / band_width + 1e-9).astype(np.int64)
+    if not scored.all():
+        # A memory the store returned with no score (the log writes it so): a band of
+        # its own below every scored one, so it is sampled too and never cast from NaN.
+        index[~scored] = index[scored].min() - 1 if scored.any() else 0
     return index - index.min() if len(index) else index
 
 

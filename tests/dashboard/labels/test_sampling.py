@@ -73,6 +73,17 @@ def test_bands_are_aligned_on_zero():
     assert sampling.score_bands(np.array([0.30, 0.349, 0.35, 0.70]), 0.05).tolist() == [0, 0, 1, 8]
 
 
+def test_memories_returned_with_no_score_are_a_band_of_their_own_and_sampled():
+    # The agent's log writes a NaN or infinite score as a memory with no score.
+    scores = np.array([0.30, np.nan, 0.35, np.inf])
+    assert sampling.score_bands(scores, 0.05).tolist() == [1, 0, 2, 0]
+    assert sampling.score_bands(np.array([np.nan, np.nan]), 0.05).tolist() == [0, 0]
+    log = make_log()
+    log.loc[log.index[:10], "score"] = np.nan
+    sample = sampling.draw_sample(log, "stratified", 40, seed=3)
+    assert len(sample) == 40 and sample["score"].isna().any()
+
+
 def test_whole_turns_bring_every_row_of_a_turn():
     log = make_log()
     sample = sampling.draw_sample(log, "turns", 10, seed=2)
