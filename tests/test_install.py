@@ -47,7 +47,7 @@ def wheel(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    for package in ("memlens", "dashboard", "connectors"):
+    for package in ("memlens", "dashboard", "connectors", "demo_data"):
         shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("wheel")
     _checked([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(source)])
@@ -231,3 +231,39 @@ def test_without_an_export_the_embedded_extra_says_how_to_make_one(wheel, demo_s
     done = _run([str(python), "-c", EMBEDDED_TURN, str(store_file), "torch"], cwd=tmp_path, extra_env=env_cache)
     assert done.returncode != 0
     assert "python -m connectors.embedding.onnx_export" in done.stderr and "memlens[app]" in done.stderr
+
+
+APP_TOUR = """
+import sys, tempfile
+from pathlib import Path
+import dashboard
+from streamlit.testing.v1 import AppTest
+
+views = Path(dashboard.__file__).parent / "views"
+assert "site-packages" in str(views), views  # the installed app, not a checkout
+at = AppTest.from_file(str(views / "navigation.py"), default_timeout=300)
+at.run()
+at.text_input(key="query").input("What is the user's favourite pizza topping?")
+at.button(key="FormSubmitter:query_form-Search").click().run()
+assert not at.exception, at.exception
+print("inspect:", at.code[0].value.splitlines()[0])
+at.switch_page("calibrate.py").run()
+assert not at.exception, at.exception
+print("calibrate errors:", [e.value for e in at.error])
+print("calibrate:", at.code[0].value)  # the floor the demo labels recommend
+"""
+
+
+def test_the_app_runs_from_a_plain_non_editable_install_of_memlens_app(wheel, tmp_path):
+    """`pip install "memlens[app]"` (not editable): the demo data ships in the wheel, and
+    the README's tour (the pizza question on Inspect, the demo labels on Calibrate) runs
+    from the installed package."""
+    python = _fresh_env(tmp_path / "venv", "torch==2.13.0")  # the CPU build first, as `make run` does
+    _checked([str(python), "-m", "pip", "install", "--quiet", f"{wheel}[app]"])
+    data = tmp_path / "data"
+    data.mkdir()
+    env = {"MEMLENS_DATA_DIR": str(data), "HF_HUB_OFFLINE": "1"}
+    out = _checked([str(python), "-c", APP_TOUR], cwd=tmp_path, extra_env=env)
+    assert "inspect: No stored memory is relevant" in out.stdout, out.stdout
+    assert "calibrate errors: []" in out.stdout, out.stdout
+    assert "calibrate: MEMORY_SCORE_FLOOR=" in out.stdout, out.stdout
