@@ -59,6 +59,13 @@ def demo_judge(texts: dict[str, str]):
         query = prompt.split("\nQuery: ", 1)[1].split("\n", 1)[0]
         passage = prompt.split("\nPassage: ", 1)[1].split("\n", 1)[0]
         verdict = 3 if passage in relevant.get(query, set()) else 0
-        return Reply(content=json.dumps({"grade": verdict, "reason": "by the demo judgments"}))
+        # a reason of its own per pair: one reason for every pair fails the judge's checks
+        reason = f"the demo judgments {'list' if verdict else 'do not list'} this memory for {query!r}"
+        return Reply(content=json.dumps({"grade": verdict, "reason": reason}))
 
     return grade
+
+
+def constant_judge(body) -> Reply:
+    """A broken judge: grade 0 and the prompt's placeholder as the reason, for every pair."""
+    return Reply(content=json.dumps({"grade": 0, "reason": "<one short sentence>"}))

@@ -167,6 +167,32 @@ def test_every_subcommand_and_flag_is_in_docs():
     assert not problems, "\n".join(problems)
 
 
+def cli_sections() -> dict[str, str]:
+    """docs/cli.md's sections by heading: "memlens eval" -> its text."""
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    return {part.split("\n", 1)[0].strip(): part for part in re.split(r"(?m)^## ", text)[1:]}
+
+
+def test_every_flag_of_every_command_is_in_its_section_of_cli_md():
+    """docs/cli.md is the one reference of the command: each top-level command has a
+    section, and each flag of the command (its actions' included) stands in it (issue
+    53: `eval --as-of` and `--allow-failures` were documented nowhere in it)."""
+    sections = cli_sections()
+    problems = []
+    for command in commands(build_parser()):
+        top = " ".join(command.words.split()[:2])
+        section = sections.get(top)
+        if section is None:
+            problems.append(f"docs/cli.md has no `## {top}` section")
+            continue
+        problems += [
+            f"`{command.words} {flag}` is not in the `## {top}` section of docs/cli.md"
+            for flag in command.flags
+            if not mentions(section, flag)
+        ]
+    assert not problems, "\n".join(sorted(set(problems)))
+
+
 def test_the_command_table_lists_every_subcommand():
     """docs/cli.md says it lists every subcommand: its table names each top-level one
     (issue 34: monitor and whatif were missing)."""

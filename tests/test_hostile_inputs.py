@@ -47,7 +47,7 @@ REGISTERING = (
     "dashboard.calibration.label_files", "dashboard.evaluation.judged_sets", "dashboard.evaluation.write_audit", "dashboard.judged",
     "dashboard.judging.judges", "dashboard.labels.people_files", "dashboard.logs.read_log", "connectors.http.json_service",
     "connectors.mem0.library", "dashboard.judging.client", "dashboard.monitoring.webhook", "connectors.http.memorysync", "connectors.mem0.platform",
-    "dashboard.logs.phoenix", "dashboard.logs.langfuse",
+    "dashboard.logs.phoenix", "dashboard.logs.langfuse", "connectors.mem0.model_clients",
 )  # fmt: skip
 for _module in REGISTERING:
     importlib.import_module(_module)
@@ -449,6 +449,38 @@ def test_every_client_meets_each_hostile_server_with_a_clean_failure(name, case)
         message = _clean(client, _probe_failure(client, f"http://memlens:pw-Sekret-9@127.0.0.1:{port}/v1"))
         TABLE[(name, case)] = "failed, password not shown"
         assert "pw-Sekret-9" not in message
+
+
+# What a client library (Phoenix's, Langfuse's, the OpenAI client inside Mem0) gets
+# back goes through the boundary's transport: capped before and after decompression,
+# of the content type the library reads, no deeper than the inbound boundary allows,
+# and an answer quoting the key in any form memlens derives never prints it.
+LIBRARY_CASES = {
+    "gzip bomb": ("bomb", "decompresses to more than"),
+    "HTML with 200": ("html", "200 text/html"),
+    "401 echoing the key": ("echo401", "401"),
+    "JSON 5,000 deep": ("deep", "nested deeper than 100 levels"),
+}
+LIBRARY_CLIENTS = ("langfuse", "mem0-openai", "phoenix")
+
+
+@pytest.mark.parametrize("case", list(LIBRARY_CASES))
+@pytest.mark.parametrize("name", LIBRARY_CLIENTS)
+def test_every_client_library_bounds_and_checks_what_comes_back(name, case):
+    from connectors.common.redaction import secret_forms
+
+    client = outbound.CLIENTS[name]
+    mode, said = LIBRARY_CASES[case]
+    with HostileServer(mode=mode) as server:
+        message = _clean(client, _probe_failure(client, server.url() + "/v1", deadline=20.0))
+        if mode == "echo401":
+            assert server.received and outbound.PROBE_KEY in str(server.received[0].headers) + str(
+                __import__("base64").b64decode(server.received[0].headers["authorization"].split(" ", 1)[1] + "==")
+            ), "the probe sent no key: nothing was tested"
+    leaked = [form for form in secret_forms(outbound.PROBE_KEY) if form in message]
+    assert not leaked, f"{name} printed its key as {leaked}: {message}"
+    assert said in message, message
+    TABLE[(name, case)] = "refused, one line" if mode != "echo401" else "failed, key in no form"
 
 
 def test_zz_the_table_covers_every_reader_and_client():

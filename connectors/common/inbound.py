@@ -9,6 +9,9 @@ label files, judged sets. Pure (standard library only).
 - ``load_json(text, where)``: JSON whose numbers Python cannot hold (4,300 digits and
   more) or whose nesting is deeper than ``MAX_NESTING`` is a clear error, not a
   traceback;
+- ``load_yaml(text, where)``: a YAML config without aliases (a recursive alias never
+  ends; a 600-byte "billion laughs" file expands to gigabytes), nested no deeper than
+  ``MAX_NESTING``, safe types only (PyYAML is imported only when a YAML file is read);
 - ``finite_number(value)`` and ``sane_time(stamp)``: a number must be finite and fit
   a float; a time must fall between ``EARLIEST`` and ``LATEST`` (year 9999 does not).
 
@@ -143,6 +146,45 @@ def load_toml(text: str, where: str) -> dict[str, Any]:
         raise InboundError(f"{where}: not usable TOML: {exc}") from None
     except RecursionError:
         raise InboundError(f"{where}: TOML nested too deeply to read") from None
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """Decoded YAML (safe types only), or InboundError naming ``where`` and the line:
+    an alias (``*name``) is refused where it stands, before anything is expanded, and
+    so is nesting deeper than ``MAX_NESTING`` and a number Python cannot hold."""
+    import yaml
+
+    class BoundedLoader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise InboundError(
+                    f"{where}, line {event.start_mark.line + 1}: a YAML alias (*{event.anchor}); memlens reads configs "
+                    "without anchors and aliases: write the value out where it is used"
+                )
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise InboundError(f"{where}: YAML nested deeper than {MAX_NESTING} levels; memlens does not read it")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    loader = BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    except InboundError:
+        raise
+    except yaml.YAMLError as exc:
+        raise InboundError(f"{where}: not valid YAML ({' '.join(str(exc).split())})") from None
+    except ValueError as exc:  # an integer of 4,300 digits or more
+        raise InboundError(f"{where}: not usable YAML: {exc}") from None
+    except RecursionError:
+        raise InboundError(f"{where}: YAML nested too deeply to read") from None
+    finally:
+        loader.dispose()
 
 
 def finite_number(value: Any) -> float | None:

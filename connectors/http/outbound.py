@@ -16,8 +16,14 @@ a webhook, an HTTP memory store) goes through ``request`` on a client from
 - outside text is made **terminal-safe** by ``terminal_line`` (re-exported from
   connectors.common.redaction, which the CLI uses without importing httpx).
 
-A client library that sends on its own (Phoenix, Langfuse) is handed an httpx.Client
-from ``library_client``, which applies the same rules hop by hop in its transport.
+A client library that sends on its own (Phoenix, Langfuse, the OpenAI client inside
+Mem0) is handed an httpx.Client from ``library_client``, which applies the same rules
+hop by hop in its transport, and more that a library never checks itself: every
+**body is capped** (``MAX_BODY_BYTES``) before and after decompression (a 2 MB gzip
+answer cannot grow to gigabytes), an answer of another **content type** than the
+library expects (a sign-in page answering 200 text/html) is refused, and a JSON
+answer **nested deeper** than the inbound boundary allows is refused before the
+library's own parser recurses into it.
 
 Every client registers a probe in ``CLIENTS`` (``register_client``), where it is
 defined: one request through its own code to a URL, so the hostile-input suite
@@ -32,6 +38,7 @@ from __future__ import annotations
 import threading
 import time
 import unicodedata
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +49,7 @@ import httpcore
 import httpx
 
 from connectors.base import BadResponse, InvalidRequest, StoreTimeout, StoreUnavailable
+from connectors.common.inbound import MAX_NESTING, nesting_depth
 from connectors.common.redaction import redact, terminal_line
 
 __all__ = [
@@ -57,6 +65,9 @@ __all__ = [
 ]
 
 MAX_REDIRECTS = 5
+# A library's answer, before and after decompression: far above any page memlens asks
+# for (500 observations, a span query), far below what would strain the machine.
+MAX_BODY_BYTES = 64 * 1024 * 1024
 PROBE_KEY = "sk-probe-0123456789abcdef"  # the key a probe sends, so a test can look for it
 
 
@@ -224,28 +235,92 @@ def outbound_client() -> httpx.Client:
 
 class _BoundaryTransport(httpx.BaseTransport):
     """The rules for a client library that sends through an httpx.Client of its own
-    making: each hop's body is read in full here, inside the request's deadline; a 3xx
-    the rules do not allow ends in RedirectRefused before httpx could follow it; every
-    transport failure is a connector error with redacted, terminal-safe text."""
+    making: each hop's body is read here, inside the request's deadline, and capped
+    before and after decompression (the library gets it decoded); a 3xx the rules do
+    not allow ends in RedirectRefused before httpx could follow it; a 2xx of another
+    content type than ``content_types``, or JSON nested too deep, is BadResponse;
+    every transport failure is a connector error with redacted, terminal-safe text."""
 
-    def __init__(self, what: str, deadline: float, secrets: list[str]):
+    def __init__(self, what: str, deadline: float, secrets: list[str], content_types: tuple[str, ...] = (),
+                 max_body: int = MAX_BODY_BYTES):
         self._inner = _DeadlineTransport()
         self._what, self._deadline, self._secrets = what, deadline, secrets
+        self._content_types, self._max_body = content_types, max_body
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         route = f"{request.method} {request.url.path}"
-        with _failures(self._what, route, request.url, self._deadline, self._secrets):
+        read = (request.extensions.get("timeout") or {}).get("read")
+        with _failures(self._what, route, request.url, self._deadline, self._secrets, read=read):
             response = self._inner.handle_request(request)
             try:
-                body = b"".join(response.iter_raw())  # raw: httpx decodes it once, in the client
+                raw = _capped(response.iter_raw(), self._max_body, f"{self._what} answered {route} with")
             finally:
                 response.close()
+        body = _decoded(raw, response.headers.get("content-encoding", ""), self._max_body, f"{self._what} answered {route} with")
+        headers = httpx.Headers(response.headers)
+        if "content-encoding" in headers:
+            del headers["content-encoding"]
+            headers["content-length"] = str(len(body))
         if 300 <= response.status_code < 400 and "location" in response.headers:
             _check_redirect(response, request.url, request.headers, self._secrets, self._what)
-        return httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(body), extensions=response.extensions)
+        if 200 <= response.status_code < 300 and body:
+            self._check_answer(response.status_code, headers.get("content-type", ""), body, route)
+        return httpx.Response(response.status_code, headers=headers, stream=httpx.ByteStream(body), extensions=response.extensions)
+
+    def _check_answer(self, status: int, content_type: str, body: bytes, route: str) -> None:
+        media = content_type.split(";")[0].strip().lower()
+        if self._content_types and media not in self._content_types:
+            raise BadResponse(
+                f"{self._what} answered {route} with {status} {terminal_line(media) or 'and no content type'}, not "
+                f"{' or '.join(self._content_types)}: is a sign-in page or a proxy in front of it? Check the URL",
+                status=status,
+            )
+        json_like = media == "application/json" or media.endswith("+json")
+        # counting brackets is cheap; the scan runs only when they could nest too deep
+        if json_like and body.count(b"[") + body.count(b"{") > MAX_NESTING and nesting_depth(body.decode("utf-8", "replace")) > MAX_NESTING:
+            raise BadResponse(f"{self._what} answered {route} with JSON nested deeper than {MAX_NESTING} levels; memlens does not read it",
+                              status=status)
 
     def close(self) -> None:
         self._inner.close()
+
+
+def _capped(chunks: Iterable[bytes], cap: int, said: str) -> bytes:
+    """The chunks joined, or BadResponse as soon as they pass ``cap`` bytes."""
+    body = bytearray()
+    for chunk in chunks:
+        body += chunk
+        if len(body) > cap:
+            raise BadResponse(f"{said} a body larger than {cap:,} bytes; memlens stopped reading it")
+    return bytes(body)
+
+
+def _decoded(body: bytes, encoding: str, cap: int, said: str) -> bytes:
+    """``body`` undone of its Content-Encoding (gzip, deflate), never more than ``cap``
+    bytes: zlib is asked for at most what is left, so a bomb is stopped at the cap,
+    not after it has filled the memory. Another encoding is BadResponse."""
+    for name in reversed([part.strip().lower() for part in encoding.split(",") if part.strip()]):
+        if name == "identity":
+            continue
+        if name not in ("gzip", "x-gzip", "deflate"):
+            raise BadResponse(f"{said} Content-Encoding {terminal_line(name)}, which memlens does not read")
+        # deflate is meant zlib-wrapped, but servers send it raw too (as httpx accepts)
+        wrapped = name != "deflate" or body[:1] == b"\x78"
+        wbits = zlib.MAX_WBITS | 16 if name != "deflate" else zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS
+        decoder = zlib.decompressobj(wbits)
+        out = bytearray()
+        try:
+            out += decoder.decompress(body, cap + 1)
+            while decoder.unconsumed_tail and len(out) <= cap:
+                out += decoder.decompress(decoder.unconsumed_tail, cap + 1 - len(out))
+            if len(out) <= cap:
+                out += decoder.flush()
+        except zlib.error as exc:
+            raise BadResponse(f"{said} a {name} body that does not decompress ({exc})") from None
+        if len(out) > cap:
+            raise BadResponse(f"{said} a {name} body that decompresses to more than {cap:,} bytes; memlens stopped reading it")
+        body = bytes(out)
+    return body
 
 
 class _BoundedClient(httpx.Client):
@@ -272,13 +347,17 @@ def library_client(
     deadline: float,
     headers: Mapping[str, str] | None = None,
     secrets: Iterable[str | None] = (),
+    content_types: Iterable[str] = (),
+    max_body: int = MAX_BODY_BYTES,
 ) -> httpx.Client:
     """An httpx.Client to hand a client library (Phoenix's ``http_client``,
-    Langfuse's ``httpx_client``), so the library's own requests keep the rules of
-    ``request``: ``deadline`` seconds in all per request, ``timeout`` per read,
-    redirects only within the same origin and never with a key, failures as connector
-    errors naming ``what``, never a key or the URL's password. Environment proxies
-    are not used, as with ``outbound_client``."""
+    Langfuse's ``httpx_client``, OpenAI's ``http_client``), so the library's own
+    requests keep the rules of ``request``: ``deadline`` seconds in all per request,
+    ``timeout`` per read, redirects only within the same origin and never with a key,
+    every body at most ``max_body`` bytes before and after decompression, a 2xx
+    answer only of ``content_types`` (when given) and JSON no deeper than the inbound
+    boundary allows, failures as connector errors naming ``what``, never a key or the
+    URL's password. Environment proxies are not used, as with ``outbound_client``."""
     known = [s for s in secrets if s]
     for name, value in (headers or {}).items():
         check_credential(f"the {name} header", value)
@@ -289,7 +368,7 @@ def library_client(
         base_url=base_url,
         headers=dict(headers or {}),
         timeout=timeout,
-        transport=_BoundaryTransport(what, deadline, known),
+        transport=_BoundaryTransport(what, deadline, known, tuple(t.lower() for t in content_types), max_body),
         follow_redirects=True,  # hop by hop, each hop checked by the transport first
         max_redirects=MAX_REDIRECTS,
         trust_env=False,
@@ -343,12 +422,21 @@ def _origin_text(url: httpx.URL) -> str:
 
 
 @contextmanager
-def _failures(what: str, route: str, url: httpx.URL, deadline: float, secrets: list[str]) -> Iterator[None]:
+def _failures(
+    what: str, route: str, url: httpx.URL, deadline: float, secrets: list[str], read: float | None = None
+) -> Iterator[None]:
     """httpx's failures of one request as the connector errors, their text redacted
-    and terminal-safe."""
+    and terminal-safe. A timeout names the limit that ended it: the per-read
+    ``read`` when it fired well before the total ``deadline``."""
+    started = time.monotonic()
     try:
         yield
     except httpx.TimeoutException as exc:
+        if read is not None and read < deadline and time.monotonic() - started < deadline * 0.95:
+            raise StoreTimeout(
+                f"{what} sent nothing for {read:g} s on {route}{' ' if route else ''}(memlens waits {read:g} s per read, "
+                f"{deadline:g} s in all)"
+            ) from exc
         raise StoreTimeout(f"{what} did not answer {route}{' ' if route else ''}within {deadline:g} s") from exc
     except httpx.ConnectError as exc:
         raise StoreUnavailable(

@@ -42,6 +42,7 @@ from connectors.common import inbound
 from connectors.common.paths import data_dir
 from connectors.common.score_spaces import AS_SENT, ScoreSpace
 from connectors.mem0.history import events_of_kinds, memory_history
+from connectors.mem0.model_clients import bound_model_clients, failure_text, model_secrets
 from connectors.mem0.scores import (
     hits_from_search,
     installed_version,
@@ -71,16 +72,13 @@ def load_config(config: dict[str, Any] | str | Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise InvalidRequest(f"Cannot read the Mem0 config {path}: {exc}") from exc
     try:
+        # the inbound boundary's loaders: no YAML aliases, bounded nesting and numbers
         if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            loaded = yaml.safe_load(text)
+            loaded = inbound.load_yaml(text, str(path))
         else:
             loaded = inbound.load_json(text, str(path))
     except inbound.InboundError as exc:
         raise InvalidRequest(str(exc)) from None
-    except Exception as exc:  # yaml.YAMLError carries its own line/column text
-        raise InvalidRequest(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(loaded, dict):
         raise InvalidRequest(f"{path}: a Mem0 config must be a mapping, got {type(loaded).__name__}")
     check_store_named(loaded, str(path))
@@ -203,6 +201,7 @@ class Mem0LibraryStore:
 
     name = "mem0"
     score_kind = ScoreKind.SIMILARITY
+    secrets: tuple[str, ...] | builtins.list[str] = ()  # the model keys the Memory holds, for redaction
 
     def __init__(
         self,
@@ -239,15 +238,20 @@ class Mem0LibraryStore:
         # The packaged MiniLM (and any local model ending in Normalize) embeds on
         # memlens's ONNX path, like the embedded store, Qdrant and Chroma.
         swap = mem0_embedding.memlens_embedder if mem0_embedding.can_take_over(prepared.get("embedder") or {}) else nullcontext
+        secrets = model_secrets(prepared)
         try:
             with swap():
                 memory = mem0.Memory.from_config(prepared)
+            # Mem0's LLM and embedder send through the outbound boundary, not a client of their own
+            bound_model_clients(memory)
         except ConnectorError:
             raise
         except Exception as exc:  # pydantic validation, a locked Qdrant path, a missing model ...
-            raise StoreUnavailable(f"Mem0 could not open this config: {type(exc).__name__}: {exc}") from exc
+            raise StoreUnavailable(f"Mem0 could not open this config: {failure_text(exc, secrets)}") from exc
         backend = str(prepared.get("vector_store", {}).get("provider") or memory.config.vector_store.provider)
-        return cls(memory, backend=backend, app_threshold=app_threshold)
+        store = cls(memory, backend=backend, app_threshold=app_threshold)
+        store.secrets = model_secrets(prepared, memory)
+        return store
 
     # -------------------------------------------------------------- protocol
 
@@ -261,7 +265,7 @@ class Mem0LibraryStore:
         except ValueError as exc:
             raise InvalidRequest(f"Mem0 rejected the search: {exc}") from exc
         except Exception as exc:
-            raise StoreUnavailable(f"Mem0 search failed: {type(exc).__name__}: {exc}") from exc
+            raise StoreUnavailable(f"Mem0 search failed: {failure_text(exc, self.secrets)}") from exc
         latency_ms = (time.perf_counter() - started) * 1000
         items = results_list(body, "Mem0 search")
         hits = hits_from_search(items, self.rule, breakdown_key="score_details")
@@ -320,7 +324,7 @@ class Mem0LibraryStore:
         except ValueError as exc:
             raise InvalidRequest(f"Mem0 rejected the listing: {exc}") from exc
         except Exception as exc:
-            raise StoreUnavailable(f"Mem0 get_all failed: {type(exc).__name__}: {exc}") from exc
+            raise StoreUnavailable(f"Mem0 get_all failed: {failure_text(exc, self.secrets)}") from exc
         return [memory_from_item(item) for item in results_list(body, "Mem0 get_all")[offset : offset + limit]]
 
     # Mem0's write history (connectors.mem0.history): what ADD / UPDATE / DELETE did.

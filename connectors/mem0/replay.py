@@ -24,6 +24,7 @@ from typing import Any
 
 from connectors.base import ConnectorError, InvalidRequest, ReplayedMessage, StoreUnavailable, WriteEvent
 from connectors.mem0.library import Mem0LibraryStore, load_config
+from connectors.mem0.model_clients import failure_text
 
 SOURCE_KEY = "source_message_id"
 
@@ -81,7 +82,8 @@ def replay(
                 result = store.memory.add([{"role": role, "content": content}], user_id=user_id, infer=infer,
                                           metadata={SOURCE_KEY: message_id})
             except Exception as exc:  # Mem0 raises its own errors, the LLM client's, pydantic's ...
-                raise StoreUnavailable(f"Mem0 failed on message {message_id!r}: {type(exc).__name__}: {exc}") from exc
+                # a model's 401 may echo its key: worded with every key redacted
+                raise StoreUnavailable(f"Mem0 failed on message {message_id!r}: {failure_text(exc, store.secrets)}") from exc
             replayed.append(ReplayedMessage(message_id, user_id, _events(result)))
             if progress:
                 progress(number, len(messages))

@@ -112,6 +112,7 @@ class FloorAdvice:
         }
         if chosen is not None and chosen.reached:
             fields["interval"] = list(chosen.interval) if chosen.interval else None
+            fields["interval_note"] = chosen.interval_note
             fields["resampled"] = chosen.resampled
         return json_safe(fields)
 

@@ -21,11 +21,33 @@ MIN_RESAMPLES = 100
 _BOOTSTRAP_BUDGET = 20_000_000
 # Cap on the (resamples x rows) weight matrix the bootstrap builds at once.
 _BOOTSTRAP_CELLS = 1_000_000
+# Under this many turns (rows, without message ids) there is no interval: resamples
+# of a handful of turns redraw the same few scores, and the interval looks narrow
+# (two labels from one turn gave "0.23-0.235"). The global floor and every segment's
+# follow this one rule (``no_interval_reason``).
+MIN_INTERVAL_TURNS = 10
 
 
 def default_resamples(rows: int) -> int:
     """1000 resamples, fewer (never under 100) on large label sets."""
     return int(min(DEFAULT_RESAMPLES, max(MIN_RESAMPLES, _BOOTSTRAP_BUDGET // max(1, rows))))
+
+
+def no_interval_reason(data: LabelledScores) -> str | None:
+    """Why these labels get no bootstrap interval (too few turns to resample, the
+    minimum and the count named), or None when they are enough."""
+    unit = "turn" if data.turn is not None else "row"
+    drawn = data.turns if data.turn is not None else len(data)
+    if drawn >= MIN_INTERVAL_TURNS:
+        return None
+    return (
+        f"no interval: the labels hold {drawn} {unit}{'' if drawn == 1 else 's'}, fewer than the "
+        f"{MIN_INTERVAL_TURNS} a bootstrap of {unit}s needs"
+    )
+
+
+# Said when every resample drew one label class only: nothing to optimise on any of them.
+ONE_CLASS_RESAMPLES = "no interval: no resample held both labels"
 
 
 def optimal_range(cost: np.ndarray, distinct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

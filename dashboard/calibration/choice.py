@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.calibration.bootstrap import default_resamples, resampled_totals
+from dashboard.calibration.bootstrap import ONE_CLASS_RESAMPLES, default_resamples, no_interval_reason, resampled_totals
 from dashboard.calibration.scores import CalibrationError, LabelledScores
 from dashboard.calibration.sweep import Sweep, format_floor, sweep
 
@@ -166,6 +166,7 @@ class FloorChoice:
     confidence: float = 0.95
     resamples_used: int = 0
     resampled: str = "turns"
+    interval_note: str | None = None  # why there is no interval, when resamples were asked for
 
     @property
     def name(self) -> str:
@@ -270,6 +271,8 @@ def choose(
     if resamples is None:
         resamples = default_resamples(len(data))
     if resamples > 0:
+        choice.interval_note = no_interval_reason(data)
+    if resamples > 0 and choice.interval_note is None:
         chosen = bootstrap_choices(data, mode, target, resamples, seed)
         chosen = chosen[np.isfinite(chosen)]
         choice.resamples_used = len(chosen)
@@ -277,6 +280,8 @@ def choose(
             tail = (1 - confidence) / 2 * 100
             lo, hi = np.percentile(chosen, [tail, 100 - tail])
             choice.interval = (float(lo), float(hi))
+        else:
+            choice.interval_note = ONE_CLASS_RESAMPLES
     return choice
 
 

@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from connectors.common.score_spaces import AS_SENT, SIMILARITY_STORES, ScoreSpace
+from connectors.common.score_spaces import AS_SENT, DISTANCE_RULES, SIMILARITY_STORES, ScoreSpace
 from dashboard.calibration.label_files import LabelFile, issue_text
 from dashboard.calibration.sweep import Calibration, evaluate, format_floor, shown_interval
 
@@ -53,6 +53,8 @@ def table_lines(result: Calibration, labels: LabelFile) -> list[str]:
             f"; {rec.confidence:.0%} interval {format_floor(low)}-"
             f"{format_floor(high)} over {rec.resamples_used} resamples of {rec.resampled}"
         )
+    elif rec.interval_note:
+        interval = f"; {rec.interval_note}"
     lines.append(
         f"recommended floor {format_floor(rec.floor)} at cost ratio {rec.cost_ratio:g}: keeps {rec.kept_irrelevant} "
         f"irrelevant, drops {rec.dropped_relevant} relevant{interval}"
@@ -105,11 +107,32 @@ def as_json(result: Calibration, labels: LabelFile) -> dict[str, Any]:
     )
 
 
-UNKNOWN_SPACE_CAPTION = (
-    "The JSON names no score space: these labels come from several stores, or from a distance store whose "
-    "settings this server does not know (or cannot open now). Open that store in the sidebar first, so the "
-    "agent-side API can refuse the floor on another store's scores."
-)
+UNKNOWN_SPACE_HEAD = "The JSON names no score space: "
+
+
+def unknown_space_caption(stores: list[str]) -> str:
+    """Why the floor JSON names no score space, from what memlens knows of the labels'
+    stores (their fingerprints): none named, several, or one whose rule needs settings
+    this server does not have. Store names are outside text: draw it inertly."""
+    if not stores:
+        return (
+            f"{UNKNOWN_SPACE_HEAD}these labels name no store, so nothing says which store's scores they are. "
+            "Calibrate on labels made on Inspect or Label (each names its store) to name it."
+        )
+    if len(stores) > 1:
+        shown = ", ".join(stores[:3]) + (f" and {len(stores) - 3} more" if len(stores) > 3 else "")
+        return (
+            f"{UNKNOWN_SPACE_HEAD}these labels come from {len(stores)} stores ({shown}), and one floor has "
+            "no single space. Calibrate one store's labels to name its space."
+        )
+    kind = stores[0].split(":", 1)[0]
+    if kind in DISTANCE_RULES:
+        return (
+            f"{UNKNOWN_SPACE_HEAD}these labels come from a distance store ({stores[0]}) whose settings this server "
+            "does not know (or cannot open now). Open that store in the sidebar first, so the agent-side API can "
+            "refuse the floor on another store's scores."
+        )
+    return f"{UNKNOWN_SPACE_HEAD}these labels come from a store ({stores[0]}) of a kind this server has no score rule for."
 
 
 def labels_score_space(stores: list[str], opened: dict[str, ScoreSpace] | None = None) -> ScoreSpace | None:
@@ -154,6 +177,7 @@ def floor_choice(
             "recommended": chosen == rec.floor,
             "cost_ratio": rec.cost_ratio,
             "interval": list(rec.interval) if rec.interval else None,
+            "interval_note": rec.interval_note,
             "confidence": rec.confidence,
             "resampled": rec.resampled,
             "band": {"low": result.band.low, "high": result.band.high} if result.band else None,

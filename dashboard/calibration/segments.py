@@ -3,8 +3,9 @@
 A floor that suits one user's memories or one category of question may not suit
 another's. Each segment gets the floor of the chosen mode with its bootstrap
 interval, and a note when that floor cannot be trusted: too few labels (an interval
-wider than ``MAX_STABLE_WIDTH``, or under ``MIN_RELEVANT`` relevant ones), one label
-class only, or a target out of reach.
+wider than ``MAX_STABLE_WIDTH``, under ``MIN_RELEVANT`` relevant ones, or too few
+turns for an interval by the global floor's rule), one label class only, or a target
+out of reach.
 Pure.
 """
 
@@ -138,17 +139,20 @@ def _floor(name: str, data: LabelledScores, mode: str, target: float, resamples:
     turns = data.turns if data.turn is not None else None
     if mode == COST_RATIO:
         rec = recommend(data, target, resamples=resamples, seed=seed)
-        floor, interval = rec.floor, rec.interval
+        floor, interval, no_interval = rec.floor, rec.interval, rec.interval_note
     else:
         choice = choose(data, mode, target, resamples=resamples, seed=seed)
         if choice.floor is None:
             return SegmentFloor(name, len(data), data.relevant_count, turns, None, None, f"no floor reaches {choice.name}")
-        floor, interval = choice.floor, choice.interval
+        floor, interval, no_interval = choice.floor, choice.interval, choice.interval_note
     segment = SegmentFloor(name, len(data), data.relevant_count, turns, floor, interval)
+    # The interval's reason is the global floor's own (bootstrap.no_interval_reason): one rule for both.
     if data.relevant_count < MIN_RELEVANT:
         segment.note = f"too few labels for a stable floor: {data.relevant_count} relevant (fewer than {MIN_RELEVANT})"
-    elif resamples > 0 and interval is None:
-        segment.note = "too few labels for an interval"
+        if no_interval:
+            segment.note += f"; {no_interval}"
+    elif no_interval:
+        segment.note = no_interval
     elif segment.width is not None and (segment.width > max_width or not math.isfinite(segment.width)):
         segment.note = (
             f"too few labels for a stable floor: the 95% interval is {segment.width:.2f} wide (more than {max_width:g})"

@@ -32,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.calibration.bootstrap import bootstrap_middles, default_resamples, middle, optimal_range
+from dashboard.calibration.bootstrap import (
+    ONE_CLASS_RESAMPLES,
+    bootstrap_middles,
+    default_resamples,
+    middle,
+    no_interval_reason,
+    optimal_range,
+)
 from dashboard.calibration.scores import CalibrationError, LabelledScores
 from dashboard.calibration.scores import labelled_scores as labelled_scores  # re-exported: callers import it from here
 
@@ -284,6 +291,7 @@ class Recommendation:
     resamples_used: int  # resamples holding both classes (the others are left out)
     resampled: str  # "turns" (message ids) or "rows" (no message ids)
     seed: int
+    interval_note: str | None = None  # why there is no interval, when resamples were asked for
 
     @property
     def snippet(self) -> str:
@@ -375,7 +383,8 @@ def recommend(
     floor = _pasteable(exact, float(low), float(high))
 
     interval, used, resampled = None, 0, "turns" if data.turn is not None else "rows"
-    if resamples > 0:
+    interval_note = no_interval_reason(data) if resamples > 0 else None
+    if resamples > 0 and interval_note is None:
         middles = bootstrap_middles(data, distinct, cost_ratio, resamples, seed)
         middles = middles[~np.isnan(middles)]
         used = len(middles)
@@ -383,6 +392,8 @@ def recommend(
             tail = (1 - confidence) / 2 * 100
             lo, hi = np.percentile(middles, [tail, 100 - tail])
             interval = (float(lo), float(hi))
+        else:
+            interval_note = ONE_CLASS_RESAMPLES
 
     at = evaluate(data, [floor])
     return Recommendation(
@@ -405,6 +416,7 @@ def recommend(
         resamples_used=used,
         resampled=resampled,
         seed=seed,
+        interval_note=interval_note,
     )
 
 

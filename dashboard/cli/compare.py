@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         if info is None:
             raise CommandError(f"no run {run_id!r} (see `memlens runs list`)")
         if not info.complete:
-            print(f"memlens compare: warning: run {run_id} is {info.status}", file=sys.stderr)
+            print(f"warning: run {run_id} is {info.status}", file=sys.stderr)
         infos.append(info)
     run_a, run_b = infos
     failing = [info for info in infos if info.failed]

@@ -1,7 +1,12 @@
 """What a command says when it stops, raised where the command finds it and printed
-once by `dashboard/cli/main.py` as ``memlens COMMAND: message``."""
+once by `dashboard/cli/main.py` as ``memlens COMMAND: message``.
+
+That prefix marks a failure. A line that only informs goes to stderr as ``note: ...``
+(``note``) and a warning as ``warning: ...``, so neither reads as an error."""
 
 from __future__ import annotations
+
+import sys
 
 from connectors.common.errors import EXIT_UNUSABLE, MemlensError
 
@@ -14,3 +19,8 @@ class CommandError(MemlensError):
     def __init__(self, message: str, *, exit_status: int = EXIT_UNUSABLE):
         super().__init__(message)
         self.exit_status = exit_status
+
+
+def note(text: str) -> None:
+    """An informational line on stderr, never with the error's ``memlens COMMAND:`` prefix."""
+    print(f"note: {text}", file=sys.stderr)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.cli.arguments import finite, positive_int
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, note
 
 EXIT_STOPPED = 1
 
@@ -134,7 +134,7 @@ def print_clock(store: Any) -> None:
     clock = counted() if callable(counted) else None
     if clock is not None:
         said = clock.note("the store's") or f"Ranked as of {clock.as_of.isoformat()}: every memory existed by then."
-        print(f"memlens eval: {said}", file=sys.stderr)
+        note(said)
 
 
 def print_progress(done: int, total: int) -> None:

@@ -97,6 +97,11 @@ def run_adjudicate(args: argparse.Namespace) -> int:
     one = (args.message, args.memory, args.label, args.note)
     if any(v is not None for v in one) and not all(v is not None for v in one):
         raise CommandError("one pair needs --message, --memory, --label and --note")
+    # said before the database is opened, not as the store's ValueError afterwards
+    if not args.adjudicator.strip():
+        raise CommandError("--adjudicator needs a name: who decides is stored with each row")
+    if args.note is not None and not args.note.strip():
+        raise CommandError("--note needs a reason: the next reader of the label needs to know why")
     db = _open(args)
     try:
         found = counted(db, session=args.session, environ=dict(os.environ))

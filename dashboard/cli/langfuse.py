@@ -58,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
         rows = langfuse.read_observations(api, start=time_flag(args.start, "--from"), end=time_flag(args.end, "--to"), secrets=secrets)
         pulled = write_log(rows, args.out)
         print(f"langfuse pull: {pulled.turns:,} turn(s) ({pulled.empty_turns:,} with no document), {pulled.rows:,} row(s) -> {args.out}")
+        if pulled.no_id:
+            print(f"langfuse pull: {pulled.no_id:,} document(s) without an id written as bad rows; "
+                  f"`memlens logs check {args.out}` names them", file=sys.stderr)
         return 0
     return _push(args, api, secrets)
 

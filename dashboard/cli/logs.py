@@ -9,8 +9,9 @@
 
 `check` reads any log the Label page reads (JSONL, CSV, Parquet, OTLP JSON traces)
 and exits 0 when every row is good, 2 when some rows were skipped, 1 when the file
-cannot be read at all. memlens's own exports (a run's JSONL, a label export) are not
-logs: `check` exits 2 naming what the file is and where it goes instead. `export` writes the app's read log ($MEMLENS_DATA_DIR/reads.jsonl
+cannot be read at all. memlens's own files (a run's JSONL, a label export, a memories
+file, a judged set, a floor file) are not logs: `check` exits 2 naming what the file
+is and where it goes instead, in one line (dashboard/logs/own_files.py). `export` writes the app's read log ($MEMLENS_DATA_DIR/reads.jsonl
 unless --read-log names one) as OTLP JSON, ids and scores only.
 """
 
@@ -41,13 +42,12 @@ def add_parser(commands) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from dashboard.logs.own_files import own_export
+    from dashboard.logs.own_files import OwnFileError
 
-    what = own_export(args.file)
-    if what is not None:
-        raise CommandError(f"{args.file} is {what}")
     try:
         log = read_log(args.file, include_query=args.include_query)
+    except OwnFileError:
+        raise  # exit 2 naming what the file is and where it goes
     except LogFormatError as exc:  # exit 1: the file cannot be read at all (2 is for skipped rows)
         raise CommandError(str(exc), exit_status=1) from exc
     print(log.summary())

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.cli.arguments import non_negative
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, note
 
 
 def _floor(text: str) -> float:
@@ -106,9 +106,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"run {info.run_id} {info.status}: k {info.k}, floor {floor!r}"
               + (f", as of {info.as_of}" if info.as_of else ""), file=sys.stderr)
         print("\n".join(misses.table_lines(anatomy, floor)))
-    for note in anatomy.notes:
-        print(f"memlens misses: {note}", file=sys.stderr)
+    for said in anatomy.notes:
+        note(said)
     if anatomy.skipped_questions:
-        print(f"memlens misses: {anatomy.skipped_questions} question(s) failed or were not asked in the run: "
-              f"their pairs are left out (`memlens runs resume {info.run_id}` asks them)", file=sys.stderr)
+        note(f"{anatomy.skipped_questions} question(s) failed or were not asked in the run: "
+             f"their pairs are left out (`memlens runs resume {info.run_id}` asks them)")
     return 0

@@ -27,9 +27,11 @@ without, a note says once that relevance is not being watched.
 Bad rows go to stderr named by file, line and field, and the good rows are used.
 Exit status: 0 no alert (or alerts without --fail-on-alert), 1 alerts with
 --fail-on-alert, 2 unusable input (no such file, an unreadable file or floor config,
-no turn with a timestamp). A webhook (--webhook, $MEMLENS_MONITOR_WEBHOOK or the
-secrets file) gets one JSON message when there are alerts; its URL is never printed,
-and a failed post is reported on stderr without changing the exit status.
+no turn with a timestamp), 3 a judge whose grades fail the checks `memlens judge`
+runs (its kept precision is then shown as untrusted, after the rest of the report).
+A webhook (--webhook, $MEMLENS_MONITOR_WEBHOOK or the secrets file) gets one JSON
+message when there are alerts; its URL is never printed, and a failed post is
+reported on stderr without changing the exit status.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from dashboard.monitoring.relation import RELATION, TURNS, expand_paths, open_lo
 from dashboard.monitoring.windows import WINDOWS
 
 EXIT_ALERT = 1
+EXIT_UNTRUSTED_JUDGE = 3  # as `memlens judge` exits on a degenerate run (dashboard/cli/judge.py)
 MAX_ISSUES_PRINTED = 100
 
 
@@ -205,10 +208,11 @@ def emit(
     else:
         lines = report.text_lines(result, source)
         if judged is not None:
-            quiet = lines.pop() if not result.alerts else None  # "no alert: ..." goes last, if still true
+            if not result.alerts:
+                lines.pop()  # "no alert: ..." goes last, counting both sides, if still true
             lines += judged.lines + [alert.line() for alert in precision_alerts]
-            if quiet and not precision_alerts:
-                lines.append(quiet)
+            if not result.alerts and not precision_alerts:
+                lines.append(report.closing_line(result, (judged.tested, judged.why)))
         print("\n".join(lines))
     alerts = len(result.alerts) + len(precision_alerts)
     url = webhook.webhook_url(args.webhook)
@@ -223,4 +227,7 @@ def emit(
             print(f"memlens monitor: webhook: {problem}; the alerts are above", file=sys.stderr)
         else:
             print(f"memlens monitor: webhook: posted {alerts} alert(s)", file=sys.stderr)
+    if judged is not None and judged.untrusted is not None:
+        # after the report and the webhook: the no-memory side's figures and alerts still stand
+        raise CommandError(f"{judged.untrusted}; its kept precision is untrusted", exit_status=EXIT_UNTRUSTED_JUDGE)
     return EXIT_ALERT if alerts and args.fail_on_alert else 0

@@ -8,6 +8,12 @@ of the monitor (dashboard/monitoring/precision.py), its options and its output.
 Per window, N sampled turns' top 3 kept memories are graded (query text from the
 log's ``query`` column, memory text read from the store by id); grades are cached in
 the app database, so a second run on the same logs sends no request.
+
+The sample's grades, cached and new, go through the checks `memlens judge` runs
+(dashboard/judging/run_check.py). A judge that fails them (one grade for every pair,
+every reason the prompt's placeholder or the same, no usable answer) has its kept
+precision shown as untrusted, compared with nothing, and the run exits 3 with the
+reason (``EXIT_DEGENERATE``, as `memlens judge`'s), after the rest of the report.
 """
 
 from __future__ import annotations
@@ -52,6 +58,9 @@ class JudgedResult:
     lines: list[str] = field(default_factory=list)
     alerts: list[PrecisionAlert] = field(default_factory=list)
     document: dict[str, Any] = field(default_factory=dict)
+    tested: int = 0  # windows tested for kept precision
+    why: str = ""  # why the others were not, in parentheses ("" when it needs no word)
+    untrusted: str | None = None  # the judge failed its checks: why (the run exits 3)
 
 
 def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str]) -> JudgedResult:
@@ -106,24 +115,48 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
     windows = precision.window_precision(
         sampled, eligible, run.grades, lambda start: _label(result, start), stale_after=stale_after, created=created
     )
-    baseline, alerts = precision.precision_alerts(
-        windows, [w.start for w in result.baseline.windows], margin=args.precision_margin, alpha=settings.alpha, target=args.precision_target
-    )
-    out = JudgedResult(alerts=alerts)
-    out.lines = _lines(judge.source, args, windows, baseline, run, agreement)
+    check = run.check(judge.source)
+    for problem in check.problems:
+        if not problem.whole_run:  # a problem in part of the run is a warning, as `memlens judge` says it
+            print(f"memlens monitor: warning: {problem.message}", file=sys.stderr)
+    out = JudgedResult()
+    if check.degenerate:
+        # grades that say nothing are no baseline: nothing is compared, nothing alerts
+        out.untrusted = "; ".join(p.message for p in check.problems if p.whole_run)
+        for w in windows:
+            w.in_baseline = w.start in {b.start for b in result.baseline.windows}
+        baseline = None
+        out.why = " (its judge failed its checks)"
+    else:
+        baseline, out.alerts = precision.precision_alerts(
+            windows, [w.start for w in result.baseline.windows], margin=args.precision_margin, alpha=settings.alpha, target=args.precision_target
+        )
+        out.tested = sum(w.tested for w in windows)
+        if baseline is None:
+            out.why = " (no graded pair in the baseline)"
+    out.lines = _lines(judge.source, args, windows, baseline, run, agreement, out.untrusted)
     out.document = {
         "judge": judge.source,
+        "trusted": out.untrusted is None,
+        "problems": check.warnings(),
         "sample": args.sample,
         "seed": args.seed,
         "top": TOP,
         "stale_after_days": args.stale_after,
-        "windows": [w.as_dict() for w in windows],
+        "windows": [_window_dict(w, out.untrusted) for w in windows],
         "baseline": baseline.as_dict() if baseline is not None else None,
         "grading": {"graded": run.graded, "cached": run.cached, "failed": run.failed, "over_budget": run.over_budget, "no_query": run.no_query},
         "agreement": agreement.headline() if agreement is not None else None,
-        "alerts": [a.as_dict() for a in alerts],
+        "alerts": [a.as_dict() for a in out.alerts],
     }
     return out
+
+
+def _window_dict(window: Any, untrusted: str | None) -> dict[str, Any]:
+    shown = window.as_dict()
+    if untrusted is not None:  # a consumer of the JSON must not read the judge's 0.0% as a measurement
+        shown.update(precision=None, interval=None, tested=False, p_value=None)
+    return shown
 
 
 def _label(result: Any, start: Any) -> str:
@@ -136,29 +169,40 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def _lines(source: str, args: argparse.Namespace, windows: list, baseline: Any, run: Any, agreement: Any) -> list[str]:
+def _lines(
+    source: str, args: argparse.Namespace, windows: list, baseline: Any, run: Any, agreement: Any, untrusted: str | None = None
+) -> list[str]:
     lines = [
         "",
         f"kept precision, judged by {source}: the top {TOP} kept memories of {args.sample} sampled turn(s) per window "
-        f"(stratified by top-1 band, seed {args.seed})",
-        f"{'window':<17}{'turns':>9}{'sampled':>9}{'pairs':>7}{'relevant':>10}{'precision':>11}{'95% interval':>16}",
+        f"(stratified by top-1 band, seed {args.seed}), drawn from its kept turns (turns with a memory at or above the "
+        "floor, where the table above counts every turn)",
     ]
+    if untrusted is not None:
+        lines.append(f"UNTRUSTED (not measurements: nothing is compared with them or alerted on): {untrusted}")
+    # `kept turns`, not `turns`: the table above has a `turns` column of every turn in the window
+    lines.append(f"{'window':<17}{'kept turns':>11}{'sampled':>9}{'pairs':>7}{'relevant':>10}{'precision':>11}{'95% interval':>16}")
     if args.stale_after:
         lines[-1] += f"{'stale':>7}"
     for w in windows:
         interval = w.interval
         shown = f"{interval[0]:.1%}-{interval[1]:.1%}" if interval else "-"
         role = "baseline" if w.in_baseline else ("" if w.tested else "not tested")
+        figure = _share(w.precision)
+        if untrusted is not None:  # the judge's counts stay visible; no share of them reads as a measurement
+            figure, shown, role = "untrusted", "-", ("baseline" if w.in_baseline else "")
         stale = f"{w.stale or 0:>7,}" if args.stale_after else ""
         lines.append(
-            f"{w.label:<17}{w.eligible:>9,}{w.sampled:>9,}{w.pairs:>7,}{w.relevant:>10,}{_share(w.precision):>11}{shown:>16}{stale}  {role}".rstrip()
+            f"{w.label:<17}{w.eligible:>11,}{w.sampled:>9,}{w.pairs:>7,}{w.relevant:>10,}{figure:>11}{shown:>16}{stale}  {role}".rstrip()
         )
     if args.stale_after:
         lines.append(
             f"stale: {sum(w.stale or 0 for w in windows):,} relevant pair(s) whose memory was older than {args.stale_after} day(s) "
             "at its turn (an old memory rated relevant may no longer be true: check it)"
         )
-    if baseline is not None:
+    if untrusted is not None:
+        lines.append(f"baseline kept precision: untrusted ({source} failed its checks), so no window is compared with it")
+    elif baseline is not None:
         low, high = baseline.interval
         lines.append(f"baseline kept precision {baseline.precision:.1%} (95% interval {low:.1%}-{high:.1%}) over {baseline.pairs:,} pair(s)")
     else:

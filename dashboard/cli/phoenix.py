@@ -11,7 +11,8 @@ annotations `relevance` (people HUMAN, judges LLM); a re-run replaces them.
 dashboard/logs/phoenix.py has the rules. The URL comes from --url or
 $MEMLENS_PHOENIX_URL, the API key (when the server wants one) from $PHOENIX_API_KEY
 only, and it is never printed. Exit status: 0 done, 2 unusable (Phoenix unreachable or
-refusing, no such label database, a bad time).
+refusing, an answer that is not Phoenix's span table, --out not writable, no such label
+database, a bad time).
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ def _pull(args: argparse.Namespace, server: Any, secrets: list[str | None]) -> i
         f"phoenix pull: {pulled.turns:,} turn(s) ({pulled.empty_turns:,} with no document), {pulled.rows:,} row(s) "
         f"from project {args.project} -> {args.out}"
     )
+    if pulled.no_id:
+        print(f"phoenix pull: {pulled.no_id:,} document(s) without an id written as bad rows; "
+              f"`memlens logs check {args.out}` names them", file=sys.stderr)
     return 0
 
 

@@ -28,11 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
 from dashboard.cli.arguments import positive_int, share
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, note
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -93,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(body))
         return 0
     if args.n > info.k:
-        print(f"memlens whatif: the cutoff {args.n} is past the run's k={info.k}; using n={info.k}", file=sys.stderr)
+        note(f"the cutoff {args.n} is past the run's k={info.k}; using n={info.k}")
     print(result.summary())
-    for note in result.notes():
-        print(f"note: {note}")
+    for said in result.notes():
+        print(f"note: {said}")
     print(_setting_line("own", result.own_weights, None, result.own_train, result.own_held_out, result.own_tied))
     for i, s in enumerate(result.top, start=1):
         print(_setting_line(f"#{i}", s.weights, s.floor, s.train, s.held_out, s.tied))

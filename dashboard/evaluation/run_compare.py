@@ -21,7 +21,7 @@ from connectors.common.errors import MemlensError
 from dashboard import score_space
 from dashboard.database.runs import QueryOutcome, RunInfo
 from dashboard.evaluation.judged_sets import JudgedSet
-from dashboard.evaluation.run_figures import QueryFigures, run_figures
+from dashboard.evaluation.run_figures import PER_TURN, POOLED, QueryFigures, run_figures
 from dashboard.floor import floor_text
 
 PERMUTATIONS = 10_000
@@ -95,7 +95,7 @@ def paired_randomisation_p(deltas: np.ndarray, permutations: int = PERMUTATIONS,
 
 
 # The metrics that apply a floor to the scores: only comparable within one score space.
-FLOOR_METRICS = ("floor_precision", "no_memory_answerable", "no_memory_unanswerable")
+FLOOR_METRICS = (PER_TURN, POOLED, "no_memory_answerable", "no_memory_unanswerable")
 
 
 def run_space(info: RunInfo, outcomes: list[QueryOutcome]) -> str:
@@ -120,6 +120,12 @@ def compare_runs(
         raise CompareError(
             f"runs {run_a.run_id} and {run_b.run_id} were judged against different versions of "
             f"their judged sets ({run_a.set_name} {run_a.set_hash} vs {run_b.set_name} {run_b.set_hash})"
+        )
+    if metric == POOLED:
+        # The paired test needs one figure per question; a pooled ratio has none of its own.
+        raise CompareError(
+            f"{POOLED} is one ratio over every question, with no per-question figure to pair: compare {PER_TURN} "
+            "(the mean over questions) instead"
         )
     if metric in FLOOR_METRICS:
         space_a, space_b = run_space(run_a, outcomes_a), run_space(run_b, outcomes_b)

@@ -10,8 +10,11 @@ the run's depth n (at most the run's k):
 
 and, at a chosen floor (hits scored under it never reach the prompt):
 
-    floor_precision         of the memories kept, the share judged relevant
-                            (mean over questions that kept something)
+    floor_precision_pooled  of every memory kept over all questions, the share
+                            judged relevant (kept relevant / kept, pooled)
+    floor_precision_per_turn  the mean, over the questions (turns) that kept
+                            something, of each one's kept relevant / kept: every
+                            turn weighs the same, however many memories it kept
     no_memory_answerable    the share of answerable questions left with no memory
     no_memory_unanswerable  the share of unanswerable ones left with no memory
                             (higher is better: the prompt says nothing is known)
@@ -29,11 +32,13 @@ from dashboard.database.runs import QueryOutcome
 from dashboard.judged import JudgedQuestion
 from dashboard.ranking import metrics as ir
 
+POOLED, PER_TURN = "floor_precision_pooled", "floor_precision_per_turn"
+
 
 def metric_names(n: int, floor: float | None = None) -> list[str]:
     names = [f"precision@{n}", f"recall@{n}", "mrr", f"ndcg@{n}", f"hit_rate@{n}", "abstention"]
     if floor is not None:
-        names += ["floor_precision", "no_memory_answerable", "no_memory_unanswerable"]
+        names += [POOLED, PER_TURN, "no_memory_answerable", "no_memory_unanswerable"]
     return names
 
 
@@ -46,6 +51,8 @@ class QueryFigures:
     values: dict[str, float | None]  # metric name -> value (None: not defined here)
     top: tuple[str, ...]
     error: str | None = None
+    kept: int = 0  # memories kept at the floor, and how many of them are relevant: the pooled precision's sums
+    kept_relevant: int = 0
 
 
 def query_figures(question: JudgedQuestion, outcome: QueryOutcome | None, n: int, floor: float | None = None) -> QueryFigures:
@@ -63,7 +70,8 @@ def query_figures(question: JudgedQuestion, outcome: QueryOutcome | None, n: int
     }
     if floor is not None:
         kept = [h.memory_id for h in hits[:n] if h.score is not None and h.score >= floor]
-        values["floor_precision"] = ir.returned_precision_at_k(kept, grades, n) if kept else None
+        # One question's pooled and per-turn precision are the same; they differ in how questions are combined.
+        values[POOLED] = values[PER_TURN] = ir.returned_precision_at_k(kept, grades, n) if kept else None
         values["no_memory_answerable"] = float(not kept) if answerable else None
         values["no_memory_unanswerable"] = None if answerable else float(not kept)
     return QueryFigures(
@@ -74,6 +82,8 @@ def query_figures(question: JudgedQuestion, outcome: QueryOutcome | None, n: int
         values=values,
         top=tuple(ranking[:n]),
         error=outcome.error if outcome else "not asked",
+        kept=len(kept) if floor is not None else 0,
+        kept_relevant=sum(1 for memory_id in kept if grades.get(memory_id, 0) > 0) if floor is not None else 0,
     )
 
 
@@ -82,8 +92,14 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def _pooled(rows: Sequence[QueryFigures]) -> float | None:
+    """Kept relevant / kept, summed over all rows (None when no row kept anything)."""
+    kept = sum(r.kept for r in rows)
+    return sum(r.kept_relevant for r in rows) / kept if kept else None
+
+
 def average(rows: Sequence[QueryFigures], names: Sequence[str]) -> dict[str, float | None]:
-    return {name: _mean(r.values.get(name) for r in rows) for name in names}
+    return {name: _pooled(rows) if name == POOLED else _mean(r.values.get(name) for r in rows) for name in names}
 
 
 @dataclass

@@ -89,8 +89,13 @@ def cursor() -> duckdb.DuckDBPyConnection:
 
 
 def file_kind(path: str) -> str:
-    """jsonl, csv or parquet for DuckDB; "validate" for what only memlens reads."""
+    """jsonl, csv or parquet for DuckDB; "validate" for what only memlens reads.
+    Raises OwnFileError for one of memlens's own files that is no log (own_files.py)."""
     kind = detect_format(path)
+    if kind != "parquet":
+        from dashboard.logs.own_files import refuse_own_file
+
+        refuse_own_file(path)
     if kind != "jsonl":
         return kind
     from dashboard.logs import otlp, read_log  # (and pandas) only for JSON: Parquet and CSV never need them

@@ -18,8 +18,10 @@ and Langfuse keeps one score per id: a re-run replaces, never adds.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +29,8 @@ from typing import Any
 
 from connectors.base import ConnectorError
 from connectors.common.errors import MemlensError
-from connectors.common.redaction import redact_text, terminal_line
+from connectors.common.inbound import InboundError, finite_number, load_json
+from connectors.common.redaction import redact_text, remember_secrets, terminal_line
 
 SCORE = "relevance"
 INSTALL_HINT = "pip install 'memlens[langfuse]'"
@@ -35,6 +38,9 @@ PAGE = 500
 ID_CHUNK = 100
 READ_SECONDS = 60.0  # per read (the SDK's own default)
 DEADLINE_SECONDS = 300.0  # per request in all: a server dripping bytes cannot hold a pull
+# A pull in all: a server that never ends its pages cannot hold it either.
+MAX_PAGES = 2_000  # a million observations at PAGE a page
+PULL_SECONDS = 3_600.0
 _ID_KEYS = ("id", "memory_id", "document_id", "document.id")
 
 
@@ -65,8 +71,14 @@ def client(url: str, public_key: str, secret_key: str, *, deadline: float = DEAD
         check_credential("$LANGFUSE_SECRET_KEY", secret_key)
     except ConnectorError as exc:
         raise LangfuseError(str(exc)) from None
+    # the SDK sends both keys as a Basic header: its credentials are a secret of their
+    # own, so their every form (reversed, encoded again) is redacted too
+    pair = f"{public_key}:{secret_key}"
+    secrets = [public_key, secret_key, pair, base64.b64encode(pair.encode()).decode()]
+    remember_secrets(secrets)
     http = library_client(
-        url, what=f"Langfuse at {public_url(url)}", timeout=READ_SECONDS, deadline=deadline, secrets=[public_key, secret_key]
+        url, what=f"Langfuse at {public_url(url)}", timeout=READ_SECONDS, deadline=deadline, secrets=secrets,
+        content_types=("application/json",),
     )
     return LangfuseAPI(
         base_url=url.rstrip("/"), username=public_key, password=secret_key, x_langfuse_public_key=public_key, httpx_client=http
@@ -88,8 +100,8 @@ def documents(output: Any) -> list[tuple[str | None, float | None]]:
     """(memory id, score) of each document of a RETRIEVER observation's output."""
     if isinstance(output, str):
         try:
-            output = json.loads(output)
-        except ValueError:
+            output = load_json(output, "the observation's output")  # bounded nesting and numbers
+        except InboundError:
             return []
     if isinstance(output, dict):
         output = output.get("documents")
@@ -101,15 +113,22 @@ def documents(output: Any) -> list[tuple[str | None, float | None]]:
             continue
         memory_id = next((item[key] for key in _ID_KEYS if item.get(key) not in (None, "")), None)
         score = item.get("score", item.get("document.score"))
-        found.append((None if memory_id is None else str(memory_id), float(score) if isinstance(score, (int, float)) else None))
+        # a score no float holds (401 digits) is no score, not an OverflowError
+        found.append((None if memory_id is None else str(memory_id), finite_number(score)))
     return found
 
 
-def _observations(api: Any, secrets: list[str | None], **filters: Any) -> list[Any]:
-    """Every RETRIEVER observation matching `filters`, following the cursor."""
+def _observations(
+    api: Any, secrets: list[str | None], *, max_pages: int = MAX_PAGES, seconds: float = PULL_SECONDS, **filters: Any
+) -> list[Any]:
+    """Every RETRIEVER observation matching `filters`, following the cursor: at most
+    `max_pages` pages within `seconds` in all, and a cursor the server sent before
+    ends the pull (it would repeat the same pages for ever)."""
     found: list[Any] = []
     cursor = None
-    while True:
+    seen: set[str] = set()
+    started = time.monotonic()
+    for pages in range(1, max_pages + 1):
         page = _call(
             "observations", secrets, api.observations.get_many, type="RETRIEVER", fields="core,basic,io", limit=PAGE, cursor=cursor, **filters
         )
@@ -117,6 +136,17 @@ def _observations(api: Any, secrets: list[str | None], **filters: Any) -> list[A
         cursor = page.meta.cursor
         if not cursor or not page.data:
             return found
+        if cursor in seen:
+            raise LangfuseError(
+                f"Langfuse observations: the server sent the same page cursor again after {pages:,} page(s); "
+                "memlens stopped instead of reading the same pages again (is a proxy replaying answers?)"
+            )
+        seen.add(cursor)
+        if time.monotonic() - started > seconds:
+            raise LangfuseError(
+                f"Langfuse observations: {pages:,} page(s) took more than {seconds:g} s in all; narrow --from/--to"
+            )
+    raise LangfuseError(f"Langfuse observations: more than {max_pages:,} pages of {PAGE} observations; narrow --from/--to")
 
 
 def read_observations(

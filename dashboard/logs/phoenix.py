@@ -23,6 +23,7 @@ adds one. A judge's reason is not sent (it may quote the memory); its grade is.
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,7 +32,8 @@ from typing import Any
 
 from connectors.base import ConnectorError
 from connectors.common.errors import MemlensError
-from connectors.common.redaction import redact_text, shorten, terminal_line
+from connectors.common.inbound import finite_number
+from connectors.common.redaction import redact_text, remember_secrets, shorten, terminal_line
 
 ANNOTATION = "relevance"
 INSTALL_HINT = "pip install 'memlens[phoenix]'"
@@ -49,6 +51,7 @@ class Pulled:
     turns: int
     empty_turns: int
     rows: int
+    no_id: int = 0  # documents written without an id: bad rows the log's reader names
 
 
 @dataclass
@@ -75,8 +78,12 @@ def client(url: str, api_key: str | None = None, *, deadline: float = DEADLINE_S
         raise PhoenixError(str(exc)) from None
     # Phoenix sends no headers of its own with a given client: the key goes here
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    remember_secrets([api_key])
+    # a span query is answered multipart (one JSON part a query) or JSON: a 200 page of
+    # anything else (a sign-in page in front of Phoenix) is refused, not read as no spans
     http = library_client(
-        url, what=f"Phoenix at {public_url(url)}", timeout=READ_SECONDS, deadline=deadline, headers=headers, secrets=[api_key]
+        url, what=f"Phoenix at {public_url(url)}", timeout=READ_SECONDS, deadline=deadline, headers=headers, secrets=[api_key],
+        content_types=("multipart/mixed", "application/json"),
     )
     return Client(http_client=http)
 
@@ -118,11 +125,16 @@ def read_spans(
         start_time=start,
         end_time=end,
         limit=limit,
+        timeout=READ_SECONDS,  # the client's own default is 5 s a read: memlens's limits are the ones it names
     )
     if len(spans) >= limit:
         # the two queries could then each keep a different part of the range, and a
         # span cut from the second would read as an empty turn: refuse instead
         raise PhoenixError(f"{limit:,} retriever spans or more in the range: narrow --from/--to, or raise --limit")
+    if not len(spans):
+        return []
+    _check_columns(spans, ("start_time",), "spans", levels=1)
+    started_at = [(span_id, _start(started, span_id)) for span_id, started in zip(spans.index, spans["start_time"], strict=True)]
     documents = _call(
         "documents",
         secrets,
@@ -132,39 +144,95 @@ def read_spans(
         start_time=start,
         end_time=end,
         limit=limit,
+        timeout=READ_SECONDS,
     )
     by_span: dict[str, list[tuple[int, Any, Any]]] = {}
     if len(documents):
+        _check_columns(documents, ("memory_id", "score"), "documents", levels=2)
         for (span_id, position), memory_id, score in zip(documents.index, documents["memory_id"], documents["score"], strict=True):
-            by_span.setdefault(str(span_id), []).append((int(position), memory_id, score))
+            by_span.setdefault(str(span_id), []).append((_position(position, span_id), memory_id, score))
     store = f"phoenix:{project}"
     rows: list[dict[str, Any]] = []
-    if not len(spans):
-        return rows
-    for span_id, started in sorted(zip(spans.index, spans["start_time"], strict=True), key=lambda pair: (pair[1], pair[0])):
-        stamp = started.isoformat().replace("+00:00", "Z")
+    for span_id, stamp in sorted(started_at, key=lambda pair: (pair[1], str(pair[0]))):
         found = sorted(by_span.get(str(span_id), []), key=lambda item: item[0])
         if not found:  # the store returned nothing: an empty turn
             rows.append({"message_id": str(span_id), "timestamp": stamp, "store": store})
             continue
         for position, memory_id, score in found:
-            row: dict[str, Any] = {"message_id": str(span_id), "memory_id": None if memory_id is None else str(memory_id)}
+            # a document without an id (None, NaN, "") has no memory: written without
+            # one, a bad row the log's reader names, never the memory "nan"
+            row: dict[str, Any] = {"message_id": str(span_id), "memory_id": _memory_id(memory_id)}
             row["rank"] = position + 1
-            row["score"] = None if score is None or score != score else float(score)
+            row["score"] = _score(score)
             row.update(timestamp=stamp, store=store)
             rows.append(row)
     return rows
 
 
+# The shape of Phoenix's answers, checked once where they are read: a server of
+# another version (or something else answering) is one line and exit 2.
+
+
+def _check_columns(frame: Any, columns: tuple[str, ...], what: str, *, levels: int) -> None:
+    missing = [column for column in columns if column not in frame.columns]
+    if missing or frame.index.nlevels != levels:
+        given = ", ".join(terminal_line(str(c)) for c in list(frame.columns)[:10]) or "none"
+        raise PhoenixError(
+            f"Phoenix {what}: the answer is not the span table memlens reads (expected columns {', '.join(columns)} "
+            f"indexed by {'span id and document position' if levels == 2 else 'span id'}; got columns {given}): "
+            "is the URL a Phoenix server?"
+        )
+
+
+def _position(value: Any, span_id: Any) -> int:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= int(value) < 1_000_000:
+        return int(value)
+    raise PhoenixError(f"Phoenix documents: span {terminal_line(str(span_id))} has document position {terminal_line(repr(value))[:60]}, not a position")
+
+
+def _start(value: Any, span_id: Any) -> str:
+    """The span's start as ISO text in UTC, or PhoenixError naming the span."""
+    from connectors.common.inbound import sane_time
+
+    stamp = value.to_pydatetime() if hasattr(value, "to_pydatetime") else value
+    if not isinstance(stamp, datetime) or stamp.tzinfo is None or not sane_time(stamp):
+        raise PhoenixError(
+            f"Phoenix spans: span {terminal_line(str(span_id))} has start_time {terminal_line(repr(value))[:60]}, not a time memlens reads"
+        )
+    return stamp.isoformat().replace("+00:00", "Z")
+
+
+def _memory_id(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and value != value) or str(value).strip() == "":
+        return None
+    return str(value)
+
+
+def _score(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        return finite_number(float(value))
+    except OverflowError:  # an integer no float holds
+        return None
+
+
 def write_log(rows: list[dict[str, Any]], path: str | Path) -> Pulled:
     """The rows as a JSONL retrieval log; what it holds. A document with no id or
     score is written as it is: the log's reader names it as a bad row."""
-    turns: dict[str, int] = {}
-    with Path(path).open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
-            turns[row["message_id"]] = turns.get(row["message_id"], 0) + ("memory_id" in row)
-    return Pulled(turns=len(turns), empty_turns=sum(1 for n in turns.values() if n == 0), rows=sum(turns.values()))
+    turns: dict[str, int] = {}  # message id -> documents (with or without an id)
+    no_id = 0
+    try:
+        with Path(path).open("w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
+                document = "rank" in row
+                no_id += document and row.get("memory_id") is None
+                turns[row["message_id"]] = turns.get(row["message_id"], 0) + document
+    except OSError as exc:  # /dev/full, a missing folder, a folder: one line, exit 2
+        raise PhoenixError(f"{path}: cannot write the log ({exc.strerror or type(exc).__name__})") from None
+    documents = sum(turns.values())
+    return Pulled(turns=len(turns), empty_turns=sum(1 for n in turns.values() if n == 0), rows=documents - no_id, no_id=no_id)
 
 
 # ------------------------------------------------------------------ out

@@ -57,6 +57,7 @@ from dashboard.logs.log_files import (
     read_jsonl,
     read_parquet,
 )
+from dashboard.logs.own_files import refuse_own_file
 
 FAST_MIN_BYTES = 1 << 20  # below this an upload is read in memory: a temporary file would cost more
 EMPTY_TURN_COLUMNS = ("message_id", "user_id", "timestamp", "store", "floor", "floor_segment", "line")
@@ -121,6 +122,7 @@ def read_log(path: str | Path, *, format: str | None = None, include_query: bool
         inbound.regular_file(path, "log")
     except inbound.InboundError as exc:
         raise LogFormatError(str(exc)) from None
+    refuse_own_file(path)  # a memories file, judged set, export or floor file: named, not read as rows
     from dashboard.logs.fast_path import read_fast
 
     fast = read_fast(path, str(path), format)
@@ -154,6 +156,7 @@ def read_log_bytes(data: bytes, name: str, *, format: str | None = None, include
     from dashboard.logs.fast_path import read_fast_bytes
 
     kind = format or detect_format(name)
+    refuse_own_file(name, data)
     if len(data) >= FAST_MIN_BYTES and kind in ("jsonl", "csv", "parquet"):
         fast = read_fast_bytes(data, name, kind)
         if fast is not None:

@@ -20,7 +20,8 @@ when the log covers them, else the first windows), two ways:
   ``alpha``. So a quiet baseline with small windows does not alert every day, and
   a baseline that moves from day to day sets its own, wider, threshold.
 
-A window with fewer than ``min_turns`` turns is not tested, and said so.
+A window with fewer than ``min_turns`` turns is not tested, and said so (in one note
+for all of them past ``FOLD_NOTES`` windows).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_TURNS = 100
 DEFAULT_BASELINE_WINDOWS = 7
 DRIFT_QUANTILE = 0.99
+FOLD_NOTES = 3  # more windows too small to test than this are said in one note
 NO_MEMORY = "no_memory_share"
 DRIFT = "top1_drift"
 
@@ -114,7 +116,8 @@ class Baseline:
     def label(self) -> str:
         if not self.windows:
             return "none"
-        return f"{self.windows[0].start:%Y-%m-%d}..{self.windows[-1].start:%Y-%m-%d}"
+        first, last = f"{self.windows[0].start:%Y-%m-%d}", f"{self.windows[-1].start:%Y-%m-%d}"
+        return first if first == last else f"{first}..{last}"
 
 
 @dataclass
@@ -190,6 +193,8 @@ def choose_baseline(windows: list[Window], settings: Settings) -> tuple[list[Win
             return chosen, f"the floor config's label dates {low:%Y-%m-%d}..{high:%Y-%m-%d}"
     count = settings.baseline_windows
     how = f"the first {count} window(s)"
+    if len(windows) < count:  # "the first 7" of a log with 1 window would claim windows it does not have
+        how = f"the log's only {len(windows)} window(s), fewer than the {count} asked for"
     if settings.config_range is not None:
         how += " (the log does not cover the floor config's label dates)"
     return windows[:count], how
@@ -250,11 +255,10 @@ def assess(windows: list[Window], settings: Settings, histograms: Callable[[list
     candidates = [w for w in windows if not w.in_baseline]
     tested: list[Window] = []
     for w in candidates:
-        if w.turns < settings.min_turns:
-            notes.append(f"{w.label(settings.window)}: {w.turns:,} turn(s), fewer than {settings.min_turns:,}: not tested")
-        else:
+        if w.turns >= settings.min_turns:
             w.tested = True
             tested.append(w)
+    notes += small_window_notes([w for w in candidates if not w.tested], settings)
     if not candidates:
         notes.append("every window is in the baseline: nothing is tested")
 
@@ -305,6 +309,20 @@ def assess(windows: list[Window], settings: Settings, histograms: Callable[[list
             typical = float(np.median(raw_spread))
             alerts.append(Alert(w.label(settings.window), w.start, DRIFT, w.drift, typical, w.drift_threshold, p, len(tested)))
     return MonitorResult(settings, windows, baseline, _sorted(alerts), notes)
+
+
+def small_window_notes(small: list[Window], settings: Settings) -> list[str]:
+    """A note per window too small to test, or, past ``FOLD_NOTES`` of them, one line
+    for all with the way to test them: 23 lines saying the same thing bury the rest."""
+    if len(small) <= FOLD_NOTES:
+        return [f"{w.label(settings.window)}: {w.turns:,} turn(s), fewer than {settings.min_turns:,}: not tested" for w in small]
+    fewest, most = min(w.turns for w in small), max(w.turns for w in small)
+    turns = f"{fewest:,}" if fewest == most else f"{fewest:,}-{most:,}"
+    return [
+        f"{len(small):,} window(s) from {small[0].label(settings.window)} to {small[-1].label(settings.window)} have "
+        f"{turns} turn(s) each, fewer than {settings.min_turns:,}: the no-memory share and top-1 drift are not tested "
+        "there (a lower --min-turns or a wider window tests them)"
+    ]
 
 
 def _sorted(alerts: list[Alert]) -> list[Alert]:

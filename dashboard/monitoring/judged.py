@@ -9,6 +9,11 @@ nothing. The rest go to the judge, at most ``max_pairs`` a run, with the query t
 from the log's ``query`` column and the memory's text read from the store by id;
 the grades that arrive are saved every quarter of a second (one transaction each),
 so a killed run keeps what was graded but the last moments.
+
+The grades of the sample, cached and new, go through the checks `memlens judge`
+runs (dashboard/judging/run_check.py) before they count: a judge that gives every
+pair one grade or the prompt's placeholder as its reason measures nothing, and its
+precision would read as a real drop (or a real 0.0% baseline).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard.judging.run_check import RunCheck, check_run
 from dashboard.monitoring.precision import SampledTurn
 
 SAVE_EVERY = 0.25  # seconds between two saves of the grades that arrived
@@ -26,13 +32,19 @@ SAVE_EVERY = 0.25  # seconds between two saves of the grades that arrived
 @dataclass
 class GradingRun:
     grades: dict[tuple[str, str], bool] = field(default_factory=dict)  # (message_id, memory_id) -> relevant
+    answers: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)  # the same -> (grade, reason), for the checks
     created: dict[str, Any] = field(default_factory=dict)  # memory_id -> its created_at, for the memories read
     cached: int = 0
     graded: int = 0
     failed: int = 0
     over_budget: int = 0
     no_query: int = 0
+    unparseable: int = 0  # answers of this run that did not parse (retried, or failed on the retry)
     first_error: str | None = None
+
+    def check(self, source: str) -> RunCheck:
+        """The judge's checks on every grade of the sample, cached and new."""
+        return check_run(source, self.answers.values(), unparseable=self.unparseable, answered=self.graded + self.failed)
 
     def line(self, source: str) -> str:
         parts = [f"{self.graded} pair(s) graded now", f"{self.cached} from the app database"]
@@ -75,11 +87,21 @@ def queries_in(imports: Iterable[Any], message_ids: set[str]) -> dict[str, str]:
     return found
 
 
-def cached_grades(sampled: list[SampledTurn], db: Any, source: str) -> dict[tuple[str, str], bool]:
-    """The grades the judge `source` already gave the sample's pairs, from the app database."""
+def cached_judgments(sampled: list[SampledTurn], db: Any, source: str) -> dict[tuple[str, str], Any]:
+    """The judge labels the judge `source` already gave the sample's pairs, from the app database."""
     wanted = {(t.message_id, memory_id) for t in sampled for memory_id, _, _ in t.kept}
     found = db.judge_labels.find(source=source, message_ids={t.message_id for t in sampled})
-    return {(j.message_id, j.memory_id): j.relevant for j in found if (j.message_id, j.memory_id) in wanted}
+    return {(j.message_id, j.memory_id): j for j in found if (j.message_id, j.memory_id) in wanted}
+
+
+def cached_grades(sampled: list[SampledTurn], db: Any, source: str) -> dict[tuple[str, str], bool]:
+    """The same as relevant or not."""
+    return {pair: j.relevant for pair, j in cached_judgments(sampled, db, source).items()}
+
+
+def sample_check(sampled: list[SampledTurn], db: Any, source: str) -> RunCheck:
+    """The judge's checks on the grades it gave the sample's pairs, as the app database holds them."""
+    return check_run(source, [(j.grade, j.reason) for j in cached_judgments(sampled, db, source).values()])
 
 
 def grade_sample(
@@ -95,11 +117,12 @@ def grade_sample(
     progress: Callable[[int, int], None] | None = None,
 ) -> GradingRun:
     from dashboard.judging.client import bounded_map
-    from dashboard.judging.judges import JudgeError
+    from dashboard.judging.judges import JudgeError, UnusableAnswer
 
     run = GradingRun()
-    cached = cached_grades(sampled, db, judge.source)
-    run.grades.update(cached)
+    cached = cached_judgments(sampled, db, judge.source)
+    run.grades.update((pair, j.relevant) for pair, j in cached.items())
+    run.answers.update((pair, (j.grade, j.reason)) for pair, j in cached.items())
     run.cached = len(cached)
     missing = [(turn, memory_id, rank, score) for turn in sampled for memory_id, rank, score in turn.kept if (turn.message_id, memory_id) not in cached]
     # the logs are read for query text only when something is left to grade: a run on graded logs reads nothing more
@@ -129,8 +152,11 @@ def grade_sample(
                     "reason": judgment.reason, "score": judgment.score, "rank": rank, "store_score": score, "store": store_id,
                 })
                 run.grades[(turn.message_id, memory_id)] = judgment.relevant
+                run.answers[(turn.message_id, memory_id)] = (judgment.grade, judgment.reason)
+                run.unparseable += judgment.attempts > 1  # the first answer was unusable, as `memlens judge` counts it
             else:
                 run.failed += 1
+                run.unparseable += isinstance(error, UnusableAnswer)
                 run.first_error = run.first_error or f"{turn.message_id} {memory_id}: {error}"
             # grades that arrived together are saved together: one disk sync each
             # SAVE_EVERY seconds, not one per grade (a killed run loses at most those)

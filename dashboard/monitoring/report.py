@@ -50,8 +50,34 @@ def text_lines(result: MonitorResult, files: int | str) -> list[str]:
     lines += [f"note: {note}" for note in result.notes]
     lines += [alert.line() for alert in result.alerts]
     if not result.alerts:
-        lines.append(f"no alert: {sum(w.tested for w in result.windows):,} window(s) tested against the baseline")
+        lines.append(closing_line(result))
     return lines
+
+
+def closing_line(result: MonitorResult, precision: tuple[int, str] | None = None) -> str:
+    """The last line of a run without alerts: how many windows each side tested, and why
+    the rest were not. `precision`: the kept-precision side's (windows tested, why the
+    rest were not), when a judge watched it; each side counts its own windows."""
+    tested = f"{sum(w.tested for w in result.windows):,}"
+    if precision is None:
+        return f"no alert: {tested} window(s) tested against the baseline{untested_why(result)}"
+    count, why = precision
+    return f"no alert: {count:,} window(s) tested for kept precision{why}, {tested} for the no-memory share{untested_why(result)}"
+
+
+def untested_why(result: MonitorResult) -> str:
+    """Why the windows outside the baseline were not tested for the no-memory share, in
+    parentheses ("" when every one was)."""
+    s = result.settings
+    outside = [w for w in result.windows if not w.in_baseline]
+    untested = [w for w in outside if not w.tested]
+    if not result.windows or (outside and not untested):
+        return ""
+    if not outside:
+        return " (every window is in the baseline)"
+    if result.baseline.turns == 0:
+        return " (the baseline holds no turns)"
+    return f" (each under {s.min_turns:,} turns; --min-turns N to test them)"  # the one other reason (alerts.assess)
 
 
 def _window_dict(w: Window, window: str) -> dict[str, Any]:

@@ -80,3 +80,35 @@ def test_an_exception_chain_is_redacted_at_every_link():
         shown = exception_text(outer, [KEY])
     assert "label store failed" in shown and "OSError" in shown
     assert "hunter2secret" not in shown and KEY not in shown
+
+
+# Issue 52: the forms memlens derives from a secret, and a secret broken up.
+_PUBLIC, _SECRET = "pk-lf-PUBLIC-1234", "sk-lf-SECRET-5678"
+
+
+@pytest.mark.parametrize("form", [
+    "Basic " + __import__("base64").b64encode(f"{_PUBLIC}:{_SECRET}".encode()).decode(),  # the header memlens builds
+    __import__("base64").b64encode(f"{_PUBLIC}:{_SECRET}".encode()).decode(),  # its credentials alone
+    __import__("base64").b64encode(_SECRET.encode()).decode(),
+    __import__("base64").urlsafe_b64encode(("x" + _SECRET).encode()).decode(),
+    _SECRET[::-1],
+    __import__("urllib.parse").parse.quote(f"{_PUBLIC}:{_SECRET}", safe=""),
+    _SECRET[:6] + "\n" + _SECRET[6:],
+    _SECRET[:6] + "\\n" + _SECRET[6:],
+    _SECRET[:3] + "\\u000a" + _SECRET[3:],
+    "Basic cGstbGYtUFVC",  # a header a server echoed cut short
+])
+def test_every_form_memlens_derives_from_a_secret_is_redacted(form):
+    from connectors.common.redaction import redact_text
+
+    text = redact_text(f"401: Received {form} (end)", [_PUBLIC, _SECRET])
+    assert "***" in text and text.endswith(" (end)"), text
+    for secret in (_PUBLIC, _SECRET, _SECRET[::-1], _SECRET[6:]):
+        assert secret not in text, text
+
+
+def test_ordinary_words_after_basic_or_bearer_are_kept():
+    from connectors.common.redaction import redact_text
+
+    text = "Basic authentication failed; send a Bearer token"
+    assert redact_text(text, []) == text

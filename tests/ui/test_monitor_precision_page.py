@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 from chat_model_server import ChatModelServer
-from judged_logs import DAYS, START, SWAP_DAY, demo_judge, log_text, user_memories
+from judged_logs import DAYS, START, SWAP_DAY, constant_judge, demo_judge, log_text, user_memories
 from markdown_text import seen
 
 from dashboard.database import AppDatabase
@@ -99,3 +99,24 @@ def test_the_unchanged_log_is_quiet(app, logs, judge):
     assert len(judge.received) == DAYS * 12 * 2
     assert precision_alerts(at) == []
     assert any("Baseline kept precision 50.0%" in seen(c.value) for c in at.caption)
+
+
+def test_a_constant_judge_is_shown_as_untrusted_never_as_a_baseline_of_zero(app, logs, monkeypatch):
+    # grade 0 and the placeholder for every pair, on the log whose quality drops: before,
+    # "Baseline kept precision 0.0%" and no word that the judge says nothing
+    with ChatModelServer(constant_judge) as server:
+        monkeypatch.setenv("MEMLENS_LLM_BASE_URL", server.url)
+        monkeypatch.setenv("MEMLENS_LLM_MODEL", "grader")
+        at = open_log(app, logs[0], "swapped.jsonl")
+        at.checkbox(key="monitor_judge_send_text").check().run()
+        at.button(key="monitor_judge_run").click().run()
+        assert not at.exception, at.exception
+        assert len(server.received) == DAYS * 12 * 2
+    errors = [seen(e.value) for e in at.error]
+    assert any(
+        "Kept precision is untrusted" in e and "one grade for every pair" in e and "'<one short sentence>'" in e and "exits 3" in e
+        for e in errors
+    ), errors
+    assert not any("Baseline kept precision" in seen(c.value) for c in at.caption)
+    assert precision_alerts(at) == []
+    assert not [c for c in at.get("plotly_chart") if "Kept precision" in json.loads(c.proto.spec)["layout"]["title"]["text"]]

@@ -19,7 +19,7 @@ import streamlit as st
 
 from dashboard.calibration.advice import FloorAdvice
 from dashboard.calibration.label_files import LabelFile, LabelFileError, from_labels, issue_text
-from dashboard.calibration.report import UNKNOWN_SPACE_CAPTION, floor_file
+from dashboard.calibration.report import floor_file, unknown_space_caption
 from dashboard.calibration.scores import TooFewLabels
 from dashboard.calibration.sweep import (
     Calibration,
@@ -352,7 +352,7 @@ def show_summary(result: Calibration, current: float, advice: FloorAdvice | None
         f"{rec.confidence:.0%} interval {format_floor(low)}–{format_floor(high)} "
         f"({rec.resamples_used} resamples of {rec.resampled})"
         if rec.interval
-        else "no interval (too few turns holding both labels)"
+        else rec.interval_note or "no interval"
     )
     mode_caption = advice_ui.recommendation_caption(advice) if advice is not None else None
     halves[0].metric(
@@ -471,7 +471,7 @@ def show_exports(result: Calibration, source: LabelSource, advice: FloorAdvice |
     env_text = advice.env_text() if advice is not None else rec.snippet + "\n"
     st.code(snippet, language="bash")
     if choice.get("score_space") is None:
-        st.caption(UNKNOWN_SPACE_CAPTION)
+        st.caption(inert_markdown(unknown_space_caption(source.labels.stores())))
     cols = st.columns(3)
     cols[0].download_button(
         "Download the sweep (CSV)",

@@ -141,7 +141,7 @@ def recommendation_caption(advice: FloorAdvice) -> str | None:
         f"{chosen.confidence:.0%} interval {format_floor(low)}–{format_floor(high)} "
         f"({chosen.resamples_used} resamples of {chosen.resampled})"
         if chosen.interval
-        else "no interval"
+        else chosen.interval_note or "no interval"
     )
     return (
         f"Keeps {chosen.kept_irrelevant:,} irrelevant, drops {chosen.dropped_relevant:,} relevant; precision "

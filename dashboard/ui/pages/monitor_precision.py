@@ -3,7 +3,9 @@ per window (dashboard/monitoring/precision.py), the grades cached in the app dat
 with `memlens monitor --judge`'s, so grades a cron run made show here without a
 request. A chart of each window's kept precision with its Wilson interval, the
 alerts, and a labelling session drawn from exactly the judged pairs of a window, so
-people can check the judge."""
+people can check the judge. The sample's grades go through the checks `memlens judge`
+runs first: a judge that fails them has its figures shown as untrusted, with the
+reason, and nothing is compared or alerted on (`memlens monitor --judge` exits 3)."""
 
 from __future__ import annotations
 
@@ -69,9 +71,16 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
             _grade(logs, uploads, sampled, source, name, config, choice)
             grades = judged.cached_grades(sampled, db, source)
     windows = window_precision(sampled, eligible, grades, lambda start: _label(start, settings.window))
+    check = judged.sample_check(sampled, db, source)
+    if check.degenerate:
+        _untrusted(check, source, size, len(grades), pairs)
+        st.caption(inert_markdown(_agreement(db, source)))  # what people's labels say of this judge, if any
+        return
     baseline, alerts = precision_alerts(
         windows, [w.start for w in result.baseline.windows], alpha=settings.alpha, target=target or None
     )
+    for warning in check.warnings():  # a problem in part of the sample: said, the figures still stand
+        st.warning(inert_markdown(warning))
     st.caption(
         f"{inert_markdown(source)}: the top {TOP} kept memories of {size:d} sampled turn(s) per window (stratified by top-1 band, seed 0); "
         f"{len(grades):,} of {pairs:,} pair(s) graded."
@@ -85,6 +94,16 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
     alerted = [a.window for a in alerts]
     if alerted:
         _judged_session_form(logs, sampled, windows, alerted, source, WINDOWS[settings.window], choice.fingerprint)
+
+
+def _untrusted(check: Any, source: str, size: int, graded: int, pairs: int) -> None:
+    """A judge that failed its checks: why, and no figure of it that reads as a measurement."""
+    reasons = "; ".join(p.message for p in check.problems if p.whole_run)
+    show_error(
+        f"Kept precision is untrusted: {reasons}. Its grades of the top {TOP} kept memories of {size:d} sampled turn(s) "
+        f"per window ({graded:,} of {pairs:,} pair(s)) are not compared with a baseline and raise no alert; "
+        "`memlens monitor --judge` exits 3 on this judge. Fix the judge (its prompt, its model) or use another name."
+    )
 
 
 def _agreement(db: Any, source: str) -> str:

@@ -25,7 +25,7 @@ from dashboard.evaluation import judged_sets
 from dashboard.evaluation import weight_search as whatif
 from dashboard.evaluation.judged_sets import JudgedSet, JudgedSetError
 from dashboard.evaluation.run_compare import CompareError, Comparison, compare_runs, inspect_link
-from dashboard.evaluation.run_figures import RunFigures, format_value, run_figures
+from dashboard.evaluation.run_figures import PER_TURN, POOLED, RunFigures, format_value, run_figures
 from dashboard.evaluation.runs import RunRequest, RunStopped, failure_summary, resume_run, start_run, store_limit
 from dashboard.floor import default_floor
 from dashboard.labels.counted import counted
@@ -303,8 +303,8 @@ def show_runs(db: AppDatabase) -> list[RunInfo]:
         )
     for note in info.notes:
         st.caption(f"Store note: {inert_markdown(note)}")
-    metrics_cols = st.columns(4)
-    for col, name in zip(metrics_cols, (f"recall@{n}", "mrr", f"ndcg@{n}", "floor_precision"), strict=True):
+    metrics_cols = st.columns(5)
+    for col, name in zip(metrics_cols, (f"recall@{n}", "mrr", f"ndcg@{n}", POOLED, PER_TURN), strict=True):
         col.metric(name, format_value(figures.overall.get(name)))
     overall, by_tag, by_user, per_query = st.tabs(["Overall", "Per tag", "Per user", "Per question"])
     overall.dataframe(pd.DataFrame([{"metric": k, "value": v} for k, v in figures.overall.items()]),
@@ -335,7 +335,8 @@ def show_compare(db: AppDatabase, runs: list[RunInfo]) -> None:
     b = str(cols[1].selectbox("Run B (candidate)", ids, format_func=lambda r: labels[r], key="eval_run_b"))
     info_a, info_b = (next(r for r in runs if r.run_id == x) for x in (a, b))
     n = min(info_a.k, info_b.k)
-    metrics = [f"recall@{n}", f"precision@{n}", "mrr", f"ndcg@{n}", f"hit_rate@{n}", "floor_precision"]
+    # the pooled precision has no per-question figure to pair: the per-turn mean is compared
+    metrics = [f"recall@{n}", f"precision@{n}", "mrr", f"ndcg@{n}", f"hit_rate@{n}", PER_TURN]
     if state.get("eval_compare_metric") not in metrics:
         state["eval_compare_metric"] = metrics[0]
     metric = cols[2].selectbox("Metric", metrics, key="eval_compare_metric")

@@ -258,15 +258,39 @@ def test_bootstrap_is_reproducible_and_brackets_the_estimate():
 
 
 def test_bootstrap_resamples_turns_not_rows():
-    # Two turns, each of one class only: a resample of turns draws the same turn
-    # twice about half the time, leaves one class out, and is set aside. Resampling
-    # the 40 rows one by one would almost never lose a class.
+    # Ten turns, the relevant rows all in one: a resample of turns leaves that turn out
+    # 0.9^10 = 35% of the time, loses the relevant class, and is set aside. Resampling
+    # the 40 rows one by one would almost never lose a class. (Two turns, as this test
+    # had before issue 53, are now too few for any interval: see the test below.)
     scores = [0.6 + i / 1000 for i in range(20)] + [0.2 + i / 1000 for i in range(20)]
     labels = ["relevant"] * 20 + ["not_relevant"] * 20
-    by_turn = cal.recommend(labelled_scores(scores, labels, ["a"] * 20 + ["b"] * 20), resamples=400)
+    turns = ["a"] * 20 + [f"b{i % 9}" for i in range(20)]
+    by_turn = cal.recommend(labelled_scores(scores, labels, turns), resamples=400)
     by_row = cal.recommend(labelled_scores(scores, labels), resamples=400)
-    assert 120 < by_turn.resamples_used < 280
+    assert 200 < by_turn.resamples_used < 320
     assert by_row.resamples_used == 400 and by_row.resampled == "rows"
+
+
+def test_a_bootstrap_over_fewer_turns_than_the_minimum_gives_no_interval_and_says_why():
+    # Issue 53: two labels from one turn gave "95% interval 0.23-0.235 (1000 resamples of turns)".
+    from dashboard.calibration.bootstrap import MIN_INTERVAL_TURNS
+    from dashboard.calibration.choice import TARGET_RECALL, choose
+
+    one_turn = labelled_scores([0.25, 0.21], ["relevant", "not_relevant"], ["t1", "t1"])
+    rec = cal.recommend(one_turn, resamples=1000)
+    assert rec.floor == 0.23 and rec.interval is None and rec.resamples_used == 0
+    assert rec.interval_note == f"no interval: the labels hold 1 turn, fewer than the {MIN_INTERVAL_TURNS} a bootstrap of turns needs"
+    assert cal.recommend(one_turn, resamples=0).interval_note is None  # no interval asked for, none withheld
+    assert choose(one_turn, TARGET_RECALL, 0.9, resamples=100).interval_note == rec.interval_note
+    rows_only = labelled_scores([0.25, 0.21, 0.3], ["relevant", "not_relevant", "relevant"])
+    assert cal.recommend(rows_only, resamples=100).interval_note == (
+        f"no interval: the labels hold 3 rows, fewer than the {MIN_INTERVAL_TURNS} a bootstrap of rows needs"
+    )
+    # At the minimum the interval is back.
+    scores = [0.6 + i / 100 for i in range(MIN_INTERVAL_TURNS)] + [0.2 + i / 100 for i in range(MIN_INTERVAL_TURNS)]
+    labels = ["relevant"] * MIN_INTERVAL_TURNS + ["not_relevant"] * MIN_INTERVAL_TURNS
+    enough = labelled_scores(scores, labels, [f"t{i % MIN_INTERVAL_TURNS}" for i in range(2 * MIN_INTERVAL_TURNS)])
+    assert cal.recommend(enough, resamples=200).interval is not None
 
 
 def test_calibrate_bundles_everything_and_notes_missing_message_ids():

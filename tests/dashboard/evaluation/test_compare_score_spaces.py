@@ -36,12 +36,16 @@ def runs(tmp_path, monkeypatch, capsys, demo_store):
 
 def test_a_floor_metric_across_score_spaces_is_refused_a_ranking_metric_is_not(runs, capsys):
     a, b = runs
-    assert main(["compare", a, b, "--metric", "floor_precision", "--floor", "0.35"]) == 2
+    # floor_precision_per_turn: the mean over questions once called floor_precision (issue 53)
+    assert main(["compare", a, b, "--metric", "floor_precision_per_turn", "--floor", "0.35"]) == 2
     err = capsys.readouterr().err
-    assert "floor_precision applies one floor to both runs, but their scores are in different spaces" in err
+    assert "floor_precision_per_turn applies one floor to both runs, but their scores are in different spaces" in err
     assert "A: embedded: the store's score as sent; B: qdrant: the store's score as sent" in err
     assert main(["compare", a, b, "--metric", "mrr"]) == 0
     assert "mrr A " in capsys.readouterr().out
+    # a pooled ratio has no per-question figure for the paired test: refused, naming the one that has
+    assert main(["compare", a, b, "--metric", "floor_precision_pooled", "--floor", "0.35"]) == 2
+    assert "compare floor_precision_per_turn (the mean over questions) instead" in capsys.readouterr().err
 
 
 def test_the_formula_is_read_from_raw_and_score_and_gives_the_raw_floor():

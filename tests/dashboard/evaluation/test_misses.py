@@ -180,9 +180,14 @@ def test_a_memory_created_after_the_runs_clock_was_not_stored_yet(cli_env, capsy
     clock = "2026-06-01T00:00:00+00:00"
     assert main(["eval", str(world["judged"]), "--db", str(world["db"]), "--k", str(K), "--as-of", clock,
                  "--weights", WEIGHTS, "--format", "json"]) == 0
-    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    evaluated = capsys.readouterr()
+    run_id = json.loads(evaluated.out)["run_id"]
     assert main(["misses", run_id, "--depth", "0", "--format", "json"]) == 0
     captured = capsys.readouterr()
+    # What the clock left out informs: `note:`, never the error's `memlens COMMAND:` prefix (issue 53).
+    for err in (evaluated.err, captured.err):
+        assert not any(line.startswith(("memlens eval:", "memlens misses:")) for line in err.splitlines()), err
+    assert any(line.startswith("note: Ranked as of") for line in evaluated.err.splitlines()), evaluated.err
     db = open_app_database({"MEMLENS_DATA_DIR": str(world["dir"] / "data")})
     returned = {(o.message_id, h.memory_id) for o in db.runs.outcomes(run_id) for h in o.hits}
     stored = _stored_ids(world["db"])
@@ -191,7 +196,8 @@ def test_a_memory_created_after_the_runs_clock_was_not_stored_yet(cli_env, capsy
     absent = [p for p in pairs if p not in returned and (p[1] not in stored or world["created"][p[1]] > clock)]
     assert later  # the clock leaves some evidence out
     assert json.loads(captured.out)["counts"]["not_stored"] == len(absent)
-    assert f"{len(later)} pair(s)' memories were created after the run's clock ({clock})" in captured.err
+    said = f"note: {len(later)} pair(s)' memories were created after the run's clock ({clock})"
+    assert any(line.startswith(said) for line in captured.err.splitlines()), captured.err
 
 
 def test_an_unknown_run_or_a_bad_floor_is_refused(cli_env, capsys):

@@ -13,7 +13,7 @@ from ranx import Qrels, Run, evaluate
 from dashboard.database.runs import QueryOutcome, RunHit, RunInfo
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_compare import compare_runs, inspect_link, paired_randomisation_p
-from dashboard.evaluation.run_figures import run_figures
+from dashboard.evaluation.run_figures import run_figures, table_lines
 from dashboard.judged import JudgedQuestion
 
 
@@ -70,11 +70,28 @@ def test_tags_users_abstention_and_the_floor():
     ]
     figures = run_figures(judged, outcomes, 2, floor=0.3)
     assert figures.overall["abstention"] == 0.5  # q3 returned nothing, q2 something
-    assert figures.overall["floor_precision"] == 1.0  # only m1 passes 0.3
+    # only m1 passes 0.3: pooled and per turn agree on one kept memory
+    assert figures.overall["floor_precision_pooled"] == figures.overall["floor_precision_per_turn"] == 1.0
     assert figures.overall["no_memory_unanswerable"] == 1.0  # both unanswerable turns left empty
     assert figures.overall["no_memory_answerable"] == 0.0
     assert figures.by_tag["place"]["recall@2"] == 1.0 and figures.by_tag["food"]["recall@2"] is None
     assert set(figures.by_user) == {"ana", "bo"}
+
+
+def test_floor_precision_is_printed_pooled_and_per_turn_named_for_what_each_is():
+    # Issue 53: `floor_precision` was a mean over turns, defined nowhere. One turn keeps its
+    # one relevant memory, another keeps three irrelevant ones: per turn (1 + 0) / 2, pooled 1 / 4.
+    judged = [JudgedQuestion("q1", "ana", "a", {"m1": 1}), JudgedQuestion("q2", "ana", "b", {"m9": 1})]
+    outcomes = [
+        QueryOutcome("q1", 0, "ana", [RunHit("m1", 1, 0.6)]),
+        QueryOutcome("q2", 1, "ana", [RunHit("m2", 1, 0.5), RunHit("m3", 2, 0.5), RunHit("m4", 3, 0.4)]),
+    ]
+    figures = run_figures(judged, outcomes, 3, floor=0.3)
+    assert figures.overall["floor_precision_per_turn"] == 0.5
+    assert figures.overall["floor_precision_pooled"] == 0.25
+    assert "floor_precision" not in figures.names
+    assert "floor_precision_pooled 0.2500" in table_lines(figures)
+    assert "floor_precision_per_turn 0.5000" in table_lines(figures)
 
 
 def exact_p(deltas):

@@ -153,3 +153,70 @@ def test_bad_lines_are_named_and_an_unusable_file_exits_2(tmp_path, capsys):
     assert [(i.line, i.field) for i in issues] == [(2, "user_id"), (3, "timestamp"), (4, "message_id"), (5, "(line)")]
     assert main(["write-audit", str(tmp_path), "--store", "mem0", "--config", "x.yaml"]) == 2
     assert "not a regular file" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ hostile model and config (issue 52)
+
+LEAKED_KEY = "sk-fake-EMBED-KEY-777"
+
+
+def _echoing_401(body) -> Reply:
+    # an OpenAI-compatible server that quotes the key it was sent, as OpenAI's own 401 does
+    return Reply(status=401, body={"error": {"message": f"Incorrect API key provided: {LEAKED_KEY}", "type": "invalid_request_error"}})
+
+
+@pytest.mark.parametrize("key_from", ["config", "OPENAI_API_KEY"])
+def test_a_401_that_echoes_the_model_key_is_one_line_without_the_key(key_from, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLENS_DATA_DIR", str(tmp_path / "data"))
+    os.environ.setdefault("MEM0_DIR", str(tmp_path / "mem0-dir"))
+    llm = {"model": "scripted"}
+    if key_from == "config":
+        llm["api_key"] = LEAKED_KEY
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", LEAKED_KEY)
+    with ChatModelServer(_echoing_401) as server:
+        llm["openai_base_url"] = server.url + "/v1"
+        config = tmp_path / "mem0.yaml"
+        config.write_text(yaml.safe_dump({
+            "vector_store": {"provider": "qdrant", "config": {"collection_name": "team", "path": str(tmp_path / "team")}},
+            "embedder": {"provider": "huggingface", "config": {"model": embedding.packaged_model_path()}},
+            "llm": {"provider": "openai", "config": llm},
+        }))
+        conversations = tmp_path / "chats.jsonl"
+        conversations.write_text(json.dumps(CONVERSATION[0]) + "\n")
+        code = main(["write-audit", str(conversations), "--store", "mem0", "--config", str(config)])
+        sent = [{k.lower(): v for k, v in r.headers.items()}.get("authorization", "") for r in server.received]
+    captured = capsys.readouterr()
+    assert code == 2, captured.err
+    assert sent == [f"Bearer {LEAKED_KEY}"]  # one request: the bounded client makes no retries
+    assert "401" in captured.err and "Incorrect API key provided: ***" in captured.err, captured.err
+    assert LEAKED_KEY not in captured.out + captured.err and LEAKED_KEY[::-1] not in captured.err
+    assert "Traceback" not in captured.err
+
+
+RECURSIVE = "vector_store: &a\n  provider: qdrant\n  config: {path: /tmp/x}\n  again: *a\nloop: &b [*b]\n"
+LAUGHS = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize("case", ["recursive alias", "billion laughs"])
+def test_a_config_with_yaml_aliases_is_refused_in_one_line(case, tmp_path, capsys):
+    config = tmp_path / "mem0.yaml"
+    config.write_text(RECURSIVE if case == "recursive alias" else LAUGHS)
+    conversations = tmp_path / "chats.jsonl"
+    conversations.write_text(json.dumps(CONVERSATION[0]) + "\n")
+    code = main(["write-audit", str(conversations), "--store", "mem0", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{config}, line " in err and "a YAML alias (*" in err and len(err.splitlines()) == 1, err
+
+
+def test_the_app_mem0_store_reads_its_config_through_the_same_loader(tmp_path):
+    from connectors.base import InvalidRequest
+    from connectors.mem0.library import load_config
+
+    config = tmp_path / "mem0.yml"
+    config.write_text(LAUGHS)
+    with pytest.raises(InvalidRequest, match=r"line 2: a YAML alias \(\*a\)"):
+        load_config(config)

@@ -109,3 +109,96 @@ def test_a_key_with_a_control_character_is_refused_before_anything_is_sent(langf
     assert "$LANGFUSE_SECRET_KEY holds a control character (\\x1b at position 9" in err
     assert "sk-lf-41" not in err and "\x1b" not in err
     assert langfuse.requests == []
+
+
+# ------------------------------------------------------------------ hostile answers (issue 52)
+
+
+def _forms_of(secret: str) -> list[str]:
+    middle = len(secret) // 2
+    return [secret, base64.b64encode(secret.encode()).decode().rstrip("="), secret[::-1],
+            secret[:middle] + "\n" + secret[middle:], secret[:middle] + "\\n" + secret[middle:]]
+
+
+def test_a_401_echoing_the_basic_header_prints_neither_key_in_any_form(tmp_path, monkeypatch, capsys):
+    from hostile_server import HostileServer
+
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", PUBLIC)
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET)
+    with HostileServer(mode="echo401") as server:
+        assert main(["langfuse", "pull", "--url", server.url(), "--out", str(tmp_path / "x.jsonl")]) == 2
+        header = server.received[0].headers["authorization"]
+    captured = capsys.readouterr()
+    basic = base64.b64encode(f"{PUBLIC}:{SECRET}".encode()).decode()
+    assert header == f"Basic {basic}" and "401" in captured.err
+    for form in [*_forms_of(PUBLIC), *_forms_of(SECRET), *_forms_of(basic), basic[:16]]:
+        assert form not in captured.out + captured.err, (form, captured.err)
+
+
+def test_pull_stops_on_a_repeated_cursor(tmp_path, monkeypatch, capsys):
+    """The figure the issue asks for: how long `langfuse pull` takes to stop on a
+    server that sends the same cursor for ever (printed with -s)."""
+    import time
+
+    from hostile_server import HostileServer
+
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", PUBLIC)
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET)
+    with HostileServer(mode="cursor") as server:
+        started = time.monotonic()
+        code = main(["langfuse", "pull", "--url", server.url(), "--out", str(tmp_path / "x.jsonl")])
+        took = time.monotonic() - started
+        requests = len(server.received)
+    with capsys.disabled():
+        print(f"\nlangfuse pull on a repeating cursor: stopped after {requests} requests in {took:.2f} s")
+    err = capsys.readouterr().err
+    assert code == 2 and requests == 2 and took < 10
+    assert "the server sent the same page cursor again after 2 page(s)" in err and len(err.splitlines()) == 1
+
+
+def test_pull_stops_at_its_page_limit(langfuse, monkeypatch):
+    from dashboard.logs import langfuse as langfuse_logs
+
+    api = langfuse_logs.client(langfuse.url, PUBLIC, SECRET)
+    with pytest.raises(langfuse_logs.LangfuseError, match="more than 2 pages of 500 observations"):
+        langfuse_logs._observations(api, [PUBLIC, SECRET], max_pages=2)
+
+
+def _one_observation(output) -> bytes:
+    import json
+
+    observation = {"id": "obs-1", "traceId": "t-1", "projectId": "p-1", "type": "RETRIEVER", "startTime": "2026-01-01T09:00:00Z"}
+    return json.dumps({"data": [{**observation, "output": output}], "meta": {}}).encode()
+
+
+def test_pull_of_5000_deep_output_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    from hostile_server import HostileServer
+
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", PUBLIC)
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET)
+    body = _one_observation("DEEP").replace(b'"DEEP"', b"[" * 5000 + b"]" * 5000)
+    with HostileServer(mode="answer", body=body) as server:
+        assert main(["langfuse", "pull", "--url", server.url(), "--out", str(tmp_path / "x.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "JSON nested deeper than 100 levels" in err and len(err.splitlines()) == 1, err
+
+
+def test_a_401_digit_score_is_no_score_not_an_overflow(tmp_path, monkeypatch, capsys):
+    from hostile_server import HostileServer
+
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", PUBLIC)
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", SECRET)
+    body = _one_observation([{"id": "mem-a", "score": "HUGE"}, {"id": "mem-b", "score": 0.5}]).replace(b'"HUGE"', b"9" * 401)
+    out = tmp_path / "x.jsonl"
+    with HostileServer(mode="answer", body=body) as server:
+        assert main(["langfuse", "pull", "--url", server.url(), "--out", str(out)]) == 0
+    assert "1 turn(s) (0 with no document), 2 row(s)" in capsys.readouterr().out
+    assert "score" not in out.read_text().splitlines()[0] and '"score": 0.5' in out.read_text().splitlines()[1]
+
+
+@pytest.mark.parametrize("out", ["/dev/full", "missing/x.jsonl", "."])
+def test_pull_that_cannot_write_its_log_is_one_line_and_exit_2(langfuse, out, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["langfuse", "pull", "--url", langfuse.url, "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"memlens langfuse: {out}: cannot write the log (") and len(err.splitlines()) == 1, err

@@ -261,3 +261,135 @@ def test_round_trip_spans_in_a_session_labelled_annotations_in_phoenix(phoenix, 
         (0, "relevant", 1.0, "HUMAN")
     ]
     assert span["documentEvaluations"][0]["metadata"]["memory_id"] == "mem-e"
+
+
+# ------------------------------------------------------------------ hostile answers (issue 52)
+
+KEY = "phx-key-0123456789abcdef"
+
+
+def _forms_of(secret: str) -> list[str]:
+    import base64
+
+    middle = len(secret) // 2
+    return [secret, base64.b64encode(secret.encode()).decode().rstrip("="), secret[::-1],
+            secret[:middle] + "\n" + secret[middle:], secret[:middle] + "\\n" + secret[middle:]]
+
+
+def _pull(url: str, out, *extra: str) -> list[str]:
+    return ["phoenix", "pull", "--project", PROJECT, "--url", url, "--out", str(out), *extra]
+
+
+def test_pull_refuses_a_200_html_page_instead_of_writing_an_empty_log(tmp_path, capsys):
+    from hostile_server import HostileServer
+
+    out = tmp_path / "x.jsonl"
+    with HostileServer(mode="html") as server:
+        assert main(_pull(server.url(), out)) == 2
+    err = capsys.readouterr().err
+    assert "answered POST /v1/spans with 200 text/html, not multipart/mixed or application/json" in err, err
+    assert len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_a_401_echoing_the_key_in_any_form_prints_none_of_them(tmp_path, monkeypatch, capsys):
+    from hostile_server import HostileServer
+
+    monkeypatch.setenv("PHOENIX_API_KEY", KEY)
+    with HostileServer(mode="echo401") as server:
+        assert main(_pull(server.url(), tmp_path / "x.jsonl")) == 2
+    captured = capsys.readouterr()
+    assert "HTTP 401" in captured.err
+    for form in _forms_of(KEY):
+        assert form not in captured.out + captured.err, (form, captured.err)
+
+
+def test_pull_against_a_gzip_bomb_exits_2_in_bounded_memory(tmp_path):
+    """The figure the issue asks for: the peak memory of `phoenix pull` against a 2 MB
+    gzip answer that decompresses to 2 GB (printed with -s)."""
+    import resource
+    import subprocess
+    import sys
+
+    from hostile_server import HostileServer, gzip_bomb
+
+    gzip_bomb()  # built before the clock and the child start
+    with HostileServer(mode="bomb") as server:
+        run = subprocess.run(
+            [sys.executable, "-c", "import sys; from dashboard.cli.main import main; sys.exit(main(sys.argv[1:]))",
+             *_pull(server.url(), tmp_path / "x.jsonl")],
+            capture_output=True, text=True, timeout=120,
+        )
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    print(f"\nphoenix pull against a {len(gzip_bomb()) / 1e6:.1f} MB gzip answer (2 GB inflated): peak RSS {peak / 2**20:.0f} MiB")
+    assert run.returncode == 2, run.stderr
+    assert "decompresses to more than 67,108,864 bytes" in run.stderr and "Traceback" not in run.stderr
+    assert peak < 1 << 30
+
+
+def _span_table(frame) -> bytes:
+    """A multipart answer holding one table-schema JSON part, as Phoenix sends a span query's."""
+    part = frame.to_json(orient="table")
+    return f"--b\r\nContent-Type: application/json\r\n\r\n{part}\r\n--b--\r\n".encode()
+
+
+@pytest.mark.parametrize("case", ["other columns", "start_time a number"])
+def test_pull_of_another_shape_is_one_line_and_exit_2(case, tmp_path, capsys):
+    import pandas as pd
+    from hostile_server import HostileServer
+
+    index = pd.Index(["span-1"], name="x_context.span_id")
+    if case == "other columns":
+        frame = pd.DataFrame({"x_name": ["memory.search"]}, index=index)
+        said = "expected columns start_time indexed by span id; got columns name"
+    else:
+        frame = pd.DataFrame({"x_start_time": [12]}, index=index)
+        said = "span span-1 has start_time 12, not a time memlens reads"
+    with HostileServer(mode="answer", body=_span_table(frame), content_type="multipart/mixed; boundary=b") as server:
+        assert main(_pull(server.url(), tmp_path / "x.jsonl")) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.splitlines()) == 1, err
+
+
+def test_pull_names_a_read_timeout_as_the_limit_that_ended_it(tmp_path, monkeypatch, capsys):
+    from hostile_server import HostileServer
+
+    from dashboard.logs import phoenix as phoenix_logs
+
+    monkeypatch.setattr(phoenix_logs, "READ_SECONDS", 0.5)
+    with HostileServer(mode="drip", interval=2.0, drip_for=4.0) as server:
+        assert main(_pull(server.url(), tmp_path / "x.jsonl")) == 2
+    err = capsys.readouterr().err
+    assert "sent nothing for 0.5 s on POST /v1/spans (memlens waits 0.5 s per read, 300 s in all)" in err, err
+
+
+@pytest.mark.parametrize("out", ["/dev/full", "missing/x.jsonl", "."])
+def test_pull_that_cannot_write_its_log_is_one_line_and_exit_2(phoenix, out, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(_pull(phoenix.url, out)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"memlens phoenix: {out}: cannot write the log (") and len(err.splitlines()) == 1, err
+
+
+def test_a_document_without_an_id_is_a_bad_row_not_memory_nan(phoenix, tmp_path, capsys):
+    provider = TracerProvider(resource=Resource.create({"service.name": "agent", "openinference.project.name": "no-ids"}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{phoenix.url}/v1/traces")))
+    span = provider.get_tracer("memlens-test").start_span("memory.search", start_time=int(DAY.timestamp() * 1e9))
+    span.set_attribute("openinference.span.kind", "RETRIEVER")
+    span.set_attribute("retrieval.documents.0.document.id", "mem-x")
+    span.set_attribute("retrieval.documents.0.document.score", 0.9)
+    span.set_attribute("retrieval.documents.1.document.score", 0.4)  # no id
+    span.end(end_time=int(DAY.timestamp() * 1e9) + 1000)
+    provider.shutdown()
+    out = tmp_path / "no-ids.jsonl"
+    argv = ["phoenix", "pull", "--project", "no-ids", "--url", phoenix.url, "--out", str(out)]
+    deadline = time.monotonic() + 60
+    while main(argv) == 0 and "0 turn(s)" in capsys.readouterr().out and time.monotonic() < deadline:
+        time.sleep(0.5)  # Phoenix writes spans in the background
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "1 turn(s) (0 with no document), 1 row(s)" in captured.out
+    assert "1 document(s) without an id written as bad rows" in captured.err
+    assert "nan" not in out.read_text()
+    log = read_log(out)
+    assert list(log.rows["memory_id"]) == ["mem-x"]
+    assert [(issue.line, issue.field) for issue in log.issues] == [(2, "memory_id")]

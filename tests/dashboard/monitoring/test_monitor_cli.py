@@ -71,6 +71,27 @@ def test_no_alert_exits_0_and_says_so(quiet_days, capsys):
     assert out[-1] == "no alert: 7 window(s) tested against the baseline"
 
 
+def test_the_baseline_line_names_the_windows_the_log_has(tmp_path, capsys):
+    # before: "baseline: the first 7 window(s) (2026-01-01..2026-01-01)" for a log of one window
+    write_daily(synthetic_log(1, 60, seed=13, k=2), tmp_path)
+    assert main(["monitor", str(tmp_path), "--floor", "0.35"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("baseline: the log's only 1 window(s), fewer than the 7 asked for (2026-01-01): 60 turns")
+    assert out[-1] == "no alert: 0 window(s) tested against the baseline (every window is in the baseline)"
+
+
+def test_small_windows_are_one_note_and_the_closing_line_says_why_none_was_tested(quiet_days, capsys):
+    # 400 turns a day under --min-turns 500: before, 7 notes and "no alert: 0 window(s) tested against the baseline"
+    assert main(["monitor", str(quiet_days), "--floor", "0.35", "--min-turns", "500"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    notes = [line for line in out if "fewer than 500" in line]
+    assert notes == [
+        "note: 7 window(s) from 2026-01-08 to 2026-01-14 have 400 turn(s) each, fewer than 500: the no-memory share and "
+        "top-1 drift are not tested there (a lower --min-turns or a wider window tests them)"
+    ]
+    assert out[-1] == "no alert: 0 window(s) tested against the baseline (each under 500 turns; --min-turns N to test them)"
+
+
 def test_an_alert_exits_1_only_with_fail_on_alert(days, capsys):
     assert main(["monitor", f"{days}/*.parquet", "--floor", "0.35"]) == 0
     alerts = [line for line in capsys.readouterr().out.splitlines() if line.startswith("alert:")]

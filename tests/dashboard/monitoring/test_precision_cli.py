@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from chat_model_server import ChatModelServer
-from judged_logs import DAYS, START, SWAP_DAY, demo_judge, log_text, user_memories
+from judged_logs import DAYS, START, SWAP_DAY, constant_judge, demo_judge, log_text, user_memories
 
 from dashboard.cli.main import main
 from dashboard.database import AppDatabase
@@ -74,7 +74,7 @@ def test_the_judged_monitor_alerts_from_the_swap_day_and_is_quiet_on_the_unchang
     assert main(["monitor", str(unchanged), *base, *judged, "--labels", str(tmp_path / "unchanged-app.sqlite")]) == 0
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("alert:")]
-    assert out.splitlines()[-1] == "no alert: 7 window(s) tested against the baseline"
+    assert out.splitlines()[-1] == "no alert: 7 window(s) tested for kept precision, 7 for the no-memory share"
     assert "baseline kept precision 50.0%" in out
 
 
@@ -155,3 +155,51 @@ def test_stale_memories_rated_relevant_are_counted_per_window(setup, demo_store,
     assert all(w["stale"] == w["relevant"] > 0 for w in windows)  # every memory is over 10 days old at its turn
     main(["monitor", str(later), *base, *judged, *app_db, "--stale-after", "5000"])
     assert all(w["stale"] == 0 for w in json.loads(capsys.readouterr().out)["precision"]["windows"])
+
+
+@pytest.fixture
+def constant_judge_url(monkeypatch):
+    with ChatModelServer(constant_judge) as server:
+        monkeypatch.setenv("MEMLENS_LLM_BASE_URL", server.url)
+        yield server
+
+
+def test_a_constant_judge_fails_its_checks_exits_3_and_its_precision_is_untrusted(setup, constant_judge_url, capsys):
+    # grade 0 and the placeholder for every pair, on a log whose quality drops: before,
+    # exit 0, "baseline kept precision 0.0%", "no alert", and no warning
+    swapped, _, base, judged, tmp_path = setup
+    assert main(["monitor", str(swapped), *base, *judged, "--labels", str(tmp_path / "constant.sqlite")]) == 3
+    captured = capsys.readouterr()
+    out, err = captured.out, captured.err
+    assert "baseline kept precision 0.0%" not in out
+    assert "baseline kept precision: untrusted (judge:umbrela@grader failed its checks)" in out
+    assert "UNTRUSTED (not measurements: nothing is compared with them or alerted on): judge:umbrela@grader: one grade for " \
+        "every pair: all 336 graded pair(s) got grade 0" in out
+    assert out.splitlines()[-1] == (
+        "no alert: 0 window(s) tested for kept precision (its judge failed its checks), 7 for the no-memory share"
+    )
+    assert "one grade for every pair" in err and "'<one short sentence>'" in err and "kept precision is untrusted" in err
+
+    assert main(["monitor", str(swapped), *base, *judged, "--labels", str(tmp_path / "constant.sqlite"), "--format", "json"]) == 3
+    document = json.loads(capsys.readouterr().out)["precision"]
+    assert document["trusted"] is False and document["baseline"] is None and document["alerts"] == []
+    assert all(w["precision"] is None for w in document["windows"])
+
+
+def test_the_closing_line_counts_both_sides(setup, capsys):
+    # 30 turns a day under the default --min-turns 100: the no-memory side tests no
+    # window while the precision side tests 7; before, "no alert: 0 window(s) tested against the baseline"
+    _, unchanged, base, judged, tmp_path = setup
+    default_min_turns = [word for word in base if word not in ("--min-turns", "10")]
+    assert main(["monitor", str(unchanged), *default_min_turns, *judged, "--labels", str(tmp_path / "sides.sqlite")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == (
+        "no alert: 7 window(s) tested for kept precision, 0 for the no-memory share "
+        "(each under 100 turns; --min-turns N to test them)"
+    )
+    # the 7 small windows are one note, with the way to test them
+    notes = [line for line in out.splitlines() if "fewer than 100" in line]
+    assert len(notes) == 1 and notes[0].startswith("note: 7 window(s) from 2026-01-08 to 2026-01-14 have 30 turn(s) each")
+    assert "--min-turns" in notes[0]
+    # the two tables' turn columns are told apart
+    assert f"{'window':<17}{'kept turns':>11}{'sampled':>9}" in out
