@@ -34,10 +34,10 @@ APPLIED_AS_IS = (
 )
 # Why the space is unknown, by where the config came from: each note says only what is known.
 NO_SPACE_KEY = "the score space is unknown ({source} has no 'score_space': written before memlens recorded it); "
-NULL_SPACE = (
-    "the score space is unknown ({source} names none: Calibrate did not know it, for labels from several stores "
-    "or a distance store whose settings it could not read); "
-)
+# Calibrate writes null when it could not tell the labels' space; why (no store named,
+# several stores, a distance store's unknown settings) is said where it was exported,
+# not here, where only the file is known.
+NULL_SPACE = "the score space is unknown ({source} names none: Calibrate did not know it when the floor was exported); "
 NO_SPACE_IN_CODE = "the score space is unknown (this FloorConfig was made in code without a score_space); "
 
 

@@ -121,8 +121,9 @@ def floor_and_settings(logs: LogSet) -> Settings:
             st.caption(f"Shipped floor {config.floor:g}" + (f"; labelled {config.label_range[0]:%Y-%m-%d}..{config.label_range[1]:%Y-%m-%d}" if config.label_range else ""))
             if config.segments:
                 st.caption(
-                    f"The config's floors per {', '.join(sorted(config.segments))} are not applied here: each turn at its "
-                    "logged floor is what the agent applied, and `memlens monitor --floor-config` applies them to a log."
+                    "The config's floors per " + inert_markdown(", ".join(sorted(config.segments))) + " are not applied "
+                    "here: each turn at its logged floor is what the agent applied, and `memlens monitor --floor-config` "
+                    "applies them to a log."
                 )
     floors = _logged_floors(logs)
     logged = False
