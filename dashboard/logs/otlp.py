@@ -337,6 +337,11 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
             query = _text(attributes.get("input.value") or attributes.get(GENAI_QUERY))
             user = _text(attributes.get("user.id"))
             store = _text(attributes.get("memlens.store") or resource.get("service.name"))
+            # the floor the agent applied (RetrievalSpans writes it as RetrievalLog does);
+            # anything but a number is no floor, as the file readers take it
+            floor = attributes.get("memlens.floor")
+            floor = floor if isinstance(floor, int | float) and not isinstance(floor, bool) else None
+            floor_segment = _text(attributes.get("memlens.floor_segment"))
             for document in documents:
                 documents_read += 1
                 memory_id = document["id"]
@@ -359,6 +364,8 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
                         "query": query if include_query else None,
                         "timestamp": stamp,
                         "store": store,
+                        "floor": floor,
+                        "floor_segment": floor_segment,
                     }
                 )
                 lines.append(number)

@@ -263,6 +263,10 @@ def test_the_opentelemetry_variant_is_read_back_as_turns(tmp_path, demo_store, c
     first = rows[rows["rank"] == 1].sort_values("score", ascending=False).iloc[0]
     assert (first["memory_id"], first["score"]) == (turns[0].kept[0].memory_id, pytest.approx(turns[0].kept[0].score))
     assert PIZZA not in path.read_text(encoding="utf-8")  # no query text unless asked
+    # the floor each turn was filtered at comes back with its rows, as from a file log
+    assert set(rows["floor"]) == {0.35} and set(rows["floor_segment"]) == {"global"}
+    empty = read_log(path).empty_turns
+    assert list(empty["floor"]) == [0.35] and list(empty["floor_segment"]) == ["global"]
 
 
 def test_feedback_after_the_reply_is_sent_only_when_asked(tmp_path, demo_store, demo_dir):
