@@ -38,11 +38,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from connectors.common.paths import data_dir
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, warning
 from dashboard.database import AppDatabase, app_database_target
 from dashboard.database.model import LabelStoreError
 from dashboard.labels.counted import counted
@@ -87,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         if session is None and Path(args.session).exists():
             found = read_people_labels(args.session, fmt=getattr(args, "format", None))
             for issue in found.issues[:SHOWN_ISSUES]:
-                print(f"memlens agreement: {issue}", file=sys.stderr)
+                warning(str(issue))
             session_labels = found.labels
             resolved, resolution = None, resolve(session_labels).lines()  # a file holds no adjudication
             messages = {label.message_id for label in session_labels}

@@ -24,3 +24,9 @@ class CommandError(MemlensError):
 def note(text: str) -> None:
     """An informational line on stderr, never with the error's ``memlens COMMAND:`` prefix."""
     print(f"note: {text}", file=sys.stderr)
+
+
+def warning(text: str) -> None:
+    """A line about input the command left out or a result to doubt, while it goes on:
+    ``warning:``, never the error's ``memlens COMMAND:`` prefix (the command did not stop)."""
+    print(f"warning: {text}", file=sys.stderr)

@@ -39,7 +39,7 @@ from typing import Any
 
 from connectors.common.errors import MemlensError
 from dashboard.cli.arguments import positive_int
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, warning
 
 EXIT_FAILED = 1
 EXIT_DEGENERATE = 3
@@ -83,7 +83,7 @@ def target_pairs(target: str, db: Any) -> list[Pair]:
         imported = read_log(target, include_query=True)
         if imported.issues:
             first = imported.issues[0]
-            print(f"memlens judge: {len(imported.issues)} bad row(s) left out, first: {first}", file=sys.stderr)
+            warning(f"{len(imported.issues)} bad row(s) left out, first: {first}")
         rows = imported.rows
         if "query" not in rows.columns or rows["query"].isna().all():
             raise CommandError(f"{target}: the log has no query text (a `query` column), which a judge needs")
@@ -197,8 +197,8 @@ def run(args: argparse.Namespace) -> int:
     if first_error:
         print(f"first failure: {first_error}", file=sys.stderr)
     check = check_run(judge.source, answers, unparseable=unparseable, answered=graded + failed)
-    for warning in check.warnings():
-        print(f"warning: {warning}", file=sys.stderr)
+    for said in check.warnings():
+        warning(said)
     if check.degenerate:
         print(f"{judge.source}: degenerate run: its grades say nothing about these pairs; "
               "do not use them as suggestions until the judge is fixed", file=sys.stderr)

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.cli.arguments import positive_int, share
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, warning
+from dashboard.cli.errors import note as cli_note
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         pairs, note = _pairs(args, db)
         if note:
-            print(f"memlens judge align: {note}", file=sys.stderr)
+            cli_note(note)
         client = ChatClient(model, send_text=True)
         return _align(args, db, client, config, variants, pairs)
     finally:
@@ -121,7 +122,7 @@ def _pairs(args: argparse.Namespace, db: Any) -> tuple[list[Any], str]:
     elif Path(args.people).exists():
         found = read_people_labels(args.people, fmt=args.format, keep_text=True)
         for issue in found.issues[:20]:
-            print(f"memlens judge align: {issue}", file=sys.stderr)
+            warning(str(issue))
         people = found.labels
     else:
         raise CommandError(f"{args.people!r} is neither a file nor a session")

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, warning
 
 SHOWN_ISSUES = 20
 
@@ -49,9 +48,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--session and --reviewer must not be blank")
     found = read_people_labels(args.file, fmt=args.format, reviewer=args.reviewer)
     for issue in found.issues[:SHOWN_ISSUES]:
-        print(f"memlens labels import: {issue}", file=sys.stderr)
+        warning(str(issue))
     if len(found.issues) > SHOWN_ISSUES:
-        print(f"memlens labels import: ... and {len(found.issues) - SHOWN_ISSUES} more issue(s)", file=sys.stderr)
+        warning(f"... and {len(found.issues) - SHOWN_ISSUES} more issue(s)")
     print(found.summary())
     if not found.labels:
         raise CommandError(f"{args.file} holds no usable label; nothing imported")

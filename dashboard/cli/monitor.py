@@ -43,7 +43,7 @@ from typing import Any
 
 from dashboard.cli import monitor_connect, monitor_precision
 from dashboard.cli.arguments import finite, positive_int, share
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, note, warning
 from dashboard.floor_config import FloorConfig
 from dashboard.monitoring import report, turn_floor, webhook
 from dashboard.monitoring.alerts import (
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     if len(issues) > MAX_ISSUES_PRINTED:
         print(f"  ... and {len(issues) - MAX_ISSUES_PRINTED:,} more: `memlens logs check FILE` lists every one", file=sys.stderr)
     if issues:
-        print(f"memlens monitor: {logs.bad_rows:,} bad row(s) skipped; the other rows are used", file=sys.stderr)
+        warning(f"{logs.bad_rows:,} bad row(s) skipped; the other rows are used")
     where = f"{len(files):,} log file(s)" if len(files) != 1 else files[0]
     if config is not None:
         stores = [row[0] for row in logs.con.execute(f"SELECT DISTINCT store FROM {RELATION} WHERE NOT bad AND store IS NOT NULL LIMIT 100").fetchall()]
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     result = monitor(logs.con, settings)
     result.notes[:0] = notes
     if said := score_direction(logs.con).warning():
-        print(f"memlens monitor: warning: {said}", file=sys.stderr)
+        warning(said)
     counts = logs.counts()
     if not result.windows:
         raise CommandError(f"no turn with a timestamp in {len(files)} file(s) ({counts['turns']:,} turns read): nothing to watch")
@@ -224,9 +224,9 @@ def emit(
         message["alerts"] += [alert.as_dict() for alert in precision_alerts]
         problem = webhook.post(url, message)
         if problem:
-            print(f"memlens monitor: webhook: {problem}; the alerts are above", file=sys.stderr)
+            warning(f"webhook: {problem}; the alerts are above")
         else:
-            print(f"memlens monitor: webhook: posted {alerts} alert(s)", file=sys.stderr)
+            note(f"webhook: posted {alerts} alert(s)")
     if judged is not None and judged.untrusted is not None:
         # after the report and the webhook: the no-memory side's figures and alerts still stand
         raise CommandError(f"{judged.untrusted}; its kept precision is untrusted", exit_status=EXIT_UNTRUSTED_JUDGE)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.common.redaction import redact_text
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, warning
 from dashboard.monitoring import report
 from dashboard.monitoring.alerts import MonitorResult, Settings, assess
 
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, settings: Settings) -> Found:
     if summary.bad_rows:
         issues.append(f"table {args.table}: {summary.bad_rows:,} row(s) with no message_id, or a memory_id with no score")
         print(f"  {issues[0]}", file=sys.stderr)
-        print(f"memlens monitor: {summary.bad_rows:,} bad row(s) skipped; the other rows are used", file=sys.stderr)
+        warning(f"{summary.bad_rows:,} bad row(s) skipped; the other rows are used")
     if not summary.windows:
         raise CommandError(f"no turn with a timestamp in table {args.table} ({summary.counts['turns']:,} turns read): nothing to watch")
     result = assess(summary.windows, settings, lambda windows: summary.histograms)

@@ -66,7 +66,7 @@ class JudgedResult:
 def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str]) -> JudgedResult:
     from connectors.common.errors import MemlensError
     from connectors.common.paths import data_dir
-    from dashboard.cli.errors import CommandError
+    from dashboard.cli.errors import CommandError, warning
     from dashboard.cli.judge import _open_store
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
@@ -118,7 +118,7 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
     check = run.check(judge.source)
     for problem in check.problems:
         if not problem.whole_run:  # a problem in part of the run is a warning, as `memlens judge` says it
-            print(f"memlens monitor: warning: {problem.message}", file=sys.stderr)
+            warning(problem.message)
     out = JudgedResult()
     if check.degenerate:
         # grades that say nothing are no baseline: nothing is compared, nothing alerts

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from dashboard.cli.arguments import non_negative, positive_int, positive_number, share
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, note, warning
 
 METRICS = ("precision", "ndcg", "reciprocal_rank")
 
@@ -112,11 +112,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         db.close()
     if args.judged and not is_log:
-        print("memlens rank: --judged is for a log; a run is scored on its own judged set", file=sys.stderr)
+        note("--judged is for a log; a run is scored on its own judged set")
     opened = fingerprint(args.store, config)
     if log_stores - {opened}:
-        print(f"memlens rank: the log names the store(s) {', '.join(sorted(log_stores))}; memory text is read by id "
-              f"from {opened} (--db / --store), which should be the store that answered", file=sys.stderr)
+        warning(f"the log names the store(s) {', '.join(sorted(log_stores))}; memory text is read by id "
+                f"from {opened} (--db / --store), which should be the store that answered")
     print(f"sending query and memory text to {model.host} ({model.model})", file=sys.stderr)
     client = ChatClient(model, send_text=True)
     try:
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
                     "so give the store that answered (--db FILE, or --store NAME --config FILE)")
         if not total:
             raise CommandError(left_out)
-        print(f"memlens rank: {left_out}", file=sys.stderr)
+        warning(left_out)
     if not total:
         raise CommandError("no question of the run has both candidates and a judged set entry")
     from dashboard.judging.ranker import FALLBACK, RETRIED, VALID
@@ -198,7 +198,7 @@ def _log_turns(path: Path, judged: Any) -> tuple[list[Turn], set[str]]:
 
     imported = read_log(path, include_query=True)
     if imported.issues:
-        print(f"memlens rank: {len(imported.issues)} bad row(s) left out, first: {imported.issues[0]}", file=sys.stderr)
+        warning(f"{len(imported.issues)} bad row(s) left out, first: {imported.issues[0]}")
     rows = imported.rows
     questions = judged.by_id() if judged is not None else {}
     turns: list[Turn] = []
@@ -220,8 +220,8 @@ def _log_turns(path: Path, judged: Any) -> tuple[list[Turn], set[str]]:
             "(or gen_ai.retrieval.query.text in a trace), or --judged naming a judged set with the same message ids"
         )
     if no_query:
-        print(f"memlens rank: {no_query} turn(s) without query text left out (no `query` in the log"
-              f"{' nor in the judged set' if judged is not None else '; --judged can supply it'})", file=sys.stderr)
+        warning(f"{no_query} turn(s) without query text left out (no `query` in the log"
+                f"{' nor in the judged set' if judged is not None else '; --judged can supply it'})")
     stores = {str(v) for v in rows["store"].dropna().unique() if str(v)} if "store" in rows.columns else set()
     return turns, stores
 

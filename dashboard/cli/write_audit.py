@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dashboard.cli.errors import CommandError
+from dashboard.cli.errors import CommandError, warning
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -72,14 +72,14 @@ def run(args: argparse.Namespace) -> int:
 
     messages, issues = audit.read_conversations(args.conversations)
     for issue in issues:
-        print(f"memlens write-audit: {issue}", file=sys.stderr)
+        warning(str(issue))
     if not messages:
         raise CommandError(f"{args.conversations}: no usable message")
     questions = None
     if args.judged:
         questions, problems = read_questions(args.judged)
         for problem in problems:
-            print(f"memlens write-audit: {problem}", file=sys.stderr)
+            warning(str(problem))
         if not questions:
             raise CommandError(f"{args.judged}: no usable question")
     paths = [args.config, *args.compare]
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(audit.table_lines(audits, args.include_text)))
     for result in audits:
         if result.recall is not None and result.recall.missing_ids:
-            print(f"memlens write-audit: {len(result.recall.missing_ids)} relevant id(s) of the judged set are no "
-                  f"message of {args.conversations}", file=sys.stderr)
+            warning(f"{len(result.recall.missing_ids)} relevant id(s) of the judged set are no "
+                    f"message of {args.conversations}")
             break
     return 0

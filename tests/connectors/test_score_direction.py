@@ -76,7 +76,7 @@ def test_calibrate_refuses_a_raw_distance_unless_told_the_direction(logs, capsys
 def test_monitor_warns_of_a_raw_distance(logs, capsys):
     raw, normalised = logs
     main(["monitor", str(raw), "--floor", "0.35", "--window", "1d"])
-    assert "memlens monitor: warning: scores rise with rank in" in capsys.readouterr().err
+    assert "warning: scores rise with rank in" in capsys.readouterr().err
     main(["monitor", str(normalised), "--floor", "0.35", "--window", "1d"])
     assert "warning:" not in capsys.readouterr().err
 

@@ -181,3 +181,15 @@ def test_a_failed_post_is_reported_and_does_not_change_the_exit_status(days, cap
     captured = capsys.readouterr()
     assert "webhook: the webhook could not be reached (ConnectError)" in captured.err
     assert "s3cr3t" not in captured.out + captured.err
+
+
+def test_lines_about_left_out_rows_are_warnings_not_errors(tmp_path, capsys):
+    """A command that goes on says so without the error's `memlens COMMAND:` prefix: a
+    scheduled job's log then tells what stopped a run from what it only skipped."""
+    log = tmp_path / "week.jsonl"
+    rows = [{"message_id": f"t{n}", "memory_id": "m1", "rank": 1, "score": 0.5, "timestamp": "2026-12-01T10:00:00Z"} for n in range(3)]
+    log.write_text("\n".join(json.dumps(row) for row in rows) + "\n{not json\n", encoding="utf-8")
+    assert main(["monitor", str(log), "--floor", "0.35"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 bad row(s) skipped; the other rows are used" in err
+    assert "memlens monitor:" not in err

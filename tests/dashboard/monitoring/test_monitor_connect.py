@@ -204,7 +204,7 @@ def test_bad_rows_are_counted_and_left_out(rows, tmp_path, capsys):
     _, clean = report(["monitor", "--connect", f"duckdb://{path}", "--table", "clean", "--floor", "0.35"], capsys)
     code, out, err = run(["monitor", "--connect", f"duckdb://{path}", "--table", "dirty", "--floor", "0.35", "--format", "json"], capsys)
     assert code == 0
-    assert "memlens monitor: 2 bad row(s) skipped; the other rows are used" in err
+    assert "warning: 2 bad row(s) skipped; the other rows are used" in err
     dirty = json.loads(out)
     assert dirty["windows"] == clean["windows"] and dirty["counts"] == clean["counts"]
     assert dirty["issues"] == ["table dirty: 2 row(s) with no message_id, or a memory_id with no score"]
