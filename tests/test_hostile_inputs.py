@@ -14,6 +14,10 @@ The completeness tests fail when a module defines a reader (a ``read_*`` or ``lo
 function taking a path) or sends HTTP without registering it, when anything but the
 boundary builds an HTTP client or imports another HTTP library, and when a client
 library (Phoenix's, Langfuse's ...) is built without the boundary's httpx client.
+Every surface (a CLI command, an agent-side name, a store factory; derived from the
+code in ``hostile_surfaces.py``) needs an entry naming the readers and clients it goes
+through, or why it reads none: a new one without fails ``test_every_surface_has_an_entry``
+by name, and docs/hostile-input.md holds the entries' table.
 Run with ``-s`` for the table of outcomes.
 """
 
@@ -29,6 +33,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import hostile_surfaces
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -47,7 +52,7 @@ REGISTERING = (
     "dashboard.calibration.label_files", "dashboard.evaluation.judged_sets", "dashboard.evaluation.write_audit", "dashboard.judged",
     "dashboard.judging.judges", "dashboard.labels.people_files", "dashboard.logs.read_log", "connectors.http.json_service",
     "connectors.mem0.library", "dashboard.judging.client", "dashboard.monitoring.webhook", "connectors.http.memorysync", "connectors.mem0.platform",
-    "dashboard.logs.phoenix", "dashboard.logs.langfuse", "connectors.mem0.model_clients",
+    "dashboard.logs.phoenix", "dashboard.logs.langfuse", "connectors.mem0.model_clients", "dashboard.cli.eval",
 )  # fmt: skip
 for _module in REGISTERING:
     importlib.import_module(_module)
@@ -481,6 +486,75 @@ def test_every_client_library_bounds_and_checks_what_comes_back(name, case):
     assert not leaked, f"{name} printed its key as {leaked}: {message}"
     assert said in message, message
     TABLE[(name, case)] = "refused, one line" if mode != "echo401" else "failed, key in no form"
+
+
+# ------------------------------------------------------------------ every surface
+# The surfaces (commands, the agent side's public names, store factories) are derived
+# from the code in tests/hostile_surfaces.py; each needs an entry there saying which
+# readers and clients above it goes through, or why it reads no outside input.
+
+
+def _assert_every_surface_has_an_entry(derived: dict[str, list[str]]) -> None:
+    without = hostile_surfaces.missing(derived)
+    assert not without, (
+        f"no hostile-input entry for {', '.join(without)}: add one to tests/hostile_surfaces.py "
+        "(the readers and clients it goes through, or why it reads no outside input)"
+    )
+
+
+def test_every_surface_has_an_entry():
+    _assert_every_surface_has_an_entry(hostile_surfaces.surfaces())
+
+
+def _add_fake_surface(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of the real table with one surface more (restored after the test)."""
+    import dataclasses
+
+    import memlens
+    from connectors import catalog
+    from dashboard.cli import main
+
+    if kind == "command":
+        monkeypatch.setattr(main, "COMMANDS", (*main.COMMANDS, ("fake-surface", "dashboard.cli.fake")))
+    elif kind == "agent side":
+        monkeypatch.setattr(memlens, "__all__", [*memlens.__all__, "fake-surface"])
+        monkeypatch.setattr(memlens, "fake-surface", lambda: None, raising=False)
+    else:
+        monkeypatch.setattr(catalog, "STORES", [*catalog.STORES, dataclasses.replace(catalog.STORES[0], name="fake-surface")])
+
+
+@pytest.mark.parametrize("kind", list(hostile_surfaces.ENTRIES))
+def test_a_new_surface_without_an_entry_fails_by_name(kind, monkeypatch):
+    _add_fake_surface(kind, monkeypatch)
+    with pytest.raises(AssertionError, match=f"no hostile-input entry for {kind} 'fake-surface'"):
+        _assert_every_surface_has_an_entry(hostile_surfaces.surfaces())
+
+
+def test_every_entry_is_a_surface_and_names_registered_readers_and_clients():
+    derived = hostile_surfaces.surfaces()
+    for kind, entries in hostile_surfaces.ENTRIES.items():
+        stale = sorted(set(entries) - set(derived[kind]))
+        assert not stale, f"entries for {kind} surfaces the code no longer has: {stale}"
+        for name, entry in entries.items():
+            unknown = (set(entry.readers) - set(inbound.READERS)) | (set(entry.clients) - set(outbound.CLIENTS))
+            assert not unknown, f"{name}: {sorted(unknown)} is no reader in READERS nor client in CLIENTS"
+            meets = entry.readers or entry.clients or entry.stores or entry.other
+            assert bool(meets) != bool(entry.none), f"{name}: say what it meets, or why it reads no outside input (not both)"
+
+
+DOC = ROOT / "docs" / "hostile-input.md"
+DOC_START = "<!-- surfaces: generated from tests/hostile_surfaces.py (render); edit the entries, not this table -->"
+DOC_END = "<!-- end of surfaces -->"
+
+
+def test_the_surface_table_in_the_doc_is_the_suites():
+    """docs/hostile-input.md holds render()'s table between its markers; on a
+    difference, the expected table is in the message (paste it between the markers)."""
+    text = DOC.read_text(encoding="utf-8")
+    assert DOC_START in text and DOC_END in text, f"{DOC}: the markers of the surface table are missing"
+    committed = text.split(DOC_START, 1)[1].split(DOC_END, 1)[0].strip("\n") + "\n"
+    expected = hostile_surfaces.render()
+    assert committed == expected, f"{DOC} differs from the suite's entries; the table should read:\n\n{expected}"
 
 
 def test_zz_the_table_covers_every_reader_and_client():

@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from connectors.common import inbound
 from dashboard.cli.arguments import finite, positive_int
 from dashboard.cli.errors import CommandError, note
 
@@ -71,17 +72,34 @@ def add_allow_failures(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def read_store_config(path: str) -> dict[str, Any]:
+    """A store's settings file (--config): a JSON object read through the inbound
+    boundary (a regular file of config size, JSON of sane depth and numbers), or
+    CommandError naming the file."""
+    try:
+        loaded = inbound.load_json(inbound.read_small(path, "store config").decode("utf-8"), path)
+    except inbound.InboundError as exc:
+        raise CommandError(f"--config {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"--config {path}: not UTF-8 text ({exc})") from None
+    if not isinstance(loaded, dict):
+        raise CommandError(f"--config {path}: expected a JSON object of settings")
+    return loaded
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "store config", read_store_config, (CommandError,), ".json", {"db_path": "memories.sqlite", "weights": "semantic=1"},
+        rows=False, qualname=f"{__name__}.read_store_config",
+    )
+)  # fmt: skip
+
+
 def store_config(args: argparse.Namespace) -> dict[str, Any]:
     """The store's settings from --config, --db and --weights (later ones win)."""
     config: dict[str, Any] = {}
     if args.config:
-        try:
-            loaded = json.loads(Path(args.config).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CommandError(f"--config {args.config}: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise CommandError(f"--config {args.config}: expected a JSON object of settings")
-        config.update(loaded)
+        config.update(read_store_config(args.config))
     if args.db:
         config["db_path"] = str(Path(args.db).resolve())
     if args.weights:
