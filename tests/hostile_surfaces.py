@@ -39,8 +39,8 @@ COMMANDS: dict[str, Entry] = {
     "run": Entry(none="starts `streamlit run`; the pages read files and stores through the readers and stores listed here"),
     "calibrate": Entry(readers=("label file",)),
     "agreement": Entry(readers=("people labels",)),
-    "import": Entry(other="GAP: MEMORIES.jsonl is read whole by EmbeddedStore.import_jsonl (Path.read_text): "
-                          "no regular-file check, no size bound, not a registered reader"),
+    "import": Entry(other="GAP: MEMORIES.jsonl is read whole by EmbeddedStore.import_jsonl after a regular-file "
+                          "check: no size bound, not a registered reader"),
     "eval": Entry(readers=("judged set", _STORE_CONFIG), stores=True),
     "compare": Entry(none="two saved runs; " + _DATABASE),
     "runs": Entry(stores=True, other="list and export read only the app's database; resume asks the run's store"),

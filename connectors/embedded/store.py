@@ -41,6 +41,7 @@ from connectors.base import (
     check_query,
     context_block,
 )
+from connectors.common import inbound
 from connectors.embedded.clock import ClockCount, existing, hide_later
 from connectors.embedded.files import open_for_writing, open_read_only, read_memories
 from connectors.embedded.importing import (  # noqa: F401  (public names of this module since before the split)
@@ -421,6 +422,11 @@ class EmbeddedStore:
         field, the good ones imported. Unchanged texts are not re-encoded."""
         path = Path(path)
         report = ImportReport(source=str(path))
+        try:
+            # a FIFO or /dev/zero is refused before it is opened: read whole, it would never end
+            inbound.regular_file(path, "memories file")
+        except inbound.InboundError as exc:
+            raise InvalidRequest(str(exc)) from None
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

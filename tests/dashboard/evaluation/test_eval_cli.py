@@ -165,6 +165,14 @@ def test_import_exits_1_when_nothing_could_be_imported(tmp_path, world):
     assert "line 1, field 'text'" in result.stderr and "line 2, field '(line)'" in result.stderr
 
 
+def test_import_refuses_a_fifo_before_opening_it(tmp_path, world):
+    fifo = tmp_path / "memories.jsonl"
+    os.mkfifo(fifo)  # read whole, it would wait for a writer for ever
+    result = memlens("import", str(fifo), "--db", str(tmp_path / "s.sqlite"), env=world["env"], check=False)
+    assert result.returncode == 1, result.stderr  # nothing imported (docs/cli.md), said in one line
+    assert "not a regular file" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_import_exits_2_when_lines_were_rejected_and_imports_the_good_ones(tmp_path):
     lines = tmp_path / "some-bad.jsonl"
     lines.write_text(
