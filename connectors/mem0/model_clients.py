@@ -22,8 +22,12 @@ from typing import Any
 from connectors.base import BadResponse, ConnectorError
 from connectors.common.redaction import exception_text, redact_text, remember_secrets, terminal_line
 
-READ_SECONDS = 60.0  # per read: a local model can think for a while before its first byte
-DEADLINE_SECONDS = 300.0  # per request in all
+# A chat completion that is not streamed sends nothing until the whole answer is
+# written: a small local model on a busy CPU took over 180 s on Mem0's extraction prompt
+# (about 9,000 tokens), so the wait for a first byte is long. The whole request is held
+# to the OpenAI client's own default (600 s), what Mem0 waited before memlens bounded it.
+READ_SECONDS = 300.0
+DEADLINE_SECONDS = 600.0
 # The environment variables Mem0's model clients read a key from.
 KEY_ENVIRONMENT = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "AZURE_OPENAI_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY")
 _SECRET_WORDS = ("api_key", "apikey", "token", "password", "secret")

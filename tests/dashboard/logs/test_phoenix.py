@@ -306,20 +306,24 @@ def test_a_401_echoing_the_key_in_any_form_prints_none_of_them(tmp_path, monkeyp
 def test_pull_against_a_gzip_bomb_exits_2_in_bounded_memory(tmp_path):
     """The figure the issue asks for: the peak memory of `phoenix pull` against a 2 MB
     gzip answer that decompresses to 2 GB (printed with -s)."""
-    import resource
     import subprocess
     import sys
 
     from hostile_server import HostileServer, gzip_bomb
 
+    # The pull's own peak, reported by the process itself: RUSAGE_CHILDREN here would
+    # be the largest of every child this worker started (a Phoenix server among them).
+    pull = (
+        "import resource, sys; from dashboard.cli.main import main; code = main(sys.argv[1:]); "
+        "print('peak-kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(code)"
+    )
     gzip_bomb()  # built before the clock and the child start
     with HostileServer(mode="bomb") as server:
         run = subprocess.run(
-            [sys.executable, "-c", "import sys; from dashboard.cli.main import main; sys.exit(main(sys.argv[1:]))",
-             *_pull(server.url(), tmp_path / "x.jsonl")],
+            [sys.executable, "-c", pull, *_pull(server.url(), tmp_path / "x.jsonl")],
             capture_output=True, text=True, timeout=120,
         )
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    peak = int(run.stdout.split("peak-kib", 1)[1].split()[0]) * 1024
     print(f"\nphoenix pull against a {len(gzip_bomb()) / 1e6:.1f} MB gzip answer (2 GB inflated): peak RSS {peak / 2**20:.0f} MiB")
     assert run.returncode == 2, run.stderr
     assert "decompresses to more than 67,108,864 bytes" in run.stderr and "Traceback" not in run.stderr
