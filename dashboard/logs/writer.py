@@ -62,6 +62,9 @@ TAIL_BYTES = 1 << 16  # how far back a torn last line is looked for
 _APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 logger = logging.getLogger(__name__)
+# One encoder for every row: json.dumps with any option but the defaults builds a new
+# JSONEncoder per call, which was most of what encoding a turn's rows cost.
+_ROW_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 class RetrievalLogError(MemlensError, ValueError):
@@ -244,7 +247,7 @@ class RetrievalLog:
             try:
                 # encoded here, outside the lock, so threads do not wait on each other's JSON;
                 # a lone surrogate in an id becomes U+FFFD (valid UTF-8, a whole line)
-                payload = "".join(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows).encode("utf-8", "replace")
+                payload = "".join(_ROW_JSON.encode(row) + "\n" for row in rows).encode("utf-8", "replace")
             except (TypeError, ValueError) as exc:
                 unusable, rows = produced, []
                 self._warn_once(f"value:{type(exc).__name__}", f"a turn's values could not be written as JSON ({exc})")
