@@ -95,11 +95,20 @@ class HasScoreSpace(Protocol):
     def score_space(self) -> ScoreSpace: ...
 
 
+# Whether a store class has the capability, asked once per class: isinstance against a
+# runtime-checkable Protocol walks the Protocol's members on every call, and the agent
+# side asks on every turn. Every store declares score_space on its class (a property).
+_HAS_SPACE: dict[type, bool] = {}
+
+
 def store_space(store: Any) -> ScoreSpace | None:
     """The score space of an open store; None when its scores are ranks or absent
     (no floor applies to them)."""
     if not ScoreKind(store.score_kind).comparable_to_floor:
         return None
-    if isinstance(store, HasScoreSpace):
+    has_space = _HAS_SPACE.get(type(store))
+    if has_space is None:
+        has_space = _HAS_SPACE[type(store)] = isinstance(store, HasScoreSpace)
+    if has_space:
         return store.score_space
     return ScoreSpace(str(store.name), AS_SENT)
