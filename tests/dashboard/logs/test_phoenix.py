@@ -311,11 +311,15 @@ def test_pull_against_a_gzip_bomb_exits_2_in_bounded_memory(tmp_path):
 
     from hostile_server import HostileServer, gzip_bomb
 
-    # The pull's own peak, reported by the process itself: RUSAGE_CHILDREN here would
-    # be the largest of every child this worker started (a Phoenix server among them).
+    # The pull's own peak, reported by the process itself as the kernel's high-water mark
+    # of its memory (VmHWM, which starts anew at exec). Not getrusage: RUSAGE_CHILDREN is
+    # the largest of every child this worker started (a Phoenix server among them), and
+    # Linux carries ru_maxrss across exec, so a child forked from a large worker reported
+    # the worker's size.
     pull = (
-        "import resource, sys; from dashboard.cli.main import main; code = main(sys.argv[1:]); "
-        "print('peak-kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(code)"
+        "import sys; from dashboard.cli.main import main; code = main(sys.argv[1:]); "
+        "print('peak-kib', next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:'))); "
+        "sys.exit(code)"
     )
     gzip_bomb()  # built before the clock and the child start
     with HostileServer(mode="bomb") as server:
