@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks._common import ROOT, exit_code, median, report, table
 
@@ -33,6 +34,19 @@ CALLS = 1_000
 K = 5
 TARGET = 1.03
 FULL_DISK_TARGET = 1.03
+
+
+def interleaved(cases: dict[str, Any], questions: list[tuple[str, str]]) -> dict[str, list[float]]:
+    """Microseconds per call of each case, CALLS calls, the cases taking turns call by
+    call so load from other work falls on all of them alike."""
+    times: dict[str, list[float]] = {label: [] for label in cases}
+    for call in range(CALLS):
+        text, user = questions[call % len(questions)]
+        for label, fn in cases.items():
+            started = time.perf_counter()
+            fn(text, user)
+            times[label].append((time.perf_counter() - started) * 1e6)
+    return times
 
 
 def main() -> int:
@@ -58,13 +72,7 @@ def main() -> int:
     for fn in cases.values():  # warm up: the store's arrays, pyarrow's writer
         for text, user in questions:
             fn(text, user)
-    times: dict[str, list[float]] = {label: [] for label in cases}
-    for call in range(CALLS):
-        text, user = questions[call % len(questions)]
-        for label, fn in cases.items():
-            started = time.perf_counter()
-            fn(text, user)
-            times[label].append((time.perf_counter() - started) * 1e6)
+    times = interleaved(cases, questions)
     for log in logs.values():
         log.close()
     base = median(times["store.query (baseline)"])
@@ -122,7 +130,6 @@ def _full_disk(store, floor, questions, path: Path):
         produced += len(turn.kept) + len(turn.dropped) or 1
 
     cases = {"bare": lambda text, user: store.query(text, user_id=user, k=K), "full": logged}
-    times: dict[str, list[float]] = {label: [] for label in cases}
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, hard))  # no file may grow: the disk is full
@@ -130,12 +137,7 @@ def _full_disk(store, floor, questions, path: Path):
         for fn in cases.values():  # warm up: the first failed writes, the warning logged once
             for text, user in questions:
                 fn(text, user)
-        for call in range(CALLS):
-            text, user = questions[call % len(questions)]
-            for label, fn in cases.items():
-                started = time.perf_counter()
-                fn(text, user)
-                times[label].append((time.perf_counter() - started) * 1e6)
+        times = interleaved(cases, questions)
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous)

@@ -74,17 +74,8 @@ class FloorConfig:
         if floor is None:
             raise FloorConfigError(f"{name}: field 'floor': {_said(self.floor)} is not a finite number")
         self.floor = floor
-        checked: dict[str, dict[str, float]] = {}  # a copy: the caller's dict is left as it was
-        for by, floors in self.segments.items():
-            if by not in SEGMENT_ORDER:
-                raise FloorConfigError(f"{name}: field 'segments': {by!r} is not one of {', '.join(SEGMENT_ORDER)}")
-            checked[by] = {}
-            for segment, value in floors.items():
-                number = inbound.finite_number(value)
-                if number is None:
-                    raise FloorConfigError(f"{name}: field 'segments.{by}.{segment}': {_said(value)} is not a finite number")
-                checked[by][segment] = number
-        self.segments = checked
+        # the file's reader checks a config built in code too (and copies: the caller's dict is left as it was)
+        self.segments = _read_segments(self.segments, name)
 
     @classmethod
     def load(cls, path: str | Path) -> FloorConfig:
