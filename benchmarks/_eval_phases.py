@@ -29,9 +29,9 @@ from pathlib import Path
 
 # The phases each wrapped function counts for: (module, attribute path, phase).
 COMMON = [
-    ("connectors.embedding.runtime", "_open_encoder", "model open"),
+    ("connectors.embedding.model_loader", "_open_encoder", "model open"),
     ("connectors.embedding.onnx_encoder", "OnnxEncoder.encode", "encoding the questions"),
-    ("connectors.embedding.runtime", "TorchEncoder.encode", "encoding the questions"),
+    ("connectors.embedding.model_loader", "TorchEncoder.encode", "encoding the questions"),
     ("connectors.registry", "create_store", "store open"),
     ("connectors.embedded.store", "EmbeddedStore._ensure_loaded", "store open"),
     ("dashboard.evaluation.judged_sets", "read_file", "judged set read"),

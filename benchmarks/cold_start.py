@@ -114,7 +114,7 @@ ONNX_FLOOR_CODE = """
 import time
 started = time.perf_counter()
 import onnxruntime, tokenizers
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 imported = time.perf_counter()
 embedding.encode(["What is the user's favourite pizza topping?"])
 print(f"import={imported - started:.3f} load={time.perf_counter() - imported:.3f}")

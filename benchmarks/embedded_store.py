@@ -131,7 +131,7 @@ def scan_child(size: int, users: int, user: str, workdir: Path) -> dict:
     import faiss
 
     from connectors.embedded.store import EmbeddedStore
-    from connectors.embedding import runtime as embedding
+    from connectors.embedding import model_loader as embedding
 
     path = workdir / f"scan-{size}-{users}.sqlite"
     started = time.perf_counter()
@@ -275,7 +275,7 @@ def encode_in_file_order(texts, *, model=None, batch_size=64, progress=None):
     in file order, so every slice pads to its longest text."""
     import numpy as np
 
-    from connectors.embedding import runtime as embedding
+    from connectors.embedding import model_loader as embedding
 
     st_model = embedding.load_model(model)
     out = [np.empty((0, embedding.DIMENSIONS), dtype=np.float32)]
@@ -291,7 +291,7 @@ def import_child(count: int, workdir: Path) -> dict:
     (batch_size=64; the baseline), the import as it was (torch, slices in file order)
     and the import as it is (ONNX, longest first across the whole import)."""
     from connectors.embedded.store import EmbeddedStore
-    from connectors.embedding import runtime as embedding
+    from connectors.embedding import model_loader as embedding
 
     rows = varied_texts(count)
     source = workdir / "import.jsonl"

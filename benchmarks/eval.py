@@ -53,8 +53,8 @@ from pathlib import Path
 from benchmarks import _eval_data
 from benchmarks._common import PYTHON, ROOT, median, report, table
 from connectors.embedded.store import EmbeddedStore
+from connectors.embedding import model_loader as embedding
 from connectors.embedding import onnx_export
-from connectors.embedding import runtime as embedding
 from dashboard.database import AppDatabase
 from dashboard.evaluation.judged_sets import JudgedSet, read_file
 from dashboard.evaluation.runs import RunRequest, start_run

@@ -89,6 +89,9 @@ class QueryResult:
     notes: list[str] = field(default_factory=list)  # warnings the page must show
     score_kind: ScoreKind = ScoreKind.SIMILARITY
     raw_score_kind: str | None = None  # e.g. "cosine distance", "l2 distance"
+    # The rule that made each score from the store's raw value, set by the connector
+    # that applied it; None where the scores are ranks or absent (no floor applies).
+    score_space: ScoreSpace | None = None
 
     @classmethod
     def listing(
@@ -101,6 +104,7 @@ class QueryResult:
         notes: list[str] | None = None,
         score_kind: ScoreKind = ScoreKind.SIMILARITY,
         raw_score_kind: str | None = None,
+        score_space: ScoreSpace | None = None,
     ) -> QueryResult:
         """The result of a store that sends no prompt block of its own (the vector
         stores, Mem0): its context is ``context_block`` of every hit."""
@@ -113,6 +117,7 @@ class QueryResult:
             notes=list(notes or []),
             score_kind=score_kind,
             raw_score_kind=raw_score_kind,
+            score_space=score_space,
         )
 
 
@@ -147,6 +152,38 @@ def score_from_distance(formula: str, distance: float | None) -> float | None:
     if formula == MANHATTAN:
         return 1.0 / (1.0 + max(0.0, distance))
     return 1.0 - distance
+
+
+AS_SENT = "as sent"  # the store's own score, higher is better, kept as it came
+
+
+@dataclass(frozen=True)
+class ScoreSpace:
+    """A store kind and the rule that made memlens's score from the store's raw value.
+
+    The value every QueryResult carries; it sits here, beside the rules, because a
+    result names it. The table of which store and setting uses which rule, and the
+    rest of what memlens knows of score spaces, is connectors/common/score_spaces.py."""
+
+    store: str  # the store kind, as the registry names it: "chroma", "pgvector", ...
+    formula: str  # AS_SENT, or a distance rule: "1 - d", "1 - d/2", "1 - d²/2", "-d", "1/(1+d)"
+    setting: str | None = None  # the store's distance setting the rule follows from ("l2", "<->")
+
+    def describe(self) -> str:
+        """``chroma (l2): score = 1 - d/2 of the raw distance`` / ``embedded: the store's score as sent``."""
+        name = f"{self.store} ({self.setting})" if self.setting else self.store
+        if self.formula == AS_SENT:
+            return f"{name}: the store's score as sent"
+        return f"{name}: score = {self.formula} of the raw distance d"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"store": self.store, "formula": self.formula, "setting": self.setting}
+
+    def convert(self, raw: float | None) -> float | None:
+        """memlens's score for the store's raw value `raw`, by this space's rule."""
+        if raw is None or self.formula == AS_SENT:
+            return raw
+        return score_from_distance(self.formula, raw)
 
 
 def distance_hit(

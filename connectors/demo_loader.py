@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from connectors.embedded.factories import DEMO_MEMORIES
-from connectors.embedded.importing import ImportReport, _parse_jsonl
-from connectors.embedding import runtime as embedding
+from connectors.embedded.importing import ImportReport, parse_jsonl
+from connectors.embedding import model_loader as embedding
 
 _vector_cache: dict[tuple[str, str], np.ndarray] = {}
 
@@ -37,7 +37,7 @@ def demo_rows(path: Path = DEMO_MEMORIES, *, now: datetime | None = None) -> tup
     """The valid demo rows (created_at resolved) and the report of rejected lines."""
     report = ImportReport(source=str(path))
     text = Path(path).read_text(encoding="utf-8")
-    return _parse_jsonl(text, now or datetime.now(UTC), report), report
+    return parse_jsonl(text, now or datetime.now(UTC), report), report
 
 
 def demo_vectors(rows: list[dict[str, Any]], model: str | None = None) -> np.ndarray:

@@ -12,6 +12,8 @@ on a real socket (raw, so it can drip bytes and answer with anything):
     deep     a 200 JSON answer nested 5,000 deep
     answer   a 200 of ``body`` with ``content_type`` (a service's answer, scripted)
     cursor   Langfuse's observations page, one observation, the same cursor every time
+    oversized a 200 JSON answer of ``OVERSIZED_BYTES`` (no results, a long padding string),
+             sent in 1 MB pieces until the client hangs up
 
 Every request's method, path and headers are kept in ``received``.
 """
@@ -102,6 +104,8 @@ class HostileServer:
                     rest -= len(chunk)
                 if self.mode == "drip":
                     self._drip(connection, self._reply())
+                elif self.mode == "oversized":
+                    self._oversized(connection)
                 else:
                     connection.sendall(self._reply({k.lower(): v for k, v in headers.items()}))
             except OSError:
@@ -130,6 +134,20 @@ class HostileServer:
             len(body), body,
         )
 
+    def _oversized(self, connection: socket.socket) -> None:
+        # a valid answer a client without a cap would read whole and accept
+        head, tail = b'{"results": [], "choices": [], "pad": "', b'"}'
+        length = OVERSIZED_BYTES
+        connection.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+            % (length, head)
+        )
+        left, block = length - len(head) - len(tail), b"0" * (1 << 20)
+        while left > 0 and not self._stopped.is_set():
+            connection.sendall(block[:left])  # OSError once the client hangs up: the answer ends
+            left -= len(block)
+        connection.sendall(tail)
+
     def _drip(self, connection: socket.socket, whole: bytes) -> None:
         started = time.monotonic()
         for index in range(len(whole)):
@@ -142,6 +160,7 @@ class HostileServer:
 
 SIGN_IN_PAGE = b"<!doctype html><html><head><title>Sign in</title></head><body><form>Sign in to continue</form></body></html>"
 BOMB_DECOMPRESSED = 2 * 1024 * 1024 * 1024
+OVERSIZED_BYTES = 80 * 1024 * 1024  # above the outbound boundary's 64 MB cap
 
 
 @functools.cache
@@ -170,7 +189,8 @@ def echoed(authorization: str) -> bytes:
 ANSWERS = {
     "html": lambda server, headers: ("text/html; charset=utf-8", SIGN_IN_PAGE, ""),
     "bomb": lambda server, headers: ("application/json", gzip_bomb(), "Content-Encoding: gzip\r\n"),
-    "echo401": lambda server, headers: ("application/json", echoed(headers.get("authorization", "")), ""),
+    "echo401": lambda server, headers: ("application/json", echoed(
+        headers.get("authorization") or f"api-key {headers.get('api-key') or headers.get('x-api-key', '')}"), ""),
     "deep": lambda server, headers: ("application/json", b"[" * 5000 + b"]" * 5000, ""),
     "answer": lambda server, headers: (server.content_type, server.body, ""),
     "cursor": lambda server, headers: ("application/json", json.dumps({

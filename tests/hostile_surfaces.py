@@ -39,8 +39,7 @@ COMMANDS: dict[str, Entry] = {
     "run": Entry(none="starts `streamlit run`; the pages read files and stores through the readers and stores listed here"),
     "calibrate": Entry(readers=("label file",)),
     "agreement": Entry(readers=("people labels",)),
-    "import": Entry(other="GAP: MEMORIES.jsonl is read whole by EmbeddedStore.import_jsonl after a regular-file "
-                          "check: no size bound, not a registered reader"),
+    "import": Entry(readers=("memories file",)),
     "eval": Entry(readers=("judged set", _STORE_CONFIG), stores=True),
     "compare": Entry(none="two saved runs; " + _DATABASE),
     "runs": Entry(stores=True, other="list and export read only the app's database; resume asks the run's store"),
@@ -53,7 +52,9 @@ COMMANDS: dict[str, Entry] = {
     "rank": Entry(readers=(*_LOGS, _STORE_CONFIG), clients=("model",), stores=True),
     "monitor": Entry(readers=("monitor logs (jsonl)", "monitor logs (parquet)", "floor config", *_JUDGE, _STORE_CONFIG),
                      clients=("webhook", "model"), stores=True,
-                     other="--connect: a database's rows, checked in the engine's query (dashboard.monitoring.warehouse)"),
+                     other="--connect: a database's rows, checked in the engine's query (dashboard.monitoring.warehouse): "
+                           "a row with a NaN or infinite score or a time outside 1970-2200 (infinity, year 9999) is "
+                           "counted and left out there, as the file run does"),
     "phoenix": Entry(clients=("phoenix",)),
     "langfuse": Entry(clients=("langfuse",)),
     "labels": Entry(readers=("people labels",), other="export, adjudicate and history read only the app's database"),
@@ -81,10 +82,9 @@ STORES: dict[str, Entry] = {
     "http_json": Entry(readers=("HTTP JSON store config",), clients=("http_json",)),
     "mem0": Entry(readers=("Mem0 config",), clients=("mem0-openai",)),
     "mem0_platform": Entry(clients=("mem0_platform",)),
-    "qdrant": Entry(other="GAP: a remote Qdrant is asked by QdrantClient's own HTTP client (a timeout; "
-                          "no body cap, redirect rule or total deadline of the boundary); a local path by the library"),
-    "chroma": Entry(other="GAP: a remote Chroma is asked by chromadb.HttpClient's own HTTP client, "
-                          "not the boundary's; a local folder by the library"),
+    "qdrant": Entry(clients=("qdrant",), other="a local folder, through the library"),
+    "chroma": Entry(other="GAP: chromadb.HttpClient builds its own httpx.Client(timeout=None) and takes no client, "
+                          "transport or httpx argument (it asks the server in the constructor); a local folder by the library"),
     "pgvector": Entry(other="a PostgreSQL connection (psycopg); not HTTP, so outside the outbound boundary"),
     "langgraph": Entry(other="a LangGraph store object or its database, through the library"),
     "lancedb": Entry(other="a local LanceDB folder, through the library"),

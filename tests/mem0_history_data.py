@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 
 PIZZA_BEFORE = "Likes cheese pizza"
 PIZZA_AFTER = "Loves cheese pizza with olives"

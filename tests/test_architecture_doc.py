@@ -1,9 +1,11 @@
 """docs/architecture.md is "the whole map": it fails here when the code grows a part the
 map does not show. Every package (a folder with __init__.py) in dashboard/ and
-connectors/ has a line of its own in the map's layout, every page script in
-dashboard/views/ is named on the views/ line (`monitor` or `monitor.py`), and every Protocol class in
-connectors/base.py is named in the connector contract. And no doc in docs/ is linked
-from nowhere: the README or another doc leads to each one."""
+connectors/ has a line of its own in the map's layout, every module over 150 lines is
+placed (a line of its own, or named as `name.py` on its folder's line), every page
+script in dashboard/views/ is named on the views/ line (`monitor` or `monitor.py`), and
+every Protocol class of the contract (connectors/base.py and connectors/common/) is
+named in the connector contract. And no doc in docs/ is linked from nowhere: the README
+or another doc leads to each one."""
 
 from __future__ import annotations
 
@@ -20,6 +22,11 @@ ARCHITECTURE = "docs/architecture.md"
 PACKAGES = ("connectors", "dashboard")
 VIEWS = ROOT / "dashboard" / "views"
 BASE = ROOT / "connectors" / "base.py"
+# Where the contract's Protocols live: base.py and the helpers every side shares
+# (HasScoreSpace, in common/score_spaces.py).
+CONTRACT = ("connectors/base.py", "connectors/common/*.py")
+# A module longer than this is big enough to own something a newcomer looks for.
+PLACED_OVER_LINES = 150
 # In the layout block a name starts a line indented two spaces per level; its
 # description, and the lines that carry it on, start at this column or later.
 DESCRIPTION_COLUMN = 20
@@ -76,13 +83,35 @@ def pages() -> list[str]:
     return sorted(path.name for path in VIEWS.glob("*.py"))
 
 
-def protocols() -> list[str]:
-    tree = ast.parse(BASE.read_text(encoding="utf-8"))
-    return [
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "Protocol" for b in node.bases)
-    ]
+def protocols() -> dict[str, str]:
+    """{Protocol class: the file it is in} over the contract's files."""
+    found: dict[str, str] = {}
+    for path in sorted(p for pattern in CONTRACT for p in ROOT.glob(pattern)):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found |= {
+            node.name: str(path.relative_to(ROOT))
+            for node in tree.body
+            if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "Protocol" for b in node.bases)
+        }
+    return found
+
+
+def big_modules() -> list[str]:
+    """The modules of dashboard/ and connectors/ over PLACED_OVER_LINES lines (a package's
+    __init__.py is placed by its package's line)."""
+    return sorted(
+        str(path.relative_to(ROOT))
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if path.name != "__init__.py" and "__pycache__" not in path.parts
+        and len(path.read_text(encoding="utf-8").splitlines()) > PLACED_OVER_LINES
+    )
+
+
+def placed(module: str, entries: dict[str, str]) -> bool:
+    """Whether the layout has a line for `module`, or names it as `name.py` on its folder's line."""
+    folder, name = module.rsplit("/", 1)
+    return module in entries or bool(re.search(rf"(?<![\w/]){re.escape(name)}\b", entries.get(folder + "/", "")))
 
 
 def missing_from_map(text: str) -> list[str]:
@@ -94,6 +123,12 @@ def missing_from_map(text: str) -> list[str]:
         for package in packages()
         if package not in entries
     ]
+    problems += [
+        f"{module} is over {PLACED_OVER_LINES} lines but {ARCHITECTURE} does not place it: give `{Path(module).name}` "
+        f"and what it owns a line under `{Path(module).parent}/` in its layout, or name them on that folder's line"
+        for module in big_modules()
+        if not placed(module, entries)
+    ]
     views = entries.get("dashboard/views/", "")
     problems += [
         f"dashboard/views/{page} is a page but {ARCHITECTURE} does not name it on the `views/` line (as `{Path(page).stem}` or `{page}`)"
@@ -102,9 +137,9 @@ def missing_from_map(text: str) -> list[str]:
     ]
     contract = section(text, "## The connector contract (connectors/base.py)")
     problems += [
-        f"{name} is a Protocol in connectors/base.py but {ARCHITECTURE} does not name it under "
+        f"{name} is a Protocol in {path} but {ARCHITECTURE} does not name it under "
         "\"The connector contract\""
-        for name in protocols()
+        for name, path in protocols().items()
         if f"`{name}`" not in contract
     ]
     return problems
@@ -121,11 +156,17 @@ def test_the_scan_finds_nested_packages_every_page_and_the_optional_protocols():
     assert {"dashboard/", "dashboard/monitoring/", "dashboard/judging/", "connectors/common/"} <= set(found)
     assert "dashboard/views/" not in found  # scripts Streamlit runs, not a package
     assert {"inspect.py", "monitor.py", "navigation.py"} <= set(pages())
-    assert {"MemoryStore", "SupportsHistory", "ScoresPerResultSet"} <= set(protocols())
+    assert {"MemoryStore", "SupportsHistory", "ScoresPerResultSet", "HasScoreSpace"} <= set(protocols())
     assert "Hit" not in protocols()  # a dataclass, not a Protocol
     entries = layout(architecture_text())
     assert "connectors/common/lines.py" in entries and "connectors/common/" in entries
     assert "dashboard/floor.py" in entries and "dashboard/views/" in entries
+    big = big_modules()
+    assert {"connectors/base.py", "dashboard/logs/columnar.py", "dashboard/ui/pages/inspect.py"} <= set(big)
+    assert "connectors/common/paths.py" not in big  # a short module
+    assert placed("dashboard/floor_config.py", entries)  # a line of its own
+    assert placed("connectors/embedded/store.py", entries)  # named on its folder's line
+    assert not placed("connectors/embedded/storefront.py", entries)
 
 
 @pytest.mark.parametrize(
@@ -143,15 +184,21 @@ def test_the_scan_finds_nested_packages_every_page_and_the_optional_protocols():
             "history (`history`",
             f"SupportsHistory is a Protocol in connectors/base.py but {ARCHITECTURE} does not name it",
         ),
+        (
+            "log_import.py (",
+            "log_import (",
+            f"dashboard/logs/log_import.py is over {PLACED_OVER_LINES} lines but {ARCHITECTURE} does not place it",
+        ),
     ],
-    ids=["package", "page", "protocol"],
+    ids=["package", "page", "protocol", "module"],
 )
 def test_a_part_taken_off_the_map_fails_with_its_name(old, new, message):
     """What a contributor sees: the map as it is, less one line or one name."""
     text = architecture_text()
     assert old in text  # the map still reads as this test expects
-    problems = missing_from_map(text.replace(old, new))
-    assert len(problems) == 1 and problems[0].startswith(message), problems
+    before = missing_from_map(text)  # what the map lacks already is another test's failure
+    problems = [problem for problem in missing_from_map(text.replace(old, new)) if problem not in before]
+    assert any(problem.startswith(message) for problem in problems), problems
 
 
 # ------------------------------------------------------------------- unlinked docs

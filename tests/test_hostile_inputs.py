@@ -52,7 +52,8 @@ REGISTERING = (
     "dashboard.calibration.label_files", "dashboard.evaluation.judged_sets", "dashboard.evaluation.write_audit", "dashboard.judged",
     "dashboard.judging.judges", "dashboard.labels.people_files", "dashboard.logs.read_log", "connectors.http.json_service",
     "connectors.mem0.library", "dashboard.judging.client", "dashboard.monitoring.webhook", "connectors.http.memorysync", "connectors.mem0.platform",
-    "dashboard.logs.phoenix", "dashboard.logs.langfuse", "connectors.mem0.model_clients", "dashboard.cli.eval",
+    "dashboard.logs.phoenix", "dashboard.logs.langfuse", "connectors.mem0.model_clients", "dashboard.cli.store_options",
+    "connectors.embedded.importing", "connectors.vector.qdrant",
 )  # fmt: skip
 for _module in REGISTERING:
     importlib.import_module(_module)
@@ -71,7 +72,7 @@ FILE_CASES = (
     "compression bomb", "bad row at 5,000,000", "year 9999", "NaN", "5,000-digit number", "100,000 brackets",
     "/dev/zero", "FIFO",
 )  # fmt: skip
-SERVER_CASES = ("slow drip", "3xx to another host", "control characters", "password in the URL")
+SERVER_CASES = ("slow drip", "3xx to another host", "control characters", "password in the URL", "gzip bomb", "body over the cap")
 BIG = "1" * 5000
 BOMB_ROWS = 5_000_000
 TABLE: dict[tuple[str, str], str] = {}
@@ -134,8 +135,8 @@ _LIBRARY_CLIENTS = {
     "QdrantClient", "AsyncQdrantClient", "HttpClient", "AsyncHttpClient", "CloudClient",
 }  # fmt: skip
 NOT_UNDER_THE_BOUNDARY = {
-    "connectors.vector.qdrant.QdrantClient": "Qdrant's client takes no HTTP client of ours (REST or gRPC of its own); "
-    "the store the user runs, with the connector's per-call timeout",
+    "connectors.vector.qdrant.QdrantClient": "a local folder (QdrantClient(path=...)); the server's client is handed "
+    "library_transport",
     "connectors.vector.chroma.HttpClient": "Chroma's client takes no HTTP client of ours; the store the user runs",
 }
 
@@ -176,11 +177,12 @@ def test_every_client_library_sends_through_the_boundary():
                 continue
             name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(node.func, ast.Name) else ""
             is_library = name in _LIBRARY_CLIENTS or (name in ("Client", "AsyncClient") and sources.get(name, "").startswith("phoenix."))
-            if not is_library or f"{module}.{name}" in NOT_UNDER_THE_BOUNDARY:
+            given = {keyword.arg for keyword in node.keywords} & {"http_client", "httpx_client", "transport"}
+            # a listed exception covers the calls that are handed nothing (Qdrant's local folder)
+            if not is_library or (not given and f"{module}.{name}" in NOT_UNDER_THE_BOUNDARY):
                 continue
-            given = {keyword.arg for keyword in node.keywords} & {"http_client", "httpx_client"}
-            if not given or "library_client" not in ast.unparse(tree):
-                found.append(f"{module}: {name}(...) without http_client/httpx_client from outbound.library_client")
+            if not given or not {"library_client", "library_transport"} & set(re.findall(r"\w+", ast.unparse(tree))):
+                found.append(f"{module}: {name}(...) without http_client/httpx_client/transport from outbound.library_client")
             elif module not in registered:
                 found.append(f"{module}: {name}(...) is not in the outbound registry (register_client)")
     assert not found, found
@@ -387,6 +389,20 @@ FLOOR_FILES = {
     "score space as text": '{"floor": 0.35, "score_space": "chroma"}',
     "dates as a number": '{"floor": 0.35, "date_range": {"from": 1, "to": 2}}',
     "store as a number": '{"floor": 0.35, "store": 42}',
+    # the rule that reads the whole turn (issue 54): each bad field refused by name
+    "rule as text": '{"floor": 0.35, "rule": "learned"}',
+    "rule of an unknown kind": '{"floor": 0.35, "rule": {"kind": "oracle"}}',
+    "rule feature unknown": '{"floor": 0.35, "rule": {"kind": "learned", "features": ["score", "__import__"], '
+    '"coefficients": [1, 1], "intercept": 0, "cut": 0.5}}',
+    "rule coefficient as text": '{"floor": 0.35, "rule": {"kind": "learned", "features": ["score"], '
+    '"coefficients": ["1"], "intercept": 0, "cut": 0.5}}',
+    "rule coefficient of 400 digits": '{"floor": 0.35, "rule": {"kind": "learned", "features": ["score"], '
+    '"coefficients": [' + "9" * 400 + '], "intercept": 0, "cut": 0.5}}',
+    "rule with 100,000 features": '{"floor": 0.35, "rule": {"kind": "learned", "features": ['
+    + ", ".join(['"score"'] * 100_000) + '], "coefficients": [], "intercept": 0, "cut": 0.5}}',
+    "rule cut of 1": '{"floor": 0.35, "rule": {"kind": "learned", "features": ["score"], "coefficients": [1], '
+    '"intercept": 0, "cut": 1}}',
+    "top-ratio cut as null": '{"floor": 0.35, "rule": {"kind": "top-ratio", "cut": null}}',
     "/dev/zero": None,
     "FIFO": None,
 }
@@ -448,6 +464,14 @@ def test_every_client_meets_each_hostile_server_with_a_clean_failure(name, case)
         with HostileServer(mode="control") as server:
             _clean(client, _probe_failure(client, server.url() + "/v1"))
         TABLE[(name, case)] = "failed, escapes shown escaped"
+    elif case in ("gzip bomb", "body over the cap"):
+        # 2 GB inside 2 MB of gzip, and 80 MB as sent: both stop at the one cap
+        with HostileServer(mode="bomb" if case == "gzip bomb" else "oversized") as server:
+            port = server.port
+            message = _clean(client, _probe_failure(client, server.url() + "/v1", deadline=30.0))
+        TABLE[(name, case)] = "stopped at the cap, host named"
+        assert f"more than {outbound.MAX_BODY_BYTES:,} bytes" in message or f"larger than {outbound.MAX_BODY_BYTES:,} bytes" in message, message
+        assert f"127.0.0.1:{port}" in message, f"{name} does not name the host: {message}"
     else:
         with HostileServer(mode="control") as server:
             port = server.port
@@ -466,7 +490,7 @@ LIBRARY_CASES = {
     "401 echoing the key": ("echo401", "401"),
     "JSON 5,000 deep": ("deep", "nested deeper than 100 levels"),
 }
-LIBRARY_CLIENTS = ("langfuse", "mem0-openai", "phoenix")
+LIBRARY_CLIENTS = ("langfuse", "mem0-openai", "phoenix", "qdrant")
 
 
 @pytest.mark.parametrize("case", list(LIBRARY_CASES))
@@ -479,9 +503,11 @@ def test_every_client_library_bounds_and_checks_what_comes_back(name, case):
     with HostileServer(mode=mode) as server:
         message = _clean(client, _probe_failure(client, server.url() + "/v1", deadline=20.0))
         if mode == "echo401":
-            assert server.received and outbound.PROBE_KEY in str(server.received[0].headers) + str(
-                __import__("base64").b64decode(server.received[0].headers["authorization"].split(" ", 1)[1] + "==")
-            ), "the probe sent no key: nothing was tested"
+            sent = server.received[0].headers if server.received else {}
+            basic = sent.get("authorization", " ").split(" ", 1)[1]
+            assert outbound.PROBE_KEY in str(sent) + str(__import__("base64").b64decode(basic + "==")), (
+                "the probe sent no key: nothing was tested"
+            )
     leaked = [form for form in secret_forms(outbound.PROBE_KEY) if form in message]
     assert not leaked, f"{name} printed its key as {leaked}: {message}"
     assert said in message, message

@@ -350,3 +350,173 @@ def test_the_leaf_rule_catches_an_import_of_dashboard(tmp_path):
     bad = tmp_path / "judged.py"
     bad.write_text("from connectors.common.lines import LineIssue\nfrom dashboard.ranking.metrics import grades_from_labels\n")
     assert dashboard_imports(bad) == {"dashboard.ranking.metrics", "dashboard.ranking.metrics.grades_from_labels"}
+
+
+# ------------------------------------------------- commands share through shared modules
+# A command module adds a command or an action to the parser (it has an `add_parser`,
+# or, for `memlens judge align`, a `build_parser`). What commands share (the store
+# options, a run's report, argument types, errors) lives in a module that adds no
+# command, so changing one command never reaches into another. Only main.py, the
+# command table, imports the commands.
+CLI = ROOT / "dashboard" / "cli"
+COMMAND_TABLE = "main.py"
+
+
+def defines_a_command(path: Path) -> bool:
+    """Whether the module binds `add_parser` or `build_parser` at its top level (a
+    function of its own, or one imported under that name)."""
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, ast.FunctionDef) and node.name in ("add_parser", "build_parser"):
+            return True
+        if isinstance(node, ast.ImportFrom) and any(a.asname in ("add_parser", "build_parser") for a in node.names):
+            return True
+    return False
+
+
+def command_modules(folder: Path = CLI) -> set[str]:
+    """The dotted names of the command modules of `folder` (dashboard/cli)."""
+    return {f"dashboard.cli.{p.stem}" for p in sorted(folder.glob("*.py")) if p.name != COMMAND_TABLE and defines_a_command(p)}
+
+
+def command_imports(path: Path, commands: set[str]) -> set[str]:
+    """The command modules `path` imports (a module, or a name in it), itself left out."""
+    own = f"dashboard.cli.{path.stem}"
+    return {m for m in imported_modules(path) if m != own and (m in commands or m.rpartition(".")[0] in commands)}
+
+
+def test_no_command_module_imports_another():
+    commands = command_modules()
+    no_offences(
+        offences([p for p in modules("dashboard/cli/*.py") if p.name != COMMAND_TABLE], lambda path: command_imports(path, commands)),
+        "no module of dashboard/cli/ but main.py imports a command module (share through a module that adds no command)",
+    )
+
+
+def test_the_command_rule_sees_the_commands_and_catches_one_importing_another(tmp_path):
+    """The scan itself, so the rule above cannot pass by finding nothing."""
+    commands = command_modules()
+    assert {"dashboard.cli.eval", "dashboard.cli.judge", "dashboard.cli.judge_align", "dashboard.cli.labels_export"} <= commands
+    assert not {"dashboard.cli.main", "dashboard.cli.arguments", "dashboard.cli.errors", "dashboard.cli.store_options"} & commands
+    bad = tmp_path / "judge.py"
+    bad.write_text("from dashboard.cli.eval import store_config\nfrom dashboard.cli.store_options import open_store\n")
+    assert command_imports(bad, commands) == {"dashboard.cli.eval", "dashboard.cli.eval.store_config"}
+
+
+# ------------------------------------------------------- one-way imports, public names
+# The import graph of dashboard/ and connectors/, module by module: every import a
+# module makes, at its top, inside a function or under TYPE_CHECKING, since each says
+# the module needs the other. A circle means neither can be read, tested or moved
+# without the other; a private name (`_name`) is its module's own business.
+GRAPHED = ("dashboard", "connectors")
+
+
+def module_name(path: Path, root: Path | None = None) -> str:
+    """`dashboard/logs/otlp.py` -> "dashboard.logs.otlp", a package's __init__ as the package."""
+    parts = path.relative_to(root or ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(paths: list[Path], root: Path | None = None) -> dict[str, set[str]]:
+    """{module: the modules of `paths` it imports}. ``from package import module`` is
+    an import of the module; ``from module import name``, of the module."""
+    known = {module_name(p, root) for p in paths}
+
+    def imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        if not node.module or node.level:
+            return []
+        return [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module for a in node.names]
+
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        source = module_name(path, root)
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            for name in imported(node) if isinstance(node, (ast.Import, ast.ImportFrom)) else []:
+                while name and name not in known:
+                    name = name.rpartition(".")[0]
+                if name and name != source:
+                    graph.setdefault(source, set()).add(name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import each other round a circle (the graph's
+    strongly connected components of more than one module), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def graphed_modules() -> list[Path]:
+    return [p for package in GRAPHED for p in modules(f"{package}/**/*.py")]
+
+
+def test_dashboard_and_connectors_import_without_a_circle():
+    found = cycles(import_graph(graphed_modules()))
+    assert not found, "modules import each other round a circle; split them so the imports run one way:\n" + "\n".join(
+        " <-> ".join(group) for group in found
+    )
+
+
+def test_the_circle_rule_finds_a_circle_through_type_checking_and_a_function(tmp_path):
+    package = tmp_path / "dashboard" / "db"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from dashboard.db.model import labels\n")
+    (package / "schema.py").write_text("from dashboard.db.labels import TABLES\n")
+    (package / "labels.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dashboard.db.connection import Connection\n")
+    (package / "connection.py").write_text("def open():\n    from dashboard.db import schema\n")
+    (package / "model.py").write_text("from dashboard.db import labels\n")  # the module, not the package
+    graph = import_graph(sorted(package.glob("*.py")), tmp_path)
+    assert cycles(graph) == [["dashboard.db.connection", "dashboard.db.labels", "dashboard.db.schema"]]
+    assert len(graph) >= 4  # the scan itself finds the imports
+
+
+def private_imports(path: Path) -> set[str]:
+    """``module._name`` for each private name `path` takes from another module."""
+    own = module_name(path)
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module != own:
+            found |= {f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")}
+    return found
+
+
+def test_no_module_takes_a_private_name_from_another():
+    no_offences(
+        offences([p for package in (*GRAPHED, "memlens") for p in modules(f"{package}/**/*.py")], private_imports),
+        "no module imports another module's private name (make it public, or move it where it belongs)",
+    )
+
+
+def test_the_private_name_rule_catches_one(tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)  # module_name() reads names from ROOT
+    bad = tmp_path / "dashboard" / "logs" / "fast.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from __future__ import annotations\nfrom dashboard.logs.rows import LogImport, _empty_turns\n")
+    assert private_imports(bad) == {"dashboard.logs.rows._empty_turns"}

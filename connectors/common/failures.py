@@ -21,6 +21,7 @@ The message text of a library's exception is never what decides.
 
 from __future__ import annotations
 
+import copy
 import errno
 import importlib
 import socket
@@ -30,6 +31,7 @@ from typing import Any, TypeVar
 import httpx
 
 from connectors.base import BadResponse, ConnectorError, StoreTimeout, StoreUnavailable
+from connectors.common.redaction import redact_text, shorten, terminal_line
 
 T = TypeVar("T")
 
@@ -100,6 +102,11 @@ def library_error(exc: Exception, *, store: str, what: str, location: str | None
     """The error a page shows for a failed library call: `store` names the store
     ("Qdrant"), `what` the operation ("search on 'memories'"), `location` where it
     is (a URL or folder), when there is one."""
+    own = next((cause for cause in causes(exc) if isinstance(cause, ConnectorError)), None)
+    if own is not None:
+        # memlens's outbound boundary said what happened inside the library's call
+        # (qdrant_client wraps it in ResponseHandlingException): its message, as it is
+        return copy.copy(own)
     kind, name = failure_kind(exc), type(exc).__name__
     if kind is StoreTimeout:
         return StoreTimeout(f"{store} {what}: timed out")
@@ -107,7 +114,9 @@ def library_error(exc: Exception, *, store: str, what: str, location: str | None
         if location:
             return StoreUnavailable(f"{store} at {location} is unreachable ({name})")
         return StoreUnavailable(f"{store} {what}: unreachable ({name})")
-    return BadResponse(f"{store} {what} failed: {name}: {str(exc)[:300]}")
+    # redacted before the cut (a key straddling it would survive), then one terminal line:
+    # a library quotes the server's answer, and a 401 may echo the key
+    return BadResponse(f"{store} {what} failed: {name}: {terminal_line(shorten(redact_text(str(exc)), 300))}")
 
 
 def call_library(store: str, what: str, location: str | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -6,14 +6,19 @@ floor applies in the space it was calibrated in.
 A floor calibrated on Chroma's ``1 - d/2`` scores means nothing against Chroma's raw
 squared distance (lower is better), nor against the embedded store's weighted score:
 a floor belongs to one space, and applying it in another is refused.
+
+The value itself (ScoreSpace, AS_SENT) is defined in connectors/base.py, since every
+QueryResult carries one, and is imported from here by everything else.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from connectors.base import (
+    AS_SENT,
     COSINE_DISTANCE,
     L2,
     MANHATTAN,
@@ -21,10 +26,9 @@ from connectors.base import (
     SQUARED_L2,
     InvalidRequest,
     ScoreKind,
+    ScoreSpace,
     score_from_distance,
 )
-
-AS_SENT = "as sent"  # the store's own score, higher is better, kept as it came
 
 # store kind -> the store's distance setting -> the rule that turns its raw value into a score
 DISTANCE_RULES: dict[str, dict[str, str]] = {
@@ -39,31 +43,6 @@ DISTANCE_RULES: dict[str, dict[str, str]] = {
 DEFAULT_SETTING = {"chroma": "l2", "lancedb": "l2", "http_json": "similarity"}
 # Stores whose score is a similarity (or a weighted sum of them) sent as is.
 SIMILARITY_STORES = ("embedded", "memorysync", "mem0", "mem0_platform", "langgraph")
-
-
-@dataclass(frozen=True)
-class ScoreSpace:
-    """A store kind and the rule that made memlens's score from the store's raw value."""
-
-    store: str  # the store kind, as the registry names it: "chroma", "pgvector", ...
-    formula: str  # AS_SENT, or a distance rule: "1 - d", "1 - d/2", "1 - d²/2", "-d", "1/(1+d)"
-    setting: str | None = None  # the store's distance setting the rule follows from ("l2", "<->")
-
-    def describe(self) -> str:
-        """``chroma (l2): score = 1 - d/2 of the raw distance`` / ``embedded: the store's score as sent``."""
-        name = f"{self.store} ({self.setting})" if self.setting else self.store
-        if self.formula == AS_SENT:
-            return f"{name}: the store's score as sent"
-        return f"{name}: score = {self.formula} of the raw distance d"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"store": self.store, "formula": self.formula, "setting": self.setting}
-
-    def convert(self, raw: float | None) -> float | None:
-        """memlens's score for the store's raw value `raw`, by this space's rule."""
-        if raw is None or self.formula == AS_SENT:
-            return raw
-        return score_from_distance(self.formula, raw)
 
 
 def space_for(store: str, setting: str | None = None) -> ScoreSpace:
@@ -112,3 +91,56 @@ def store_space(store: Any) -> ScoreSpace | None:
     if has_space:
         return store.score_space
     return ScoreSpace(str(store.name), AS_SENT)
+
+
+def raw_floor_rule(how: str | None, floor: float) -> str | None:
+    """How to apply `floor` to the raw value d under the rule `how`, in one line (None
+    when the score is the raw value), for a team that applies the floor in its own code."""
+    if how is None or how == AS_SENT:
+        return None
+    bound = {
+        COSINE_DISTANCE: ("1 - floor", 1 - floor),
+        SQUARED_L2: ("2 × (1 - floor)", 2 * (1 - floor)),
+        L2: ("√(2 × (1 - floor))", math.sqrt(max(0.0, 2 * (1 - floor)))),
+        NEGATIVE_INNER_PRODUCT: ("-floor", -floor),
+        MANHATTAN: ("1/floor - 1", 1 / floor - 1 if floor > 0 else math.inf),
+    }.get(how)
+    if bound is None:
+        return None
+    text, value = bound
+    return (
+        f"score = {how} (d the store's raw value): to apply the floor {floor:g} to d, keep a hit when "
+        f"d <= {text}, i.e. d <= {value:.4g}"
+    )
+
+
+# ---------------------------------------------------------------- runs saved without their space
+# A run saved before memlens recorded its score space still carries each hit's raw value
+# beside its score; the rule that links the two says which space it was. Only such old
+# runs are read this way: a result carries its space (QueryResult.score_space).
+
+TOLERANCE = 1e-6
+RULES = (COSINE_DISTANCE, SQUARED_L2, L2, NEGATIVE_INNER_PRODUCT, MANHATTAN)
+
+
+def formula_of_pairs(pairs: Iterable[tuple[float | None, float | None]]) -> str | None:
+    """The rule that turns each raw value into the score (``AS_SENT`` when they are
+    equal), or None when no pair has both or no rule of the table fits them all."""
+    both = [(float(raw), float(score)) for raw, score in pairs if raw is not None and score is not None
+            and math.isfinite(raw) and math.isfinite(score)]
+    if not both:
+        return None
+    if all(abs(raw - score) <= TOLERANCE for raw, score in both):
+        return AS_SENT
+    for rule in RULES:
+        converted = [(score_from_distance(rule, raw), score) for raw, score in both]
+        if all(value is not None and abs(value - score) <= TOLERANCE for value, score in converted):
+            return rule
+    return None
+
+
+def describe_formula(store: str, how: str | None) -> str:
+    """One space in words, as ScoreSpace.describe says it; `how` None is a rule memlens cannot tell."""
+    if how is None:
+        return f"{store}: a score converted from the raw value by a rule memlens cannot tell"
+    return ScoreSpace(store, how).describe()

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from connectors.base import StoreUnavailable
-from connectors.embedded.importing import _utc
+from connectors.embedded.importing import as_utc
 
 # Rows read per fetch while loading: bounds the Python objects alive at once.
 LOAD_CHUNK_ROWS = 20_000
@@ -131,7 +131,7 @@ def read_memories(db: sqlite3.Connection, dimensions: int) -> Loaded:
             stop = start + len(chunk)
             ids[start:stop] = [r[0] for r in chunk]
             users += [r[1] for r in chunk]
-            created[start:stop] = [_utc(datetime.fromisoformat(r[2])).timestamp() for r in chunk]
+            created[start:stop] = [as_utc(datetime.fromisoformat(r[2])).timestamp() for r in chunk]
             importance[start:stop] = [r[3] for r in chunk]
             usage[start:stop] = [r[4] for r in chunk]
             block = np.frombuffer(b"".join(r[5] for r in chunk), dtype=np.float32).reshape(len(chunk), -1)

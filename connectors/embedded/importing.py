@@ -1,14 +1,21 @@
 """Reading memories to import into the embedded store: one JSON object a line
 (through connectors/common/lines.py), checked field by field, so a bad line is reported
-(file, line number, field, what was wrong) and the good lines are still imported."""
+(file, line number, field, what was wrong) and the good lines are still imported.
+
+``read_memories_file`` is the one reader of a memories file (``memlens import``, the demo
+store): through the inbound boundary, a regular file of at most ``MAX_MEMORIES_BYTES``
+(it is read whole and every new text encoded), created_at from 1970 to 2200."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+from connectors.common import inbound
 from connectors.common.line_fields import (
+    Invalid,
     LineField,
     iso_datetime,
     json_object,
@@ -22,6 +29,9 @@ from connectors.common.lines import LineIssue, json_objects
 
 DEFAULT_IMPORTANCE = 0.5
 IMPORTANCE_MIN, IMPORTANCE_MAX = 0.05, 1.0
+# The file is read whole and every new text encoded in one go: 256 MB is about a
+# million memories, hours of encoding; a larger file is refused before it is read.
+MAX_MEMORIES_BYTES = 256 * 1024 * 1024
 
 
 @dataclass
@@ -41,7 +51,7 @@ class ImportReport:
         return text
 
 
-def _utc(value: datetime) -> datetime:
+def as_utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -58,7 +68,17 @@ EXTRA_FIELDS = (
     LineField("usage_count", whole_number, "{value!r} is not a whole number >= 0", default=0),
     LineField("metadata", json_object, "must be a JSON object", default=dict),
 )
-CREATED_AT = LineField("created_at", iso_datetime, "{value!r} is not an ISO 8601 date-time")
+def _sane_datetime(value: Any) -> datetime:
+    stamp = iso_datetime(value)
+    if not inbound.sane_time(stamp):
+        raise Invalid
+    return stamp
+
+
+CREATED_AT = LineField(
+    "created_at", _sane_datetime,
+    f"{{value!r}} is not an ISO 8601 date-time from {inbound.EARLIEST.year} to {inbound.LATEST.year - 1}",
+)
 AGE_DAYS = LineField("age_days", non_negative_number, "{value!r} is not a number of days >= 0")
 
 
@@ -88,7 +108,7 @@ def _validate_line(
     return {**row, **extras}, None
 
 
-def _parse_jsonl(text: str, now: datetime, report: ImportReport) -> list[dict[str, Any]]:
+def parse_jsonl(text: str, now: datetime, report: ImportReport) -> list[dict[str, Any]]:
     rows = []
     for number, obj in json_objects(text, report.source, report.issues):
         row, issue = _validate_line(obj, number, now, report.source)
@@ -97,3 +117,25 @@ def _parse_jsonl(text: str, now: datetime, report: ImportReport) -> list[dict[st
         elif row is not None:
             rows.append(row)
     return rows
+
+
+def read_memories_file(path: str | Path, now: datetime | None = None) -> tuple[list[dict[str, Any]], list[LineIssue]]:
+    """The good lines of a memories file and the bad ones named (file, line, field);
+    ``now`` turns age_days into created_at. A file that is not a regular file, is
+    larger than ``MAX_MEMORIES_BYTES`` or is not UTF-8 is InboundError naming it."""
+    data = inbound.read_small(path, "memories file", limit=MAX_MEMORIES_BYTES)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise inbound.InboundError(f"{path}: the memories file is not UTF-8 text (byte {exc.start + 1})") from None
+    report = ImportReport(source=str(path))
+    return parse_jsonl(text, now or datetime.now(UTC), report), report.issues
+
+
+inbound.register_reader(
+    inbound.Reader(
+        "memories file", read_memories_file, (inbound.InboundError,), ".jsonl",
+        {"id": "m1", "user_id": "sam", "text": "Likes green tea", "created_at": "2026-01-05T09:00:00Z", "importance": 0.5},
+        qualname=f"{__name__}.read_memories_file",
+    )
+)

@@ -42,6 +42,7 @@ from connectors.base import (
     context_block,
 )
 from connectors.common import inbound
+from connectors.common.score_spaces import space_for
 from connectors.embedded.clock import ClockCount, existing, hide_later
 from connectors.embedded.files import open_for_writing, open_read_only, read_memories
 from connectors.embedded.importing import (  # noqa: F401  (public names of this module since before the split)
@@ -49,12 +50,13 @@ from connectors.embedded.importing import (  # noqa: F401  (public names of this
     IMPORTANCE_MAX,
     IMPORTANCE_MIN,
     ImportReport,
-    _parse_jsonl,
-    _utc,
+    as_utc,
+    parse_jsonl,
+    read_memories_file,
 )
 from connectors.embedded.scan import Anchored, recency_rate, scan, top_k
 from connectors.embedded.weights import parse_weights
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 
 DEFAULT_HALF_LIFE_HOURS = 72.0
 TEXT_READ_IDS = 900  # memory ids per text read
@@ -68,6 +70,7 @@ class EmbeddedStore:
 
     name = "embedded"
     score_kind = ScoreKind.SIMILARITY
+    score_space = space_for("embedded")  # its weighted similarity, as sent
 
     def __init__(
         self,
@@ -169,7 +172,9 @@ class EmbeddedStore:
                 {"id": h.memory_id, "score": h.score, "scoring_breakdown": h.breakdown} for h in hits
             ],
         }
-        return QueryResult(query=text, hits=hits, context=context, latency_ms=latency_ms, raw=raw, notes=notes)
+        return QueryResult(
+            query=text, hits=hits, context=context, latency_ms=latency_ms, raw=raw, notes=notes, score_space=self.score_space
+        )
 
     def query_many(
         self, texts: list[str], user_ids: list[str | None], k: int = 5, *, batch_size: int = 64
@@ -204,7 +209,7 @@ class EmbeddedStore:
                 built = time.perf_counter()
                 hits = self._hits(rows, best, columns, found)
                 latency_ms = encode_ms + read_ms + (scan_s + time.perf_counter() - built) * 1000
-                results.append(QueryResult(query=text, hits=hits, latency_ms=latency_ms))
+                results.append(QueryResult(query=text, hits=hits, latency_ms=latency_ms, score_space=self.score_space))
         return results
 
     def _scan(self, query_vector: np.ndarray, rows: slice, k: int) -> tuple[list[int], dict[str, np.ndarray]]:
@@ -354,7 +359,7 @@ class EmbeddedStore:
             memory_id=row[0],
             text=row[1],
             user_id=row[2],
-            created_at=_utc(datetime.fromisoformat(row[3])),
+            created_at=as_utc(datetime.fromisoformat(row[3])),
             importance=row[4],
             usage_count=row[5],
             metadata=json.loads(row[6]),
@@ -420,18 +425,13 @@ class EmbeddedStore:
     ) -> ImportReport:
         """Import memories from JSONL; bad lines are reported with their number and
         field, the good ones imported. Unchanged texts are not re-encoded."""
-        path = Path(path)
         report = ImportReport(source=str(path))
         try:
-            # a FIFO or /dev/zero is refused before it is opened: read whole, it would never end
-            inbound.regular_file(path, "memories file")
+            # through the inbound boundary: a FIFO, /dev/zero or an outsized file is refused unread
+            rows, report.issues = read_memories_file(path, self._now())
         except inbound.InboundError as exc:
             raise InvalidRequest(str(exc)) from None
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidRequest(f"Cannot read {path}: {exc}") from exc
-        return self.import_rows(_parse_jsonl(text, self._now(), report), report=report, progress=progress)
+        return self.import_rows(rows, report=report, progress=progress)
 
     def import_rows(
         self,
@@ -461,7 +461,7 @@ class EmbeddedStore:
                         r["id"],
                         r["user_id"],
                         r["text"],
-                        _utc(r["created_at"]).isoformat(),
+                        as_utc(r["created_at"]).isoformat(),
                         r["importance"],
                         r["usage_count"],
                         json.dumps(r["metadata"]),

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 
 MAX_REMEMBERED = 512
 

@@ -360,6 +360,7 @@ class HttpJsonStore:
             notes=notes,
             score_kind=self.score_kind,
             raw_score_kind="cosine distances" if self.score_kind is ScoreKind.DISTANCE else None,
+            score_space=self.score_space if self.score_kind.comparable_to_floor else None,
         )
         return result
 

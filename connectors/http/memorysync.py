@@ -46,6 +46,7 @@ from connectors.base import (
     as_number,
     check_query,
 )
+from connectors.common.score_spaces import space_for
 from connectors.http import outbound
 from connectors.http.base import HttpBoundary, flatten_numbers
 
@@ -192,6 +193,7 @@ class MemorySyncStore:
 
     name = "memorysync"
     score_kind = ScoreKind.SIMILARITY
+    score_space = space_for("memorysync")
     scores_per_result_set = True  # ScoresPerResultSet: NORMALISED_NOTE
     max_k = MAX_K  # HasMaxK: the rank lookup asks with this k
     queries_bump_usage = True  # QueriesBumpUsage: the page says so next to anything that queries
@@ -305,6 +307,7 @@ class MemorySyncStore:
             raw=reply.body,
             notes=notes,
             score_kind=self.score_kind,
+            score_space=self.score_space,
         )
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:

@@ -11,6 +11,9 @@ a webhook, an HTTP memory store) goes through ``request`` on a client from
   location's host;
 - **credentials** (URL userinfo, keys, tokens) are removed from every message and
   URL this module writes (``public_url``; ``redact`` for anything else);
+- every **body is capped** (``MAX_BODY_BYTES``) before and after decompression (a 2 MB
+  gzip answer cannot grow to gigabytes, an endless body is not read to its end): past
+  the cap, BadResponse naming the host;
 - a **key holding a control character** is refused when it is configured
   (``check_credential``): such a key escapes redaction through its repr;
 - outside text is made **terminal-safe** by ``terminal_line`` (re-exported from
@@ -18,9 +21,8 @@ a webhook, an HTTP memory store) goes through ``request`` on a client from
 
 A client library that sends on its own (Phoenix, Langfuse, the OpenAI client inside
 Mem0) is handed an httpx.Client from ``library_client``, which applies the same rules
-hop by hop in its transport, and more that a library never checks itself: every
-**body is capped** (``MAX_BODY_BYTES``) before and after decompression (a 2 MB gzip
-answer cannot grow to gigabytes), an answer of another **content type** than the
+hop by hop in its transport (the body cap by the same ``_capped`` and ``_decoded``),
+and more that a library never checks itself: an answer of another **content type** than the
 library expects (a sign-in page answering 200 text/html) is refused, and a JSON
 answer **nested deeper** than the inbound boundary allows is refused before the
 library's own parser recurses into it.
@@ -57,6 +59,7 @@ __all__ = [
     "RedirectRefused",
     "check_credential",
     "library_client",
+    "library_transport",
     "outbound_client",
     "public_url",
     "redact",
@@ -250,13 +253,16 @@ class _BoundaryTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         route = f"{request.method} {request.url.path}"
         read = (request.extensions.get("timeout") or {}).get("read")
-        with _failures(self._what, route, request.url, self._deadline, self._secrets, read=read):
+        # the deadline per hop here too: a library handed only the transport
+        # (library_transport) has no _BoundedClient around it; nested, the earlier end wins
+        with _failures(self._what, route, request.url, self._deadline, self._secrets, read=read), total_deadline(self._deadline):
             response = self._inner.handle_request(request)
+            said = f"{_named(self._what, request.url)} answered {route} with"
             try:
-                raw = _capped(response.iter_raw(), self._max_body, f"{self._what} answered {route} with")
+                raw = _capped(response.iter_raw(), self._max_body, said)
             finally:
                 response.close()
-        body = _decoded(raw, response.headers.get("content-encoding", ""), self._max_body, f"{self._what} answered {route} with")
+        body = _decoded(raw, response.headers.get("content-encoding", ""), self._max_body, said)
         headers = httpx.Headers(response.headers)
         if "content-encoding" in headers:
             del headers["content-encoding"]
@@ -375,6 +381,23 @@ def library_client(
     )
 
 
+def library_transport(
+    *,
+    what: str,
+    deadline: float,
+    secrets: Iterable[str | None] = (),
+    content_types: Iterable[str] = (),
+    max_body: int = MAX_BODY_BYTES,
+) -> httpx.BaseTransport:
+    """The transport of ``library_client`` alone, for a library that builds its httpx
+    client itself from keyword arguments (QdrantClient passes ``transport=`` on to
+    it): the same rules per request, ``deadline`` seconds each; the library's client
+    must not follow redirects itself (httpx's default), so a 3xx to another origin
+    or with a key is refused here."""
+    known = [s for s in secrets if s]
+    return _BoundaryTransport(what, deadline, known, tuple(t.lower() for t in content_types), max_body)
+
+
 # ------------------------------------------------------------------ one request
 
 
@@ -391,19 +414,24 @@ def request(
     json: Any = None,
     params: Mapping[str, Any] | None = None,
     secrets: Iterable[str] = (),
+    max_body: int = MAX_BODY_BYTES,
 ) -> httpx.Response:
     """One request, its body read, within ``deadline`` seconds in all (default: the
     per-read ``timeout``), with redirects as the module docstring says. ``what``
     names the server in messages ("The model at http://host:port"), ``route`` the
-    request ("POST /chat/completions"). Any status that is not a redirect is returned
-    for the caller to judge."""
+    request ("POST /chat/completions"). The body is at most ``max_body`` bytes before
+    and after decompression, as a client library's (``_capped``, ``_decoded``);
+    past it, BadResponse naming the host. Any status that is not a redirect is
+    returned for the caller to judge."""
     secrets = [s for s in secrets if s]
     deadline = timeout if deadline is None else deadline
     started = time.monotonic()
     current = httpx.URL(url)
     for _ in range(MAX_REDIRECTS + 1):
         with _failures(what, route, current, deadline, secrets), total_deadline(max(deadline - (time.monotonic() - started), 0.001)):
-            response = client.request(method, current, headers=dict(headers or {}), json=json, params=params, timeout=timeout)
+            response = _read_capped(client, client.build_request(
+                method, current, headers=dict(headers or {}), json=json, params=params, timeout=timeout
+            ), f"{_named(what, current)} answered {route}{' ' if route else ''}with", max_body)
         # an injected client (tests, MockTransport) has no deadline sockets: check once more
         if time.monotonic() - started > deadline:
             raise StoreTimeout(f"{what} did not answer {route}{' ' if route else ''}within {deadline:g} s")
@@ -414,6 +442,35 @@ def request(
             method, json = "GET", None
         current, params = target, None
     raise RedirectRefused(f"{what} redirected more than {MAX_REDIRECTS} times")
+
+
+def _read_capped(client: httpx.Client, sent: httpx.Request, said: str, cap: int) -> httpx.Response:
+    """``sent``'s answer with its body read through the same caps a client library's
+    transport applies: streamed, so an endless or oversized body is stopped at
+    ``cap`` bytes, then decompressed to at most ``cap`` (httpx would inflate a gzip
+    bomb whole). The answer returned holds the decoded body."""
+    response = client.send(sent, stream=True)
+    if response.is_stream_consumed:
+        # built whole in memory by an injected transport (httpx.MockTransport): decoded already
+        _capped([response.content], cap, said)
+        return response
+    try:
+        raw = _capped(response.iter_raw(), cap, said)
+    finally:
+        response.close()
+    body = _decoded(raw, response.headers.get("content-encoding", ""), cap, said)
+    headers = httpx.Headers(response.headers)
+    if "content-encoding" in headers:
+        del headers["content-encoding"]
+        headers["content-length"] = str(len(body))
+    return httpx.Response(response.status_code, headers=headers, content=body, request=response.request,
+                          extensions=response.extensions)
+
+
+def _named(what: str, url: httpx.URL) -> str:
+    """``what`` with the host it was asked at, when it does not name it already (a
+    store's title): scheme, host and port only, never a path, user or key."""
+    return what if url.host and url.host in what else f"{what} at {_origin_text(url)}"
 
 
 def _origin_text(url: httpx.URL) -> str:

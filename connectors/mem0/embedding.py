@@ -3,7 +3,7 @@
 Mem0's ``HuggingFaceEmbedding`` loads sentence-transformers (torch) when a Memory
 is built: seconds before the first search. For a local sentence-transformers model
 that ends in a Normalize module (so Mem0's vectors are unit length already), this
-class gives Mem0 the same vectors from connectors/embedding/runtime.py instead. Anything
+class gives Mem0 the same vectors from connectors/embedding/model_loader.py instead. Anything
 else (a text-embeddings-inference URL, model_kwargs, a model without Normalize)
 keeps Mem0's own class.
 """
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 
 _factory_lock = threading.Lock()
 
@@ -49,7 +49,7 @@ def _embedder_class():
     from mem0.embeddings.base import EmbeddingBase
 
     class MemlensEmbedding(EmbeddingBase):
-        """Mem0's embed/embed_batch over connectors.embedding.runtime (ONNX when it can)."""
+        """Mem0's embed/embed_batch over connectors.embedding.model_loader (ONNX when it can)."""
 
         def __init__(self, config=None):
             super().__init__(config)

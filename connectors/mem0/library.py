@@ -124,7 +124,7 @@ def offline_config(config: dict[str, Any]) -> dict[str, Any]:
     embedder_config = embedder.setdefault("config", {}) or {}
     embedder["config"] = embedder_config
     if embedder.get("provider", "huggingface") == "huggingface":
-        from connectors.embedding import runtime as embedding
+        from connectors.embedding import model_loader as embedding
 
         packaged = embedding.packaged_model_path()
         if not embedder_config.get("model"):
@@ -272,7 +272,7 @@ class Mem0LibraryStore:
         notes = [n for n in (self.rule.note, self.threshold_note(hits)) if n]
         return QueryResult.listing(
             text, hits, latency_ms=latency_ms, raw=body, notes=notes,
-            score_kind=self.score_kind, raw_score_kind=self.rule.raw_kind,
+            score_kind=self.score_kind, raw_score_kind=self.rule.raw_kind, score_space=self.score_space,
         )
 
     def effective_threshold(self) -> tuple[float | None, str]:

@@ -30,6 +30,7 @@ import httpx
 
 from connectors.base import AuthFailed, BadResponse, InvalidRequest, Memory, NotFound, QueryResult, ScoreKind, check_query
 from connectors.common.allowed import destination
+from connectors.common.score_spaces import space_for
 from connectors.http.outbound import PROBE_KEY, register_client
 from connectors.mem0.scores import hits_from_search, memory_from_item, optional_threshold, results_list
 
@@ -45,6 +46,7 @@ class Mem0PlatformStore:
 
     name = "mem0_platform"
     score_kind = ScoreKind.SIMILARITY
+    score_space = space_for("mem0_platform")
 
     def __init__(
         self,
@@ -112,7 +114,7 @@ class Mem0PlatformStore:
             f"Mem0 Platform itself would apply threshold {threshold:.2f} ({source}); memlens queried with 0 "
             f"so the floor decides. Mem0 would have hidden {hidden} of these {len(hits)} hits."
         ]
-        return QueryResult.listing(text, hits, latency_ms=reply.latency_ms, raw=body, notes=notes)
+        return QueryResult.listing(text, hits, latency_ms=reply.latency_ms, raw=body, notes=notes, score_space=self.score_space)
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
         from urllib.parse import quote

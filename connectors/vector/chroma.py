@@ -219,7 +219,7 @@ class ChromaStore:
         }
         return QueryResult.listing(
             text, hits, latency_ms=latency_ms, raw=raw_body, notes=notes,
-            score_kind=ScoreKind.DISTANCE, raw_score_kind=self.raw_score_kind,
+            score_kind=ScoreKind.DISTANCE, raw_score_kind=self.raw_score_kind, score_space=self.score_space,
         )
 
     def _memories(self, response: dict) -> list[Memory]:

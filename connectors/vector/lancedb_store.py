@@ -201,7 +201,7 @@ class LanceDBStore:
         }
         return QueryResult.listing(
             text, hits, latency_ms=latency_ms, raw=raw_body, notes=notes,
-            score_kind=ScoreKind.DISTANCE, raw_score_kind=self.raw_score_kind,
+            score_kind=ScoreKind.DISTANCE, raw_score_kind=self.raw_score_kind, score_space=self.score_space,
         )
 
     def _scan(self, where: str | None, limit: int, offset: int = 0) -> list[dict[str, Any]]:

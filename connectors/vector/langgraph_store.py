@@ -39,6 +39,7 @@ from connectors.base import (
 )
 from connectors.common.allowed import allowed_values
 from connectors.common.failures import call_library
+from connectors.common.score_spaces import space_for
 
 USER = "{user_id}"
 USERS_SCAN_LIMIT = 10_000
@@ -112,6 +113,7 @@ class LangGraphStore:
 
     name = "langgraph"
     score_kind = ScoreKind.SIMILARITY
+    score_space = space_for("langgraph")
 
     def __init__(self, store: Any, *, namespace: str = "memories,{user_id}", text_field: str = "text"):
         try:
@@ -219,6 +221,7 @@ class LangGraphStore:
             text, hits, latency_ms=latency_ms, raw=raw,
             score_kind=ScoreKind.SIMILARITY,
             raw_score_kind="the store's similarity (cosine unless its index says otherwise)",
+            score_space=self.score_space,
         )
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> Memory | None:
@@ -254,6 +257,6 @@ def open_store(factory: str = "", namespace: str = "memories,{user_id}", text_fi
 def minilm_embed(texts: Sequence[str]) -> list[list[float]]:
     """The packaged all-MiniLM-L6-v2 as a LangGraph ``embed`` function (unit-length
     vectors, 384 dims): ``InMemoryStore(index={"dims": 384, "embed": minilm_embed})``."""
-    from connectors.embedding import runtime as embedding
+    from connectors.embedding import model_loader as embedding
 
     return embedding.encode(list(texts)).tolist()

@@ -349,7 +349,7 @@ class PgVectorStore:
         }
         return QueryResult.listing(
             text, hits, latency_ms=latency_ms, raw=raw_body, notes=notes,
-            score_kind=ScoreKind.DISTANCE, raw_score_kind=self.raw_score_kind,
+            score_kind=ScoreKind.DISTANCE, raw_score_kind=self.raw_score_kind, score_space=self.score_space,
         )
 
     def _memory(self, row: tuple) -> Memory:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import math
 import threading
 import time
 from pathlib import Path
@@ -43,8 +44,10 @@ from connectors.base import (
     check_query,
     score_from_distance,
 )
+from connectors.common.redaction import remember_secrets
 from connectors.common.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace, space_for
 from connectors.embedding.query_vectors import query_vector
+from connectors.http.outbound import PROBE_KEY, library_transport, public_url, register_client
 from connectors.vector.fields import PayloadFields, call_store, folder_or_url
 
 DISTANCE_KINDS = {
@@ -132,7 +135,7 @@ class QdrantStore:
             id_field=id_field, text_field=text_field, created_at_field=created_at_field, user_field=user_field
         )
         self.model = model or None
-        self.location = str(path or url or "client")
+        self.location = str(path or (url and public_url(url)) or "client")
         if client is not None:
             self.client = client
         elif path:
@@ -140,7 +143,14 @@ class QdrantStore:
         elif url:
             from qdrant_client import QdrantClient
 
-            self.client = QdrantClient(url=url, api_key=api_key or None, timeout=int(timeout))
+            # Its REST client is httpx, built from the keyword arguments it does not know:
+            # the boundary's transport gives it the deadline, body cap, redirect rule and
+            # redaction. No version check: that one request goes around the transport.
+            remember_secrets([api_key])  # a library error quoting the server's 401 is redacted too
+            transport = library_transport(what=f"Qdrant at {public_url(url)}", deadline=float(timeout), secrets=[api_key],
+                                          content_types=("application/json",))
+            self.client = QdrantClient(url=url, api_key=api_key or None, timeout=max(1, math.ceil(timeout)),
+                                       check_compatibility=False, transport=transport)
         else:
             raise InvalidRequest("Qdrant: give a local folder (path) or a server URL.")
         self.distance = self._read_distance()
@@ -235,7 +245,7 @@ class QdrantStore:
         }
         return QueryResult.listing(
             text, hits, latency_ms=latency_ms, raw=raw, notes=notes,
-            score_kind=self.score_kind, raw_score_kind=self.raw_score_kind,
+            score_kind=self.score_kind, raw_score_kind=self.raw_score_kind, score_space=self.score_space,
         )
 
     def _to_memory(self, point: Any) -> Memory:
@@ -343,3 +353,11 @@ def open_store(
         model=model,
         timeout=timeout,
     )
+
+
+def _probe(url: str, deadline: float) -> None:
+    """Open a collection on a Qdrant server at ``url`` (the outbound registry's probe)."""
+    QdrantStore("probe", url=url, api_key=PROBE_KEY, timeout=deadline)
+
+
+register_client("qdrant", _probe, __name__)

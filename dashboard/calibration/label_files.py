@@ -42,7 +42,7 @@ from connectors.common.errors import MemlensError
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects, text_file, utf8_error_offset
 from dashboard.calibration.scores import LabelledScores, labelled_scores
 from dashboard.database.model import LABEL_VALUES
-from dashboard.labels.export import FORMULA_PREFIXES
+from dashboard.labels.export import restore_cell
 from dashboard.labels.resolution import RULE, majority, reviewer_key
 
 ID_FIELDS = ("message_id", "memory_id")
@@ -261,14 +261,8 @@ def _parse_csv(handle: TextIO, source: str) -> LabelFile:
 
 
 def _cell(value: Any) -> Any:
-    """A CSV cell as written: strip surrounding blanks and the quote the exporter
-    put before a cell a spreadsheet would run as a formula."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.startswith("'") and value[1:].startswith(FORMULA_PREFIXES):
-        value = value[1:]
-    return value if value != "" else None
+    """A CSV cell as written (the export's rule, undone by export.restore_cell)."""
+    return restore_cell(value)
 
 
 def _add_row(result: LabelFile, number: int, obj: dict[str, Any], *, from_csv: bool) -> None:

@@ -46,7 +46,7 @@ from dashboard.database import AppDatabase, app_database_target
 from dashboard.database.model import LabelStoreError
 from dashboard.labels.counted import counted
 from dashboard.labels.people_files import FORMATS, read_people_labels
-from dashboard.labels.resolution import counted_labels, resolve
+from dashboard.labels.resolution import counted_labels, lookalike_notes, resolve
 from dashboard.labels.reviewer_agreement import agreement
 
 SHOWN_ISSUES = 20
@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         db.close()
     print(f"{title}, reviewers {', '.join(report.reviewers) or 'none yet'}")
+    for note in lookalike_notes(label.reviewer for label in session_labels):
+        print(note)  # look-alike names from other scripts: flagged, not merged
     print(report.headline())
     print(f"{len(report.disagreements)} disagreement(s)" + (":" if report.disagreements else ""))
     for disagreement in report.disagreements:

@@ -29,26 +29,21 @@ run that asked every question exits 0 even when some failed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
-from connectors.common import inbound
 from dashboard.cli.arguments import finite, positive_int
 from dashboard.cli.errors import CommandError, note
-
-EXIT_STOPPED = 1
+from dashboard.cli.run_report import add_allow_failures, print_progress, report
+from dashboard.cli.store_options import add_store_options, open_configured, store_config
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser("eval", help="run a judged set against a store and save the run")
     parser.add_argument("judged", metavar="JUDGED", help="judged-set file (JSONL, or TREC qrels with --topics) or a kept set's name")
     parser.add_argument("--topics", metavar="FILE", help="TREC topics: message_id<TAB>query[<TAB>user_id]")
-    parser.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file")
-    parser.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
-    parser.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
+    add_store_options(parser)
     parser.add_argument("--weights", help="embedded store weights, e.g. semantic=1,recency=0")
     parser.add_argument("--as-of", metavar="TIME", default=None,
                         help="rank as of this time (ISO 8601, e.g. 2023-05-08T13:00:00Z): the clock of the embedded "
@@ -65,85 +60,6 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def add_allow_failures(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--allow-failures", action="store_true",
-        help="exit 0 when every question was asked even if the store failed some (they count as empty answers)",
-    )
-
-
-def read_store_config(path: str) -> dict[str, Any]:
-    """A store's settings file (--config): a JSON object read through the inbound
-    boundary (a regular file of config size, JSON of sane depth and numbers), or
-    CommandError naming the file."""
-    try:
-        loaded = inbound.load_json(inbound.read_small(path, "store config").decode("utf-8"), path)
-    except inbound.InboundError as exc:
-        raise CommandError(f"--config {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise CommandError(f"--config {path}: not UTF-8 text ({exc})") from None
-    if not isinstance(loaded, dict):
-        raise CommandError(f"--config {path}: expected a JSON object of settings")
-    return loaded
-
-
-inbound.register_reader(
-    inbound.Reader(
-        "store config", read_store_config, (CommandError,), ".json", {"db_path": "memories.sqlite", "weights": "semantic=1"},
-        rows=False, qualname=f"{__name__}.read_store_config",
-    )
-)  # fmt: skip
-
-
-def store_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The store's settings from --config, --db and --weights (later ones win)."""
-    config: dict[str, Any] = {}
-    if args.config:
-        config.update(read_store_config(args.config))
-    if args.db:
-        config["db_path"] = str(Path(args.db).resolve())
-    if args.weights:
-        config["weights"] = args.weights
-    if args.as_of:
-        config["as_of"] = as_of_setting(args.store, args.as_of)
-    if args.store == "embedded" and not config.get("db_path"):
-        raise CommandError("--db FILE is required for the embedded store (build one with `memlens import`)")
-    return config
-
-
-def as_of_setting(store: str, text: str) -> str:
-    """--as-of as the store setting a run keeps (UTC ISO 8601); CommandError naming the
-    flag when the time is unreadable or the store keeps its own clock."""
-    from connectors.base import InvalidRequest, parse_as_of
-    from connectors.registry import REGISTRY
-
-    spec = REGISTRY.get(store)
-    if spec is not None and not spec.clock:
-        raise CommandError(f"--as-of: the {store} store computes recency itself; only the embedded store takes a clock")
-    try:
-        return parse_as_of(text).isoformat()
-    except InvalidRequest as exc:
-        raise CommandError(str(exc).replace("as_of:", "--as-of", 1)) from None
-
-
-def with_secrets(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    """Secret fields filled from their environment variables (never from a flag),
-    each only when the settings send it to the host it was configured for: a
-    --config file naming another base_url does not get the environment's key."""
-    from connectors.registry import REGISTRY, with_configured_secrets
-
-    full = with_configured_secrets(name, config, os.environ)
-    spec = REGISTRY.get(name)
-    for field in spec.fields if spec else ():
-        if field.kind == "secret" and field.env and os.environ.get(field.env) and not full.get(field.name):
-            print(
-                f"memlens: {field.env} is not sent with these settings: it goes only to the {field.bound_to} "
-                "it was configured with",
-                file=sys.stderr,
-            )
-    return full
-
-
 def print_clock(store: Any) -> None:
     """Say what a clock (--as-of) leaves out of the store: memories created after it
     are not returned (connectors/embedded/clock.py), and a clock before every memory
@@ -155,52 +71,14 @@ def print_clock(store: Any) -> None:
         note(said)
 
 
-def print_progress(done: int, total: int) -> None:
-    print(f"\rquestions {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
-
-
-def report(db: Any, run_id: str, fmt: str, floor: float | None, trec_run: str | None, *,
-           allow_failures: bool = False, command: str = "memlens eval") -> int:
-    from dashboard.evaluation.export import trec_lines
-    from dashboard.evaluation.run_figures import run_figures, table_lines
-    from dashboard.evaluation.runs import failure_kinds, failure_summary
-
-    info = db.runs.get(run_id)
-    judged = db.judged_sets.load(info.set_name, info.set_hash)
-    outcomes = db.runs.outcomes(run_id)
-    figures = run_figures(judged.questions, outcomes, info.k, floor)
-    if trec_run:
-        Path(trec_run).write_text("".join(line + "\n" for line in trec_lines(info, outcomes)), encoding="utf-8")
-    if fmt == "json":
-        body = {"run_id": run_id, "complete": info.complete, "metrics": figures.overall}
-        if not info.complete:
-            body["progress"] = {"done": info.answered, "total": info.total}
-        if info.failed:
-            body["failed"] = info.failed
-            body["failures"] = failure_kinds(o.error for o in outcomes)
-        print(json.dumps(body))
-    else:
-        print(f"run {run_id} {info.status}", file=sys.stderr)
-        print("\n".join(table_lines(figures)))
-    if info.failed:
-        print(
-            f"{command}: {failure_summary(info, (o.error for o in outcomes))}; they count as returning nothing in these figures;"
-            f" `memlens runs resume {run_id}` asks them again",
-            file=sys.stderr,
-        )
-    if info.complete or (allow_failures and info.finished):
-        return 0
-    return EXIT_STOPPED
-
-
 def run(args: argparse.Namespace) -> int:
     from connectors.base import ConnectorError
-    from connectors.registry import create_store, fingerprint, public_config
+    from connectors.registry import fingerprint, public_config
     from dashboard.database import open_app_database
     from dashboard.evaluation import judged_sets
     from dashboard.evaluation.runs import RunRequest, RunStopped, start_run
 
-    config = store_config(args)
+    config = store_config(args, weights=args.weights, as_of=args.as_of)
     db = open_app_database(dict(os.environ))
     loaded = judged_sets.file_or_kept(args.judged, db, name=args.set_name, topics=args.topics)
     if loaded is None:
@@ -210,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         print(judged.issue_report(), file=sys.stderr)
         print(f"{judged.source}: {len(judged.issues)} line(s) skipped; running the other {len(judged.questions)}", file=sys.stderr)
     try:
-        store = create_store(args.store, with_secrets(args.store, config))
+        store = open_configured(args.store, config)
     except ConnectorError as exc:
         raise CommandError(f"cannot open the store: {exc}") from exc
     request = RunRequest(

@@ -40,6 +40,7 @@ from typing import Any
 from connectors.common.errors import MemlensError
 from dashboard.cli.arguments import positive_int
 from dashboard.cli.errors import CommandError, warning
+from dashboard.cli.store_options import add_store_options, open_store
 
 EXIT_FAILED = 1
 EXIT_DEGENERATE = 3
@@ -66,12 +67,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--judge", required=True, metavar="CONFIG", help="the judge's config (TOML or JSON)")
     parser.add_argument("--limit", type=positive_int, default=None, help="grade at most this many pairs (not yet graded)")
     parser.add_argument("--send-text", action="store_true", help="allow the query and memory text to go to the configured model")
-    parser.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file (where memory text is read)")
-    parser.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
-    parser.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
+    add_store_options(parser, db_help="the embedded store's SQLite file (where memory text is read)")
     parser.add_argument("--labels", default=None, help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
-    # store_config reads eval's --weights and --as-of; this command ranks at the store's own defaults
-    parser.set_defaults(handler=run, weights=None, as_of=None)
+    parser.set_defaults(handler=run)
     return parser
 
 
@@ -134,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         no_query = sum(1 for p in pairs if not p.query)
         if args.limit is not None:
             todo = todo[: args.limit]
-        store, opened = _open_store(args)
+        store, opened = open_store(args)
         record = db.judge_labels.record(judge.source)
     except MemlensError:
         db.close()
@@ -211,11 +209,3 @@ def _text(row: Any, column: str) -> str | None:
     value = getattr(row, column, None)
     return None if value is None or value != value or value == "" else str(value)
 
-
-def _open_store(args: argparse.Namespace) -> tuple[Any, str]:
-    """The store memory text is read from, and its fingerprint (what a label names)."""
-    from connectors.registry import create_store, fingerprint
-    from dashboard.cli.eval import store_config, with_secrets
-
-    config = store_config(args)
-    return create_store(args.store, with_secrets(args.store, config)), fingerprint(args.store, config)

@@ -38,6 +38,7 @@ from typing import Any
 from dashboard.cli.arguments import positive_int, share
 from dashboard.cli.errors import CommandError, warning
 from dashboard.cli.errors import note as cli_note
+from dashboard.cli.store_options import add_store_options, open_store
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,14 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="the split's and the examples' seed (default 0)")
     parser.add_argument("--format", choices=FORMATS, default=None, help="the label file's format (default: from its name and first line)")
     parser.add_argument("--log", metavar="FILE", help="a retrieval log with a query column: the query text by message id")
-    parser.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file (memory text by id)")
-    parser.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
-    parser.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
+    add_store_options(parser, db_help="the embedded store's SQLite file (memory text by id)")
     parser.add_argument("--rows", metavar="FILE", help="write each pair's part, grades and aligned marks here (JSONL, ids only)")
     parser.add_argument("--send-text", action="store_true", help="allow the query and memory text (and examples) to go to the configured model")
     parser.add_argument("--no-record", action="store_true", help="print the report only; leave the judge's record as it is")
     parser.add_argument("--labels", default=None, help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
-    parser.set_defaults(weights=None, as_of=None, command_label="judge align")
+    parser.set_defaults(command_label="judge align")
     return parser
 
 
@@ -137,7 +136,7 @@ def _pairs(args: argparse.Namespace, db: Any) -> tuple[list[Any], str]:
                 if isinstance(query, str) and query:
                     queries.setdefault(str(message_id), query)
     verdicts, split = people_verdicts(people)
-    store = _store(args) if any(key not in texts for key in verdicts) and (args.db or args.config) else None
+    store = open_store(args)[0] if any(key not in texts for key in verdicts) and (args.db or args.config) else None
     pairs, no_text = [], 0
     try:
         for (message_id, memory_id), relevant in verdicts.items():
@@ -163,14 +162,6 @@ def _pairs(args: argparse.Namespace, db: Any) -> tuple[list[Any], str]:
         f"{no_text} pair(s) without query or memory text left out" if no_text else "",
     ) if part)
     return pairs, note
-
-
-def _store(args: argparse.Namespace) -> Any:
-    from connectors.registry import create_store
-    from dashboard.cli.eval import store_config, with_secrets
-
-    config = store_config(args)
-    return create_store(args.store, with_secrets(args.store, config))
 
 
 def _align(args: argparse.Namespace, db: Any, client: Any, config: Any, variants: list[Any], pairs: list[Any]) -> int:

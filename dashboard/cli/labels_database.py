@@ -71,6 +71,7 @@ def _open(args: argparse.Namespace):
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from dashboard.cli.main import write_data
     from dashboard.labels import export
     from dashboard.labels.counted import counted
 
@@ -82,11 +83,11 @@ def run_export(args: argparse.Namespace) -> int:
     for line in found.resolution.lines():
         print(line, file=sys.stderr)
     if args.format == "qrels":
-        sys.stdout.write(export.to_qrels(found.labels))
+        write_data(export.to_qrels(found.labels))
     elif args.format == "csv":
-        sys.stdout.write(export.to_csv(found.labels, include_text=args.include_text))
+        write_data(export.to_csv(found.labels, include_text=args.include_text))
     else:
-        sys.stdout.write(export.to_jsonl(found.labels, include_text=args.include_text))
+        write_data(export.to_jsonl(found.labels, include_text=args.include_text))
     return 0
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from dashboard.cli.errors import CommandError, warning
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.sessions import SessionExists
     from dashboard.labels.people_files import import_as_session, read_people_labels
+    from dashboard.labels.resolution import lookalike_notes
 
     if not args.session.strip() or not args.reviewer.strip():
         raise CommandError("--session and --reviewer must not be blank")
@@ -52,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     if len(found.issues) > SHOWN_ISSUES:
         warning(f"... and {len(found.issues) - SHOWN_ISSUES} more issue(s)")
     print(found.summary())
+    for note in lookalike_notes(label.reviewer for label in found.labels):
+        print(note, file=sys.stderr)  # look-alike names from other scripts: flagged, not merged
     if not found.labels:
         raise CommandError(f"{args.file} holds no usable label; nothing imported")
     db = AppDatabase(args.labels or app_database_target(dict(os.environ), data_dir()))

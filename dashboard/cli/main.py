@@ -161,6 +161,14 @@ class SafeOutput(io.TextIOBase):
         self._inner.write(safe)
         return len(text)
 
+    def write_data(self, text: str) -> int:
+        """Data a command writes (an export to a file or a pipe): as it is, so what
+        is read back is what was stored; to a terminal, shown as every other line."""
+        if self._inner.isatty():
+            return self.write(text)
+        self._inner.write(text)
+        return len(text)
+
     def flush(self) -> None:
         self._inner.flush()
 
@@ -169,6 +177,13 @@ class SafeOutput(io.TextIOBase):
 
     def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding ...
         return getattr(self._inner, name)
+
+
+def write_data(text: str) -> None:
+    """Write an export to stdout as data, not as a message (SafeOutput.write_data):
+    ids with escapes, bidi marks or padding come out exactly as stored."""
+    out = sys.stdout
+    (getattr(out, "write_data", None) or out.write)(text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 
 from dashboard.cli.arguments import non_negative
 from dashboard.cli.errors import CommandError, note
+from dashboard.cli.store_options import open_configured
 
 
 def _floor(text: str) -> float:
@@ -68,8 +69,6 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from connectors.base import ConnectorError
-    from connectors.registry import create_store
-    from dashboard.cli.eval import with_secrets
     from dashboard.database import open_app_database
     from dashboard.evaluation import misses
     from dashboard.floor import default_floor
@@ -84,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     floor = default_floor() if args.floor is None else args.floor
     depth = misses.DEFAULT_DEPTH if args.depth is None else args.depth
     try:
-        store = create_store(info.store, with_secrets(info.store, info.settings))
+        store = open_configured(info.store, info.settings)
     except ConnectorError as exc:
         raise CommandError(f"cannot open the run's store ({info.store}): {exc}") from exc
     try:

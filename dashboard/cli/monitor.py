@@ -58,7 +58,7 @@ from dashboard.monitoring.alerts import (
     parse_range,
 )
 from dashboard.monitoring.precision import NOT_WATCHED
-from dashboard.monitoring.relation import RELATION, TURNS, expand_paths, open_logs, score_direction
+from dashboard.monitoring.relation import TURNS, count_at_config, expand_paths, open_logs, score_direction
 from dashboard.monitoring.windows import WINDOWS
 
 EXIT_ALERT = 1
@@ -115,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("give log files (LOG...) or an engine's table (--connect URL --table NAME)")
     config = FloorConfig.load(args.floor_config) if args.floor_config else None
     rule = turn_floor.from_config(config) if config is not None else None
-    notes = turn_floor.config_notes(config) if config is not None else []
     if args.floor is not None:
         floor: float | None = float(args.floor)
     elif config is not None:
@@ -142,13 +141,8 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError("give log files or --connect, not both")
         if args.judge:
             raise CommandError("--judge grades a sample of the log's rows: give log files, not --connect")
-        if config is None and args.floor is None:
-            raise CommandError(
-                "--connect counts every turn at one floor (the engine's table is not read for a logged floor): "
-                "give --floor X or --floor-config FILE"
-            )
-        if floor is None:
-            assert config is not None
+        notes: list[str] = turn_floor.config_notes(config) if config is not None else []
+        if floor is None and config is not None:
             # the engine's summary is one floor's: said, not hidden
             settings.floor = config.floor
             notes.append(
@@ -171,15 +165,14 @@ def run(args: argparse.Namespace) -> int:
     if issues:
         warning(f"{logs.bad_rows:,} bad row(s) skipped; the other rows are used")
     where = f"{len(files):,} log file(s)" if len(files) != 1 else files[0]
+    notes = []
     if config is not None:
-        stores = [row[0] for row in logs.con.execute(f"SELECT DISTINCT store FROM {RELATION} WHERE NOT bad AND store IS NOT NULL LIMIT 100").fetchall()]
-        notes += turn_floor.check_space(config, stores, where)
-    if floor is None and rule is turn_floor.LOGGED:
+        # the turns were built with the config's rule above; the page applies it the same way
+        counted = count_at_config(logs.con, config, where, turns=TURNS)
+        notes, settings.floor_words = counted.notes, counted.words
+    elif floor is None:
         floors = turn_floor.logged_floors(logs.con, TURNS, where)
         settings.floor_words = turn_floor.describe_floors(floors, "its logged floor")
-    elif floor is None:
-        floors = turn_floor.logged_floors(logs.con, TURNS, where)  # every turn has one: the config's
-        settings.floor_words = turn_floor.describe_floors(floors, f"its floor from {config.source if config else 'the floor config'}")
     result = monitor(logs.con, settings)
     result.notes[:0] = notes
     if said := score_direction(logs.con).warning():

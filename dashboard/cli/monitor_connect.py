@@ -18,7 +18,7 @@ from typing import Any
 
 from connectors.common.redaction import redact_text
 from dashboard.cli.errors import CommandError, warning
-from dashboard.monitoring import report
+from dashboard.monitoring import report, turn_floor
 from dashboard.monitoring.alerts import MonitorResult, Settings, assess
 
 CONNECT_ENV = "MEMLENS_MONITOR_CONNECT"
@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--column",
         action="append",
         metavar="FIELD=COLUMN",
-        help="read a log field from another column, e.g. timestamp=created_at (fields: message_id, memory_id, score, timestamp)",
+        help="read a log field from another column, e.g. timestamp=created_at (fields: message_id, memory_id, score, "
+        "timestamp, and floor, floor_segment for each turn's logged floor)",
     )
 
 
@@ -61,27 +62,31 @@ def run(args: argparse.Namespace, settings: Settings) -> Found:
         raise CommandError(f"--table needs an engine: --connect URL or ${CONNECT_ENV}")
     if not args.table:
         raise CommandError("--connect needs --table NAME: the table or view with the log's columns")
-    if settings.floor is None:  # the command refuses this before connecting; said again for the type
-        raise CommandError("--connect needs --floor or --floor-config: a table's logged floors are not read on an engine")
+    # no floor: each turn at the floor its rows logged, as a file run without one
     floor = settings.floor
     engine = url.partition("://")[0].lower() or "?"
     try:
         columns = warehouse.parse_columns(args.column)
         con = warehouse.connect(url)
         try:
-            table = warehouse.open_table(con, args.table, columns)
-            summary = warehouse.summarize(table, floor, settings.window, columns)
+            table = warehouse.open_table(con, args.table, columns, logged=floor is None)
+            summary = warehouse.summarize(table, floor, settings.window, columns, args.table)
         finally:
             con.disconnect()
     except warehouse.WarehouseError as exc:
         # the module redacts what it raises; the URL's parts once more, whatever the engine
         # said (and not chained: the engine's own exception may name them)
         raise CommandError(redact_text(str(exc), warehouse.url_secrets(url))) from None
-    issues = []
+    # named as the file run names a bad row (file, line, field), a table having no lines
+    issues = [
+        f"table {args.table}: {count:,} row(s), field {name!r}: {warehouse.PROBLEMS[name]}" for name, count in summary.bad_fields.items()
+    ]
+    for line in issues:
+        print(f"  {line}", file=sys.stderr)
     if summary.bad_rows:
-        issues.append(f"table {args.table}: {summary.bad_rows:,} row(s) with no message_id, or a memory_id with no score")
-        print(f"  {issues[0]}", file=sys.stderr)
         warning(f"{summary.bad_rows:,} bad row(s) skipped; the other rows are used")
+    if summary.floors is not None:
+        settings.floor_words = turn_floor.describe_floors(summary.floors, "its logged floor")
     if not summary.windows:
         raise CommandError(f"no turn with a timestamp in table {args.table} ({summary.counts['turns']:,} turns read): nothing to watch")
     result = assess(summary.windows, settings, lambda windows: summary.histograms)

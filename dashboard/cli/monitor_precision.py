@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from dashboard.cli.arguments import positive_int, share
+from dashboard.cli.store_options import add_store_options, open_store
 from dashboard.monitoring.precision import DEFAULT_PRECISION_MARGIN, DEFAULT_SEED, TOP, PrecisionAlert
 
 
@@ -45,12 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stale-after", type=positive_int, metavar="DAYS",
         help="count kept memories older than DAYS at the turn that the judge rates relevant (stale but convincing)",
     )
-    judged.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file (where memory text is read)")
-    judged.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
-    judged.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
+    add_store_options(judged, db_help="the embedded store's SQLite file (where memory text is read)")
     judged.add_argument("--labels", default=None, help="the app database: a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
-    # store_config reads eval's --weights and --as-of: the store ranks at its own defaults here
-    parser.set_defaults(weights=None, as_of=None)
 
 
 @dataclass
@@ -67,7 +64,6 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
     from connectors.common.errors import MemlensError
     from connectors.common.paths import data_dir
     from dashboard.cli.errors import CommandError, warning
-    from dashboard.cli.judge import _open_store
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
     from dashboard.judging.judges import open_judge
@@ -77,7 +73,7 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
     client = None
     try:
         judge, client = open_judge(args.judge, os.environ, send_text=args.send_text)
-        store, store_id = _open_store(args)
+        store, store_id = open_store(args)
     except MemlensError:
         if client is not None:
             client.close()

@@ -37,6 +37,7 @@ import numpy as np
 
 from dashboard.cli.arguments import non_negative, positive_int, positive_number, share
 from dashboard.cli.errors import CommandError, note, warning
+from dashboard.cli.store_options import add_store_options, open_store
 
 METRICS = ("precision", "ndcg", "reciprocal_rank")
 
@@ -60,9 +61,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="a saved run's id (memlens runs list) or a retrieval log file (JSONL, CSV, Parquet, OTLP)",
     )
     parser.add_argument("--send-text", action="store_true", help="allow the query and memory text to go to the configured model")
-    parser.add_argument("--db", metavar="FILE", help="the embedded store's SQLite file (where memory text is read)")
-    parser.add_argument("--store", default="embedded", help="store name in the registry (default embedded)")
-    parser.add_argument("--config", metavar="FILE", help="the store's settings as a JSON object; secrets come from the environment")
+    add_store_options(parser, db_help="the embedded store's SQLite file (where memory text is read)")
     parser.add_argument("--k", type=positive_int, default=3, help="cut-off for the metrics (default 3)")
     parser.add_argument("--relevance-weight", type=share, default=0.7, help="the recency weight is 1 minus this (default 0.7)")
     parser.add_argument("--half-life", type=positive_number, default=72.0, help="recency half-life in hours (default 72)")
@@ -73,15 +72,12 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="for a log: a judged-set file (JSONL) or a kept set's name, for the metrics (a run uses its own)",
     )
     parser.add_argument("--labels", default=None, help="a SQLite file or PostgreSQL URL (default: $MEMLENS_LABELS_URL, else the data directory)")
-    # store_config reads eval's --weights and --as-of; this command ranks at the store's own defaults
-    parser.set_defaults(handler=run, weights=None, as_of=None)
+    parser.set_defaults(handler=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     from connectors.common.paths import data_dir
-    from connectors.registry import create_store, fingerprint
-    from dashboard.cli.eval import store_config, with_secrets
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.judging.client import ChatClient, ModelNotConfigured, TextNotAllowed, config_from_environ
     from dashboard.ranking.rerank import RerankSettings
@@ -105,15 +101,13 @@ def run(args: argparse.Namespace) -> int:
         else:
             turns = _run_turns(args.run_id, db)
             log_stores = set()
-        config = store_config(args)
-        store = create_store(args.store, with_secrets(args.store, config))
+        store, opened = open_store(args)
     except OSError as exc:  # a bad log's MemlensError names its file and line and goes up as it is
         raise CommandError(str(exc)) from exc
     finally:
         db.close()
     if args.judged and not is_log:
         note("--judged is for a log; a run is scored on its own judged set")
-    opened = fingerprint(args.store, config)
     if log_stores - {opened}:
         warning(f"the log names the store(s) {', '.join(sorted(log_stores))}; memory text is read by id "
                 f"from {opened} (--db / --store), which should be the store that answered")

@@ -18,6 +18,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from dashboard.cli.errors import CommandError
+from dashboard.cli.run_report import add_allow_failures, print_progress, report
+from dashboard.cli.store_options import open_configured
 
 if TYPE_CHECKING:
     from dashboard.database import AppDatabase
@@ -25,8 +27,6 @@ if TYPE_CHECKING:
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
-    from dashboard.cli.eval import add_allow_failures
-
     parser = commands.add_parser("runs", help="list, export or resume saved runs")
     actions = parser.add_subparsers(dest="runs_command", required=True)
     listing = actions.add_parser("list", help="one line per saved run")
@@ -69,25 +69,24 @@ def saved_run(run_id: str) -> tuple[AppDatabase, RunInfo]:
 
 
 def export_run(args: argparse.Namespace) -> int:
+    from dashboard.cli.main import write_data
     from dashboard.evaluation.export import jsonl_lines, trec_lines
 
     db, info = saved_run(args.run_id)
     lines = trec_lines if args.format == "trec" else jsonl_lines
     for line in lines(info, db.runs.outcomes(info.run_id)):
-        print(line)
+        write_data(line + "\n")  # data, not a message: ids exactly as stored
     return 0
 
 
 def resume_run(args: argparse.Namespace) -> int:
     from connectors.base import ConnectorError
-    from connectors.registry import create_store
-    from dashboard.cli.eval import print_progress, report, with_secrets
     from dashboard.evaluation import runs
 
     db, info = saved_run(args.run_id)
     if not info.complete:
         try:
-            store = create_store(info.store, with_secrets(info.store, info.settings))
+            store = open_configured(info.store, info.settings)
         except ConnectorError as exc:
             raise CommandError(f"cannot open the store: {exc}") from exc
         try:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from dashboard.database.model import check_label, utc_now
 
 if TYPE_CHECKING:
-    from dashboard.database.connection import Connection
+    from dashboard.database.model import SqlConnection
 
 ADJUDICATION_TABLES = """
 CREATE TABLE IF NOT EXISTS adjudications (
@@ -51,7 +51,7 @@ class AdjudicationRepository:
     """``db.adjudications``: the ``adjudications`` table (the change it makes is
     recorded in ``label_history``, read through ``db.labels.changes``)."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: SqlConnection):
         self.conn = conn
 
     def save(

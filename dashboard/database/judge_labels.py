@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from dashboard.database.model import utc_now
 
 if TYPE_CHECKING:
-    from dashboard.database.connection import Connection
+    from dashboard.database.model import SqlConnection
 
 JUDGE_TABLES = """
 CREATE TABLE IF NOT EXISTS judge_labels (
@@ -115,7 +115,7 @@ class JudgeLabelRepository:
     """``db.judge_labels``: judge labels in the app database, in their own table
     (``judge_labels``), and each judge's measured agreement (``judge_records``)."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: SqlConnection):
         self.conn = conn
 
     def save(

@@ -17,7 +17,7 @@ from dashboard.database.model import utc_now
 from dashboard.judged import JudgedQuestion, JudgedSet
 
 if TYPE_CHECKING:
-    from dashboard.database.connection import Connection
+    from dashboard.database.model import SqlConnection
 
 JUDGED_SET_TABLES = """
 CREATE TABLE IF NOT EXISTS judged_sets (
@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS judged_questions (
 class JudgedSetRepository:
     """The ``judged_sets`` and ``judged_questions`` tables."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: SqlConnection):
         self.conn = conn
 
     def save(self, judged: JudgedSet) -> str:

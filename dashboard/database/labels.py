@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dashboard.database.model import LABEL_COLUMNS, Label, check_label, utc_now
 
 if TYPE_CHECKING:
-    from dashboard.database.connection import Connection
+    from dashboard.database.model import SqlConnection
 
 LABEL_TABLES = """
 CREATE TABLE IF NOT EXISTS labels (
@@ -52,7 +52,7 @@ _CHANGE_FIELDS = ("message_id", "memory_id", "reviewer", "old_label", "new_label
 class LabelRepository:
     """The ``labels`` and ``label_history`` tables."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: SqlConnection):
         self.conn = conn
 
     def save(

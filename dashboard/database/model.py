@@ -7,9 +7,11 @@ user opted in (``query_text`` / ``memory_text`` stay NULL otherwise).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from connectors.common.errors import MemlensError
 
@@ -34,6 +36,24 @@ EXPORT_FIELDS = (
     "updated_at",
 )
 TEXT_FIELDS = ("query_text", "memory_text")
+
+
+class SqlConnection(Protocol):
+    """What the repositories and the schema write their SQL on: the four operations of
+    connection.py's pool (SQLite, or PostgreSQL in postgres.py). Named here, not
+    imported from connection.py, because the pool creates the schema and the schema
+    gathers the repositories' tables: importing the pool back would close a circle."""
+
+    dialect: str  # "sqlite" or "postgresql"
+    history_order: str  # the column that orders label_history by insertion
+
+    def run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]: ...
+
+    def run_many(self, sql: str, rows: list[Sequence[Any]]) -> None: ...
+
+    def transaction(self, lock_key: str | None = None) -> AbstractContextManager[None]: ...
+
+    def reading(self) -> AbstractContextManager[None]: ...
 
 
 class LabelStoreError(MemlensError):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dashboard.database.model import utc_now
 
 if TYPE_CHECKING:
-    from dashboard.database.connection import Connection
+    from dashboard.database.model import SqlConnection
 
 RUN_TABLES = """
 CREATE TABLE IF NOT EXISTS eval_runs (
@@ -151,7 +151,7 @@ def new_run_id() -> str:
 class RunRepository:
     """The ``eval_runs`` and ``run_results`` tables."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: SqlConnection):
         self.conn = conn
 
     def start(self, info: RunInfo) -> None:

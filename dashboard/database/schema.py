@@ -14,7 +14,7 @@ from dashboard.database.runs import RUN_TABLES
 from dashboard.database.sessions import SESSION_TABLES
 
 if TYPE_CHECKING:
-    from dashboard.database.connection import Connection
+    from dashboard.database.model import SqlConnection
 
 _TABLES = LABEL_TABLES + SESSION_TABLES + JUDGED_SET_TABLES + RUN_TABLES + JUDGE_TABLES + ADJUDICATION_TABLES
 SCHEMA = _TABLES.format(real="REAL", history_id="")
@@ -33,7 +33,7 @@ ADDED_COLUMNS = (
 )
 
 
-def add_missing_columns(conn: Connection) -> None:
+def add_missing_columns(conn: SqlConnection) -> None:
     """ADDED_COLUMNS a database created by an older memlens lacks (run inside the
     schema transaction, so two processes opening one old file add them once)."""
     for table, column, kind in ADDED_COLUMNS:

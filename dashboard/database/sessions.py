@@ -29,7 +29,7 @@ from connectors.common.errors import MemlensError
 from dashboard.database.model import LABEL_COLUMNS, Label, utc_now
 
 if TYPE_CHECKING:
-    from dashboard.database.connection import Connection
+    from dashboard.database.model import SqlConnection
 
 SESSION_TABLES = """
 CREATE TABLE IF NOT EXISTS label_sessions (
@@ -129,7 +129,7 @@ class SessionRepository:
     """The session tables: ``label_sessions``, ``session_items``,
     ``session_assignments`` and ``session_skips``."""
 
-    def __init__(self, conn: Connection):
+    def __init__(self, conn: SqlConnection):
         self.conn = conn
 
     def create(

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from connectors.common.errors import MemlensError
-from dashboard import score_space
+from connectors.common.score_spaces import describe_formula, formula_of_pairs
 from dashboard.database.runs import QueryOutcome, RunInfo
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_figures import PER_TURN, POOLED, QueryFigures, run_figures
@@ -99,10 +99,11 @@ FLOOR_METRICS = (PER_TURN, POOLED, "no_memory_answerable", "no_memory_unanswerab
 
 
 def run_space(info: RunInfo, outcomes: list[QueryOutcome]) -> str:
-    """The run's score space in words (dashboard/score_space.py): its store and how the
-    raw value became the score."""
-    how = score_space.formula((hit.raw_score, hit.score) for outcome in outcomes for hit in outcome.hits)
-    return score_space.describe(info.store, how)
+    """The run's score space in words: its store and how the raw value became the score.
+    A saved run does not record its space, so it is read from the hits' own (raw, score)
+    pairs (connectors/common/score_spaces.py)."""
+    how = formula_of_pairs((hit.raw_score, hit.score) for outcome in outcomes for hit in outcome.hits)
+    return describe_formula(info.store, how)
 
 
 def compare_runs(

@@ -178,18 +178,20 @@ def judge_agreement(
     people's label of a pair is the one rule's (dashboard/labels/resolution.py:
     `resolved`, one label per pair with adjudications applied; else the majority of
     `labels`, ties left out); per reviewer, that reviewer's own labels."""
-    from dashboard.labels.resolution import resolve
+    from dashboard.labels.resolution import resolve, reviewer_key
 
     labels = list(labels)
     verdicts = {(j.message_id, j.memory_id): j.relevant for j in judgments if j.source == source}
     by_reviewer: dict[str, tuple[list[bool], list[bool]]] = {}
+    spelling: dict[str, str] = {}
     people: list[bool] = []
     judge: list[bool] = []
     for label in labels:
         verdict = verdicts.get((label.message_id, label.memory_id))
         if verdict is None or label.label not in (RELEVANT, NOT_RELEVANT):
             continue
-        mine = by_reviewer.setdefault(label.reviewer, ([], []))
+        # one reviewer however their name was typed (reviewer_key), shown by its first spelling
+        mine = by_reviewer.setdefault(spelling.setdefault(reviewer_key(label.reviewer), label.reviewer), ([], []))
         mine[0].append(label.label == RELEVANT)
         mine[1].append(verdict)
     counted = set()

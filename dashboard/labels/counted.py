@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from dashboard.database import AppDatabase
 from dashboard.database.model import Label
 from dashboard.database.sessions import LabelSession, NoSuchSession
-from dashboard.labels.resolution import REVIEWERS_ENV, Resolution, counted_labels, parse_names, resolve
+from dashboard.labels.resolution import REVIEWERS_ENV, Resolution, counted_labels, parse_names, resolve, reviewer_key
 from dashboard.labels.reviewer_agreement import AgreementReport, agreement
 
 
@@ -85,7 +85,7 @@ def filter_labels(
         label
         for label in labels
         if (store is None or label.store == store)
-        and (reviewer is None or label.reviewer == reviewer)
+        and (reviewer is None or reviewer_key(label.reviewer) == reviewer_key(reviewer))
         and (not since or label.updated_at >= since)
         and (not until or label.updated_at <= until)
     ]

@@ -31,10 +31,23 @@ def trec_token(value: str) -> str:
 
 def neutralise_cell(value: object) -> object:
     """Prefix a text cell that a spreadsheet would evaluate with a quote; numbers
-    (a negative score included) are left as numbers."""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+    (a negative score included) are left as numbers. Reversible (``restore_cell``):
+    a text that begins with a quote itself, or with or after blanks that a reader
+    would strip, is prefixed too, so a leading quote always means "the exporter put
+    it here" and the rest of the cell is the value exactly."""
+    if isinstance(value, str) and (value.startswith((*FORMULA_PREFIXES, "'")) or value != value.strip()):
         return "'" + value
     return value
+
+
+def restore_cell(value: str | None) -> str | None:
+    """A CSV cell as memlens reads it back, the one inverse of ``neutralise_cell``
+    (labels import, label files): after a leading quote, the rest exactly; any other
+    cell (a hand-written file) without surrounding blanks. Empty is None."""
+    if value is None:
+        return None
+    value = value[1:] if value.startswith("'") else value.strip()
+    return value if value != "" else None
 
 
 def _columns(include_text: bool) -> tuple[str, ...]:

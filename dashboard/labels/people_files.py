@@ -35,7 +35,8 @@ from connectors.common.errors import MemlensError
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, echo, parse_line
 from dashboard.database.judge_labels import RELEVANT_GRADE
 from dashboard.database.model import LABEL_VALUES, NOT_RELEVANT, RELEVANT, Label
-from dashboard.labels.export import FORMULA_PREFIXES
+from dashboard.labels.export import restore_cell
+from dashboard.labels.resolution import reviewer_key
 
 FORMATS = ("jsonl", "csv", "qrels")
 DEFAULT_REVIEWER = "imported"  # when a row names no reviewer (qrels never do)
@@ -62,7 +63,7 @@ class PeopleLabels:
         return len({issue.line for issue in self.issues if issue.skipped})
 
     def summary(self) -> str:
-        reviewers = sorted({label.reviewer for label in self.labels})
+        reviewers = {reviewer_key(label.reviewer) for label in self.labels}  # "José" in either Unicode spelling is one
         return (
             f"{self.source}: {len(self.labels)} label(s) from {len(reviewers)} reviewer(s) ({self.format})"
             + (f", {self.skipped} bad row(s) skipped" if self.skipped else "")
@@ -177,13 +178,8 @@ def _csv(handle: TextIO, result: PeopleLabels, reviewer: str) -> None:
 
 
 def _cell(value: Any) -> Any:
-    """A CSV cell as written (the export quotes a cell a spreadsheet would run)."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.startswith("'") and value[1:].startswith(FORMULA_PREFIXES):
-        value = value[1:]
-    return value if value != "" else None
+    """A CSV cell as written (the export's rule, undone by export.restore_cell)."""
+    return restore_cell(value)
 
 
 def _qrels(handle: TextIO, result: PeopleLabels, reviewer: str) -> None:
@@ -235,7 +231,7 @@ def _add(result: PeopleLabels, number: int, obj: dict[str, Any], reviewer: str) 
     if result.keep_text:
         row.query_text = _text(obj.get("query_text")) or None
         row.memory_text = _text(obj.get("memory_text")) or None
-    key = (row.message_id, row.memory_id, row.reviewer)
+    key = (row.message_id, row.memory_id, reviewer_key(row.reviewer))
     if key in result._seen:  # the later row wins, as a relabel would
         line, position = result._seen[key]
         result.issues.append(LineIssue(result.source, line, LINE, f"the same reviewer and pair again on line {number}; the later row is used"))

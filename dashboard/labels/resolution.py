@@ -10,8 +10,9 @@ CSV and qrels exports, agreement, the judge's comparison, `memlens calibrate
 3. a tie is unresolved: the pair is left out of every figure and export, and
    counted, until someone adjudicates it.
 
-Reviewer names are matched case-insensitively ("Ana" is "ana"); one reviewer has one
-vote per pair (their most recently written label). When a list of reviewers
+Reviewer and adjudicator names are matched by ``reviewer_key``: Unicode NFKC and case
+folded ("Ana" is "ana"; "José" typed with a precomposed é is "José" typed with e and a
+combining accent); one reviewer has one vote per pair (their most recently written label). When a list of reviewers
 applies (the session's, else the operator list in ``MEMLENS_REVIEWERS``), labels
 from names not on it are flagged and left out of the figures, never counted unseen.
 """
@@ -19,6 +20,7 @@ from names not on it are flagged and left out of the figures, never counted unse
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,8 +35,56 @@ ADJUDICATED, MAJORITY, SINGLE = "adjudicated", "majority", "single"
 
 
 def reviewer_key(name: str | None) -> str:
-    """How two spellings of one reviewer compare: spacing trimmed, case folded."""
-    return " ".join((name or "").split()).casefold()
+    """How two spellings of one reviewer compare, everywhere names are compared or
+    counted: Unicode NFKC (a precomposed é and e + a combining accent are one letter,
+    a full-width letter its plain one), spacing trimmed, case folded."""
+    folded = unicodedata.normalize("NFKC", " ".join(unicodedata.normalize("NFKC", name or "").split())).casefold()
+    return unicodedata.normalize("NFKC", folded)  # folding can leave a sequence NFKC composes
+
+
+# Letters of other scripts drawn like Latin ones: a name typed with one of them is
+# another name to reviewer_key, and looks the same on a page. Flagged, never merged:
+# "Sаm" with a Cyrillic а may be another person.
+_LOOKALIKES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c", "т": "t", "у": "y",
+    "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ӏ": "l",
+    "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
+    "χ": "x", "γ": "y",
+})  # fmt: skip
+
+
+def _skeleton(name: str) -> str:
+    return reviewer_key(name).translate(_LOOKALIKES)
+
+
+def _scripts(name: str) -> set[str]:
+    """The scripts of a name's letters, by the first word of their Unicode names."""
+    return {unicodedata.name(char, "?").split()[0] for char in name if char.isalpha()}
+
+
+def lookalike_notes(names: Iterable[str]) -> list[str]:
+    """A note per group of names that are different reviewers to ``reviewer_key`` but
+    look alike (a letter of another script standing for a Latin one), and per name
+    mixing scripts: printed wherever names are listed, for a person to decide."""
+    groups: dict[str, dict[str, str]] = {}
+    for name in names:
+        groups.setdefault(_skeleton(name), {}).setdefault(reviewer_key(name), name)
+    notes = []
+    for spellings in groups.values():
+        shown = sorted(spellings.values())
+        mixed = [name for name in shown if len(_scripts(name)) > 1]
+        if len(shown) > 1 or mixed:
+            which = ", ".join(
+                f"'{name.encode('unicode_escape').decode('ascii')}'" + (f" ({'+'.join(sorted(_scripts(name))).lower()})"
+                                                                          if len(_scripts(name)) > 1 else "")
+                for name in shown
+            )
+            notes.append(
+                f"note: reviewer name(s) {which} look alike but are "
+                + ("different names" if len(shown) > 1 else "written in mixed scripts")
+                + ": check whether they are one person and use one spelling"
+            )
+    return notes
 
 
 def parse_names(text: str | None) -> list[str]:
@@ -105,7 +155,7 @@ class Resolution:
                 f"{sum(self.flagged.values())} label(s) from reviewer(s) not on the list left out until a lead "
                 f"adds them to it: {who}."
             )
-        return lines
+        return lines + lookalike_notes([*(self.listed or []), *self.flagged])
 
 
 def counted_labels(labels: Iterable[Label], names: Sequence[str] | None) -> tuple[list[Label], Counter[str]]:

@@ -28,12 +28,12 @@ CHUNK_BYTES = 16 << 20
 def named_bad_rows(path: str, kind: str, name: str) -> list[LineIssue] | None:
     """Every bad row of the file named by file, line and field, or None when the
     format is not streamed here."""
-    from dashboard.logs.retrieval_log import checked
+    from dashboard.logs.log_import import checked
 
     if kind == "parquet":
         batches = _parquet_batches(path)
     elif kind == "jsonl":
-        batches = _jsonl_batches(path, name)
+        batches = jsonl_batches(path, name)
     else:
         return None
     issues: list[LineIssue] = []
@@ -57,7 +57,7 @@ def _parquet_batches(path: str) -> Iterator[tuple]:
         first += len(frame)
 
 
-def _jsonl_batches(path: str, name: str) -> Iterator[tuple]:
+def jsonl_batches(path: str, name: str) -> Iterator[tuple]:
     from dashboard.logs.log_files import read_jsonl
 
     before = 0  # lines in the chunks already read
@@ -140,7 +140,7 @@ def named_lines(path: str, line_numbers: np.ndarray, name: str, index: LineIndex
     import mmap
 
     from dashboard.logs.log_files import read_jsonl_lines
-    from dashboard.logs.retrieval_log import checked
+    from dashboard.logs.log_import import checked
 
     if not len(line_numbers):
         return []

@@ -32,7 +32,8 @@ import pyarrow.compute as pc
 from connectors.common.lines import LineIssue
 from dashboard.logs.bad_rows import LineIndex, named_bad_rows, named_lines
 from dashboard.logs.log_files import ID_COLUMNS, LogFormatError
-from dashboard.logs.retrieval_log import LogImport, _empty_turns, _repeat_conflicts
+from dashboard.logs.log_import import LogImport, merge_empty_turns, repeat_conflicts
+from dashboard.logs.streamed import not_plain_jsonl, read_streamed
 
 if TYPE_CHECKING:
     import duckdb
@@ -147,7 +148,7 @@ def _imported(path: Path, name: str, kind: str, table: pa.Table, beside: _Beside
     if len(drop):
         table, line_of_row = _without(table, drop), np.delete(line_of_row, drop)
     good, empty = _frames(table, line_of_row)
-    empty_turns, merged = _empty_turns(empty, good, name, conflicts)
+    empty_turns, merged = merge_empty_turns(empty, good, name, conflicts)
     conflicts.sort(key=lambda issue: (issue.line, issue.field))
     index = beside.index()
     if index is not None and index.count != rows_read + first_line - 1:
@@ -223,7 +224,7 @@ def _repeats(
     rows["line"] = line_of_row[candidates]
     repeated = rows.duplicated(list(ID_COLUMNS), keep="first").to_numpy()
     repeats[candidates[repeated]] = True
-    return repeats, _repeat_conflicts(rows, repeated, name)
+    return repeats, repeat_conflicts(rows, repeated, name)
 
 
 # Up to this many rows picked or dropped, a table is cut into slices (which copy
@@ -260,15 +261,6 @@ def _kept(table: pa.Table, keep: pa.Array) -> pa.Table:
     return pa.table([table.column(name).filter(keep) for name in table.column_names], names=table.column_names)
 
 
-def not_plain_jsonl(path: Path) -> bool:
-    """True for OTLP traces or the app's read log, which have readers of their own."""
-    from dashboard.logs import otlp, read_log
-
-    with path.open("rb") as handle:
-        head = handle.read(1 << 16)
-    return otlp.looks_like_otlp(head) or read_log.looks_like_read_log(head)
-
-
 def _frames(table: pa.Table, line_numbers: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows with their line numbers as pandas frames: those with a memory, and the empty turns."""
     table = table.append_column("line", pa.array(line_numbers))
@@ -291,7 +283,7 @@ def _frames(table: pa.Table, line_numbers: np.ndarray) -> tuple[pd.DataFrame, pd
     for frame in (good, empty):
         # UTC as pandas names it (an older pyarrow gives DuckDB's "Etc/UTC", another dtype)
         frame["timestamp"] = frame["timestamp"].dt.tz_convert("UTC")
-        if "floor" in frame.columns:  # the logged floor as the validating reader holds it (retrieval_log.checked)
+        if "floor" in frame.columns:  # the logged floor as the validating reader holds it (log_import.checked)
             frame["floor"] = frame["floor"].astype("Float64")
     return good, empty
 
@@ -311,8 +303,6 @@ def read_fast_bytes(data: bytes, name: str, kind: str) -> LogImport | None:
         path.write_bytes(data)
         fast = read_fast(path, name, kind)
         if fast is None and kind in ("jsonl", "csv"):
-            from dashboard.logs.streamed import read_streamed
-
             # a line DuckDB cannot parse: in parts, not one frame of the whole upload
             fast = read_streamed(path, name, kind)
         return fast

@@ -405,7 +405,7 @@ def read_csv(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list[Lin
     issues: list[LineIssue] = []
     header = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
     columns = [c.strip().strip('"') for c in header.split(",")] if header else []
-    _require_columns(columns, name)
+    require_columns(columns, name)
 
     def bad_row(row) -> str:
         if row.text.strip():
@@ -451,7 +451,7 @@ def read_parquet(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray, list
         table = pa_parquet.read_table(io.BytesIO(data))
     except (pa.ArrowInvalid, OSError) as exc:
         raise LogFormatError(f"{name}: not a readable Parquet file ({exc})") from exc
-    _require_columns(table.column_names, name)
+    require_columns(table.column_names, name)
     frame = nan_score_as_infinite(table.select([c for c in COLUMNS if c in table.column_names])).to_pandas()
     return frame, np.arange(1, len(frame) + 1), []
 
@@ -472,7 +472,7 @@ def nan_score_as_infinite(table: pa.Table) -> pa.Table:
     return table.set_column(table.column_names.index("score"), "score", pc.if_else(nan, pa.scalar(math.inf, score.type), score))
 
 
-def _require_columns(columns: list[str], name: str) -> None:
+def require_columns(columns: list[str], name: str) -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
     if missing:
         raise LogFormatError(

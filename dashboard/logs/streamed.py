@@ -4,10 +4,10 @@ A line of broken JSON in a JSONL file, or a CSV record with the wrong number of
 fields, stops DuckDB's scan (``fast_path``). Such a file is still read by the
 validating reader, which names each bad row by file, line and field, but in parts
 (16 MB of JSONL cut at a line feed, or a batch of CSV records): each part is parsed
-and checked (``retrieval_log.checked``) and only its good rows are kept, so memory
+and checked (``log_import.checked``) and only its good rows are kept, so memory
 holds the good rows and one part being checked, not the whole file as bytes, text
 and a frame of Python objects. Repeated pairs and empty turns are sorted out once,
-over all the parts (``retrieval_log.merged``).
+over all the parts (``log_import.merged``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 
 from connectors.common.lines import LINE, LineIssue
-from dashboard.logs.bad_rows import _jsonl_batches
-from dashboard.logs.log_files import LogFormatError, _require_columns
-from dashboard.logs.retrieval_log import LogImport, checked, merged
+from dashboard.logs.bad_rows import jsonl_batches
+from dashboard.logs.log_files import LogFormatError, require_columns
+from dashboard.logs.log_import import LogImport, checked, merged
 
 CSV_BLOCK_BYTES = 16 << 20
 
@@ -29,10 +29,8 @@ CSV_BLOCK_BYTES = 16 << 20
 def read_streamed(path: Path, name: str, kind: str) -> LogImport | None:
     """The log read in parts, or None for what is read whole (OTLP traces, the
     app's read log, Parquet, an empty file)."""
-    from dashboard.logs.fast_path import not_plain_jsonl
-
     if kind == "jsonl" and not not_plain_jsonl(path):
-        parts = _jsonl_batches(str(path), name)
+        parts = jsonl_batches(str(path), name)
     elif kind == "csv":
         parts = _csv_batches(path, name)
     else:
@@ -44,6 +42,14 @@ def read_streamed(path: Path, name: str, kind: str) -> LogImport | None:
     return merged(checked_parts, name) if checked_parts else None
 
 
+def not_plain_jsonl(path: Path) -> bool:
+    """True for OTLP traces or the app's read log, which have readers of their own."""
+    from dashboard.logs import otlp, read_log
+
+    with path.open("rb") as handle:
+        head = handle.read(1 << 16)
+    return otlp.looks_like_otlp(head) or read_log.looks_like_read_log(head)
+
 def _csv_batches(path: Path, name: str) -> Iterator[tuple]:
     """(frame, record number of each row, issues) per batch of a CSV file, as
     ``log_files.read_csv`` gives them for the whole file: the header is record 1, a
@@ -54,7 +60,7 @@ def _csv_batches(path: Path, name: str) -> Iterator[tuple]:
     with path.open("rb") as handle:
         header = handle.readline().decode("utf-8", "replace").strip().lstrip("\ufeff")
     columns = [c.strip().strip('"') for c in header.split(",")] if header else []
-    _require_columns(columns, name)
+    require_columns(columns, name)
     issues: list[LineIssue] = []
     skipped: set[int] = set()
 

@@ -36,6 +36,7 @@ import duckdb
 import numpy as np
 
 from connectors.common.errors import MemlensError
+from dashboard.monitoring.relation import TURNS
 from dashboard.monitoring.windows import Window, top1_histograms, window_figures
 
 DEFAULT_MARGIN = 0.05
@@ -60,6 +61,7 @@ class Settings:
     config_range: tuple[datetime, datetime] | None = None  # the floor config's label dates
     drift_quantile: float = DRIFT_QUANTILE
     floor_words: str | None = None  # how the floor was chosen, in words, when not one floor
+    turns: str = TURNS  # the turns table the figures are read from (a floor config's own: relation.count_at_config)
 
     def describe_floor(self) -> str:
         """``floor 0.35``, or how each turn's floor was chosen."""
@@ -230,8 +232,8 @@ def parse_range(text: str) -> tuple[datetime, datetime]:
 
 def monitor(con: duckdb.DuckDBPyConnection, settings: Settings) -> MonitorResult:
     """Windows, baseline and alerts from the ``turns`` table of `con`."""
-    windows = window_figures(con, settings.floor, settings.window)
-    return assess(windows, settings, lambda chosen: top1_histograms(con, settings.window, chosen))
+    windows = window_figures(con, settings.floor, settings.window, settings.turns)
+    return assess(windows, settings, lambda chosen: top1_histograms(con, settings.window, chosen, settings.turns))
 
 
 def assess(windows: list[Window], settings: Settings, histograms: Callable[[list[Window]], np.ndarray]) -> MonitorResult:

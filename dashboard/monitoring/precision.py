@@ -37,7 +37,7 @@ import duckdb
 
 from dashboard.monitoring.alerts import holm, one_sided_two_proportion_p
 from dashboard.monitoring.relation import RELATION, TURNS
-from dashboard.monitoring.windows import _bucket, turn_floor_sql
+from dashboard.monitoring.windows import turn_floor_sql, window_start_sql
 
 TOP = 3  # kept memories graded per sampled turn (precision of the top 3 kept)
 BANDS = (0.05, 0.10, 0.20)  # top-1 score above the floor: [0, .05), [.05, .10), [.10, .20), [.20, ...)
@@ -172,14 +172,14 @@ def _allocate(sizes: list[int], n: int) -> list[int]:
 
 
 def sample_turns(
-    con: duckdb.DuckDBPyConnection, floor: float | None, window: str, n: int, seed: int = DEFAULT_SEED
+    con: duckdb.DuckDBPyConnection, floor: float | None, window: str, n: int, seed: int = DEFAULT_SEED, *, turns: str = TURNS
 ) -> tuple[list[SampledTurn], dict[datetime, int]]:
     """The sampled turns of every window, with their top kept memories, and the
     number of eligible turns (a memory at or above the floor) per window start.
-    `floor` None: each turn at its own floor (the turns table's ``floor`` column)."""
+    `floor` None: each turn at its own floor (the ``floor`` column of `turns`)."""
     at = turn_floor_sql(floor)
     rows = con.execute(
-        f"""SELECT message_id, {_bucket(window)} AS start, top1, ts, {at} AS floor FROM {TURNS}
+        f"""SELECT message_id, {window_start_sql(window)} AS start, top1, ts, {at} AS floor FROM {turns}
             WHERE ts IS NOT NULL AND message_id IS NOT NULL AND top1 >= {at}"""
     ).fetchall()
     by_window: dict[datetime, list[list[tuple[bytes, str]]]] = {}
@@ -195,15 +195,15 @@ def sample_turns(
         eligible[start] = sum(len(b) for b in bands)
         for band, (members, take) in enumerate(zip(bands, _allocate([len(b) for b in bands], n), strict=True)):
             sampled += [SampledTurn(message_id, start, band, at=times[message_id]) for _, message_id in sorted(members)[:take]]
-    _attach_kept(con, sampled, floor)
+    _attach_kept(con, sampled, floor, turns)
     return sampled, eligible
 
 
-def _attach_kept(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float | None) -> None:
+def _attach_kept(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float | None, turns: str = TURNS) -> None:
     if not sampled:
         return
     # each turn's own floor from the turns table, when there is no one floor
-    at = f"(SELECT t.floor FROM {TURNS} AS t WHERE t.message_id = r.message_id)" if floor is None else repr(float(floor))
+    at = f"(SELECT t.floor FROM {turns} AS t WHERE t.message_id = r.message_id)" if floor is None else repr(float(floor))
     # the sampled ids as one list parameter: a row-by-row insert of them cost more than the scan
     found = con.execute(
         f"""SELECT message_id, memory_id, min(rank) AS rank, max(score) AS score, any_value(user_id) AS user_id
@@ -212,9 +212,9 @@ def _attach_kept(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], flo
             GROUP BY message_id, memory_id ORDER BY message_id, rank, memory_id""",
         [[t.message_id for t in sampled]],
     ).fetchall()
-    turns = {t.message_id: t for t in sampled}
+    by_id = {t.message_id: t for t in sampled}
     for message_id, memory_id, rank, score, user_id in found:
-        turn = turns[message_id]
+        turn = by_id[message_id]
         turn.user_id = turn.user_id or user_id
         if len(turn.kept) < TOP:
             turn.kept.append((str(memory_id), int(rank), float(score)))

@@ -28,6 +28,7 @@ new floor is one query over it, not a new read of the files.
 from __future__ import annotations
 
 import glob
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,11 +39,13 @@ from connectors.common import inbound
 from connectors.common.lines import LineIssue
 from dashboard.logs.columnar import connect, fast_source, file_kind, parquet_sources, probe
 from dashboard.logs.log_files import LogFormatError
+from dashboard.monitoring import turn_floor as turn_floors
 from dashboard.monitoring.turn_floor import LOGGED, TurnFloor
 
 if TYPE_CHECKING:  # the validating reader (and pandas, pyarrow) only for a file that needs it
     import pyarrow as pa
 
+    from dashboard.floor_config import FloorConfig
     from dashboard.logs.retrieval_log import LogImport
 
 RELATION = "retrievals"
@@ -283,9 +286,14 @@ def _empty_relation() -> str:
 
 
 def build_turns(
-    con: duckdb.DuckDBPyConnection, *, scores: bool = True, floor: float | None = None, turn_floor: TurnFloor | None = None
+    con: duckdb.DuckDBPyConnection,
+    *,
+    scores: bool = True,
+    floor: float | None = None,
+    turn_floor: TurnFloor | None = None,
+    table: str = TURNS,
 ) -> list[int]:
-    """The turns table from the relation: one row per message_id.
+    """The turns table (`table`) from the relation: one row per message_id.
 
     Repeats of a (message_id, memory_id) pair are merged into one memory (the score
     of the earliest file; `conflicts` counts repeats whose scores differ). `scores`
@@ -312,7 +320,7 @@ def build_turns(
     score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL) AS scores" if scores else ""
     con.execute(
         f"""
-        CREATE OR REPLACE TABLE {TURNS} AS
+        CREATE OR REPLACE TABLE {table} AS
         WITH pairs AS (
             SELECT CASE WHEN NOT bad THEN message_id END AS message_id, memory_id,
                    arg_min(score, source) AS score, count(*) AS repeats, min(ts) AS ts{per_pair}
@@ -330,7 +338,7 @@ def build_turns(
         GROUP BY message_id
         """
     )
-    found = con.execute(f"SELECT count(*) FILTER (WHERE message_id IS NULL), coalesce(sum(merged), 0) FROM {TURNS}").fetchone()
+    found = con.execute(f"SELECT count(*) FILTER (WHERE message_id IS NULL), coalesce(sum(merged), 0) FROM {table}").fetchone()
     assert found is not None
     if found[0]:
         # which files the bad rows are in: a second scan, but only when a row is bad
@@ -341,7 +349,7 @@ def build_turns(
         # with repeated pairs (two more aggregates on every pair made the one scan slower)
         con.execute(
             f"""
-            UPDATE {TURNS} SET conflicts = disagreeing.pairs
+            UPDATE {table} SET conflicts = disagreeing.pairs
             FROM (
                 SELECT message_id, count(*) AS pairs
                 FROM (
@@ -350,11 +358,46 @@ def build_turns(
                 )
                 GROUP BY message_id
             ) AS disagreeing
-            WHERE {TURNS}.message_id = disagreeing.message_id
+            WHERE {table}.message_id = disagreeing.message_id
             """
         )
     return []
 
+
+@dataclass
+class ConfigFloors:
+    """How a floor config counts a log's turns: one floor for every turn (``floor``),
+    or (``floor`` None) each turn at its user's or store's floor, from the turns
+    table ``turns``; ``words`` say which floors, ``notes`` what was not applied or
+    not checked."""
+
+    floor: float | None
+    turns: str = TURNS
+    words: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def count_at_config(con: duckdb.DuckDBPyConnection, config: FloorConfig, where: str, turns: str | None = None) -> ConfigFloors:
+    """The one way `memlens monitor --floor-config` and the Monitor page apply a floor
+    config (turn_floor.from_config): its score space checked against the logs' stores
+    (ScoreSpaceMismatch for another store kind), and with floors per user or store,
+    each turn at its own. `turns` is a turns table already built with the config's
+    rule (the command builds it while reading the files); without one, a table of the
+    config's own is built once beside the logs' ``turns`` (whose floors stay the
+    logged ones, for the page's other choices) and named by the rule."""
+    rule = turn_floors.from_config(config)
+    stores = [row[0] for row in con.execute(f"SELECT DISTINCT store FROM {RELATION} WHERE NOT bad AND store IS NOT NULL LIMIT 100").fetchall()]
+    notes = turn_floors.config_notes(config) + turn_floors.check_space(config, stores, where)
+    if rule is None:
+        return ConfigFloors(config.floor, notes=notes)
+    if turns is None:
+        turns = f"{TURNS}_{hashlib.sha256(rule.sql.encode()).hexdigest()[:16]}"
+        built = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [turns]).fetchone()
+        if not built or not built[0]:
+            build_turns(con, turn_floor=rule, table=turns)
+    floors = turn_floors.logged_floors(con, turns, where)  # every turn has one: the config's
+    words = turn_floors.describe_floors(floors, f"its floor from {config.source or 'the floor config'}")
+    return ConfigFloors(None, turns, words, notes)
 
 
 def score_direction(con: duckdb.DuckDBPyConnection):

@@ -138,6 +138,18 @@ def logged_floors(con: duckdb.DuckDBPyConnection, turns: str, where: str) -> lis
     missing, with_memory = con.execute(
         f"SELECT count(*) FILTER (WHERE floor IS NULL AND rows > 0), count(*) FILTER (WHERE rows > 0) FROM {turns}"
     ).fetchone() or (0, 0)
+    check_logged(missing, with_memory, where)
+    rows = con.execute(
+        f"""SELECT floor, coalesce(floor_segment, '?') AS segment, count(*) AS turns FROM {turns}
+            WHERE floor IS NOT NULL GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2"""
+    ).fetchall()
+    return [(float(floor), str(segment), int(count)) for floor, segment, count in rows]
+
+
+def check_logged(missing: int, with_memory: int, where: str) -> None:
+    """NoLoggedFloor when `missing` of the `with_memory` turns with a memory carry no
+    logged floor: they cannot be counted at the floor applied to them. The same words
+    for a log (logged_floors) and an engine's table (dashboard/monitoring/warehouse.py)."""
     if missing and missing == with_memory:
         raise NoLoggedFloor(f"{where}: the turns {NO_FLOOR_LOGGED}")
     if missing:
@@ -145,11 +157,6 @@ def logged_floors(con: duckdb.DuckDBPyConnection, turns: str, where: str) -> lis
             f"{missing:,} of {with_memory:,} turns with a memory in {where} carry no logged floor (written before "
             "memlens logged the floor applied to each turn); give --floor X or --floor-config FILE"
         )
-    rows = con.execute(
-        f"""SELECT floor, coalesce(floor_segment, '?') AS segment, count(*) AS turns FROM {turns}
-            WHERE floor IS NOT NULL GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2"""
-    ).fetchall()
-    return [(float(floor), str(segment), int(count)) for floor, segment, count in rows]
 
 
 def describe_floors(floors: list[tuple[float, str, int]], how: str) -> str:

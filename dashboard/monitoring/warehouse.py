@@ -16,8 +16,18 @@ What the query does, the same as the file run (dashboard.monitoring.relation and
   repeats, a second query counts those that disagree (conflicts), as the file run
   does, so a clean log costs one query;
 - a turn is a message_id: its time is its earliest row, its top-1 the highest score,
-  an empty turn (a row with no memory_id) has no memory;
-- a row with no message_id, or a memory with no score, is bad: counted and left out;
+  an empty turn (a row with no memory_id) has no memory, and a memory with no score
+  (NULL: what the agent's log writes for a NaN score) is returned but never kept;
+- a row is bad, as the file reader finds it, when it has no message_id, a score but
+  no memory_id, a score that is not a finite number (NaN, infinity), or a timestamp
+  outside 1970-2200 (infinity, year 9999): it is counted and left out in the query
+  itself, before any arithmetic on its time or score, which an engine refuses
+  (PostgreSQL's epoch of `infinity` is out of bigint's range); when there are bad
+  rows, a second query counts them by field;
+- each turn is counted at one floor, or (``floor`` None) at the floor its rows
+  logged (the ``floor`` column, a value that is not a finite number read as none),
+  as the file run counts a log's logged floors; a third query then lists those
+  floors (floor, segment, turns);
 - windows are whole hours, days or weeks (from Monday) of UTC, numbered from the
   epoch, so every engine buckets alike;
 - the top-1 histogram has HISTOGRAM_BINS equal bins between the lowest and highest
@@ -37,6 +47,7 @@ a run connects.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -44,14 +55,29 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from connectors.common.errors import MemlensError
+from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.redaction import redact_text
-from dashboard.monitoring.windows import _MICROSECONDS, _OFFSET, HISTOGRAM_BINS, NEAR_FLOOR, WINDOWS, Window
+from dashboard.monitoring import turn_floor
+from dashboard.monitoring.windows import HISTOGRAM_BINS, NEAR_FLOOR, WINDOW_MICROSECONDS, WINDOW_OFFSET, WINDOWS, Window
 
 if TYPE_CHECKING:
     import ibis.expr.types as ir
 
 # the log's fields the aggregates read, and the column each is read from by default
 FIELDS = {"message_id": "message_id", "memory_id": "memory_id", "score": "score", "timestamp": "timestamp"}
+# read only when each turn is counted at its logged floor; a table without
+# floor_segment names each floor's segment "?", as a log without it does
+LOGGED_FIELDS = {"floor": "floor", "floor_segment": "floor_segment"}
+# what makes a row bad, by field, in the file reader's words (dashboard/logs/retrieval_log.py)
+PROBLEMS = {
+    "message_id": "required, missing",
+    "memory_id": "required, missing (a turn with no memory leaves rank and score empty too)",
+    "score": "not a finite number",
+    "timestamp": f"outside {EARLIEST:%Y}-{LATEST:%Y}",
+}
+# a number between these is finite: NaN compares false (or above every number) on every
+# engine, and a NaN is not NULL, where ibis's isnan/isinf are not compiled alike
+LARGEST = sys.float_info.max
 INSTALL_HINT = "pip install 'memlens[warehouse]'"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 QUANTILES = (0.1, 0.5, 0.9)
@@ -71,18 +97,20 @@ class Summary:
     counts: dict[str, int] = field(default_factory=dict)
     bad_rows: int = 0
     summary_rows: int = 0  # rows that left the engine
+    bad_fields: dict[str, int] = field(default_factory=dict)  # bad rows by the field that makes them bad
+    floors: list[tuple[float, str, int]] | None = None  # the logged floors (floor, segment, turns), most turns first
 
 
 def parse_columns(pairs: list[str] | None) -> dict[str, str]:
     """``--column FIELD=NAME`` flags as {field: column}, every field present."""
-    columns = dict(FIELDS)
+    columns = FIELDS | LOGGED_FIELDS
     for pair in pairs or []:
         name, sep, column = pair.partition("=")
         name, column = name.strip(), column.strip()
         if not sep or not column:
             raise WarehouseError(f"--column {pair!r}: give FIELD=COLUMN, e.g. timestamp=created_at")
-        if name not in FIELDS:
-            raise WarehouseError(f"--column {pair!r}: FIELD is one of {', '.join(FIELDS)}")
+        if name not in columns:
+            raise WarehouseError(f"--column {pair!r}: FIELD is one of {', '.join(columns)}")
         columns[name] = column
     return columns
 
@@ -90,39 +118,85 @@ def parse_columns(pairs: list[str] | None) -> dict[str, str]:
 # ------------------------------------------------------------------ the expression
 
 
-def summary_expression(table: ir.Table, floor: float, window: str, columns: dict[str, str] | None = None) -> ir.Table:
+def finite(value: ir.FloatingValue) -> ir.BooleanValue:
+    """True for a finite number, false for NaN and infinity (NULL stays NULL)."""
+    return value.between(-LARGEST, LARGEST)
+
+
+def typed_rows(table: ir.Table, columns: dict[str, str] | None = None, logged: bool = False) -> ir.Table:
+    """The log's fields, typed, with ``problem``: NULL for a good row, else the field
+    that makes it bad (the first, in PROBLEMS' order). With `logged`, each row's
+    logged floor (a value that is not a finite number is none) and its segment."""
+    import ibis
+
+    columns = columns or FIELDS
+    message_id = table[columns["message_id"]].cast("string")
+    memory_id = table[columns["memory_id"]].cast("string")
+    score = table[columns["score"]].cast("float64")
+    ts = table[columns["timestamp"]]
+    problem = ibis.cases(
+        (message_id.isnull(), "message_id"),
+        (memory_id.isnull() & score.notnull(), "memory_id"),
+        # NULL is a memory with no score: good (coalesced, so no engine's NULL rules apply)
+        (~finite(ibis.coalesce(score, 0.0)), "score"),
+        (ts.notnull() & ((ts < ibis.timestamp(EARLIEST)) | (ts >= ibis.timestamp(LATEST))), "timestamp"),
+        else_=ibis.null("string"),
+    )
+    fields: dict[str, Any] = {"message_id": message_id, "memory_id": memory_id, "score": score, "ts": ts, "problem": problem}
+    if logged:
+        floor = table[columns["floor"]].cast("float64")
+        fields["floor"] = ibis.ifelse(finite(ibis.coalesce(floor, 0.0)), floor, ibis.null("float64"))
+        segment = columns.get("floor_segment")
+        fields["segment"] = table[segment].cast("string") if segment in table.columns else ibis.null("string")
+    return table.select(**fields)
+
+
+def turns_expression(table: ir.Table, floor: float | None, columns: dict[str, str] | None = None) -> ir.Table:
+    """A row per turn (message_id): its time, memories, top-1, memories kept at the
+    floor (`floor`, or None: each memory at its logged floor), merged repeats, rows
+    read; with no floor, the turn's own (``floor``, ``segment``). Every bad row is
+    in one "turn" with no message_id, whose time and scores are NULL: an engine
+    computes nothing on them."""
+    import ibis
+
+    logged = floor is None
+    rows = typed_rows(table, columns, logged)
+    good = rows.problem.isnull()
+    cleared = {"message_id": ibis.null("string"), "score": ibis.null("float64"), "ts": ibis.null(rows.ts.type())}
+    if logged:
+        cleared |= {"floor": ibis.null("float64"), "segment": ibis.null("string")}
+    rows = rows.mutate(**{name: ibis.ifelse(good, rows[name], null) for name, null in cleared.items()})
+    per_pair: dict[str, Any] = {"score": rows.score.min(), "repeats": rows.count(), "ts": rows.ts.min()}
+    if logged:
+        per_pair |= {"floor": rows.floor.min(), "segment": rows.segment.min()}
+    pairs = rows.group_by(["message_id", "memory_id"]).aggregate(**per_pair)
+    memory = pairs.memory_id.notnull()
+    at = pairs.floor if logged else float(floor)  # type: ignore[arg-type]  # floor is a number when not logged
+    per_turn: dict[str, Any] = {
+        "ts": pairs.ts.min(),
+        "rows": pairs.memory_id.count(),
+        "top1": pairs.score.max(),
+        "kept": ibis.ifelse(pairs.score >= at, 1, 0).sum(),
+        "merged": ibis.ifelse(memory, pairs.repeats - 1, 0).sum(),
+        "raw": pairs.repeats.sum(),
+    }
+    if logged:
+        per_turn |= {"floor": pairs.floor.min(), "segment": pairs.segment.min()}
+    return pairs.group_by("message_id").aggregate(**per_turn)
+
+
+def summary_expression(table: ir.Table, floor: float | None, window: str, columns: dict[str, str] | None = None) -> ir.Table:
     """One query over `table`: a row per (bad, window, bin) with additive counts.
 
     ``bad`` is true for the one group of bad rows; ``window`` (the window number since
-    the epoch) is NULL for turns with no time, ``bin`` is NULL for turns with no memory."""
+    the epoch) is NULL for turns with no time, ``bin`` is NULL for turns with no memory.
+    `floor` None: each turn at its logged floor."""
     import ibis
 
     if window not in WINDOWS:
         raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {window!r}")
-    columns = columns or FIELDS
-    floor = float(floor)
-    width_s, offset_s = _MICROSECONDS[window] // 1_000_000, _OFFSET[window] // 1_000_000
-    rows = table.select(
-        message_id=table[columns["message_id"]].cast("string"),
-        memory_id=table[columns["memory_id"]].cast("string"),
-        score=table[columns["score"]].cast("float64"),
-        ts=table[columns["timestamp"]],
-    )
-    good = rows.message_id.notnull() & (rows.memory_id.isnull() | rows.score.notnull())
-    # a bad row is grouped under no message_id: one "turn" that holds every bad row
-    rows = rows.mutate(message_id=ibis.ifelse(good, rows.message_id, ibis.null("string")))
-    pairs = rows.group_by(["message_id", "memory_id"]).aggregate(
-        score=rows.score.min(), repeats=rows.count(), ts=rows.ts.min()
-    )
-    memory = pairs.memory_id.notnull()
-    turns = pairs.group_by("message_id").aggregate(
-        ts=pairs.ts.min(),
-        rows=pairs.memory_id.count(),
-        top1=pairs.score.max(),
-        kept=ibis.ifelse(pairs.score >= floor, 1, 0).sum(),
-        merged=ibis.ifelse(memory, pairs.repeats - 1, 0).sum(),
-        raw=pairs.repeats.sum(),
-    )
+    width_s, offset_s = WINDOW_MICROSECONDS[window] // 1_000_000, WINDOW_OFFSET[window] // 1_000_000
+    turns = turns_expression(table, floor, columns)
     bad = turns.message_id.isnull()
     timed = ~bad & turns.ts.notnull()
     # the histogram spans the top-1 of every turn with a time, as the file run's does:
@@ -130,6 +204,7 @@ def summary_expression(table: ir.Table, floor: float, window: str, columns: dict
     # one worker on Spark, Trino or BigQuery)
     bounds = turns.filter(timed).aggregate(low=turns.top1.min(), high=turns.top1.max())
     joined = turns.cross_join(bounds)
+    at = joined.floor if floor is None else float(floor)
     width = ibis.ifelse(joined.high > joined.low, (joined.high - joined.low) / HISTOGRAM_BINS, 1.0)
     in_window = ~joined.message_id.isnull() & joined.ts.notnull()
     number = ((joined.ts.epoch_seconds() - offset_s) // width_s).cast("int64")
@@ -141,15 +216,16 @@ def summary_expression(table: ir.Table, floor: float, window: str, columns: dict
             ibis.least(((joined.top1 - joined.low) / width).floor(), HISTOGRAM_BINS - 1),
             ibis.null("int64"),
         ).cast("int64"),
+        at=at,
     )
     return (
         binned.group_by(["bad", "window", "bin"])
         .aggregate(
             turns=binned.count(),
             rows=binned.rows.sum(),
-            no_memory=ibis.ifelse(binned.top1.isnull() | (binned.top1 < floor), 1, 0).sum(),
+            no_memory=ibis.ifelse(binned.top1.isnull() | (binned.top1 < binned.at), 1, 0).sum(),
             kept=binned.kept.sum(),
-            near=ibis.ifelse((binned.top1 - floor).abs() <= NEAR_FLOOR, 1, 0).sum(),
+            near=ibis.ifelse((binned.top1 - binned.at).abs() <= NEAR_FLOOR, 1, 0).sum(),
             empty=ibis.ifelse(binned.rows == 0, 1, 0).sum(),
             merged=binned.merged.sum(),
             raw=binned.raw.sum(),
@@ -160,17 +236,30 @@ def summary_expression(table: ir.Table, floor: float, window: str, columns: dict
     )
 
 
+def bad_rows_expression(table: ir.Table, columns: dict[str, str] | None = None) -> ir.Table:
+    """The bad rows by the field that makes them bad: a second query, run only when
+    the summaries show bad rows."""
+    rows = typed_rows(table, columns)
+    bad = rows.filter(rows.problem.notnull())
+    return bad.group_by("problem").aggregate(rows=bad.count())
+
+
+def floors_expression(table: ir.Table, columns: dict[str, str] | None = None) -> ir.Table:
+    """The logged floors of the good turns: a row per (floor, segment) with its turns
+    and those with a memory (a turn with a memory and no floor cannot be counted)."""
+    import ibis
+
+    turns = turns_expression(table, None, columns)
+    turns = turns.filter(turns.message_id.notnull())
+    return turns.group_by(["floor", "segment"]).aggregate(turns=turns.count(), with_memory=ibis.ifelse(turns.rows > 0, 1, 0).sum())
+
+
 def conflicts_expression(table: ir.Table, columns: dict[str, str] | None = None) -> ir.Scalar:
     """Repeated (message_id, memory_id) pairs whose scores disagree: a second query,
     run only when the summaries show repeats (as the file run does), so a clean log
     costs one scan."""
-    columns = columns or FIELDS
-    rows = table.select(
-        message_id=table[columns["message_id"]].cast("string"),
-        memory_id=table[columns["memory_id"]].cast("string"),
-        score=table[columns["score"]].cast("float64"),
-    )
-    rows = rows.filter(rows.message_id.notnull() & rows.memory_id.notnull() & rows.score.notnull())
+    rows = typed_rows(table, columns)
+    rows = rows.filter(rows.problem.isnull() & rows.memory_id.notnull() & rows.score.notnull())
     pairs = rows.group_by(["message_id", "memory_id"]).aggregate(repeats=rows.count(), low=rows.score.min(), high=rows.score.max())
     return pairs.filter((pairs.repeats > 1) & (pairs.low != pairs.high)).count()
 
@@ -225,15 +314,17 @@ def connect(url: str) -> Any:
         raise WarehouseError(f"cannot connect to the {scheme} engine: {redact_text(str(exc), url_secrets(url))}") from None
 
 
-def open_table(con: Any, name: str, columns: dict[str, str]) -> ir.Table:
-    """The table or view `name` (``schema.table`` allowed), its columns checked."""
+def open_table(con: Any, name: str, columns: dict[str, str], logged: bool = False) -> ir.Table:
+    """The table or view `name` (``schema.table`` allowed), its columns checked; with
+    `logged` (each turn at its logged floor), its floor column too: a table without
+    one exits 2 asking for --floor or --floor-config, as a log without one does."""
     database, _, table_name = name.rpartition(".")
     try:
         table = con.table(table_name, database=database or None)
     except Exception as exc:
         raise WarehouseError(f"table {name}: not found or not readable ({type(exc).__name__}: {redact_text(str(exc))})") from None
     schema = table.schema()
-    missing = [f"{field_name} (column {column!r})" for field_name, column in columns.items() if column not in schema]
+    missing = [f"{field_name} (column {column!r})" for field_name, column in columns.items() if field_name in FIELDS and column not in schema]
     if missing:
         raise WarehouseError(
             f"table {name}: no {', '.join(missing)}; it has {', '.join(schema.names)} (map a field with --column FIELD=COLUMN)"
@@ -244,28 +335,48 @@ def open_table(con: Any, name: str, columns: dict[str, str]) -> ir.Table:
     score = schema[columns["score"]]
     if not score.is_numeric():
         raise WarehouseError(f"table {name}: column {columns['score']!r} (score) is {score}, not a number")
+    if logged:
+        if columns["floor"] not in schema:
+            raise turn_floor.NoLoggedFloor(f"table {name}: the turns {turn_floor.NO_FLOOR_LOGGED}")
+        floor = schema[columns["floor"]]
+        if not floor.is_numeric():
+            raise WarehouseError(f"table {name}: column {columns['floor']!r} (floor) is {floor}, not a number")
     return table
 
 
 # ------------------------------------------------------------------ the summaries
 
 
-def summarize(table: ir.Table, floor: float, window: str, columns: dict[str, str] | None = None) -> Summary:
-    """Run the query on the engine and build the windows and their histograms."""
+def summarize(table: ir.Table, floor: float | None, window: str, columns: dict[str, str] | None = None, name: str = "") -> Summary:
+    """Run the query on the engine and build the windows and their histograms; with
+    `floor` None, each turn at its logged floor (NoLoggedFloor when a turn with a
+    memory carries none). `name` is the table's, for messages."""
     try:
         found = summary_expression(table, floor, window, columns).to_pyarrow().to_pydict()
-        summary = from_rows(found, floor, window)
+        summary = from_rows(found, window)
         if summary.counts["merged"]:
             summary.counts["conflicts"] = int(conflicts_expression(table, columns).execute())
+        if summary.bad_rows:
+            by_field = bad_rows_expression(table, columns).to_pyarrow().to_pydict()
+            counted = dict(zip(by_field["problem"], by_field["rows"], strict=True))
+            summary.bad_fields = {problem: int(counted[problem]) for problem in PROBLEMS if counted.get(problem)}
+        floors = floors_expression(table, columns).to_pyarrow().to_pylist() if floor is None else None
     except Exception as exc:
         raise WarehouseError(f"the engine refused the monitor's query: {redact_text(str(exc))}") from None
+    if floors is not None:
+        with_memory = sum(int(row["with_memory"]) for row in floors)
+        missing = sum(int(row["with_memory"]) for row in floors if row["floor"] is None)
+        turn_floor.check_logged(missing, with_memory, f"table {name}")
+        # as the file run lists them (turn_floor.logged_floors): most turns first
+        listed = [(float(row["floor"]), row["segment"] or "?", int(row["turns"])) for row in floors if row["floor"] is not None]
+        summary.floors = sorted(listed, key=lambda item: (-item[2], item[0], item[1]))
     return summary
 
 
-def from_rows(found: dict[str, list], floor: float, window: str) -> Summary:
+def from_rows(found: dict[str, list], window: str) -> Summary:
     """Windows, histograms and counts from the summary rows (columns as lists)."""
     count = len(found["turns"])
-    step_us, offset_us = _MICROSECONDS[window], _OFFSET[window]
+    step_us, offset_us = WINDOW_MICROSECONDS[window], WINDOW_OFFSET[window]
     totals = dict.fromkeys(("turns", "rows", "empty_turns", "no_timestamp", "merged", "conflicts"), 0)
     per_window: dict[int, dict[str, int]] = {}
     bins: dict[int, dict[int, int]] = {}

@@ -32,9 +32,9 @@ if TYPE_CHECKING:  # window_rows' frame: DuckDB imports pandas for it, the comma
     import pandas as pd
 
 WINDOWS = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "1w": timedelta(weeks=1)}
-_MICROSECONDS = {name: int(step.total_seconds() * 1_000_000) for name, step in WINDOWS.items()}
+WINDOW_MICROSECONDS = {name: int(step.total_seconds() * 1_000_000) for name, step in WINDOWS.items()}
 # weeks start on Monday: 1970-01-05, four days after the epoch
-_OFFSET = {"1h": 0, "1d": 0, "1w": 4 * 86_400_000_000}
+WINDOW_OFFSET = {"1h": 0, "1d": 0, "1w": 4 * 86_400_000_000}
 NEAR_FLOOR = 0.02
 HISTOGRAM_BINS = 2000
 
@@ -70,17 +70,17 @@ class Window:
         return self.start.strftime("%Y-%m-%d")
 
 
-def _bucket(window: str) -> str:
+def window_start_sql(window: str) -> str:
     """The window start as SQL: integer arithmetic on epoch microseconds (UTC), which
     is much cheaper than a time-zone-aware time_bucket on every turn."""
     if window not in WINDOWS:
         raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {window!r}")
-    width, offset = _MICROSECONDS[window], _OFFSET[window]
+    width, offset = WINDOW_MICROSECONDS[window], WINDOW_OFFSET[window]
     return f"make_timestamptz(((epoch_us(ts) - {offset}) // {width}) * {width} + {offset})"
 
 
-def _kept_expression(con: duckdb.DuckDBPyConnection, floor: str) -> str:
-    columns = {row[0] for row in con.execute(f"DESCRIBE {TURNS}").fetchall()}
+def _kept_expression(con: duckdb.DuckDBPyConnection, floor: str, turns: str = TURNS) -> str:
+    columns = {row[0] for row in con.execute(f"DESCRIBE {turns}").fetchall()}
     if "scores" in columns:
         return f"coalesce(len(list_filter(scores, lambda s: s >= {floor})), 0)"
     return "kept_at_floor"  # built for this floor (relation.build_turns(floor=...)), or each turn's own
@@ -92,12 +92,12 @@ def turn_floor_sql(floor: float | None) -> str:
     return "floor" if floor is None else repr(float(floor))
 
 
-def window_figures(con: duckdb.DuckDBPyConnection, floor: float | None, window: str = "1d") -> list[Window]:
-    """The figures of every window holding a turn, oldest first; turns without a
-    timestamp are in no window. `floor` None: each turn at its own floor."""
-    bucket = _bucket(window)
+def window_figures(con: duckdb.DuckDBPyConnection, floor: float | None, window: str = "1d", turns: str = TURNS) -> list[Window]:
+    """The figures of every window holding a turn of `turns`, oldest first; turns
+    without a timestamp are in no window. `floor` None: each turn at its own floor."""
+    bucket = window_start_sql(window)
     at = turn_floor_sql(floor)
-    kept = _kept_expression(con, at)
+    kept = _kept_expression(con, at, turns)
     rows = con.execute(
         f"""
         SELECT {bucket} AS start,
@@ -107,7 +107,7 @@ def window_figures(con: duckdb.DuckDBPyConnection, floor: float | None, window: 
                avg({kept}) AS kept_per_turn,
                quantile_cont(top1, [0.1, 0.5, 0.9]) AS quantiles,
                count(*) FILTER (WHERE abs(top1 - {at}) <= {NEAR_FLOOR}) / nullif(count(top1), 0) AS near_floor
-        FROM {TURNS}
+        FROM {turns}
         WHERE ts IS NOT NULL
         GROUP BY 1
         ORDER BY 1
@@ -134,17 +134,17 @@ def window_figures(con: duckdb.DuckDBPyConnection, floor: float | None, window: 
     return windows
 
 
-def top1_histograms(con: duckdb.DuckDBPyConnection, window: str, windows: list[Window]) -> np.ndarray:
+def top1_histograms(con: duckdb.DuckDBPyConnection, window: str, windows: list[Window], turns: str = TURNS) -> np.ndarray:
     """Counts of top-1 scores per window (rows, in `windows` order) over
     HISTOGRAM_BINS equal bins spanning every top-1 in the log."""
-    _bucket(window)  # checks the name
+    window_start_sql(window)  # checks the name
     counts = np.zeros((len(windows), HISTOGRAM_BINS), dtype=np.int64)
-    bounds = con.execute(f"SELECT min(top1), max(top1) FROM {TURNS} WHERE ts IS NOT NULL").fetchone()
+    bounds = con.execute(f"SELECT min(top1), max(top1) FROM {turns} WHERE ts IS NOT NULL").fetchone()
     if bounds is None or bounds[0] is None or not windows:
         return counts
     low, high = float(bounds[0]), float(bounds[1])
     width = (high - low) / HISTOGRAM_BINS or 1.0
-    step, offset = _MICROSECONDS[window], _OFFSET[window]
+    step, offset = WINDOW_MICROSECONDS[window], WINDOW_OFFSET[window]
     # window numbers as integers, so a few hundred thousand (window, bin) counts come
     # back as arrays, not as Python datetimes
     found = con.execute(
@@ -152,7 +152,7 @@ def top1_histograms(con: duckdb.DuckDBPyConnection, window: str, windows: list[W
         SELECT (epoch_us(ts) - {offset}) // {step} AS number,
                least(CAST(floor((top1 - {low!r}) / {width!r}) AS INTEGER), {HISTOGRAM_BINS - 1}) AS bin,
                count(*) AS turns
-        FROM {TURNS}
+        FROM {turns}
         WHERE ts IS NOT NULL AND top1 IS NOT NULL
         GROUP BY 1, 2
         """

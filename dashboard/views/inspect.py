@@ -73,10 +73,7 @@ view.show_embedding_path(choice)
 # and the raw response are not redrawn for it.
 @st.fragment
 def floor_dependent_parts() -> None:
-    floor = held_controls.drawn(st.slider)(
-        "Score floor", 0.0, 1.0, step=0.01, key="floor", help="Hits scoring under the floor are dropped."
-    )
-    view.keep_floor(floor)
+    floor = view.floor_slider()
     view.sync_url(choice, user, int(k), floor)
     if result is None:
         return

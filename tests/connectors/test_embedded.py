@@ -11,7 +11,7 @@ from connectors.base import InvalidRequest, MemoryStore, NotFound, SupportsFeedb
 from connectors.embedded.factories import open_demo_store
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.weights import DEFAULT_WEIGHTS, parse_weights
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -276,3 +276,35 @@ def test_the_readme_tour_gives_the_pizza_hits_weighted_semantic_part_not_its_cos
     assert (round(weighted["importance"], 2), round(weighted["usage"], 2)) == (0.13, 0.07)
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "the semantic part is small (0.08 of 0.29: a\n   cosine of 0.14 times its weight 0.6)" in readme
+
+
+def test_memlens_import_refuses_a_file_over_the_size_bound_unread_in_one_line_naming_it(tmp_path, capsys):
+    # the inbound boundary (read_memories_file): a good first line, then a sparse tail
+    # past the bound; a whole read would hold 256 MB and reject or encode what it found
+    from connectors.embedded.importing import MAX_MEMORIES_BYTES
+    from dashboard.cli.main import main
+
+    source = write_jsonl(tmp_path / "memories.jsonl", [{"id": "a", "user_id": "u", "text": "Lives in Lisbon", "age_days": 1}])
+    with open(source, "r+b") as handle:
+        handle.truncate(MAX_MEMORIES_BYTES + 1)
+    db = tmp_path / "s.sqlite"
+    assert main(["import", str(source), "--db", str(db)]) == 1  # nothing imported (docs/cli.md)
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert str(source) in lines[0] and f"larger than {MAX_MEMORIES_BYTES:,} bytes" in lines[0], err
+    assert EmbeddedStore(db).list(user_id=None, limit=5) == []
+
+
+def test_a_created_at_past_2200_is_a_bad_line_named_and_the_rest_imported(tmp_path):
+    source = write_jsonl(
+        tmp_path / "m.jsonl",
+        [
+            {"id": "ok", "user_id": "u", "text": "Runs on Sundays", "age_days": 3},
+            {"id": "far", "user_id": "u", "text": "Has a cat", "created_at": "9999-12-31T23:59:59Z"},
+        ],
+    )
+    store = EmbeddedStore(tmp_path / "s.sqlite")
+    report = store.import_jsonl(source)
+    assert report.imported == 1 and [(i.line, i.field) for i in report.issues] == [(2, "created_at")]
+    assert "from 1970 to 2199" in str(report.issues[0])

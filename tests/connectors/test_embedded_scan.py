@@ -54,7 +54,7 @@ def brute_force(
     store: EmbeddedStore, rows: list[dict], query: str, user: str | None, k: int, now: datetime = NOW
 ) -> list[tuple[str, float]]:
     """The documented ranking, computed row by row from the stored embeddings."""
-    from connectors.embedding import runtime as embedding
+    from connectors.embedding import model_loader as embedding
 
     q = embedding.encode([query])[0]
     stored = dict(store._db.execute("SELECT id, embedding FROM memories"))

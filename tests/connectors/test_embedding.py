@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
+from connectors.embedding import model_loader as embedding
 from connectors.embedding import onnx_export
-from connectors.embedding import runtime as embedding
 from connectors.embedding.onnx_encoder import OnnxEncoder
 from tests.conftest import ROOT
 
@@ -95,7 +95,7 @@ def test_a_query_from_a_cold_process_never_imports_torch():
     code = (
         "import sys\n"
         "from connectors.embedded.store import EmbeddedStore\n"
-        "from connectors.embedding import runtime as embedding\n"
+        "from connectors.embedding import model_loader as embedding\n"
         "vector = embedding.encode(['Which UI theme does the user prefer?'])[0]\n"
         "print(len(vector), 'torch' in sys.modules, 'transformers' in sys.modules)\n"
     )

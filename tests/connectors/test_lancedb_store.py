@@ -12,7 +12,7 @@ from demo_questions import PIZZA, THEME
 
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows, demo_vectors
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 from connectors.registry import create_store
 from connectors.vector.lancedb_store import normalise, open_store
 

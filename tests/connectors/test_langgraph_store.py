@@ -10,7 +10,7 @@ from langgraph_factory import demo_store
 
 from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 from connectors.registry import create_store
 from connectors.vector.langgraph_store import allowed_factories, open_store, parse_namespace
 

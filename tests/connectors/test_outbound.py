@@ -173,3 +173,46 @@ def test_a_client_library_s_client_refuses_a_header_key_with_a_control_character
 @pytest.fixture
 def unused_port():
     return closed_port()
+
+
+# Every body memlens's own clients read is capped before and after decompression
+# (issue 52): a gzip bomb (2 MB on the wire, 2 GB inside) and an 80 MB answer stop at
+# outbound.MAX_BODY_BYTES with one line naming the host, exit 2, never the key.
+CAPPED = {"bomb": "decompresses to more than", "oversized": "a body larger than"}
+
+
+@pytest.mark.parametrize("mode", list(CAPPED))
+def test_the_model_client_stops_reading_a_bomb_or_an_oversized_answer_at_the_cap(mode):
+    with HostileServer(mode=mode) as server:
+        port = server.port
+        client = _model(server.url() + "/v1", timeout=30.0)
+        with pytest.raises(ConnectorError) as caught:
+            client.complete([{"role": "user", "content": "hi"}])
+        client.close()
+    message = str(caught.value)
+    assert CAPPED[mode] in message and f"{outbound.MAX_BODY_BYTES:,} bytes" in message, message
+    assert f"127.0.0.1:{port}" in message and KEY not in message
+    assert caught.value.exit_status == 2
+
+
+@pytest.mark.parametrize("mode", list(CAPPED))
+def test_an_http_store_stops_reading_a_bomb_or_an_oversized_answer_at_the_cap(mode, tmp_path):
+    # the store as the agent side and every command open it: through the registry
+    from connectors.registry import create_store
+
+    with HostileServer(mode=mode) as server:
+        port = server.port
+        service = tmp_path / "service.toml"
+        service.write_text(
+            f'title = "Team memory"\nbase_url = "{server.url()}"\npath = "/search"\ntimeout = 30\nmax_retries = 0\n'
+            '[request.body]\nquery = "{query}"\nk = "{k}"\n'
+            '[response]\nresults = "results"\nid = "id"\ntext = "text"\nscore = "score"\n',
+            encoding="utf-8",
+        )
+        store = create_store("http_json", {"config_path": str(service)})
+        with pytest.raises(ConnectorError) as caught:
+            store.query("what tea does sam like?", user_id=None, k=3)
+        store.close()
+    message = str(caught.value)
+    assert message.startswith("Team memory at http://127.0.0.1:") and f":{port} answered POST /search with" in message, message
+    assert CAPPED[mode] in message and caught.value.exit_status == 2

@@ -17,7 +17,7 @@ from pgvector_server import PgVectorServer  # tests/pgvector_server.py
 
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreTimeout, StoreUnavailable
 from connectors.demo_loader import demo_rows, demo_vectors, load_mem0
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 from connectors.mem0.library import offline_config
 from connectors.registry import REGISTRY, create_store
 from connectors.vector.pgvector import normalise, open_store

@@ -13,7 +13,7 @@ from demo_questions import PIZZA, THEME
 
 from connectors.base import InvalidRequest, NotFound, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows, demo_vectors, load_chroma, load_qdrant
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 from connectors.embedding.query_vectors import remember
 from connectors.registry import create_store
 from connectors.vector.chroma import ChromaStore, persistent_client
@@ -132,6 +132,19 @@ def test_normalised_order_equals_the_stores_own_order(kind, name, question, qdra
     assert result.score_kind is ScoreKind.DISTANCE
     assert "distance" in result.raw_score_kind
     assert all(h.score != h.raw_score for h in result.hits)
+
+
+@pytest.mark.parametrize("kind,name", [*DISTANCE_COLLECTIONS, ("chroma", "ip"), ("qdrant", "cosine"), ("qdrant", "manhattan")])
+def test_a_result_carries_the_space_its_connector_scored_in(kind, name, qdrant_dir, chroma_dir):
+    """Inspect's raw-floor caption reads the space from the result, never from the
+    numbers: the result names the rule its connector applied, and that rule turns each
+    hit's raw value into its score."""
+    store = open_collection(kind, name, qdrant_dir, chroma_dir)
+    result = store.query(THEME, user_id="sam", k=5)
+    assert result.score_space == store.score_space
+    assert (result.score_space.store, result.score_space.setting) == (kind, name)
+    for hit in result.hits:
+        assert result.score_space.convert(hit.raw_score) == pytest.approx(hit.score)
 
 
 @pytest.mark.parametrize("kind,name", [*DISTANCE_COLLECTIONS, ("chroma", "ip"), ("qdrant", "cosine")])

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 from dashboard.browse import RELATED_AT, SAME_FACT_AT, find_text_matches, nearest_by_embedding, stored_verdict
 
 # Hand-made rewordings of one demo memory each: (what a reviewer types, the memory).

@@ -83,7 +83,8 @@ def test_the_floor_set_on_inspect_is_marked_and_kept(app):
         assert any(a.get("text") == "Inspect floor 0.30" for a in figure["layout"]["annotations"])
     assert metric(at, "Inspect floor") == "0.30"
     at.run()
-    assert at.session_state["floor"] == 0.3  # still there for the return to Inspect
+    at.switch_page("inspect.py").run()
+    assert at.slider(key="floor").value == 0.3  # still there on the return to Inspect
 
 
 def label(db, message, memory, value, score, reviewer="ana", where="embedded:aaaa1111"):

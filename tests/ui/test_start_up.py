@@ -24,12 +24,12 @@ from unittest import mock
 from streamlit.testing.v1 import AppTest
 from dashboard.ui.widgets.start_up import get_ready
 from dashboard.ui.widgets import cache
-from connectors.embedding import runtime
+from connectors.embedding import model_loader
 
 took = get_ready()
 before = set(sys.modules)
 stores = mock.patch.object(cache, "create_store", side_effect=cache.create_store)
-encoders = mock.patch.object(runtime, "_open_encoder", side_effect=runtime._open_encoder)
+encoders = mock.patch.object(model_loader, "_open_encoder", side_effect=model_loader._open_encoder)
 with stores as opened_stores, encoders as opened_encoders:
     at = AppTest.from_file(sys.argv[1], default_timeout=120)
     at.query_params.update({"query": sys.argv[2], "user": "sam", "k": "5"})

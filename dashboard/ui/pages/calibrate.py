@@ -67,15 +67,9 @@ class LabelSource:
 
 
 def current_floor() -> float:
-    """The floor the Inspect slider is set to (its default before Inspect is opened).
-
-    Streamlit forgets a widget's value when a page without that widget runs;
-    writing the value back keeps it for the reviewer's return to Inspect. The plain
-    copy Inspect keeps comes first: after fragment-only reruns (label clicks) the
-    slider's own value is gone by the time the next page runs."""
-    floor = session.inspect_floor(default_floor())
-    st.session_state["floor"] = floor
-    return floor
+    """The floor the Inspect slider is set to (its default before Inspect is opened),
+    read from the one value the session keeps for it (ui/widgets/session.py)."""
+    return float(session.value("floor", default_floor()))
 
 
 # ------------------------------------------------------------------ where labels come from

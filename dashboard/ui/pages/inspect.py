@@ -9,7 +9,7 @@ import math
 import streamlit as st
 
 from connectors.base import ConnectorError, Hit, QueryResult
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 from connectors.registry import REGISTRY
 from dashboard.charts.hits import move_floor, score_breakdown_figure
 from dashboard.database.model import message_id
@@ -52,11 +52,6 @@ def restore_from_url() -> None:
     shared link reproduces what the reviewer saw; a bad value falls back to the
     default, and the page says which part of the link it could not use."""
     state = st.session_state
-    # The page stops before drawing the floor slider while a store cannot be opened
-    # (e.g. its settings are not filled in yet), and Streamlit forgets a widget's
-    # value on a run that does not draw it: the slider came back at 0.00, keeping
-    # every hit. Writing the value back on every run keeps the reviewer's floor.
-    state["floor"] = state.get("floor", session.inspect_floor(default_floor()))
     if state.get("_url_restored"):
         held_controls.release()  # only the session's first run holds the rest back
         return
@@ -65,7 +60,6 @@ def restore_from_url() -> None:
     if params.get("query"):
         held_controls.hold()  # a shared link opens with its result: see ask_for_the_rest
     state.setdefault("k", 5)
-    state.setdefault("floor", default_floor())
     state.setdefault("query", "")
     notes: list[str] = []
     query = params.get("query")
@@ -91,17 +85,27 @@ def restore_from_url() -> None:
         except ValueError:
             floor = math.nan
         if 0.0 <= floor <= 1.0:  # False for NaN as well; kept at full precision
-            state["floor"] = floor
+            session.set_widget("floor", floor)
         else:
             notes.append(
-                f"The link's floor {_quoted(raw)} is not a number from 0 to 1; using {state['floor']:.2f}."
+                f"The link's floor {_quoted(raw)} is not a number from 0 to 1; using {current_floor():.2f}."
             )
     inspect_clock.restore(params.to_dict(), notes)
     session.remember("url_warnings", notes)
 
 
-def keep_floor(floor: float) -> None:
-    session.keep_floor(floor)
+def current_floor() -> float:
+    """Inspect's floor: the one value the slider, the link and Calibrate read
+    (ui/widgets/session.py keeps it across pages and runs that do not draw the slider)."""
+    return float(session.value("floor", default_floor()))
+
+
+def floor_slider() -> float:
+    """The floor slider, seeded from the session's one value and keeping it."""
+    return float(session.widget(
+        held_controls.drawn(st.slider), "floor", default_floor(),
+        "Score floor", 0.0, 1.0, step=0.01, help="Hits scoring under the floor are dropped.",
+    ))
 
 
 def sync_url(choice: StoreChoice, user: str | None, k: int, floor: float) -> None:

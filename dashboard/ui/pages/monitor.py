@@ -8,6 +8,7 @@ session reads the window's rows once, when the button is pressed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from typing import Any
@@ -20,7 +21,7 @@ from dashboard.database.model import LabelStoreError
 from dashboard.database.sessions import SessionExists
 from dashboard.display import code_span, inert_markdown
 from dashboard.floor import default_floor
-from dashboard.floor_config import FloorConfig, FloorConfigError
+from dashboard.floor_config import FloorConfig, FloorConfigError, ScoreSpaceMismatch
 from dashboard.labels import sampling
 from dashboard.logs.log_files import LogFormatError
 from dashboard.monitoring import judged, turn_floor
@@ -33,7 +34,7 @@ from dashboard.monitoring.alerts import (
     Settings,
     monitor,
 )
-from dashboard.monitoring.relation import TURNS, LogSet
+from dashboard.monitoring.relation import TURNS, ConfigFloors, LogSet, count_at_config
 from dashboard.monitoring.windows import NEAR_FLOOR, WINDOWS, Window, turn_floor_sql, window_rows
 from dashboard.ui.widgets import cache
 from dashboard.ui.widgets.errors import show_error
@@ -43,8 +44,10 @@ DEMO_CHOICE = "Demo: 30 synthetic days with two known changes"
 UPLOAD_CHOICE = "Upload log files"
 MAX_TURNS_SHOWN = 500
 MAX_ISSUES_SHOWN = 200
-# how each turn is counted, as `memlens monitor` does without and with --floor
+# how each turn is counted, as `memlens monitor` does without a floor, with --floor-config
+# (a config with floors per user or store) and with --floor
 LOGGED_CHOICE = "Its logged floor (the floor the agent applied)"
+CONFIG_CHOICE = "The floor config's floor for its user or store"
 SLIDER_CHOICE = "The floor below (what if the floor were this)"
 
 
@@ -97,11 +100,30 @@ def _logged_floors(logs: LogSet) -> list[tuple[float, str, int]] | None:
     return memo[1]
 
 
+def _config_floors(logs: LogSet, config: FloorConfig, digest: str) -> ConfigFloors | None:
+    """The config applied to the logs as `memlens monitor --floor-config` applies it
+    (relation.count_at_config), once per set of logs and config; None, with the error
+    shown, for a config from another score space than the logs' stores."""
+    memo = st.session_state.get("_monitor_config_floors")
+    if memo is None or memo[:2] != (id(logs), digest):
+        try:
+            counted: ConfigFloors | str = count_at_config(logs.con.cursor(), config, "these logs")
+        except ScoreSpaceMismatch as exc:
+            counted = str(exc)
+        memo = (id(logs), digest, counted)
+        st.session_state["_monitor_config_floors"] = memo
+    if isinstance(memo[2], str):
+        show_error(memo[2])
+        return None
+    return memo[2]
+
+
 def floor_and_settings(logs: LogSet) -> Settings:
-    """The floor (each turn's logged one, or one from a floor config or the slider)
-    and the window controls."""
+    """The floor (each turn's logged one, a floor config's per user or store, or one
+    from a floor config or the slider) and the window controls."""
     state = st.session_state
     config_range = None
+    counted = None
     upload = st.file_uploader("Floor config (the JSON Calibrate exports), optional", type=["json"], key="monitor_floor_config")
     if upload is not None:
         content = upload.getvalue()
@@ -119,21 +141,28 @@ def floor_and_settings(logs: LogSet) -> Settings:
                 # would be at another floor than the one shipped (and `memlens monitor`'s).
                 state["monitor_floor"] = min(max(config.floor, 0.0), 1.0)
             st.caption(f"Shipped floor {config.floor:g}" + (f"; labelled {config.label_range[0]:%Y-%m-%d}..{config.label_range[1]:%Y-%m-%d}" if config.label_range else ""))
-            if config.segments:
-                st.caption(
-                    "The config's floors per " + inert_markdown(", ".join(sorted(config.segments))) + " are not applied "
-                    "here: each turn at its logged floor is what the agent applied, and `memlens monitor --floor-config` "
-                    "applies them to a log."
-                )
+            counted = _config_floors(logs, config, digest)
+            for said in counted.notes if counted is not None else []:
+                st.caption(f"note: {inert_markdown(said)}")
+    per_turn_config = counted is not None and counted.floor is None  # floors per user or store to apply
+    if per_turn_config and state.get("_monitor_config_rule_seen") != state.get("_monitor_config_seen"):
+        state["_monitor_config_rule_seen"] = state.get("_monitor_config_seen")
+        state["monitor_floor_rule"] = CONFIG_CHOICE  # a new config with such floors is applied once; the radio moves it after
     floors = _logged_floors(logs)
-    logged = False
-    if floors is not None:
-        logged = st.radio("Count each turn at", [LOGGED_CHOICE, SLIDER_CHOICE], key="monitor_floor_rule") == LOGGED_CHOICE
-    else:
-        st.caption("These logs carry no floor per turn (written before memlens logged it): every turn is counted at the floor below.")
+    choices = [CONFIG_CHOICE] * per_turn_config + [LOGGED_CHOICE] * (floors is not None) + [SLIDER_CHOICE]
+    if state.get("monitor_floor_rule") not in choices:  # e.g. the config was removed: its choice with it
+        state.pop("monitor_floor_rule", None)
+    rule = st.radio("Count each turn at", choices, key="monitor_floor_rule") if len(choices) > 1 else SLIDER_CHOICE
+    if floors is None:
+        st.caption("These logs carry no floor per turn (written before memlens logged it)" + (
+            ": count each turn at the floor config's floors or the floor below." if per_turn_config
+            else ": every turn is counted at the floor below."
+        ))
+    logged = rule == LOGGED_CHOICE
+    at_config = counted if rule == CONFIG_CHOICE else None
     state.setdefault("monitor_floor", round(default_floor(), 2))
     cols = st.columns(3)
-    floor = cols[0].slider("Floor", 0.0, 1.0, step=0.01, key="monitor_floor", disabled=logged)
+    floor = cols[0].slider("Floor", 0.0, 1.0, step=0.01, key="monitor_floor", disabled=rule != SLIDER_CHOICE)
     window = cols[1].selectbox("Window", list(WINDOWS), index=1, key="monitor_window_width")
     margin = cols[2].number_input(
         "Practical margin (points of no-memory share)", min_value=0.0, max_value=100.0, value=DEFAULT_MARGIN * 100, step=1.0, key="monitor_margin"
@@ -145,14 +174,18 @@ def floor_and_settings(logs: LogSet) -> Settings:
         step=1,
         key="monitor_baseline_windows",
     )
-    return Settings(
-        floor=None if logged else float(floor),
+    settings = Settings(
+        floor=float(floor),
         window=window,
         margin=float(margin) / 100,
         baseline_windows=int(baseline_windows),
         config_range=config_range,
-        floor_words=turn_floor.describe_floors(floors, "its logged floor") if logged and floors is not None else None,
     )
+    if logged and floors is not None:
+        settings.floor, settings.floor_words = None, turn_floor.describe_floors(floors, "its logged floor")
+    elif at_config is not None:
+        settings.floor, settings.floor_words, settings.turns = None, at_config.words, at_config.turns
+    return settings
 
 
 def _floor_config(content: bytes, name: str):
@@ -163,7 +196,8 @@ def _floor_config(content: bytes, name: str):
         path = Path(folder) / "floor.json"
         path.write_bytes(content)
         try:
-            return FloorConfig.load(path)
+            # named as the visitor knows it, in every message and floor description
+            return dataclasses.replace(FloorConfig.load(path), source=name)
         except FloorConfigError as exc:
             raise FloorConfigError(str(exc).replace(str(path), name)) from None
 
@@ -296,7 +330,7 @@ def show_window(logs: LogSet, result: MonitorResult, window: Window) -> None:
         f"""SELECT message_id, ts AS time, top1 AS "top-1", rows AS memories, {at} AS floor,
                    coalesce(len(list_filter(scores, lambda v: v >= {at})), 0) AS kept,
                    coalesce(top1, -1) < {at} AS "no memory"
-            FROM {TURNS} WHERE ts >= ? AND ts < ? ORDER BY ts, message_id LIMIT {MAX_TURNS_SHOWN}""",
+            FROM {s.turns} WHERE ts >= ? AND ts < ? ORDER BY ts, message_id LIMIT {MAX_TURNS_SHOWN}""",
         [window.start, window.end],
     ).df()
     st.dataframe(frame, hide_index=True, key="monitor_turns_table", column_config={"top-1": st.column_config.NumberColumn(format="%.3f")})

@@ -56,7 +56,7 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
     target = float(cols[2].number_input("Precision target (0: none)", min_value=0.0, max_value=1.0, value=0.0, step=0.05, key="monitor_precision_target"))
     settings = result.settings
     source = judge_source(name, config.model)
-    sampled, eligible = sample_turns(logs.con.cursor(), settings.floor, settings.window, size)
+    sampled, eligible = sample_turns(logs.con.cursor(), settings.floor, settings.window, size, turns=settings.turns)
     db = cache.app_database()
     grades = judged.cached_grades(sampled, db, source)
     pairs = sum(len(t.kept) for t in sampled)

@@ -8,8 +8,9 @@ judged set) has a plain copy here, under a key no widget uses, and the widgets
 that show it are seeded from that copy before they are drawn.
 
 Pages call ``seed(key, default)`` just before drawing a shared widget and
-``keep(key, value)`` just after; a value that is not a widget's is read and
-written with ``recall`` and ``remember``.
+``keep(key, value)`` just after (``widget`` does both), and read a shared widget's
+value on a page that does not draw it with ``value``; a value that is not a widget's
+is read and written with ``recall`` and ``remember``.
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ def widget(draw: Any, key: str, default: Any, *args: Any, **kwargs: Any) -> Any:
     return value
 
 
+def value(key: str, default: Any) -> Any:
+    """A shared widget's value on a page that may not draw it (Calibrate reads Inspect's
+    floor): the copy ``keep`` made, else a value set before any page drew the widget,
+    else ``default``."""
+    kept = st.session_state.get(_PLAIN + "widget_" + key)
+    return kept[0] if kept is not None else st.session_state.get(key, default)
+
+
 def set_widget(key: str, value: Any) -> None:
     """Change a shared widget's value from code (a button's callback): the widget on
     this page and every other page that draws it show it."""
@@ -108,20 +117,3 @@ def first_run(name: str) -> bool:
     st.session_state[flag] = True
     return True
 
-
-# ------------------------------------------------------------------ the Inspect floor
-
-# A plain (non-widget) copy of Inspect's floor slider. Streamlit drops a widget's
-# value when another page runs right after fragment-only reruns (a label click
-# reruns just its row), so Calibrate reads the floor from this copy.
-INSPECT_FLOOR = "inspect_floor"
-
-
-def keep_floor(floor: float) -> None:
-    st.session_state[INSPECT_FLOOR] = floor
-
-
-def inspect_floor(default: float) -> float:
-    """The floor Inspect's slider was last set to, else ``default``."""
-    state = st.session_state
-    return float(state.get(INSPECT_FLOOR, state.get("floor", default)))

@@ -74,12 +74,12 @@ def _import_first_run_modules() -> bool:
 
 def _open_model() -> bool:
     """The packaged model, when the default store embeds its queries with it."""
-    from connectors.embedding import runtime
+    from connectors.embedding import model_loader
     from dashboard.ui.widgets.sidebar import default_store, uses_packaged_model
 
     if not uses_packaged_model(default_store()):
         return False
-    runtime.encoder(None)
+    model_loader.encoder(None)
     return True
 
 

@@ -14,7 +14,7 @@ import pytest
 from connectors.demo_loader import demo_rows, load_qdrant
 from connectors.vector.qdrant import local_client
 from dashboard.cli.main import main
-from dashboard.score_space import AS_SENT, formula, raw_floor_rule
+from connectors.common.score_spaces import AS_SENT, formula_of_pairs, raw_floor_rule
 
 DEMO_QUERIES = Path(__file__).resolve().parents[3] / "demo_data" / "queries.jsonl"
 
@@ -50,8 +50,8 @@ def test_a_floor_metric_across_score_spaces_is_refused_a_ranking_metric_is_not(r
 
 def test_the_formula_is_read_from_raw_and_score_and_gives_the_raw_floor():
     l2 = [(d, 1 - d / 2) for d in (0.4, 0.72, 1.1)]  # Chroma's squared l2
-    assert formula(l2) == "1 - d/2"
-    assert formula([(d, 1 - d) for d in (0.2, 0.5)]) == "1 - d"
-    assert formula([(0.8, 0.8), (0.5, 0.5)]) == AS_SENT
+    assert formula_of_pairs(l2) == "1 - d/2"
+    assert formula_of_pairs([(d, 1 - d) for d in (0.2, 0.5)]) == "1 - d"
+    assert formula_of_pairs([(0.8, 0.8), (0.5, 0.5)]) == AS_SENT
     # Chroma l2 at floor 0.642: keep d <= 2(1 - 0.642) = 0.716, what memlens keeps.
     assert raw_floor_rule("1 - d/2", 0.642).endswith("i.e. d <= 0.716")

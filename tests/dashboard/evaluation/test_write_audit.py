@@ -17,7 +17,7 @@ import pytest
 import yaml
 from chat_model_server import ChatModelServer, Reply
 
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 from dashboard.cli.main import main
 from dashboard.evaluation.write_audit import read_conversations
 

@@ -10,7 +10,7 @@ import os
 
 from llama_server import MODEL_ALIAS, llama_server
 
-from connectors.embedding import runtime as embedding
+from connectors.embedding import model_loader as embedding
 from connectors.registry import write_audit
 from dashboard.evaluation.write_audit import ConfigAudit
 

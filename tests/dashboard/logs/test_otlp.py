@@ -22,8 +22,9 @@ from dashboard.cli.main import main
 from dashboard.database import AppDatabase
 from dashboard.labels.sampling import save_session
 from dashboard.logs import otlp
+from dashboard.logs.log_files import COLUMNS
 from dashboard.logs.read_log import logged_query, read_records
-from dashboard.logs.retrieval_log import COLUMNS, read_log_bytes
+from dashboard.logs.retrieval_log import read_log_bytes
 
 QUESTIONS = [
     "Which UI theme does the user prefer?",

@@ -1,7 +1,7 @@
 """`memlens monitor` counts each turn at the floor applied to it: the floor the agent
 logged (`floor`, `floor_segment`), or the floor config's for the turn's user, as the
 agent applies it; `--floor X` is "what if the floor were X"; a log without the column
-and neither flag exits 2."""
+and neither flag exits 2. The same on an engine's table: test_monitor_connect_parity.py."""
 
 from __future__ import annotations
 
@@ -115,9 +115,3 @@ def test_a_log_where_some_turns_carry_no_floor_exits_2_counting_them(tmp_path, c
     log = _jsonl(tmp_path / "mixed.jsonl", rows)
     assert main(["monitor", log]) == 2
     assert "5 of 100 turns with a memory" in capsys.readouterr().err
-
-
-def test_connect_without_a_floor_is_refused_before_connecting(capsys):
-    assert main(["monitor", "--connect", "duckdb:///nowhere.db", "--table", "retrievals"]) == 2
-    err = capsys.readouterr().err
-    assert "give --floor X or --floor-config FILE" in err and len(err.strip().splitlines()) == 1

@@ -1,78 +1,114 @@
-WITH "t3" AS (
+WITH "t4" AS (
   SELECT
-    "t2"."message_id" AS "message_id",
-    MIN("t2"."ts") AS "ts",
-    COUNT("t2"."memory_id") AS "rows",
-    MAX("t2"."score") AS "top1",
-    SUM(CASE WHEN "t2"."score" >= 0.35 THEN 1 ELSE 0 END) AS "kept",
-    SUM(CASE WHEN isNotNull("t2"."memory_id") THEN "t2"."repeats" - 1 ELSE 0 END) AS "merged",
-    SUM("t2"."repeats") AS "raw"
+    "t3"."message_id" AS "message_id",
+    MIN("t3"."ts") AS "ts",
+    COUNT("t3"."memory_id") AS "rows",
+    MAX("t3"."score") AS "top1",
+    SUM(CASE WHEN "t3"."score" >= 0.35 THEN 1 ELSE 0 END) AS "kept",
+    SUM(CASE WHEN isNotNull("t3"."memory_id") THEN "t3"."repeats" - 1 ELSE 0 END) AS "merged",
+    SUM("t3"."repeats") AS "raw"
   FROM (
     SELECT
-      "t1"."message_id" AS "message_id",
-      "t1"."memory_id" AS "memory_id",
-      MIN("t1"."score") AS "score",
+      "t2"."message_id" AS "message_id",
+      "t2"."memory_id" AS "memory_id",
+      MIN("t2"."score") AS "score",
       COUNT(*) AS "repeats",
-      MIN("t1"."ts") AS "ts"
+      MIN("t2"."ts") AS "ts"
     FROM (
       SELECT
         CASE
-          WHEN isNotNull("t0"."message_id")
-          AND (
-            isNull("t0"."memory_id") OR isNotNull("t0"."score")
-          )
-          THEN "t0"."message_id"
+          WHEN isNull("t1"."problem")
+          THEN "t1"."message_id"
           ELSE CAST(NULL AS Nullable(String))
         END AS "message_id",
-        "t0"."memory_id" AS "memory_id",
-        "t0"."score" AS "score",
-        "t0"."timestamp" AS "ts"
-      FROM "retrievals" AS "t0"
-    ) AS "t1"
+        "t1"."memory_id" AS "memory_id",
+        CASE
+          WHEN isNull("t1"."problem")
+          THEN "t1"."score"
+          ELSE CAST(NULL AS Nullable(Float64))
+        END AS "score",
+        CASE
+          WHEN isNull("t1"."problem")
+          THEN "t1"."ts"
+          ELSE CAST(NULL AS Nullable(DateTime('UTC')))
+        END AS "ts",
+        "t1"."problem" AS "problem"
+      FROM (
+        SELECT
+          "t0"."message_id" AS "message_id",
+          "t0"."memory_id" AS "memory_id",
+          "t0"."score" AS "score",
+          "t0"."timestamp" AS "ts",
+          CASE
+            WHEN isNull("t0"."message_id")
+            THEN 'message_id'
+            WHEN isNull("t0"."memory_id") AND isNotNull("t0"."score")
+            THEN 'memory_id'
+            WHEN NOT (
+              COALESCE("t0"."score", 0.0) BETWEEN -1.7976931348623157E+308 AND 1.7976931348623157e+308
+            )
+            THEN 'score'
+            WHEN isNotNull("t0"."timestamp")
+            AND (
+              (
+                "t0"."timestamp" < parseDateTimeBestEffort('1970-01-01T00:00:00+00:00', 'UTC')
+              )
+              OR (
+                "t0"."timestamp" >= parseDateTimeBestEffort('2200-01-01T00:00:00+00:00', 'UTC')
+              )
+            )
+            THEN 'timestamp'
+            ELSE CAST(NULL AS Nullable(String))
+          END AS "problem"
+        FROM "retrievals" AS "t0"
+      ) AS "t1"
+    ) AS "t2"
     GROUP BY
-      "t1"."message_id",
-      "t1"."memory_id"
-  ) AS "t2"
+      "t2"."message_id",
+      "t2"."memory_id"
+  ) AS "t3"
   GROUP BY
-    "t2"."message_id"
+    "t3"."message_id"
 )
 SELECT
   *
 FROM (
   SELECT
-    "t10"."bad" AS "bad",
-    "t10"."window" AS "window",
-    "t10"."bin" AS "bin",
+    "t11"."bad" AS "bad",
+    "t11"."window" AS "window",
+    "t11"."bin" AS "bin",
     COUNT(*) AS "turns",
-    SUM("t10"."rows") AS "rows",
-    SUM(CASE WHEN isNull("t10"."top1") OR (
-      "t10"."top1" < 0.35
-    ) THEN 1 ELSE 0 END) AS "no_memory",
-    SUM("t10"."kept") AS "kept",
-    SUM(CASE WHEN ABS("t10"."top1" - 0.35) <= 0.02 THEN 1 ELSE 0 END) AS "near",
-    SUM(CASE WHEN "t10"."rows" = 0 THEN 1 ELSE 0 END) AS "empty",
-    SUM("t10"."merged") AS "merged",
-    SUM("t10"."raw") AS "raw",
-    MIN("t10"."low") AS "low",
-    MAX("t10"."high") AS "high"
+    SUM("t11"."rows") AS "rows",
+    SUM(
+      CASE WHEN isNull("t11"."top1") OR (
+        "t11"."top1" < "t11"."at"
+      ) THEN 1 ELSE 0 END
+    ) AS "no_memory",
+    SUM("t11"."kept") AS "kept",
+    SUM(CASE WHEN ABS("t11"."top1" - "t11"."at") <= 0.02 THEN 1 ELSE 0 END) AS "near",
+    SUM(CASE WHEN "t11"."rows" = 0 THEN 1 ELSE 0 END) AS "empty",
+    SUM("t11"."merged") AS "merged",
+    SUM("t11"."raw") AS "raw",
+    MIN("t11"."low") AS "low",
+    MAX("t11"."high") AS "high"
   FROM (
     SELECT
-      "t9"."message_id" AS "message_id",
-      "t9"."ts" AS "ts",
-      "t9"."rows" AS "rows",
-      "t9"."top1" AS "top1",
-      "t9"."kept" AS "kept",
-      "t9"."merged" AS "merged",
-      "t9"."raw" AS "raw",
-      "t9"."low" AS "low",
-      "t9"."high" AS "high",
-      isNull("t9"."message_id") AS "bad",
+      "t10"."message_id" AS "message_id",
+      "t10"."ts" AS "ts",
+      "t10"."rows" AS "rows",
+      "t10"."top1" AS "top1",
+      "t10"."kept" AS "kept",
+      "t10"."merged" AS "merged",
+      "t10"."raw" AS "raw",
+      "t10"."low" AS "low",
+      "t10"."high" AS "high",
+      isNull("t10"."message_id") AS "bad",
       CASE
         WHEN NOT (
-          isNull("t9"."message_id")
-        ) AND isNotNull("t9"."ts")
+          isNull("t10"."message_id")
+        ) AND isNotNull("t10"."ts")
         THEN CAST(FLOOR((
-          toRelativeSecondNum("t9"."ts") - 0
+          toRelativeSecondNum("t10"."ts") - 0
         ) / (
           86400
         )) AS Nullable(Int64))
@@ -80,18 +116,18 @@ FROM (
       END AS "window",
       CASE
         WHEN NOT (
-          isNull("t9"."message_id")
+          isNull("t10"."message_id")
         )
-        AND isNotNull("t9"."ts")
-        AND isNotNull("t9"."top1")
+        AND isNotNull("t10"."ts")
+        AND isNotNull("t10"."top1")
         THEN LEAST(
           CAST(FLOOR(
             (
-              "t9"."top1" - "t9"."low"
+              "t10"."top1" - "t10"."low"
             ) / CASE
-              WHEN "t9"."high" > "t9"."low"
+              WHEN "t10"."high" > "t10"."low"
               THEN (
-                "t9"."high" - "t9"."low"
+                "t10"."high" - "t10"."low"
               ) / 2000
               ELSE 1.0
             END
@@ -99,40 +135,41 @@ FROM (
           1999
         )
         ELSE CAST(NULL AS Nullable(Int64))
-      END AS "bin"
+      END AS "bin",
+      0.35 AS "at"
     FROM (
       SELECT
-        "t5"."message_id" AS "message_id",
-        "t5"."ts" AS "ts",
-        "t5"."rows" AS "rows",
-        "t5"."top1" AS "top1",
-        "t5"."kept" AS "kept",
-        "t5"."merged" AS "merged",
-        "t5"."raw" AS "raw",
-        "t8"."low" AS "low",
-        "t8"."high" AS "high"
-      FROM "t3" AS "t5"
+        "t6"."message_id" AS "message_id",
+        "t6"."ts" AS "ts",
+        "t6"."rows" AS "rows",
+        "t6"."top1" AS "top1",
+        "t6"."kept" AS "kept",
+        "t6"."merged" AS "merged",
+        "t6"."raw" AS "raw",
+        "t9"."low" AS "low",
+        "t9"."high" AS "high"
+      FROM "t4" AS "t6"
       CROSS JOIN (
         SELECT
-          MIN("t6"."top1") AS "low",
-          MAX("t6"."top1") AS "high"
+          MIN("t7"."top1") AS "low",
+          MAX("t7"."top1") AS "high"
         FROM (
           SELECT
             *
-          FROM "t3" AS "t4"
+          FROM "t4" AS "t5"
           WHERE
             NOT (
-              isNull("t4"."message_id")
-            ) AND isNotNull("t4"."ts")
-        ) AS "t6"
-      ) AS "t8"
-    ) AS "t9"
-  ) AS "t10"
+              isNull("t5"."message_id")
+            ) AND isNotNull("t5"."ts")
+        ) AS "t7"
+      ) AS "t9"
+    ) AS "t10"
+  ) AS "t11"
   GROUP BY
-    "t10"."bad",
-    "t10"."window",
-    "t10"."bin"
-) AS "t11"
+    "t11"."bad",
+    "t11"."window",
+    "t11"."bin"
+) AS "t12"
 ORDER BY
-  "t11"."window" ASC,
-  "t11"."bin" ASC
+  "t12"."window" ASC,
+  "t12"."bin" ASC

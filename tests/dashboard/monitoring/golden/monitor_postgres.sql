@@ -1,44 +1,74 @@
-WITH "t3" AS (
+WITH "t4" AS (
   SELECT
-    "t2"."message_id",
-    MIN("t2"."ts") AS "ts",
-    COUNT("t2"."memory_id") AS "rows",
-    MAX("t2"."score") AS "top1",
-    SUM(CASE WHEN "t2"."score" >= 0.35 THEN 1 ELSE 0 END) AS "kept",
-    SUM(CASE WHEN "t2"."memory_id" IS NOT NULL THEN "t2"."repeats" - 1 ELSE 0 END) AS "merged",
-    SUM("t2"."repeats") AS "raw"
+    "t3"."message_id",
+    MIN("t3"."ts") AS "ts",
+    COUNT("t3"."memory_id") AS "rows",
+    MAX("t3"."score") AS "top1",
+    SUM(CASE WHEN "t3"."score" >= 0.35 THEN 1 ELSE 0 END) AS "kept",
+    SUM(CASE WHEN "t3"."memory_id" IS NOT NULL THEN "t3"."repeats" - 1 ELSE 0 END) AS "merged",
+    SUM("t3"."repeats") AS "raw"
   FROM (
     SELECT
-      "t1"."message_id",
-      "t1"."memory_id",
-      MIN("t1"."score") AS "score",
+      "t2"."message_id",
+      "t2"."memory_id",
+      MIN("t2"."score") AS "score",
       COUNT(*) AS "repeats",
-      MIN("t1"."ts") AS "ts"
+      MIN("t2"."ts") AS "ts"
     FROM (
       SELECT
         CASE
-          WHEN (
-            "t0"."message_id" IS NOT NULL
-          )
-          AND (
-            (
-              "t0"."memory_id" IS NULL
-            ) OR (
-              "t0"."score" IS NOT NULL
-            )
-          )
-          THEN "t0"."message_id"
+          WHEN "t1"."problem" IS NULL
+          THEN "t1"."message_id"
           ELSE CAST(NULL AS VARCHAR)
         END AS "message_id",
-        "t0"."memory_id",
-        "t0"."score",
-        "t0"."timestamp" AS "ts"
-      FROM "retrievals" AS "t0"
-    ) AS "t1"
+        "t1"."memory_id",
+        CASE
+          WHEN "t1"."problem" IS NULL
+          THEN "t1"."score"
+          ELSE CAST(NULL AS DOUBLE PRECISION)
+        END AS "score",
+        CASE WHEN "t1"."problem" IS NULL THEN "t1"."ts" ELSE CAST(NULL AS TIMESTAMPTZ) END AS "ts",
+        "t1"."problem"
+      FROM (
+        SELECT
+          "t0"."message_id",
+          "t0"."memory_id",
+          "t0"."score",
+          "t0"."timestamp" AS "ts",
+          CASE
+            WHEN "t0"."message_id" IS NULL
+            THEN 'message_id'
+            WHEN (
+              "t0"."memory_id" IS NULL
+            ) AND (
+              "t0"."score" IS NOT NULL
+            )
+            THEN 'memory_id'
+            WHEN NOT (
+              COALESCE("t0"."score", 0.0) BETWEEN -1.7976931348623157E+308 AND 1.7976931348623157e+308
+            )
+            THEN 'score'
+            WHEN (
+              "t0"."timestamp" IS NOT NULL
+            )
+            AND (
+              (
+                "t0"."timestamp" < CAST('1970-01-01T00:00:00+00:00' AS TIMESTAMPTZ)
+              )
+              OR (
+                "t0"."timestamp" >= CAST('2200-01-01T00:00:00+00:00' AS TIMESTAMPTZ)
+              )
+            )
+            THEN 'timestamp'
+            ELSE CAST(NULL AS VARCHAR)
+          END AS "problem"
+        FROM "retrievals" AS "t0"
+      ) AS "t1"
+    ) AS "t2"
     GROUP BY
       1,
       2
-  ) AS "t2"
+  ) AS "t3"
   GROUP BY
     1
 )
@@ -46,46 +76,50 @@ SELECT
   *
 FROM (
   SELECT
-    "t10"."bad",
-    "t10"."window",
-    "t10"."bin",
+    "t11"."bad",
+    "t11"."window",
+    "t11"."bin",
     COUNT(*) AS "turns",
-    SUM("t10"."rows") AS "rows",
+    SUM("t11"."rows") AS "rows",
     SUM(
-      CASE WHEN (
-        "t10"."top1" IS NULL
-      ) OR (
-        "t10"."top1" < 0.35
-      ) THEN 1 ELSE 0 END
+      CASE
+        WHEN (
+          "t11"."top1" IS NULL
+        ) OR (
+          "t11"."top1" < "t11"."at"
+        )
+        THEN 1
+        ELSE 0
+      END
     ) AS "no_memory",
-    SUM("t10"."kept") AS "kept",
-    SUM(CASE WHEN ABS("t10"."top1" - 0.35) <= 0.02 THEN 1 ELSE 0 END) AS "near",
-    SUM(CASE WHEN "t10"."rows" = 0 THEN 1 ELSE 0 END) AS "empty",
-    SUM("t10"."merged") AS "merged",
-    SUM("t10"."raw") AS "raw",
-    MIN("t10"."low") AS "low",
-    MAX("t10"."high") AS "high"
+    SUM("t11"."kept") AS "kept",
+    SUM(CASE WHEN ABS("t11"."top1" - "t11"."at") <= 0.02 THEN 1 ELSE 0 END) AS "near",
+    SUM(CASE WHEN "t11"."rows" = 0 THEN 1 ELSE 0 END) AS "empty",
+    SUM("t11"."merged") AS "merged",
+    SUM("t11"."raw") AS "raw",
+    MIN("t11"."low") AS "low",
+    MAX("t11"."high") AS "high"
   FROM (
     SELECT
-      "t9"."message_id",
-      "t9"."ts",
-      "t9"."rows",
-      "t9"."top1",
-      "t9"."kept",
-      "t9"."merged",
-      "t9"."raw",
-      "t9"."low",
-      "t9"."high",
-      "t9"."message_id" IS NULL AS "bad",
+      "t10"."message_id",
+      "t10"."ts",
+      "t10"."rows",
+      "t10"."top1",
+      "t10"."kept",
+      "t10"."merged",
+      "t10"."raw",
+      "t10"."low",
+      "t10"."high",
+      "t10"."message_id" IS NULL AS "bad",
       CASE
         WHEN NOT (
-          "t9"."message_id" IS NULL
+          "t10"."message_id" IS NULL
         ) AND (
-          "t9"."ts" IS NOT NULL
+          "t10"."ts" IS NOT NULL
         )
         THEN CAST(FLOOR(
           CAST((
-            EXTRACT('epoch' FROM "t9"."ts") - 0
+            EXTRACT('epoch' FROM "t10"."ts") - 0
           ) AS DOUBLE PRECISION) / (
             86400
           )
@@ -94,22 +128,22 @@ FROM (
       END AS "window",
       CASE
         WHEN NOT (
-          "t9"."message_id" IS NULL
+          "t10"."message_id" IS NULL
         )
         AND (
-          "t9"."ts" IS NOT NULL
+          "t10"."ts" IS NOT NULL
         )
         AND (
-          "t9"."top1" IS NOT NULL
+          "t10"."top1" IS NOT NULL
         )
         THEN LEAST(
           CAST(FLOOR(
             CAST((
-              "t9"."top1" - "t9"."low"
+              "t10"."top1" - "t10"."low"
             ) AS DOUBLE PRECISION) / CASE
-              WHEN "t9"."high" > "t9"."low"
+              WHEN "t10"."high" > "t10"."low"
               THEN CAST((
-                "t9"."high" - "t9"."low"
+                "t10"."high" - "t10"."low"
               ) AS DOUBLE PRECISION) / 2000
               ELSE 1.0
             END
@@ -117,40 +151,41 @@ FROM (
           1999
         )
         ELSE CAST(NULL AS BIGINT)
-      END AS "bin"
+      END AS "bin",
+      0.35 AS "at"
     FROM (
       SELECT
-        "t5"."message_id",
-        "t5"."ts",
-        "t5"."rows",
-        "t5"."top1",
-        "t5"."kept",
-        "t5"."merged",
-        "t5"."raw",
-        "t8"."low",
-        "t8"."high"
-      FROM "t3" AS "t5"
+        "t6"."message_id",
+        "t6"."ts",
+        "t6"."rows",
+        "t6"."top1",
+        "t6"."kept",
+        "t6"."merged",
+        "t6"."raw",
+        "t9"."low",
+        "t9"."high"
+      FROM "t4" AS "t6"
       CROSS JOIN (
         SELECT
-          MIN("t6"."top1") AS "low",
-          MAX("t6"."top1") AS "high"
+          MIN("t7"."top1") AS "low",
+          MAX("t7"."top1") AS "high"
         FROM (
           SELECT
             *
-          FROM "t3" AS "t4"
+          FROM "t4" AS "t5"
           WHERE
             NOT (
-              "t4"."message_id" IS NULL
-            ) AND "t4"."ts" IS NOT NULL
-        ) AS "t6"
-      ) AS "t8"
-    ) AS "t9"
-  ) AS "t10"
+              "t5"."message_id" IS NULL
+            ) AND "t5"."ts" IS NOT NULL
+        ) AS "t7"
+      ) AS "t9"
+    ) AS "t10"
+  ) AS "t11"
   GROUP BY
     1,
     2,
     3
-) AS "t11"
+) AS "t12"
 ORDER BY
-  "t11"."window" ASC,
-  "t11"."bin" ASC
+  "t12"."window" ASC,
+  "t12"."bin" ASC

@@ -1,44 +1,66 @@
-WITH "t3" AS (
+WITH "t4" AS (
   SELECT
-    "t2"."message_id",
-    MIN("t2"."ts") AS "ts",
-    COUNT("t2"."memory_id") AS "rows",
-    MAX("t2"."score") AS "top1",
-    SUM(IFF("t2"."score" >= 0.35, 1, 0)) AS "kept",
-    SUM(IFF("t2"."memory_id" IS NOT NULL, "t2"."repeats" - 1, 0)) AS "merged",
-    SUM("t2"."repeats") AS "raw"
+    "t3"."message_id",
+    MIN("t3"."ts") AS "ts",
+    COUNT("t3"."memory_id") AS "rows",
+    MAX("t3"."score") AS "top1",
+    SUM(IFF("t3"."score" >= 0.35, 1, 0)) AS "kept",
+    SUM(IFF("t3"."memory_id" IS NOT NULL, "t3"."repeats" - 1, 0)) AS "merged",
+    SUM("t3"."repeats") AS "raw"
   FROM (
     SELECT
-      "t1"."message_id",
-      "t1"."memory_id",
-      MIN("t1"."score") AS "score",
+      "t2"."message_id",
+      "t2"."memory_id",
+      MIN("t2"."score") AS "score",
       COUNT(*) AS "repeats",
-      MIN("t1"."ts") AS "ts"
+      MIN("t2"."ts") AS "ts"
     FROM (
       SELECT
-        IFF(
-          (
-            "t0"."message_id" IS NOT NULL
-          )
-          AND (
-            (
+        IFF("t1"."problem" IS NULL, "t1"."message_id", CAST(NULL AS VARCHAR)) AS "message_id",
+        "t1"."memory_id",
+        IFF("t1"."problem" IS NULL, "t1"."score", CAST(NULL AS DOUBLE)) AS "score",
+        IFF("t1"."problem" IS NULL, "t1"."ts", CAST(NULL AS TIMESTAMPTZ)) AS "ts",
+        "t1"."problem"
+      FROM (
+        SELECT
+          "t0"."message_id",
+          "t0"."memory_id",
+          "t0"."score",
+          "t0"."timestamp" AS "ts",
+          CASE
+            WHEN "t0"."message_id" IS NULL
+            THEN 'message_id'
+            WHEN (
               "t0"."memory_id" IS NULL
-            ) OR (
+            ) AND (
               "t0"."score" IS NOT NULL
             )
-          ),
-          "t0"."message_id",
-          CAST(NULL AS VARCHAR)
-        ) AS "message_id",
-        "t0"."memory_id",
-        "t0"."score",
-        "t0"."timestamp" AS "ts"
-      FROM "retrievals" AS "t0"
-    ) AS "t1"
+            THEN 'memory_id'
+            WHEN NOT (
+              COALESCE("t0"."score", 0.0) BETWEEN -1.7976931348623157E+308 AND 1.7976931348623157e+308
+            )
+            THEN 'score'
+            WHEN (
+              "t0"."timestamp" IS NOT NULL
+            )
+            AND (
+              (
+                "t0"."timestamp" < TIMESTAMP_TZ_FROM_PARTS(1970, 1, 1, 0, 0, 0, 0, 'UTC')
+              )
+              OR (
+                "t0"."timestamp" >= TIMESTAMP_TZ_FROM_PARTS(2200, 1, 1, 0, 0, 0, 0, 'UTC')
+              )
+            )
+            THEN 'timestamp'
+            ELSE CAST(NULL AS VARCHAR)
+          END AS "problem"
+        FROM "retrievals" AS "t0"
+      ) AS "t1"
+    ) AS "t2"
     GROUP BY
       1,
       2
-  ) AS "t2"
+  ) AS "t3"
   GROUP BY
     1
 )
@@ -46,43 +68,43 @@ SELECT
   *
 FROM (
   SELECT
-    "t10"."bad",
-    "t10"."window",
-    "t10"."bin",
+    "t11"."bad",
+    "t11"."window",
+    "t11"."bin",
     COUNT(*) AS "turns",
-    SUM("t10"."rows") AS "rows",
+    SUM("t11"."rows") AS "rows",
     SUM(IFF((
-      "t10"."top1" IS NULL
+      "t11"."top1" IS NULL
     ) OR (
-      "t10"."top1" < 0.35
+      "t11"."top1" < "t11"."at"
     ), 1, 0)) AS "no_memory",
-    SUM("t10"."kept") AS "kept",
-    SUM(IFF(ABS("t10"."top1" - 0.35) <= 0.02, 1, 0)) AS "near",
-    SUM(IFF("t10"."rows" = 0, 1, 0)) AS "empty",
-    SUM("t10"."merged") AS "merged",
-    SUM("t10"."raw") AS "raw",
-    MIN("t10"."low") AS "low",
-    MAX("t10"."high") AS "high"
+    SUM("t11"."kept") AS "kept",
+    SUM(IFF(ABS("t11"."top1" - "t11"."at") <= 0.02, 1, 0)) AS "near",
+    SUM(IFF("t11"."rows" = 0, 1, 0)) AS "empty",
+    SUM("t11"."merged") AS "merged",
+    SUM("t11"."raw") AS "raw",
+    MIN("t11"."low") AS "low",
+    MAX("t11"."high") AS "high"
   FROM (
     SELECT
-      "t9"."message_id",
-      "t9"."ts",
-      "t9"."rows",
-      "t9"."top1",
-      "t9"."kept",
-      "t9"."merged",
-      "t9"."raw",
-      "t9"."low",
-      "t9"."high",
-      "t9"."message_id" IS NULL AS "bad",
+      "t10"."message_id",
+      "t10"."ts",
+      "t10"."rows",
+      "t10"."top1",
+      "t10"."kept",
+      "t10"."merged",
+      "t10"."raw",
+      "t10"."low",
+      "t10"."high",
+      "t10"."message_id" IS NULL AS "bad",
       IFF(
         NOT (
-          "t9"."message_id" IS NULL
+          "t10"."message_id" IS NULL
         ) AND (
-          "t9"."ts" IS NOT NULL
+          "t10"."ts" IS NOT NULL
         ),
         CAST(FLOOR((
-          DATE_PART('epoch', "t9"."ts") - 0
+          DATE_PART('epoch', "t10"."ts") - 0
         ) / (
           86400
         )) AS BIGINT),
@@ -90,59 +112,60 @@ FROM (
       ) AS "window",
       IFF(
         NOT (
-          "t9"."message_id" IS NULL
+          "t10"."message_id" IS NULL
         )
         AND (
-          "t9"."ts" IS NOT NULL
+          "t10"."ts" IS NOT NULL
         )
         AND (
-          "t9"."top1" IS NOT NULL
+          "t10"."top1" IS NOT NULL
         ),
         LEAST(
           CAST(FLOOR(
             (
-              "t9"."top1" - "t9"."low"
-            ) / IFF("t9"."high" > "t9"."low", (
-              "t9"."high" - "t9"."low"
+              "t10"."top1" - "t10"."low"
+            ) / IFF("t10"."high" > "t10"."low", (
+              "t10"."high" - "t10"."low"
             ) / 2000, 1.0)
           ) AS BIGINT),
           1999
         ),
         CAST(NULL AS BIGINT)
-      ) AS "bin"
+      ) AS "bin",
+      0.35 AS "at"
     FROM (
       SELECT
-        "t5"."message_id",
-        "t5"."ts",
-        "t5"."rows",
-        "t5"."top1",
-        "t5"."kept",
-        "t5"."merged",
-        "t5"."raw",
-        "t8"."low",
-        "t8"."high"
-      FROM "t3" AS "t5"
+        "t6"."message_id",
+        "t6"."ts",
+        "t6"."rows",
+        "t6"."top1",
+        "t6"."kept",
+        "t6"."merged",
+        "t6"."raw",
+        "t9"."low",
+        "t9"."high"
+      FROM "t4" AS "t6"
       CROSS JOIN (
         SELECT
-          MIN("t6"."top1") AS "low",
-          MAX("t6"."top1") AS "high"
+          MIN("t7"."top1") AS "low",
+          MAX("t7"."top1") AS "high"
         FROM (
           SELECT
             *
-          FROM "t3" AS "t4"
+          FROM "t4" AS "t5"
           WHERE
             NOT (
-              "t4"."message_id" IS NULL
-            ) AND "t4"."ts" IS NOT NULL
-        ) AS "t6"
-      ) AS "t8"
-    ) AS "t9"
-  ) AS "t10"
+              "t5"."message_id" IS NULL
+            ) AND "t5"."ts" IS NOT NULL
+        ) AS "t7"
+      ) AS "t9"
+    ) AS "t10"
+  ) AS "t11"
   GROUP BY
     1,
     2,
     3
-) AS "t11"
+) AS "t12"
 ORDER BY
-  "t11"."window" ASC,
-  "t11"."bin" ASC
+  "t12"."window" ASC,
+  "t12"."bin" ASC

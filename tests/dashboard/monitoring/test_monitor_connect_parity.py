@@ -1,0 +1,211 @@
+"""`memlens monitor --connect` on the same rows as a file run gives the file run's
+report, on a real PostgreSQL server and a real DuckDB database (issues 51 and 52):
+
+- rows whose timestamp or score the engine cannot compute with (a timestamp of
+  `infinity` or year 9999, a NaN or infinite score) are counted and left out in the
+  query, where PostgreSQL used to stop with "bigint out of range" and exit 2; a
+  memory with no score (what the agent's log writes for a NaN score) is a returned
+  memory that is never kept, as the file reader counts it;
+- with no --floor and no --floor-config, each turn is counted at the floor its rows
+  logged, and the header says so; a table with no floor column exits 2 asking for one.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import psycopg
+import pytest
+
+from dashboard.cli.main import main
+from dashboard.monitoring.windows import HISTOGRAM_BINS
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def good_rows() -> list[dict]:
+    """Three days of 60 turns, two memories each, top-1 scores spread around 0.35."""
+    rows = []
+    for i in range(180):
+        top1 = 0.2 + (i * 37 % 100) / 250
+        at = START + timedelta(days=i // 60, minutes=i % 60 * 20)
+        for rank, score in ((1, top1), (2, top1 - 0.05)):
+            rows.append({"message_id": f"t{i}", "memory_id": f"m{i}-{rank}", "rank": rank, "score": score, "timestamp": at})
+    return rows
+
+
+def odd_rows() -> list[dict]:
+    """What a production table also holds: times and scores no window sum can take,
+    and a memory the store returned with no score."""
+    day2 = START + timedelta(days=1, hours=3)
+    return [
+        {"message_id": "t-inf", "memory_id": "m1", "rank": 1, "score": 0.5, "timestamp": "infinity"},
+        {"message_id": "t-minus-inf", "memory_id": "m1", "rank": 1, "score": 0.5, "timestamp": "-infinity"},
+        {"message_id": "t-9999", "memory_id": "m1", "rank": 1, "score": 0.5, "timestamp": datetime(9999, 1, 1, tzinfo=UTC)},
+        {"message_id": "t-nan", "memory_id": "m1", "rank": 1, "score": float("nan"), "timestamp": day2},
+        {"message_id": "t-big", "memory_id": "m1", "rank": 1, "score": float("inf"), "timestamp": day2},
+        {"message_id": "t-no-score", "memory_id": "m1", "rank": 1, "score": None, "timestamp": day2},
+    ]
+
+
+def write_jsonl(rows: list[dict], path: Path) -> str:
+    """The rows as the file run reads them: times as ISO 8601 (an infinite one as the
+    word), a NaN or infinite score as Python's json writes it."""
+
+    def line(row: dict) -> str:
+        stamp = row["timestamp"]
+        return json.dumps({**row, "timestamp": stamp if isinstance(stamp, str) else stamp.isoformat()})
+
+    path.write_text("".join(line(row) + "\n" for row in rows), encoding="utf-8")
+    return str(path)
+
+
+COLUMNS = ("message_id", "memory_id", "rank", "score", "timestamp", "user_id", "floor", "floor_segment")
+
+
+def load_postgres(url: str, rows: list[dict], columns: tuple[str, ...]) -> None:
+    types = {"rank": "bigint", "score": "double precision", "timestamp": "timestamptz", "floor": "double precision"}
+    with psycopg.connect(url, autocommit=True) as conn:
+        declared = ", ".join(f"{c} {types.get(c, 'text')}" for c in columns)
+        conn.execute(f"CREATE TABLE retrievals ({declared})")
+        with conn.cursor() as cur, cur.copy(f"COPY retrievals ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                # COPY's text form: 'NaN', 'Infinity' and 'infinity' are PostgreSQL's own spellings
+                copy.write_row([_pg_text(row.get(c)) for c in columns])
+
+
+def _pg_text(value):
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if value == float("inf"):
+        return "Infinity"
+    return value
+
+
+def load_duckdb(path: Path, rows: list[dict], columns: tuple[str, ...]) -> str:
+    types = {"rank": "BIGINT", "score": "DOUBLE", "timestamp": "TIMESTAMPTZ", "floor": "DOUBLE"}
+    con = duckdb.connect(str(path))
+    declared = ", ".join(f"{c} {types.get(c, 'VARCHAR')}" for c in columns)
+    con.execute(f"CREATE TABLE retrievals ({declared})")
+    con.executemany(
+        f"INSERT INTO retrievals VALUES ({', '.join('?' for _ in columns)})",
+        [[str(row.get(c)) if c == "timestamp" else row.get(c) for c in columns] for row in rows],
+    )
+    con.close()
+    return f"duckdb://{path}"
+
+
+@pytest.fixture(params=["postgresql", "duckdb"])
+def engine(request, postgres, tmp_path):
+    """A function loading rows into a fresh table of the engine; it gives the URL."""
+
+    def load(rows: list[dict], columns: tuple[str, ...] = COLUMNS[:5]) -> str:
+        if request.param == "postgresql":
+            url = postgres.new_database()
+            load_postgres(url, rows, columns)
+            return url
+        return load_duckdb(tmp_path / f"logs-{len(list(tmp_path.iterdir()))}.duckdb", rows, columns)
+
+    return load
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_rows_the_engine_cannot_compute_with_are_counted_and_left_out_as_the_file_run_does(engine, tmp_path, capsys):
+    rows = good_rows() + odd_rows()
+    url = engine(rows)
+    log = write_jsonl(rows, tmp_path / "retrievals.jsonl")
+    flags = ["--floor", "0.35", "--baseline-windows", "1", "--min-turns", "10"]
+    file_code, by_file, file_err = run(["monitor", log, *flags], capsys)
+    code, by_engine, err = run(["monitor", "--connect", url, "--table", "retrievals", *flags], capsys)
+    # used to be exit 2: "the engine refused the monitor's query: bigint out of range"
+    assert code == file_code == 0, err
+    assert by_engine.splitlines()[0].endswith("3 window(s) from table retrievals (" + url.partition(":")[0] + ")")
+    # every line after the header is the file run's, word for word (the top-1 quantiles
+    # come from the engine's histogram, within one bin of the file run's: on these rows
+    # they round alike; the JSON below checks them to the bin)
+    assert by_engine.splitlines()[1:] == by_file.splitlines()[1:]
+    assert file_err.splitlines()[-1] == err.splitlines()[-1] == "warning: 5 bad row(s) skipped; the other rows are used"
+    assert err.splitlines()[:-1] == [
+        "  table retrievals: 2 row(s), field 'score': not a finite number",
+        "  table retrievals: 3 row(s), field 'timestamp': outside 1970-2200",
+    ]
+    _, file_json, _ = run(["monitor", log, *flags, "--format", "json"], capsys)
+    _, engine_json, _ = run(["monitor", "--connect", url, "--table", "retrievals", *flags, "--format", "json"], capsys)
+    by_file_json, by_engine_json = json.loads(file_json), json.loads(engine_json)
+    for key in ("counts", "baseline", "alerts", "notes"):
+        assert by_engine_json[key] == by_file_json[key], key
+    # the top-1 quantiles come from the engine's histogram: within one of its bins
+    # (docs/monitoring.md), which the table's three decimals above do not show
+    quantiles = ("top1_p10", "top1_p50", "top1_p90")
+    for on_file, on_engine in zip(by_file_json["windows"], by_engine_json["windows"], strict=True):
+        assert {k: v for k, v in on_engine.items() if k not in quantiles} == {k: v for k, v in on_file.items() if k not in quantiles}
+        assert all(abs(on_engine[q] - on_file[q]) <= (0.6 - 0.2) / HISTOGRAM_BINS for q in quantiles)
+    # the memory with no score is a row of its turn, which is left with no memory
+    assert by_engine_json["counts"]["turns"] == 181 and by_engine_json["counts"]["rows"] == 361
+    assert by_engine_json["windows"][1]["turns"] == 61
+
+
+# the rows of tests/dashboard/monitoring/test_monitor_logged_floor.py's log, with a time
+# per turn: 40 turns of user sam filtered at 0.28 (top-1 0.30, kept), 30 at 0.35 with
+# 0.40 (kept) and 30 at 0.35 with 0.32 (no memory), so 30 turns with no memory at each
+# turn's logged floor, 70 at 0.35 for every turn
+def floored_rows(with_floor: bool = True) -> list[dict]:
+    rows = []
+    for i in range(100):
+        user, floor, segment, top1 = ("sam", 0.28, "user=sam", 0.30) if i < 40 else ("ana", 0.35, "global", 0.40 if i < 70 else 0.32)
+        for rank, score in ((1, top1), (2, top1 - 0.1)):
+            row = {"message_id": f"t{i}", "memory_id": f"m{i}-{rank}", "rank": rank, "score": score, "user_id": user,
+                   "timestamp": START + timedelta(minutes=i)}  # fmt: skip
+            if with_floor:
+                row |= {"floor": floor, "floor_segment": segment}
+            rows.append(row)
+    return rows
+
+
+def test_each_turn_is_counted_at_its_logged_floor_as_the_file_run_counts_it(engine, tmp_path, capsys):
+    rows = floored_rows()
+    url = engine(rows, COLUMNS)
+    log = write_jsonl(rows, tmp_path / "retrievals.jsonl")
+    file_code, by_file, _ = run(["monitor", log], capsys)
+    code, by_engine, err = run(["monitor", "--connect", url, "--table", "retrievals"], capsys)
+    assert code == file_code == 0, err
+    header = "each turn at its logged floor (0.35 global: 60 turns; 0.28 user=sam: 40 turns), 1d windows, 1 window(s) from "
+    assert by_file.splitlines()[0] == header + "1 file(s)"
+    assert by_engine.splitlines()[0] == header + f"table retrievals ({url.partition(':')[0]})"
+    assert by_engine.splitlines()[1:] == by_file.splitlines()[1:]
+    code, out, _ = run(["monitor", "--connect", url, "--table", "retrievals", "--format", "json"], capsys)
+    report = json.loads(out)
+    assert report["floor"] is None and report["windows"][0]["no_memory_turns"] == 30
+    # --floor X is still "what if the floor were X"
+    code, out, _ = run(["monitor", "--connect", url, "--table", "retrievals", "--floor", "0.35", "--format", "json"], capsys)
+    assert json.loads(out)["windows"][0]["no_memory_turns"] == 70
+
+
+def test_a_table_with_no_floor_column_and_no_floor_given_exits_2_saying_what_to_give(engine, capsys):
+    url = engine(floored_rows(with_floor=False), COLUMNS[:6])
+    code, out, err = run(["monitor", "--connect", url, "--table", "retrievals"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        "memlens monitor: table retrievals: the turns carry no floor per turn (no `floor` column: written before "
+        "memlens logged the floor applied to each turn); give --floor X or --floor-config FILE"
+    )
+
+
+def test_turns_that_carry_no_logged_floor_exit_2_counting_them_as_the_file_run_does(engine, tmp_path, capsys):
+    rows = floored_rows()
+    for row in rows[:10]:  # five turns of an older writer
+        row["floor"] = row["floor_segment"] = None
+    url = engine(rows, COLUMNS)
+    file_code, _, file_err = run(["monitor", write_jsonl(rows, tmp_path / "mixed.jsonl")], capsys)
+    code, _, err = run(["monitor", "--connect", url, "--table", "retrievals"], capsys)
+    assert code == file_code == 2
+    assert "5 of 100 turns with a memory in table retrievals carry no logged floor" in err
+    assert "5 of 100 turns with a memory" in file_err
