@@ -8,7 +8,9 @@ block built, every row logged) against ``store.query`` alone.
 - 1,000 calls of each case, interleaved (bare, then memory_for_prompt, question by
   question in turn), so load from other work on the machine falls on both alike;
   median per call. Cases: the bare query (baseline); memory_for_prompt with a JSONL
-  log; with a Parquet log; with no log.
+  log; with a Parquet log; with no log; with a learned rule that reads the whole turn
+  (issue 54) and a JSONL log; with that rule and a shadow config (a largest-gap cut)
+  logged beside it.
 - Then memory_for_prompt with a JSONL log on a full disk, in its own 1,000 calls
   interleaved with the bare query again: the process may not grow any file
   (RLIMIT_FSIZE 0, SIGXFSZ ignored, so every write gets EFBIG as a full disk gets
@@ -16,7 +18,8 @@ block built, every row logged) against ``store.query`` alone.
   (POSIX only; elsewhere the case is left out).
 
 Target (the agent-side issue): memory_for_prompt with a JSONL log at most 1.03x the
-bare store.query, and the same with the log on a full disk.
+bare store.query, and the same with the log on a full disk. Issue 54: with the
+learned rule and a JSONL log at most 1.03x, with a shadow config as well at most 1.05x.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ CALLS = 1_000
 K = 5
 TARGET = 1.03
 FULL_DISK_TARGET = 1.03
+RULE_TARGET = 1.03
+SHADOW_TARGET = 1.05
+RULE_CASE = "memory_for_prompt, learned rule, JSONL log"
+SHADOW_CASE = "memory_for_prompt, learned rule + shadow config, JSONL log"
 
 
 def interleaved(cases: dict[str, Any], questions: list[tuple[str, str]]) -> dict[str, list[float]]:
@@ -53,6 +60,7 @@ def main() -> int:
     from connectors.embedded.factories import open_demo_store
     from connectors.embedding.query_vectors import remember
     from dashboard.runtime import FloorConfig, RetrievalLog, memory_for_prompt
+    from dashboard.turn_rule import FEATURES, LARGEST_GAP, LEARNED, TurnRule
 
     questions = [
         (q["query"], q["user_id"])
@@ -63,11 +71,21 @@ def main() -> int:
     store = open_demo_store(folder)
     floor = FloorConfig(floor=0.35, score_space=None)
     logs = {"jsonl": RetrievalLog(folder / "log.jsonl"), "parquet": RetrievalLog(folder / "log.parquet")}
+    # a learned rule over every turn feature (coefficients of the size a fit gives), and a
+    # largest-gap candidate in shadow: each case logs to a JSONL file of its own
+    learned = FloorConfig(floor=0.35, rule=TurnRule(LEARNED, FEATURES, (4.8, 0.2, -6.0, 1.5, 0.5), -3.0, 0.3))
+    candidate = FloorConfig(floor=0.25, rule=TurnRule(LARGEST_GAP))
+    logs["rule"] = RetrievalLog(folder / "rule.jsonl")
+    logs["shadow"] = RetrievalLog(folder / "shadow.jsonl")
     cases = {
         "store.query (baseline)": lambda text, user: store.query(text, user_id=user, k=K),
         "memory_for_prompt, JSONL log": lambda text, user: memory_for_prompt(store, text, user_id=user, k=K, floor=floor, log=logs["jsonl"]),
         "memory_for_prompt, Parquet log": lambda text, user: memory_for_prompt(store, text, user_id=user, k=K, floor=floor, log=logs["parquet"]),
         "memory_for_prompt, no log": lambda text, user: memory_for_prompt(store, text, user_id=user, k=K, floor=floor),
+        RULE_CASE: lambda text, user: memory_for_prompt(store, text, user_id=user, k=K, floor=learned, log=logs["rule"]),
+        SHADOW_CASE: lambda text, user: memory_for_prompt(
+            store, text, user_id=user, k=K, floor=learned, log=logs["shadow"], shadow=candidate
+        ),
     }
     for fn in cases.values():  # warm up: the store's arrays, pyarrow's writer
         for text, user in questions:
@@ -78,6 +96,7 @@ def main() -> int:
     base = median(times["store.query (baseline)"])
     rows = [[label, f"{median(values):.1f}", f"{median(values) / base:.3f}x"] for label, values in times.items()]
     ratio = median(times["memory_for_prompt, JSONL log"]) / base
+    rule_ratio, shadow_ratio = median(times[RULE_CASE]) / base, median(times[SHADOW_CASE]) / base
     written = logs["jsonl"].rows_written
     full = _full_disk(store, floor, questions, folder / "full-disk.jsonl")
     problems = [] if written >= CALLS * K else [f"the JSONL log has {written} rows, expected at least {CALLS * K}"]
@@ -103,6 +122,9 @@ def main() -> int:
         + table(["case", "median µs", "vs store.query"], rows)
         + f"\n\nTarget: memory_for_prompt with the log on at most {TARGET}x the bare store.query: "
         f"{ratio:.3f}x ({'met' if ratio <= TARGET else 'NOT met'})."
+        f"\n\nTargets (issue 54): the learned rule with the JSONL log at most {RULE_TARGET}x: {rule_ratio:.3f}x "
+        f"({'met' if rule_ratio <= RULE_TARGET else 'NOT met'}); with a shadow config as well at most {SHADOW_TARGET}x: "
+        f"{shadow_ratio:.3f}x ({'met' if shadow_ratio <= SHADOW_TARGET else 'NOT met'})."
         + full_text
     )
     report("runtime: memory_for_prompt with the log on vs store.query", body)

@@ -5,7 +5,8 @@ Calibrate page's download and ``memlens calibrate --floor-config-out`` write
 
 It holds the global floor, the floors per segment (user, tag, store), the score space
 they were calibrated in, the dates of the labels behind them (the monitor's default
-baseline) and the store they came from. ``FloorConfig.load`` reads the file through
+baseline), the store they came from and, optionally, a rule that reads the whole turn
+(``rule``: dashboard/turn_rule.py; a label-free cut is applied with the floor). ``FloorConfig.load`` reads the file through
 the inbound boundary (connectors/common/inbound.py: a regular file only, bounded size,
 nesting and numbers), so a hostile file is a ``FloorConfigError`` naming the file and
 the field, never a hang or a traceback.
@@ -25,6 +26,7 @@ from connectors.common import inbound
 from connectors.common.errors import MemlensError
 from connectors.common.redaction import shorten
 from connectors.common.score_spaces import AS_SENT, DISTANCE_RULES, ScoreSpace
+from dashboard.turn_rule import FLOOR, RuleError, TurnRule
 
 SEGMENT_ORDER = ("user", "tag", "store")  # the most specific segment wins
 KNOWN_FORMULAS = {AS_SENT, *(rule for rules in DISTANCE_RULES.values() for rule in rules.values())}
@@ -65,6 +67,9 @@ class FloorConfig:
     label_range: tuple[datetime, datetime] | None = None  # (first label, last label), UTC
     store: str | None = None  # the store (name:hash) the labels came from, when one
     source: str | None = None  # the file it was read from; None when made in code
+    # the rule that reads the whole turn (dashboard/turn_rule.py); None: the floor alone.
+    # A mapping as the file holds it is read as the file's is.
+    rule: TurnRule | None = None
     # how the file said the space: "absent" (no key) or "null"; None when made in code
     _space_in_file: str | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -76,6 +81,8 @@ class FloorConfig:
         self.floor = floor
         # the file's reader checks a config built in code too (and copies: the caller's dict is left as it was)
         self.segments = _read_segments(self.segments, name)
+        if self.rule is not None and not isinstance(self.rule, TurnRule):
+            self.rule = _read_rule(self.rule, name)
 
     @classmethod
     def load(cls, path: str | Path) -> FloorConfig:
@@ -106,9 +113,15 @@ class FloorConfig:
             label_range=_read_dates(data.get("date_range"), name),
             store=store,
             source=name,
+            rule=_read_rule(data.get("rule"), name),
         )
         config._space_in_file = "null" if "score_space" in data else "absent"
         return config
+
+    @property
+    def rule_name(self) -> str:
+        """What the log calls what this config applies: ``floor``, or the rule's kind."""
+        return self.rule.kind if self.rule is not None else FLOOR
 
     @property
     def notes(self) -> list[str]:
@@ -178,6 +191,25 @@ def _read_segments(value: object, name: str) -> dict[str, dict[str, float]]:
                 raise FloorConfigError(f"{name}: field 'segments.{by}.{shorten(segment, 40)}': {_said(floor)} is not a finite number")
             segments[by][str(segment)] = number
     return segments
+
+
+def _read_rule(value: object, name: str) -> TurnRule | None:
+    """The file's ``rule`` section (kind, features, coefficients, intercept, cut); the
+    other keys it holds (how it was chosen, its held-out figures) are for people."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise FloorConfigError(f"{name}: field 'rule': {_said(value)} is not an object with a 'kind'")
+    try:
+        return TurnRule(
+            kind=value.get("kind"),  # type: ignore[arg-type]  # checked by TurnRule
+            features=value.get("features", ()),
+            coefficients=value.get("coefficients", ()),
+            intercept=value.get("intercept", 0.0),
+            cut=value.get("cut"),
+        )
+    except RuleError as exc:
+        raise FloorConfigError(f"{name}: field 'rule.{exc.field}': {shorten(exc.message, 200)}") from None
 
 
 def _stamp(value: object, name: str, key: str) -> datetime:

@@ -14,6 +14,13 @@ so the floor applies in the space it was calibrated in. A floor config names its
 score space; results from another space are refused (ScoreSpaceMismatch). Floors per
 segment (user, tag, store) are looked up with the global floor as the fallback.
 
+A floor config that holds a rule reading the whole turn (``rule``: learned,
+largest-gap, top-ratio; dashboard/turn_rule.py) decides each hit by it, on the
+turn's hits; a label-free cut is applied with the floor. ``shadow=`` takes a
+candidate config: the shipped one decides the block, and the candidate's decision
+per hit is only logged (``shadow_rule``, ``shadow_kept``), so a new rule can be
+watched on live traffic before it ships.
+
 The block follows the floor's rules (dashboard/floor.py): the kept memories, the
 no-memory text with its instruction not to guess, or the store's own context block
 only when nothing was dropped. ``send_feedback`` (off unless called) sends
@@ -37,6 +44,7 @@ from dashboard.feedback import FeedbackOutcome, plan_from_floor, send
 from dashboard.floor import apply_floor, prompt_block
 from dashboard.floor_config import FloorConfig, FloorConfigError, ScoreSpaceMismatch
 from dashboard.logs.writer import RetrievalLog, RetrievalLogError, RetrievalSpans, as_score, as_text, normal_hits
+from dashboard.turn_rule import TurnRule, kept_mask
 
 __all__ = [
     "FloorConfig",
@@ -68,13 +76,16 @@ class Turn:
     segment: str  # "global", or the segment whose floor applied ("user=sam")
     source: str  # the block's source: "no_memory" | "store_context" | "kept_memories"
     notes: list[str] = field(default_factory=list)
+    rule: str = "floor"  # what decided: "floor", or the config's rule ("learned", "largest-gap", "top-ratio")
+    shadow_rule: str | None = None  # the candidate's rule, with shadow=
+    shadow_kept: list[bool] | None = None  # the candidate's decision per hit (kept + dropped in the store's order)
 
 
 def _as_config(floor: FloorConfig | float) -> FloorConfig:
     return floor if isinstance(floor, FloorConfig) else FloorConfig(floor=floor)
 
 
-def _reason(hits: Sequence[Hit], kept: Sequence[Hit], floor: float) -> str | None:
+def _reason(hits: Sequence[Hit], kept: Sequence[Hit], floor: float, rule: TurnRule | None = None) -> str | None:
     if kept:
         return None
     if not hits:
@@ -83,7 +94,18 @@ def _reason(hits: Sequence[Hit], kept: Sequence[Hit], floor: float) -> str | Non
     if unscored == len(hits):
         return f"all {len(hits)} without a score"
     tail = f" ({unscored} without a score)" if unscored else ""
+    if rule is not None:
+        return f"all {len(hits)} dropped by the {rule.describe()} at the floor {floor!r}{tail}"
     return f"all {len(hits)} under the floor {floor!r}{tail}"
+
+
+def _decide(hits: list[Hit], config: FloorConfig, floor: float) -> list[bool]:
+    """Kept or dropped per hit, by the config's rule on the turn's hits, else its floor."""
+    rule = config.rule
+    if rule is None:
+        return [hit.score is not None and hit.score >= floor for hit in hits]
+    breakdowns = [hit.breakdown for hit in hits] if any(name.startswith("part.") for name in rule.features) else None
+    return kept_mask([hit.score for hit in hits], rule, floor, [hit.rank for hit in hits], breakdowns)
 
 
 def _turn(
@@ -97,19 +119,37 @@ def _turn(
     store_id: str | None,
     log: Any,
     message_id: str | None,
+    shadow: FloorConfig | None = None,
 ) -> Turn:
     # one normalisation for both entry points: the floor and the log see the same
     # hits (ids as text, a NaN or infinite score as none, ranks 1.. in the store's order)
     hits = normal_hits(hits)
     user_id = as_text(user_id)
     floor, segment = config.floor_for(user_id=user_id, tag=tag, store=store_id)
-    kept, dropped = apply_floor(hits, floor)
+    if config.rule is None:
+        kept, dropped = apply_floor(hits, floor)
+        mask = [hit.score is not None and hit.score >= floor for hit in hits] if log is not None else None
+    else:
+        mask = _decide(hits, config, floor)
+        kept = [hit for hit, keep in zip(hits, mask, strict=True) if keep]
+        dropped = [hit for hit, keep in zip(hits, mask, strict=True) if not keep]
+    shadow_rule = shadow_mask = None
+    if shadow is not None:
+        # the candidate's own floor for this turn (its segments), its own rule: logged only
+        shadow_floor, _ = shadow.floor_for(user_id=user_id, tag=tag, store=store_id)
+        shadow_rule, shadow_mask = shadow.rule_name, _decide(hits, shadow, shadow_floor)
     block = prompt_block(kept, dropped, context)
     turn_id = str(message_id) if message_id is not None else uuid.uuid4().hex
     if log is not None:
         # the log never raises here once open (RetrievalLog counts what it could not write)
-        log.write_turn(turn_id, hits, user_id=user_id, store=store_id, query=message, floor=floor, floor_segment=segment)
-    return Turn(turn_id, block.text, kept, dropped, _reason(hits, kept, floor), floor, segment, block.source, config.notes)
+        log.write_turn(
+            turn_id, hits, user_id=user_id, store=store_id, query=message, floor=floor, floor_segment=segment,
+            rule=config.rule_name, kept=mask, shadow_rule=shadow_rule, shadow_kept=shadow_mask,
+        )  # fmt: skip
+    return Turn(
+        turn_id, block.text, kept, dropped, _reason(hits, kept, floor, config.rule), floor, segment, block.source,
+        config.notes, config.rule_name, shadow_rule, shadow_mask,
+    )  # fmt: skip
 
 
 def memory_for_prompt(
@@ -123,12 +163,18 @@ def memory_for_prompt(
     message_id: str | None = None,
     tag: str | None = None,
     store_id: str | None = None,
+    shadow: FloorConfig | None = None,
 ) -> Turn:
     """Query `store` with `message`, apply the floor (the segment's, else the global
-    one), build the prompt block and log the turn by id. `store_id` names the store in
-    the log and for a per-store floor (default: the store's kind, ``store.name``)."""
+    one) or the config's rule on the turn's hits, build the prompt block and log the
+    turn by id. `store_id` names the store in the log and for a per-store floor
+    (default: the store's kind, ``store.name``). `shadow`, a candidate FloorConfig, is
+    applied to the same hits and only logged: the block is the shipped config's."""
     config = _as_config(floor)
-    config.check_space(store_space(store), what=f"the {store.name} store's scores")
+    space = store_space(store)
+    config.check_space(space, what=f"the {store.name} store's scores")
+    if shadow is not None:
+        shadow.check_space(space, what=f"the {store.name} store's scores (shadow config)")
     result = store.query(message, user_id=user_id, k=k)
     if not ScoreKind(result.score_kind).comparable_to_floor:
         config.check_space(None, what=f"the {store.name} store's scores")
@@ -142,6 +188,7 @@ def memory_for_prompt(
         store_id=store_id or store.name,
         log=log,
         message_id=message_id,
+        shadow=shadow,
     )
 
 
@@ -179,16 +226,19 @@ def memory_from_hits(
     tag: str | None = None,
     store_id: str | None = None,
     context: str | None = None,
+    shadow: FloorConfig | None = None,
 ) -> Turn:
     """The same turn from hits the team's own client returned, in the store's order:
     each a mapping (``id``, ``text``, ``score`` (the store's raw value), optional
     ``metadata``) or a tuple (id, text, raw score[, metadata]). `store_kind` and
     `setting` (Chroma's space ``l2``, pgvector's operator ``<->``, ...) name the rule
     that turns the raw value into memlens's score, as the connector does. The message
-    is logged only when the log includes queries."""
+    is logged only when the log includes queries. `shadow`: as for memory_for_prompt."""
     space = space_for(store_kind, setting)
     config = _as_config(floor)
     config.check_space(space, what=f"hits from {space.store}")
+    if shadow is not None:
+        shadow.check_space(space, what=f"hits from {space.store} (shadow config)")
     converted = []
     for position, item in enumerate(hits, start=1):
         memory_id, text, raw, metadata = _raw_hit(item, position)
@@ -203,6 +253,7 @@ def memory_from_hits(
         store_id=store_id or space.store,
         log=log,
         message_id=message_id,
+        shadow=shadow,
     )
 
 

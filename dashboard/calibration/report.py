@@ -216,15 +216,25 @@ def floor_file(
     filters: dict[str, Any] | None = None,
     demo: bool = False,
     score_space: ScoreSpace | None = None,
+    rule: dict[str, Any] | None = None,
+    rule_floor: float | None = None,
 ) -> dict[str, Any]:
     """The floor file (``memlens-floor.json``) that dashboard/floor_config.py reads:
     the Calibrate page's download and `memlens calibrate --floor-config-out` are both
     this. ``floor_choice`` at the advice's floor (the recommended one without advice),
-    the floors per segment (``segments_for_export``), and how the floor was chosen."""
-    choice = floor_choice(
-        result, labels, floor=advice.floor if advice is not None else None, filters=filters, demo=demo, score_space=score_space
-    )
+    the floors per segment (``segments_for_export``), and how the floor was chosen.
+
+    ``rule`` (calibration/turn_fit.rule_section) adds the rule that reads the whole
+    turn; ``rule_floor`` is the floor a label-free cut was chosen with, written as the
+    file's floor (the agent applies the two together)."""
+    floor = rule_floor if rule_floor is not None else advice.floor if advice is not None else None
+    choice = floor_choice(result, labels, floor=floor, filters=filters, demo=demo, score_space=score_space)
     choice["segments"] = segments or {}
     if advice is not None:
         choice.update(advice.export_fields())
+    if rule is not None:
+        choice["rule"] = rule
+    if rule_floor is not None:
+        # the single floor's interval is not this floor's: the rule's held-out figures say what it does
+        choice.update(recommended=False, interval=None, interval_note="the floor beside the rule's cut: see rule.held_out")
     return choice

@@ -2,7 +2,7 @@
 
     memlens calibrate labels.jsonl [--floors 0.15,0.2,...] [--cost-ratio R] [--format table|csv|json]
         [--target-recall R] [--target-precision P] [--fbeta B] [--segment-by user|store|tag]
-        [--floor-config-out FILE]
+        [--floor-config-out FILE] [--rule learned|largest-gap|top-ratio [--top-ratio SHARE]]
 
 table (default): one line per requested floor,
     floor 0.20: keeps N irrelevant, drops M relevant, precision P, recall R, no memory in S of turns
@@ -29,6 +29,13 @@ per segment of --segment-by, the label dates), which `FloorConfig.load` and
 `memlens monitor --floor-config` read, and prints its path (to stderr for csv and
 json, whose stdout is data). A file that cannot be written is one line and exit 2.
 
+--rule learned|largest-gap|top-ratio also compares, held out (cross-validation split
+by turn), the single floor, the learned rule and the two label-free cuts at the
+target of the MEMORY_SCORE_FLOOR= line (target recall, target precision or cost
+ratio), prints the figures with their intervals over turns and the recommended
+rule (calibration/turn_fit.py), and writes the asked rule into --floor-config-out's
+file. Without --rule the output is as it always was.
+
 Problems in the file go to stderr with their line numbers; the usable rows are used.
 Exit status 2 when nothing usable is left (no rows, one class only, unreadable file).
 
@@ -54,6 +61,7 @@ from dashboard.calibration.label_files import LabelFile, from_labels, read_label
 from dashboard.calibration.report import as_json, floor_file, labels_score_space, table_lines
 from dashboard.calibration.segments import SEGMENT_FIELDS, segment_fields, segment_floors, segments_for_export
 from dashboard.calibration.sweep import DEFAULT_SEED, CalibrationError, calibrate
+from dashboard.calibration.turn_fit import DEFAULT_TOP_RATIO, RULE_NAMES, RULES, compare_rules, rule_section, turn_labels
 from dashboard.cli.arguments import parse_floors, positive_number, share
 from dashboard.cli.errors import CommandError
 
@@ -114,6 +122,21 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         metavar="FILE",
         help="also write the floor file (the JSON the Calibrate page downloads: the MEMORY_SCORE_FLOOR= floor, score "
         "space, floors per --segment-by, label dates) that FloorConfig.load and `memlens monitor --floor-config` read",
+    )
+    parser.add_argument(
+        "--rule",
+        choices=RULES,
+        default=None,
+        help="also compare a rule that reads the whole turn (learned: logistic over the turn's features; largest-gap: "
+        "Adaptive-k with the floor; top-ratio: a share of the turn's top score with the floor) against the single "
+        "floor, held out by turn, and write it into --floor-config-out's file",
+    )
+    parser.add_argument(
+        "--top-ratio",
+        type=share,
+        metavar="SHARE",
+        default=DEFAULT_TOP_RATIO,
+        help=f"with --rule: the share of the turn's top score the top-ratio cut keeps (default {DEFAULT_TOP_RATIO})",
     )
     parser.add_argument(
         "--resamples", type=int, default=None, help="bootstrap resamples (default 1000; fewer past 20,000 rows; 0: none)"
@@ -208,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.segment_by:
             segments = segment_floors(labels, args.segment_by, advice.mode, advice.target, resamples=resamples, seed=args.seed)
             segment_warnings = [f"{segment.title(args.segment_by)}: {segment.note}" for segment in segments if segment.note]
+        comparison = _compare(args, labels, advice, resamples) if args.rule else None
     except CalibrationError as exc:
         raise CommandError(f"{labels.source}: {exc}") from exc
     if resolution and args.format != "json":
@@ -219,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
         report["advice"] = advice.as_dict()
         if resolution:
             report["resolution"] = resolution
+        if comparison is not None:
+            report["rule"] = comparison.as_dict()
         report["segments"] = (
             {
                 "by": args.segment_by,
@@ -233,17 +259,41 @@ def run(args: argparse.Namespace) -> int:
     else:
         segment_lines = [segment.line(args.segment_by) for segment in segments]
         print("\n".join(advice_lines(table_lines(result, labels), advice, segment_lines, segment_warnings)))
+    if comparison is not None:
+        lines = [] if args.format == "json" else comparison.lines()
+        if comparison.recommended != args.rule:
+            lines.append(
+                f"warning: --rule {args.rule} is {'written' if args.floor_config_out else 'shown'} as asked, but on these "
+                f"labels the held-out comparison recommends the {RULE_NAMES[comparison.recommended]}"
+            )
+        if lines:
+            print("\n".join(lines), file=sys.stderr if args.format != "table" else sys.stdout)
     if args.floor_config_out:
-        _write_floor_file(args, result, labels, advice, segments_for_export(args.segment_by, segments) if segments else {})
+        _write_floor_file(
+            args, result, labels, advice, segments_for_export(args.segment_by, segments) if segments else {}, comparison
+        )
     return 0
 
 
-def _write_floor_file(args: argparse.Namespace, result: Any, labels: LabelFile, advice: Any, segments: dict) -> None:
-    """The floor file at --floor-config-out, as the page's download builds it; its
-    path printed (to stderr when stdout is csv or json data)."""
+def _compare(args: argparse.Namespace, labels: LabelFile, advice: Any, resamples: int | None) -> Any:
+    """The held-out comparison of the rules at the exported floor's target."""
+    if advice.mode == FBETA:
+        raise CommandError("--rule is chosen by --target-recall, --target-precision or --cost-ratio, not --fbeta alone")
+    return compare_rules(
+        turn_labels(labels, args.top_ratio), advice.mode, advice.target, resamples=resamples, seed=args.seed
+    )
+
+
+def _write_floor_file(
+    args: argparse.Namespace, result: Any, labels: LabelFile, advice: Any, segments: dict, comparison: Any = None
+) -> None:
+    """The floor file at --floor-config-out, as the page's download builds it (with
+    --rule, the rule and the floor beside it); its path printed (to stderr when
+    stdout is csv or json data)."""
+    rule, rule_floor = rule_section(comparison, args.rule) if comparison is not None else (None, None)
     document = floor_file(
         result, labels, advice=advice, segments=segments, filters={"session": args.session} if args.session else None,
-        score_space=labels_score_space(labels.stores()),
+        score_space=labels_score_space(labels.stores()), rule=rule, rule_floor=rule_floor,
     )  # fmt: skip
     try:
         with open(args.floor_config_out, "w", encoding="utf-8") as handle:

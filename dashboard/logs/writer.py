@@ -5,7 +5,11 @@ One row per returned memory (``message_id``, ``memory_id``, ``rank``, ``score``,
 ``user_id``, ``timestamp``, ``store``, and the ``floor`` applied to the turn with the
 ``floor_segment`` it came from), and one *empty-turn* row (a ``message_id`` and no
 memory, rank or score) for a turn the store returned nothing for: without it the
-monitor understates the share of turns left with no memory. Ids and scores only;
+monitor understates the share of turns left with no memory. The agent side adds
+what decided each row: ``rule`` (``floor``, or the floor file's rule: ``learned``,
+``largest-gap``, ``top-ratio``) and ``kept`` (true or false; null on an empty-turn
+row), and with a shadow config ``shadow_rule`` and ``shadow_kept``, what the
+candidate would have done. Ids and scores only;
 the message text goes in ``query`` only when the log is opened with
 ``include_query=True``.
 
@@ -195,6 +199,10 @@ class RetrievalLog:
                 ("store", pa.string()),
                 ("floor", pa.float64()),
                 ("floor_segment", pa.string()),
+                ("rule", pa.string()),
+                ("kept", pa.bool_()),
+                ("shadow_rule", pa.string()),
+                ("shadow_kept", pa.bool_()),
                 *([("query", pa.string())] if self.include_query else []),
             ]
         )
@@ -216,11 +224,16 @@ class RetrievalLog:
         timestamp: datetime | None = None,
         floor: float | None = None,
         floor_segment: str | None = None,
+        rule: str | None = None,
+        kept: list[bool] | None = None,
+        shadow_rule: str | None = None,
+        shadow_kept: list[bool] | None = None,
     ) -> int:
         """Buffer the rows of one turn: one per hit, or one empty-turn row when
         `hits` is empty; `floor` and `floor_segment` say what the turn was filtered
-        at. Returns the number of rows the turn gave (written, or counted lost).
-        Never raises once the log is open."""
+        at, `rule` what decided it and `kept` the decision per hit (in `hits`' order),
+        `shadow_rule` / `shadow_kept` a shadow config's. Returns the number of rows the
+        turn gave (written, or counted lost). Never raises once the log is open."""
         hits = normal_hits(hits)
         stamp = (timestamp or datetime.now(UTC)).isoformat(timespec="milliseconds")
         try:
@@ -234,9 +247,11 @@ class RetrievalLog:
         }
         if self.include_query:
             shared["query"] = as_text(query)
-        rows = [{**shared, "memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score} for hit in hits] or [
-            {**shared, "memory_id": None, "rank": None, "score": None}
-        ]
+        if rule is None and shadow_rule is None:
+            rows = [{**shared, "memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score} for hit in hits]
+        else:
+            rows = _rows_with_decisions(shared, hits, rule, kept, shadow_rule, shadow_kept)
+        rows = rows or [{**shared, "memory_id": None, "rank": None, "score": None, **_empty_decisions(rule, shadow_rule)}]
         produced = len(rows)
         # a row its reader would refuse (a blank turn or memory id) is counted, not written
         unusable = produced if _blank(turn_id) else sum(1 for row in rows if hits and _blank(row["memory_id"]))
@@ -446,6 +461,40 @@ class RetrievalLog:
         return len(self._pending)
 
 
+def _decision(values: list[bool] | None, index: int) -> bool | None:
+    return bool(values[index]) if values is not None and index < len(values) else None
+
+
+def _rows_with_decisions(
+    shared: dict[str, Any], hits: list[Hit], rule: str | None, kept: list[bool] | None,
+    shadow_rule: str | None, shadow_kept: list[bool] | None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One row per hit with the rule and its decision, and a shadow's beside them only
+    when there is one (one pass: this runs on every agent turn)."""
+    decided = {**shared, "rule": as_text(rule)}
+    if shadow_rule is None:
+        return [
+            {**decided, "memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score, "kept": _decision(kept, index)}
+            for index, hit in enumerate(hits)
+        ]
+    decided["shadow_rule"] = as_text(shadow_rule)
+    return [
+        {**decided, "memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score, "kept": _decision(kept, index),
+         "shadow_kept": _decision(shadow_kept, index)}
+        for index, hit in enumerate(hits)
+    ]  # fmt: skip
+
+
+def _empty_decisions(rule: str | None, shadow_rule: str | None) -> dict[str, Any]:
+    """An empty-turn row's decision fields: null, there was nothing to keep."""
+    if rule is None and shadow_rule is None:
+        return {}
+    fields: dict[str, Any] = {"rule": as_text(rule), "kept": None}
+    if shadow_rule is not None:
+        fields.update(shadow_rule=as_text(shadow_rule), shadow_kept=None)
+    return fields
+
+
 def _whole_json(line: bytes) -> bool:
     try:
         return isinstance(json.loads(line), dict)
@@ -467,7 +516,9 @@ class RetrievalSpans:
     retriever span per turn on the team's own tracer (``openinference.span.kind`` =
     ``RETRIEVER``, ``retrieval.documents.N.document.id`` / ``.score`` in rank order,
     ``user.id``, ``memlens.store``, ``memlens.message_id``, and the floor applied,
-    ``memlens.floor`` and ``memlens.floor_segment``), which memlens reads back from
+    ``memlens.floor`` and ``memlens.floor_segment``; ``memlens.rule`` and each
+    document's ``retrieval.documents.N.document.memlens.kept``, and with a shadow
+    ``memlens.shadow_rule`` and ``...document.memlens.shadow_kept``), which memlens reads back from
     the collector's OTLP JSON (docs/formats.md); a turn that got nothing is a span
     with no documents. The message goes in ``input.value`` only with
     ``include_query=True``. In a trace the turn's id is the span's id."""
@@ -488,6 +539,10 @@ class RetrievalSpans:
         timestamp: datetime | None = None,
         floor: float | None = None,
         floor_segment: str | None = None,
+        rule: str | None = None,
+        kept: list[bool] | None = None,
+        shadow_rule: str | None = None,
+        shadow_kept: list[bool] | None = None,
     ) -> int:
         start = int(timestamp.timestamp() * 1e9) if timestamp is not None else None
         try:
@@ -507,13 +562,21 @@ class RetrievalSpans:
                 span.set_attribute("memlens.floor_segment", str(floor_segment))
             if self.include_query and query:
                 span.set_attribute("input.value", query)
+            if rule is not None:
+                span.set_attribute("memlens.rule", str(rule))
+            if shadow_rule is not None:
+                span.set_attribute("memlens.shadow_rule", str(shadow_rule))
             count = 0
-            for hit in normal_hits(hits):  # in the store's order: the rank
+            for index, hit in enumerate(normal_hits(hits)):  # in the store's order: the rank
                 if _blank(hit.memory_id):
                     continue  # a document with no id cannot be read back or labelled
                 prefix = f"retrieval.documents.{count}.document."
                 span.set_attribute(prefix + "id", hit.memory_id)
                 if hit.score is not None:
                     span.set_attribute(prefix + "score", hit.score)
+                for key, values in (("memlens.kept", kept), ("memlens.shadow_kept", shadow_kept)):
+                    decision = _decision(values, index)
+                    if decision is not None:
+                        span.set_attribute(prefix + key, decision)
                 count += 1
         return count or 1

@@ -2,7 +2,7 @@
 run of the demo set (real stores, the demo memories) score on different scales, so a
 floor metric at one floor compares two different things: refused, naming both spaces.
 A ranking metric is still compared. The formula is read from the runs' own (raw,
-score) pairs, as it is for Chroma's squared l2 distance."""
+score) pairs, as it is for Chroma's squared l2 distance (a saved run does not record its space)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from connectors.common.score_spaces import AS_SENT, formula_of_pairs, raw_floor_rule
 from connectors.demo_loader import demo_rows, load_qdrant
 from connectors.vector.qdrant import local_client
 from dashboard.cli.main import main
-from connectors.common.score_spaces import AS_SENT, formula_of_pairs, raw_floor_rule
 
 DEMO_QUERIES = Path(__file__).resolve().parents[3] / "demo_data" / "queries.jsonl"
 
