@@ -148,3 +148,43 @@ def test_spans_carry_the_floor_and_no_score_for_an_infinite_one():
     assert attributes["retrieval.documents.0.document.id"] == "1"
     assert attributes["retrieval.documents.0.document.score"] == pytest.approx(0.5)
     assert "retrieval.documents.1.document.score" not in attributes
+
+
+ODD_IDS = ['plain', 'quote " and \\ backslash', "tab\tnew\nline", "\x00\x1f control", "é ü 中文 🙂", "\u202e bidi", "  padded  ", "\ud800 lone"]
+
+
+@pytest.mark.parametrize("shadow", [False, True])
+def test_every_jsonl_line_is_the_whole_row_as_json_writes_it(tmp_path, shadow):
+    """The writer encodes a turn's shared fields once and each row's own after them:
+    each line must still read as the row it stands for, byte for byte as the JSON
+    encoder writes that row (its separators, float and text forms), whatever the ids
+    and scores."""
+    rng = np.random.default_rng(7)
+    path = tmp_path / "retrievals.jsonl"
+    expected = []
+    with RetrievalLog(path, include_query=True) as log:
+        for turn in range(40):
+            count = int(rng.integers(0, 6))
+            hits = [
+                Hit(ODD_IDS[int(rng.integers(len(ODD_IDS)))] + str(i), i + 1, "text",
+                    None if rng.random() < 0.2 else float(rng.normal(0.4, 0.3)) * 10.0 ** int(rng.integers(-8, 9)))
+                for i in range(count)
+            ]  # fmt: skip
+            kept = [bool(rng.random() < 0.5) for _ in hits]
+            log.write_turn(
+                f"turn-{turn}", hits, user_id=ODD_IDS[turn % len(ODD_IDS)], store="embedded", query=ODD_IDS[-turn % 7],
+                floor=0.35, floor_segment="global", rule="learned", kept=kept,
+                shadow_rule="largest-gap" if shadow else None, shadow_kept=kept[::-1] if shadow else None,
+            )  # fmt: skip
+            expected += [(f"turn-{turn}", hit.memory_id, hit.score, keep) for hit, keep in zip(hits, kept, strict=True)]
+            expected += [] if hits else [(f"turn-{turn}", None, None, None)]
+    lines = path.read_bytes().splitlines()
+    rows = [json.loads(line) for line in lines]
+    for line, row in zip(lines, rows, strict=True):
+        assert line == json.dumps(row, ensure_ascii=False).encode("utf-8", "replace")
+    assert [(r["message_id"], r["memory_id"], r["score"], r["kept"]) for r in rows] == [
+        (turn, None if memory is None else memory.replace("\ud800", "?"), score, keep)
+        for turn, memory, score, keep in expected
+    ]
+    assert all(("shadow_kept" in row) == shadow for row in rows)
+    read_back(path)
