@@ -520,3 +520,65 @@ def test_the_private_name_rule_catches_one(tmp_path, monkeypatch):
     bad.parent.mkdir(parents=True)
     bad.write_text("from __future__ import annotations\nfrom dashboard.logs.rows import LogImport, _empty_turns\n")
     assert private_imports(bad) == {"dashboard.logs.rows._empty_turns"}
+
+
+# ------------------------------------------------------------ the agent side sits low
+# What an agent imports (memlens/, dashboard/runtime.py and every module of
+# dashboard/ and connectors/ they reach, imports inside functions counted) stands
+# on the floor, the score spaces, the file boundary and the log writer: never on
+# the monitor, labels, the app database, the pages, the commands or the offline
+# tools, so an agent process loads none of them and none of them can break it.
+AGENT_SIDE = ("memlens", "dashboard.runtime")
+ABOVE_THE_AGENT = tuple(  # each with its dot: dashboard.labels, not dashboard.labels_x
+    f"dashboard.{part}."
+    for part in ("monitoring", "labels", "database", "ui", "views", "cli", "calibration", "evaluation", "judging", "ranking")
+)
+
+
+def reached_from(graph: dict[str, set[str]], roots: Iterable[str]) -> dict[str, list[str]]:
+    """{module: the chain of imports from a root to it} for every module the roots
+    reach. Importing `a.b.c` runs the packages `a` and `a.b` first, so they count."""
+    chains: dict[str, list[str]] = {}
+    todo = [[root] for root in roots]
+    while todo:
+        chain = todo.pop()
+        if chain[-1] in chains:
+            continue
+        chains[chain[-1]] = chain
+        parts = chain[-1].split(".")
+        parents = {".".join(parts[:i]) for i in range(1, len(parts))}
+        todo += [[*chain, nxt] for nxt in sorted(graph.get(chain[-1], set()) | (parents & set(graph)))]
+    return chains
+
+
+def above_the_agent(chains: dict[str, list[str]]) -> list[str]:
+    """Each module above the agent side that it reaches, as its chain of imports."""
+    return sorted(" -> ".join(chain) for module, chain in chains.items() if f"{module}.".startswith(ABOVE_THE_AGENT))
+
+
+def agent_graph(root: Path | None = None) -> dict[str, set[str]]:
+    base = root or ROOT
+    paths = [p for package in (*GRAPHED, "memlens") for p in sorted(base.glob(f"{package}/**/*.py"))]
+    return import_graph(paths, base)
+
+
+def test_the_agent_side_imports_nothing_above_it():
+    chains = reached_from(agent_graph(), AGENT_SIDE)
+    found = above_the_agent(chains)
+    assert not found, "the agent side reaches a module above it (move what it needs beside dashboard/floor.py):\n" + "\n".join(found)
+
+
+def test_the_agent_rule_sees_the_agent_side_and_catches_an_offender(tmp_path):
+    """The scan itself: it reaches what the agent stands on, and an import of the
+    monitor two hops away, inside a function, is named with its chain."""
+    chains = reached_from(agent_graph(), AGENT_SIDE)
+    assert {"dashboard.runtime", "dashboard.floor", "dashboard.floor_config", "dashboard.logs.writer"} <= set(chains)
+    (tmp_path / "memlens").mkdir()
+    (tmp_path / "memlens" / "__init__.py").write_text("from dashboard.runtime import memory_for_prompt\n")
+    (tmp_path / "dashboard" / "logs").mkdir(parents=True)
+    (tmp_path / "dashboard" / "runtime.py").write_text("from dashboard.logs.writer import RetrievalLog\n")
+    (tmp_path / "dashboard" / "logs" / "writer.py").write_text("def rotate():\n    from dashboard.monitoring.relation import open_logs\n")
+    (tmp_path / "dashboard" / "monitoring").mkdir()
+    (tmp_path / "dashboard" / "monitoring" / "relation.py").write_text("import duckdb\n")
+    found = above_the_agent(reached_from(agent_graph(tmp_path), AGENT_SIDE))
+    assert found == ["dashboard.runtime -> dashboard.logs.writer -> dashboard.monitoring.relation"]

@@ -41,9 +41,7 @@ from connectors.base import (
 from connectors.common import inbound
 from connectors.common.paths import data_dir
 from connectors.common.score_spaces import AS_SENT, ScoreSpace
-from connectors.mem0.history import events_of_kinds, memory_history
-from connectors.mem0.model_clients import bound_model_clients, failure_text, model_secrets
-from connectors.mem0.scores import (
+from connectors.mem0.answers import (
     hits_from_search,
     installed_version,
     memory_from_item,
@@ -51,6 +49,8 @@ from connectors.mem0.scores import (
     results_list,
     score_rule,
 )
+from connectors.mem0.history import events_of_kinds, memory_history
+from connectors.mem0.model_clients import bound_model_clients, failure_text, model_secrets
 
 # An LLM client is built when a Memory is constructed even though infer=False
 # never calls it; it needs some key string, and this one can never authenticate.

@@ -32,7 +32,7 @@ from connectors.base import AuthFailed, BadResponse, InvalidRequest, Memory, Not
 from connectors.common.allowed import destination
 from connectors.common.score_spaces import space_for
 from connectors.http.outbound import PROBE_KEY, register_client
-from connectors.mem0.scores import hits_from_search, memory_from_item, optional_threshold, results_list
+from connectors.mem0.answers import hits_from_search, memory_from_item, optional_threshold, results_list
 
 # The Platform's v3 search hides hits under 0.1 unless told otherwise (API docs).
 PLATFORM_DEFAULT_THRESHOLD = 0.1

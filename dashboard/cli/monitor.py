@@ -45,7 +45,7 @@ from dashboard.cli import monitor_connect, monitor_precision
 from dashboard.cli.arguments import finite, positive_int, share
 from dashboard.cli.errors import CommandError, note, warning
 from dashboard.floor_config import FloorConfig
-from dashboard.monitoring import report, turn_floor, webhook
+from dashboard.monitoring import decisions, report, rule_sql, turn_floor, webhook
 from dashboard.monitoring.alerts import (
     DEFAULT_ALPHA,
     DEFAULT_BASELINE_WINDOWS,
@@ -59,7 +59,7 @@ from dashboard.monitoring.alerts import (
 )
 from dashboard.monitoring.precision import NOT_WATCHED
 from dashboard.monitoring.relation import TURNS, count_at_config, expand_paths, open_logs, score_direction
-from dashboard.monitoring.windows import WINDOWS
+from dashboard.monitoring.windows import LOGGED_DECISIONS, RULE_DECISIONS, WINDOWS
 
 EXIT_ALERT = 1
 EXIT_UNTRUSTED_JUDGE = 3  # as `memlens judge` exits on a degenerate run (dashboard/cli/judge.py)
@@ -136,11 +136,18 @@ def run(args: argparse.Namespace) -> int:
         baseline_range=baseline_range,
         config_range=config.label_range if config is not None and not args.baseline_windows else None,
     )
+    # a floor file's turn rule: each turn's decisions computed from its rows (rule_sql.py)
+    decide = config.rule if config is not None and args.floor is None else None
     if monitor_connect.wanted(args):
         if args.logs:
             raise CommandError("give log files or --connect, not both")
         if args.judge:
             raise CommandError("--judge grades a sample of the log's rows: give log files, not --connect")
+        if decide is not None:
+            raise CommandError(
+                f"the floor file's {decide.describe()} is applied to log files only (its turn features are DuckDB window "
+                "functions over the files): run on the log files, or give --floor"
+            )
         notes: list[str] = turn_floor.config_notes(config) if config is not None else []
         if floor is None and config is not None:
             # the engine's summary is one floor's: said, not hidden
@@ -156,7 +163,12 @@ def run(args: argparse.Namespace) -> int:
     files = expand_paths(args.logs)
     # the command watches one floor per turn: count what each turn keeps while
     # building the turns, instead of keeping every score for a floor that never moves
-    logs = open_logs(files, scores=False, floor=floor, turn_floor=rule)
+    if decide is not None:
+        try:
+            rule_sql.check_loggable(decide)
+        except rule_sql.RuleNotInLog as exc:
+            raise CommandError(str(exc)) from None
+    logs = open_logs(files, scores=False, floor=floor, turn_floor=rule, decide=decide)
     issues = [str(issue) for issue in logs.issues]
     for line in issues[:MAX_ISSUES_PRINTED]:
         print(f"  {line}", file=sys.stderr)
@@ -170,9 +182,18 @@ def run(args: argparse.Namespace) -> int:
         # the turns were built with the config's rule above; the page applies it the same way
         counted = count_at_config(logs.con, config, where, turns=TURNS)
         notes, settings.floor_words = counted.notes, counted.words
+        if decide is not None:
+            settings.counting = RULE_DECISIONS
+            at = counted.words or f"the floor {config.floor!r}"
+            settings.floor_words = f"each turn by the {decide.describe()} from {config.source}, computed from its rows ({at})"
     elif floor is None:
-        floors = turn_floor.logged_floors(logs.con, TURNS, where)
-        settings.floor_words = turn_floor.describe_floors(floors, "its logged floor")
+        logged = decisions.logged_decisions(logs.con, TURNS)
+        if logged is None or logged.without:
+            floors = turn_floor.logged_floors(logs.con, TURNS, where)
+            settings.floor_words = turn_floor.describe_floors(floors, "its logged floor")
+        if logged is not None:
+            # the agent's own kept or dropped per row, not a score against the floor
+            settings.counting, settings.floor_words = LOGGED_DECISIONS, logged.words()
     result = monitor(logs.con, settings)
     result.notes[:0] = notes
     if said := score_direction(logs.con).warning():
@@ -182,14 +203,17 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"no turn with a timestamp in {len(files)} file(s) ({counts['turns']:,} turns read): nothing to watch")
     judged = None
     if args.judge:
-        judged = monitor_precision.run_judged(args, logs, result, files)
+        judged = monitor_precision.run_judged(args, logs, result)
     else:
         result.notes.append(NOT_WATCHED)  # said once, in the notes of the table and of the JSON
-    return emit(args, result, len(files), report.as_json(result, files=files, issues=issues, counts=counts), judged)
+    shadow = decisions.shadow_windows(logs.con, settings.window) if decisions.has_shadow(logs.con, TURNS) else None
+    document = report.as_json(result, files=files, issues=issues, counts=counts)
+    return emit(args, result, len(files), document, judged, shadow)
 
 
 def emit(
-    args: argparse.Namespace, result: MonitorResult, source: int | str, document: dict[str, Any], judged: Any
+    args: argparse.Namespace, result: MonitorResult, source: int | str, document: dict[str, Any], judged: Any,
+    shadow: decisions.ShadowReport | None = None,
 ) -> int:
     """The report (table or JSON), the webhook and the exit status: the same for log
     files (`source` their count) and an engine's table (`source` in words)."""
@@ -197,9 +221,14 @@ def emit(
     if args.format == "json":
         document["precision"] = judged.document if judged is not None else None
         document["alerts"] += [alert.as_dict() for alert in precision_alerts]
+        if shadow is not None:  # only where the rows carry a shadow config's decisions
+            document["shadow"] = shadow.as_dict()
         print(json.dumps(document, indent=2, default=str))
     else:
         lines = report.text_lines(result, source)
+        if shadow is not None:  # under the windows' table, before the notes and alerts
+            below_table = len(report.header_lines(result, source)) + len(report.table_lines(result))
+            lines[below_table:below_table] = decisions.shadow_lines(shadow)
         if judged is not None:
             if not result.alerts:
                 lines.pop()  # "no alert: ..." goes last, counting both sides, if still true
@@ -210,12 +239,7 @@ def emit(
     alerts = len(result.alerts) + len(precision_alerts)
     url = webhook.webhook_url(args.webhook)
     if url and alerts:
-        message = report.webhook_message(result, source)
-        if precision_alerts:
-            message["text"] = message["text"].replace(f"{len(result.alerts)} alert(s)", f"{alerts} alert(s)", 1)
-            message["text"] += "".join(f"\n{alert.line()}" for alert in precision_alerts)
-        message["alerts"] += [alert.as_dict() for alert in precision_alerts]
-        problem = webhook.post(url, message)
+        problem = webhook.post(url, report.webhook_message(result, source, precision_alerts))
         if problem:
             warning(f"webhook: {problem}; the alerts are above")
         else:

@@ -28,6 +28,7 @@ from typing import Any
 from dashboard.cli.arguments import positive_int, share
 from dashboard.cli.store_options import add_store_options, open_store
 from dashboard.monitoring.precision import DEFAULT_PRECISION_MARGIN, DEFAULT_SEED, TOP, PrecisionAlert
+from dashboard.monitoring.windows import window_label
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,14 +61,15 @@ class JudgedResult:
     untrusted: str | None = None  # the judge failed its checks: why (the run exits 3)
 
 
-def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str]) -> JudgedResult:
+def run_judged(args: argparse.Namespace, logs: Any, result: Any) -> JudgedResult:
     from connectors.common.errors import MemlensError
     from connectors.common.paths import data_dir
     from dashboard.cli.errors import CommandError, warning
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
     from dashboard.judging.judges import open_judge
-    from dashboard.monitoring import judged, precision
+    from dashboard.monitoring import precision, sample_grades
+    from dashboard.monitoring.relation import turn_queries
 
     settings = result.settings
     client = None
@@ -87,11 +89,11 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
         sampled, eligible = precision.sample_turns(logs.con, settings.floor, settings.window, args.sample, args.seed)
         if client is not None:
             print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
-        run = judged.grade_sample(
-            sampled, lambda ids: judged.query_texts(files, ids), judge=judge, db=db, store=store, store_id=store_id,
+        run = sample_grades.grade_sample(
+            sampled, lambda ids: turn_queries(logs.con, ids), judge=judge, db=db, store=store, store_id=store_id,
             concurrency=client.config.concurrency if client is not None else 1, max_pairs=args.max_pairs,
         )
-        created = judged.creation_times(run, sampled, store, client.config.concurrency if client is not None else 1) if args.stale_after else None
+        created = sample_grades.creation_times(run, sampled, store, client.config.concurrency if client is not None else 1) if args.stale_after else None
         from dashboard.labels.counted import counted
 
         found = counted(db, environ=dict(os.environ))  # people's labels by the one rule, adjudications applied
@@ -109,7 +111,7 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, files: list[str
             client.close()
     stale_after = timedelta(days=args.stale_after) if args.stale_after else None
     windows = precision.window_precision(
-        sampled, eligible, run.grades, lambda start: _label(result, start), stale_after=stale_after, created=created
+        sampled, eligible, run.grades, lambda start: window_label(start, settings.window), stale_after=stale_after, created=created
     )
     check = run.check(judge.source)
     for problem in check.problems:
@@ -153,12 +155,6 @@ def _window_dict(window: Any, untrusted: str | None) -> dict[str, Any]:
     if untrusted is not None:  # a consumer of the JSON must not read the judge's 0.0% as a measurement
         shown.update(precision=None, interval=None, tested=False, p_value=None)
     return shown
-
-
-def _label(result: Any, start: Any) -> str:
-    from dashboard.monitoring.windows import Window
-
-    return Window(start, start, 0, 0, 0, 0.0, None, None, None, None).label(result.settings.window)
 
 
 def _share(value: float | None) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dashboard.database.model import LABEL_COLUMNS, Label, check_label, utc_now
+from dashboard.database.model import LABEL_COLUMNS, Label, check_label, of_reviewer, reviewer_key, utc_now
 
 if TYPE_CHECKING:
     from dashboard.database.model import SqlConnection
@@ -102,8 +102,10 @@ class LabelRepository:
         return bool(old)
 
     def get(self, message_id: str, memory_id: str, reviewer: str) -> Label | None:
+        """The reviewer's label of the pair: the row under the name as typed, else
+        their latest under another spelling of it (reviewer_key)."""
         rows = self.find(message_id=message_id, memory_id=memory_id, reviewer=reviewer)
-        return rows[0] if rows else None
+        return max(rows, key=lambda row: (row.reviewer == reviewer, row.updated_at), default=None)
 
     def find(
         self,
@@ -115,11 +117,11 @@ class LabelRepository:
         since: str | None = None,
         until: str | None = None,
     ) -> list[Label]:
-        """The labels matching every filter given (all of them when none is)."""
+        """The labels matching every filter given (all of them when none is); a
+        reviewer's under any spelling of the name (reviewer_key)."""
         where, args = [], []
         for column, value in (
             ("store", store),
-            ("reviewer", reviewer),
             ("message_id", message_id),
             ("memory_id", memory_id),
         ):
@@ -137,7 +139,8 @@ class LabelRepository:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at, message_id, memory_id, reviewer"
         with self.conn.reading():
-            return [Label(*row) for row in self.conn.run(sql, args)]
+            rows = [Label(*row) for row in self.conn.run(sql, args)]
+        return of_reviewer(rows, reviewer)
 
     def history(self, message_id: str, memory_id: str) -> list[dict[str, Any]]:
         """The changes of one pair's labels, oldest first."""
@@ -161,5 +164,11 @@ class LabelRepository:
             return [r[0] for r in self.conn.run("SELECT DISTINCT store FROM labels ORDER BY store")]
 
     def reviewers(self) -> list[str]:
+        """Each reviewer once (the pages' reviewer choices), however the name was typed:
+        the first spelling in order stands for the rest (compared as reviewer_key does)."""
         with self.conn.reading():
-            return [r[0] for r in self.conn.run("SELECT DISTINCT reviewer FROM labels ORDER BY reviewer")]
+            names = [r[0] for r in self.conn.run("SELECT DISTINCT reviewer FROM labels ORDER BY reviewer")]
+        first: dict[str, str] = {}
+        for name in names:
+            first.setdefault(reviewer_key(name), name)
+        return list(first.values())

@@ -7,6 +7,7 @@ user opted in (``query_text`` / ``memory_text`` stay NULL otherwise).
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
@@ -60,6 +61,26 @@ class LabelStoreError(MemlensError):
     """The label database cannot be reached or refused a write; the page shows it."""
 
     names_command = False  # every command opens the app database alike: `memlens: ...`
+
+
+def reviewer_key(name: str | None) -> str:
+    """How two spellings of one reviewer compare, everywhere names are compared or
+    counted: Unicode NFKC (a precomposed é and e + a combining accent are one letter,
+    a full-width letter its plain one), spacing trimmed, case folded. Here, beside
+    what a label is, so the app database's own look-ups by reviewer use it too."""
+    folded = unicodedata.normalize("NFKC", " ".join(unicodedata.normalize("NFKC", name or "").split())).casefold()
+    return unicodedata.normalize("NFKC", folded)  # folding can leave a sequence NFKC composes
+
+
+def of_reviewer(labels: list[Label], reviewer: str | None) -> list[Label]:
+    """The labels of `reviewer` under any spelling of the name (all when None). Names
+    are stored as typed and compared here, after the query: NFKC and case folding are
+    not something SQLite and PostgreSQL compute alike, so an SQL `=` would split one
+    person in two."""
+    if reviewer is None:
+        return labels
+    key = reviewer_key(reviewer)
+    return [label for label in labels if reviewer_key(label.reviewer) == key]
 
 
 @dataclass

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from connectors.common.errors import MemlensError
-from dashboard.database.model import LABEL_COLUMNS, Label, utc_now
+from dashboard.database.model import LABEL_COLUMNS, Label, of_reviewer, reviewer_key, utc_now
 
 if TYPE_CHECKING:
     from dashboard.database.model import SqlConnection
@@ -225,20 +225,16 @@ class SessionRepository:
         return assigned
 
     def labels(self, name: str, *, reviewer: str | None = None) -> list[Label]:
-        """Every label on a row of the session (any reviewer unless given), in
-        session order: the export of a session."""
+        """Every label on a row of the session (any reviewer unless given, under any
+        spelling of the name), in session order: the export of a session."""
         columns = ", ".join(f"l.{c}" for c in LABEL_COLUMNS)
         sql = (
             f"SELECT {columns} FROM labels l JOIN session_items i "
             "ON i.message_id = l.message_id AND i.memory_id = l.memory_id WHERE i.session = ?"
         )
-        args: list[Any] = [name]
-        if reviewer is not None:
-            sql += " AND l.reviewer = ?"
-            args.append(reviewer)
         sql += " ORDER BY i.position, l.reviewer"
         with self.conn.reading():
-            return [Label(*row) for row in self.conn.run(sql, args)]
+            return of_reviewer([Label(*row) for row in self.conn.run(sql, (name,))], reviewer)
 
     def skip(self, session: str, message_id: str, memory_id: str, reviewer: str) -> None:
         with self.conn.transaction():
@@ -249,26 +245,27 @@ class SessionRepository:
             )
 
     def unskip(self, session: str, message_id: str, memory_id: str, reviewer: str) -> bool:
+        """Take back the reviewer's skip of the row, under any spelling of the name."""
         with self.conn.transaction():
-            found = self.conn.run(
-                "SELECT 1 FROM session_skips WHERE session=? AND message_id=? AND memory_id=? AND reviewer=?",
-                (session, message_id, memory_id, reviewer),
+            stored = self.conn.run(
+                "SELECT reviewer FROM session_skips WHERE session=? AND message_id=? AND memory_id=?",
+                (session, message_id, memory_id),
             )
-            self.conn.run(
-                "DELETE FROM session_skips WHERE session=? AND message_id=? AND memory_id=? AND reviewer=?",
-                (session, message_id, memory_id, reviewer),
-            )
+            found = [row[0] for row in stored if reviewer_key(row[0]) == reviewer_key(reviewer)]
+            for spelling in found:
+                self.conn.run(
+                    "DELETE FROM session_skips WHERE session=? AND message_id=? AND memory_id=? AND reviewer=?",
+                    (session, message_id, memory_id, spelling),
+                )
         return bool(found)
 
     def skips(self, session: str, *, reviewer: str | None = None) -> set[tuple[str, str, str]]:
-        """(message_id, memory_id, reviewer) of every skipped row of a session."""
-        sql = "SELECT message_id, memory_id, reviewer FROM session_skips WHERE session=?"
-        args: list[Any] = [session]
-        if reviewer is not None:
-            sql += " AND reviewer=?"
-            args.append(reviewer)
+        """(message_id, memory_id, reviewer) of every skipped row of a session (the
+        reviewer's only when given, under any spelling of the name, as stored)."""
         with self.conn.reading():
-            return {(row[0], row[1], row[2]) for row in self.conn.run(sql, args)}
+            rows = self.conn.run("SELECT message_id, memory_id, reviewer FROM session_skips WHERE session=?", (session,))
+        key = reviewer_key(reviewer) if reviewer is not None else None
+        return {(row[0], row[1], row[2]) for row in rows if key is None or reviewer_key(row[2]) == key}
 
     def _require_session(self, name: str) -> None:
         if not self.conn.run("SELECT 1 FROM label_sessions WHERE name=?", (name,)):

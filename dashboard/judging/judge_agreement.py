@@ -178,7 +178,8 @@ def judge_agreement(
     people's label of a pair is the one rule's (dashboard/labels/resolution.py:
     `resolved`, one label per pair with adjudications applied; else the majority of
     `labels`, ties left out); per reviewer, that reviewer's own labels."""
-    from dashboard.labels.resolution import resolve, reviewer_key
+    from dashboard.database.model import reviewer_key
+    from dashboard.labels.resolution import resolve
 
     labels = list(labels)
     verdicts = {(j.message_id, j.memory_id): j.relevant for j in judgments if j.source == source}

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from dashboard.database import AppDatabase
-from dashboard.database.model import Label
+from dashboard.database.model import Label, reviewer_key
 from dashboard.database.sessions import LabelSession, NoSuchSession
-from dashboard.labels.resolution import REVIEWERS_ENV, Resolution, counted_labels, parse_names, resolve, reviewer_key
+from dashboard.labels.resolution import REVIEWERS_ENV, Resolution, counted_labels, parse_names, resolve
 from dashboard.labels.reviewer_agreement import AgreementReport, agreement
 
 

@@ -137,7 +137,7 @@ def record(
         raise ValueError(f"memory {item.memory_id} is missing from the store: it cannot be judged relevant")
     previous = db.labels.get(item.message_id, item.memory_id, reviewer)
     key = (item.message_id, item.memory_id)
-    was_skipped = (*key, reviewer) in db.sessions.skips(session.name, reviewer=reviewer)
+    was_skipped = any((m, k) == key for m, k, _ in db.sessions.skips(session.name, reviewer=reviewer))
     if action == "skip":
         db.sessions.skip(session.name, *key, reviewer)
     else:

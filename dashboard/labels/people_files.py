@@ -34,9 +34,8 @@ from connectors.common import inbound
 from connectors.common.errors import MemlensError
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, echo, parse_line
 from dashboard.database.judge_labels import RELEVANT_GRADE
-from dashboard.database.model import LABEL_VALUES, NOT_RELEVANT, RELEVANT, Label
+from dashboard.database.model import LABEL_VALUES, NOT_RELEVANT, RELEVANT, Label, reviewer_key
 from dashboard.labels.export import restore_cell
-from dashboard.labels.resolution import reviewer_key
 
 FORMATS = ("jsonl", "csv", "qrels")
 DEFAULT_REVIEWER = "imported"  # when a row names no reviewer (qrels never do)

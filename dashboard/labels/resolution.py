@@ -26,20 +26,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from dashboard.database.adjudications import Adjudication
-from dashboard.database.model import Label
+from dashboard.database.model import Label, reviewer_key
 
 RULE = "adjudicated label first, else the majority of reviewers; a tie is unresolved and left out"
 REVIEWERS_ENV = "MEMLENS_REVIEWERS"  # the operator's list of reviewer names, behind the password gate
 
 ADJUDICATED, MAJORITY, SINGLE = "adjudicated", "majority", "single"
-
-
-def reviewer_key(name: str | None) -> str:
-    """How two spellings of one reviewer compare, everywhere names are compared or
-    counted: Unicode NFKC (a precomposed é and e + a combining accent are one letter,
-    a full-width letter its plain one), spacing trimmed, case folded."""
-    folded = unicodedata.normalize("NFKC", " ".join(unicodedata.normalize("NFKC", name or "").split())).casefold()
-    return unicodedata.normalize("NFKC", folded)  # folding can leave a sequence NFKC composes
 
 
 # Letters of other scripts drawn like Latin ones: a name typed with one of them is

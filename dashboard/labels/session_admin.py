@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from connectors.common.errors import MemlensError
 from dashboard.database import AppDatabase
+from dashboard.database.model import reviewer_key
 from dashboard.database.sessions import NoSuchSession
-from dashboard.labels.resolution import on_list, parse_names, reviewer_key
+from dashboard.labels.resolution import on_list, parse_names
 from dashboard.labels.sampling import assign_turns
 
 

@@ -44,10 +44,16 @@ SNIFF_BYTES = 4096
 MEMORY_LIMIT = "1.5GB"
 _CONNECTIONS = itertools.count()
 # A source SELECT gives: message_id, memory_id, rank, score, ts, user_id, store, source, bad, query,
-# floor, floor_segment. The floor the agent applied to the turn is read leniently: a
+# floor, floor_segment, rule, kept, shadow_rule, shadow_kept. The floor the agent applied to the turn is read leniently: a
 # value that is not a finite number is NULL (no floor logged), never a bad row, as
 # the validating reader takes it (retrieval_log.checked), so the two agree.
 LOGGED_FLOOR = "CASE WHEN isfinite({0}) THEN {0} END"
+# What decided each row (rule, kept, shadow_rule, shadow_kept: dashboard/logs/writer.py),
+# read as leniently: a decision is true or false, anything else (a number, the text
+# "true") none, as the validating reader takes it (log_files.DECISION_COLUMNS). {0} is
+# the value as text: JSON text, a CSV cell, or a Parquet column cast to VARCHAR.
+LOGGED_DECISION = "CASE lower({0}) WHEN 'true' THEN true WHEN 'false' THEN false END"
+DECISIONS = "rule, kept, shadow_rule, shadow_kept"
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -215,7 +221,7 @@ def _json_source(path: str, index: int, exact: frozenset[str] | set[str] = froze
     row bad here, and the validating reader, by way of read_log (which reads the file
     again with every text field exact), says whether it is."""
     columns = ", ".join(f"'{c}': '{'JSON' if c in exact or c not in TEXT_FIELDS else 'VARCHAR'}'" for c in (*TEXT_FIELDS, "rank", "score"))
-    columns += ", 'floor': 'JSON', 'floor_segment': 'VARCHAR'"
+    columns += ", 'floor': 'JSON', 'floor_segment': 'VARCHAR', " + _JSON_DECISION_TYPES
 
     def is_text(column: str) -> str:
         return f"({column} IS NULL OR starts_with({column}, chr(34)))"
@@ -240,16 +246,25 @@ def _json_source(path: str, index: int, exact: frozenset[str] | set[str] = froze
     return f"""
         SELECT message_id, memory_id, rank, score, ts, user_id, store, {index} AS source,
                {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "wrong_type OR unsure")} AS bad, query,
-               {LOGGED_FLOOR.format("floor")} AS floor, floor_segment
+               {LOGGED_FLOOR.format("floor")} AS floor, floor_segment, {DECISIONS}
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score,
                    {text("timestamp")} AS ts_text, TRY_CAST({text("timestamp")} AS TIMESTAMPTZ) AS ts,
                    {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query,
                    ({wrong_type}) AS wrong_type, ({unsure}) AS unsure,
-                   {number("floor")} AS floor, floor_segment
+                   {number("floor")} AS floor, floor_segment, {_JSON_DECISIONS}
             FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited')
         )"""
+
+
+# the decision fields of a JSONL file: the names as text, the decisions as JSON text
+# (a JSON true is the text true; the string "true" keeps its quotes, so it is none)
+_JSON_DECISION_TYPES = "'rule': 'VARCHAR', 'kept': 'JSON', 'shadow_rule': 'VARCHAR', 'shadow_kept': 'JSON'"
+_JSON_DECISIONS = (
+    f"rule, {LOGGED_DECISION.format('CAST(kept AS VARCHAR)')} AS kept, "
+    f"shadow_rule, {LOGGED_DECISION.format('CAST(shadow_kept AS VARCHAR)')} AS shadow_kept"
+)
 
 
 # ------------------------------------------------------------------ a JSONL file read into memory
@@ -335,7 +350,8 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> pa.Table:
     # or a string that is not a date-time stops the scan (a DuckDB error, so the
     # validating reader names the row), and it is parsed in the scan.
     columns = ", ".join(f"'{c}': 'VARCHAR'" for c in TEXT_FIELDS if c != "timestamp")
-    columns += ", 'timestamp': 'TIMESTAMPTZ', 'rank': 'JSON', 'score': 'JSON', 'floor': 'JSON', 'floor_segment': 'VARCHAR'"
+    columns += ", 'timestamp': 'TIMESTAMPTZ', 'rank': 'JSON', 'score': 'JSON', 'floor': 'JSON', 'floor_segment': 'VARCHAR', "
+    columns += _JSON_DECISION_TYPES
     # the number rules are cheap in SQL, and run on both cores there; the JSON text
     # of anything but a number (a quoted "2", true, an object) does not cast
     return con.sql(
@@ -344,10 +360,10 @@ def read_jsonl_rows(con: duckdb.DuckDBPyConnection, path: str) -> pa.Table:
                        OR (rank_json IS NOT NULL AND rank IS NULL) OR (score_json IS NOT NULL AND score IS NULL)
                        OR {_out_of_range("timestamp")}
                        OR {_number_rules("memory_id", "rank", "score")}, false) AS bad,
-                   {PAIR_HASH} AS pair, {LOGGED_FLOOR.format("floor")} AS floor, floor_segment
+                   {PAIR_HASH} AS pair, {LOGGED_FLOOR.format("floor")} AS floor, floor_segment, {DECISIONS}
             FROM (SELECT message_id, memory_id, user_id, query, store, timestamp, rank AS rank_json, score AS score_json,
                          TRY_CAST(CAST(rank AS VARCHAR) AS DOUBLE) AS rank, TRY_CAST(CAST(score AS VARCHAR) AS DOUBLE) AS score,
-                         TRY_CAST(CAST(floor AS VARCHAR) AS DOUBLE) AS floor, floor_segment
+                         TRY_CAST(CAST(floor AS VARCHAR) AS DOUBLE) AS floor, floor_segment, {_JSON_DECISIONS}
                   FROM read_json({_quote(path)}, columns = {{{columns}}}, format = 'newline_delimited'))"""
     ).to_arrow_table()
 
@@ -386,6 +402,11 @@ def _table_source(reader: str, types: dict[str, str], index: int | str, *, csv: 
     def number(name: str) -> str:
         return f"CAST({name} AS DOUBLE)" if numeric(name) else f"TRY_CAST({text(name)} AS DOUBLE)"
 
+    def decision(name: str) -> str:
+        if types.get(name) == "BOOLEAN":
+            return name
+        return LOGGED_DECISION.format(text(name)) if name in types else "CAST(NULL AS BOOLEAN)"
+
     unparsed = " OR ".join(
         [f"({text(c)} IS NOT NULL AND {number(c)} IS NULL)" for c in ("rank", "score") if c in types and not numeric(c)]
     ) or "false"
@@ -399,12 +420,14 @@ def _table_source(reader: str, types: dict[str, str], index: int | str, *, csv: 
     return f"""
         SELECT message_id, memory_id, rank, score, ts, user_id, store, source,
                {_checks("message_id", "memory_id", "rank", "score", "ts_text", "ts", "unparsed")} AS bad, query,
-               {LOGGED_FLOOR.format("floor")} AS floor, floor_segment
+               {LOGGED_FLOOR.format("floor")} AS floor, floor_segment, {DECISIONS}
         FROM (
             SELECT {text("message_id")} AS message_id, {text("memory_id")} AS memory_id,
                    {number("rank")} AS rank, {number("score")} AS score, {ts_text} AS ts_text, {ts} AS ts,
                    {text("user_id")} AS user_id, {text("store")} AS store, {text("query")} AS query, ({unparsed}) AS unparsed,
-                   {index} AS source, {number("floor")} AS floor, {text("floor_segment")} AS floor_segment
+                   {index} AS source, {number("floor")} AS floor, {text("floor_segment")} AS floor_segment,
+                   {text("rule")} AS rule, {decision("kept")} AS kept,
+                   {text("shadow_rule")} AS shadow_rule, {decision("shadow_kept")} AS shadow_kept
             FROM {reader}
         )"""
 

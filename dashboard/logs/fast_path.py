@@ -128,7 +128,7 @@ def _exact_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str) -> pa.Tab
     # the pair's hash, in the same scan: what finds a repeated pair below
     return con.sql(
         "SELECT message_id, memory_id, rank, score, user_id, query, ts AS timestamp, store, bad,"
-        f" {columnar.PAIR_HASH} AS pair, floor, floor_segment FROM ({source})"
+        f" {columnar.PAIR_HASH} AS pair, floor, floor_segment, {columnar.DECISIONS} FROM ({source})"
     ).to_arrow_table()
 
 
@@ -285,6 +285,9 @@ def _frames(table: pa.Table, line_numbers: np.ndarray) -> tuple[pd.DataFrame, pd
         frame["timestamp"] = frame["timestamp"].dt.tz_convert("UTC")
         if "floor" in frame.columns:  # the logged floor as the validating reader holds it (log_import.checked)
             frame["floor"] = frame["floor"].astype("Float64")
+        for column in ("kept", "shadow_kept"):  # the logged decisions, as log_import.decisions holds them
+            if column in frame.columns:
+                frame[column] = frame[column].astype("boolean")
     return good, empty
 
 

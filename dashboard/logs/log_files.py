@@ -29,10 +29,16 @@ REQUIRED_COLUMNS = ("message_id", "memory_id", "rank", "score")
 # floor and floor_segment: the floor the agent applied to the turn and where it came
 # from (dashboard/logs/writer.py). Read leniently: a floor that is not a finite number
 # is no floor logged, never a bad row (the DuckDB readers take it so too: columnar.py)
-OPTIONAL_COLUMNS = ("user_id", "query", "timestamp", "store", "floor", "floor_segment")
+# rule, kept, shadow_rule, shadow_kept: what decided each row and a shadow config's
+# decision (writer.py), read as leniently: a decision that is not true or false and a
+# rule that is not text are none
+DECISION_COLUMNS = ("rule", "kept", "shadow_rule", "shadow_kept")
+DECISION_FLAGS = ("kept", "shadow_kept")
+DECISION_NAMES = ("rule", "shadow_rule")
+OPTIONAL_COLUMNS = ("user_id", "query", "timestamp", "store", "floor", "floor_segment", *DECISION_COLUMNS)
 COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 ID_COLUMNS = ("message_id", "memory_id")
-TEXT_COLUMNS = ("message_id", "memory_id", "user_id", "query", "timestamp", "store", "floor_segment")
+TEXT_COLUMNS = ("message_id", "memory_id", "user_id", "query", "timestamp", "store", "floor_segment", *DECISION_NAMES)
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 # What JSON must hold in each field; the arrow schema the fast parser enforces.
@@ -48,6 +54,10 @@ _JSON_SCHEMA = pa.schema(
         ("store", pa.string()),
         ("floor", pa.float64()),
         ("floor_segment", pa.string()),
+        ("rule", pa.string()),
+        ("kept", pa.bool_()),
+        ("shadow_rule", pa.string()),
+        ("shadow_kept", pa.bool_()),
     ]
 )
 
@@ -327,7 +337,10 @@ def _arrow_refuses(obj: dict) -> bool:
         value = obj.get(column)
         if value is None:
             continue
-        if column in TEXT_COLUMNS:
+        if column in DECISION_FLAGS:
+            if not isinstance(value, bool):
+                return True
+        elif column in TEXT_COLUMNS:
             if not isinstance(value, str):
                 return True
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -369,8 +382,10 @@ def _diagnose_json_line(raw: bytes, number: int, name: str) -> tuple[dict | None
         if column == "floor":  # lenient (see OPTIONAL_COLUMNS): a floor that is no number is none
             floor = None if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
             row[column] = floor if floor is not None and math.isfinite(floor) else None
-        elif column == "floor_segment":
+        elif column in ("floor_segment", *DECISION_NAMES):
             row[column] = value if isinstance(value, str) else None
+        elif column in DECISION_FLAGS:
+            row[column] = value if isinstance(value, bool) else None
         elif column == "rank":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
                 problems.append(issue(column, f"{_short(value)} is not a whole number"))

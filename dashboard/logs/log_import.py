@@ -20,9 +20,9 @@ import pyarrow.compute as pc
 
 from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.lines import MAX_RANK, LineIssue
-from dashboard.logs.log_files import COLUMNS, ID_COLUMNS, TEXT_COLUMNS
+from dashboard.logs.log_files import COLUMNS, DECISION_COLUMNS, DECISION_FLAGS, ID_COLUMNS, TEXT_COLUMNS
 
-EMPTY_TURN_COLUMNS = ("message_id", "user_id", "timestamp", "store", "floor", "floor_segment", "line")
+EMPTY_TURN_COLUMNS = ("message_id", "user_id", "timestamp", "store", "floor", "floor_segment", *DECISION_COLUMNS, "line")
 
 
 @dataclass
@@ -161,12 +161,28 @@ def checked(frame: pd.DataFrame, lines: np.ndarray, issues: list[LineIssue], nam
     # (pandas' nullable Float64: a missing floor is pd.NA, as DuckDB's path gives it)
     floor = pd.to_numeric(frame["floor"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     frame["floor"] = pd.array(np.where(np.isfinite(floor), floor, np.nan), dtype="Float64")
+    for column in DECISION_FLAGS:
+        frame[column] = decisions(frame[column])
     frame["rank"] = np.where(bad, 0, np.nan_to_num(rank_values, nan=0)).astype(np.int64)
     frame["score"] = score_values
     frame["line"] = lines.astype(np.int64)
 
     issues = _issue_list(issues, found, name)
     return Checked(frame[~empty_turn & ~bad], frame[empty_turn & ~bad], issues, rows_read)
+
+
+def decisions(values: pd.Series) -> pd.Series:
+    """A logged decision (``kept``, ``shadow_kept``) as pandas' nullable boolean, read
+    leniently as the floor is: true or false (a CSV cell's ``true`` / ``false`` too),
+    anything else none, never a bad row."""
+    if pd.api.types.is_bool_dtype(values.dtype) or values.isna().all():
+        return values.astype("boolean")  # the common cases (a log written without them: all none) at once
+    words = {"true": True, "false": False}
+    flags = [
+        bool(value) if isinstance(value, (bool, np.bool_)) else words.get(value.lower()) if isinstance(value, str) else None
+        for value in values.tolist()
+    ]
+    return pd.Series(pd.array(flags, dtype="boolean"), index=values.index)
 
 
 def merged(parts: list[Checked], name: str) -> LogImport:

@@ -236,7 +236,11 @@ def _documents(attributes: dict[str, Any]) -> tuple[list[dict[str, Any]], str | 
         for field, value in ((prefix + "metadata", rank), (prefix + "score", score)):
             if isinstance(value, Unreadable):
                 problem = (field, value.why)
-        documents.append({"id": document.get("id"), "score": score, "rank": rank, "field": prefix + "id", "problem": problem})
+        documents.append({
+            "id": document.get("id"), "score": score, "rank": rank, "field": prefix + "id", "problem": problem,
+            # the agent's decision and a shadow config's (RetrievalSpans); not true or false: none
+            "kept": _flag(document.get("memlens.kept")), "shadow_kept": _flag(document.get("memlens.shadow_kept")),
+        })  # fmt: skip
     if documents:
         return documents, None
     listed = attributes.get(GENAI_DOCUMENTS)
@@ -252,6 +256,10 @@ def _documents(attributes: dict[str, Any]) -> tuple[list[dict[str, Any]], str | 
             {"id": document.get("id"), "score": score, "rank": index + 1, "field": f"{GENAI_DOCUMENTS}[{index}].id", "problem": problem}
         )
     return documents, None
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _timestamp(nanos: Any) -> str | None | Unreadable:
@@ -342,6 +350,11 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
             floor = attributes.get("memlens.floor")
             floor = floor if isinstance(floor, int | float) and not isinstance(floor, bool) else None
             floor_segment = _text(attributes.get("memlens.floor_segment"))
+            rule, shadow_rule = attributes.get("memlens.rule"), attributes.get("memlens.shadow_rule")
+            decided = {
+                "rule": rule if isinstance(rule, str) else None,
+                "shadow_rule": shadow_rule if isinstance(shadow_rule, str) else None,
+            }
             for document in documents:
                 documents_read += 1
                 memory_id = document["id"]
@@ -366,6 +379,9 @@ def read_otlp(data: bytes, name: str, *, include_query: bool = False) -> tuple[p
                         "store": store,
                         "floor": floor,
                         "floor_segment": floor_segment,
+                        **decided,
+                        "kept": document.get("kept"),
+                        "shadow_kept": document.get("shadow_kept"),
                     }
                 )
                 lines.append(number)

@@ -37,7 +37,7 @@ import numpy as np
 
 from connectors.common.errors import MemlensError
 from dashboard.monitoring.relation import TURNS
-from dashboard.monitoring.windows import Window, top1_histograms, window_figures
+from dashboard.monitoring.windows import AT_FLOOR, Window, top1_histograms, window_figures
 
 DEFAULT_MARGIN = 0.05
 DEFAULT_ALPHA = 0.05
@@ -62,9 +62,12 @@ class Settings:
     drift_quantile: float = DRIFT_QUANTILE
     floor_words: str | None = None  # how the floor was chosen, in words, when not one floor
     turns: str = TURNS  # the turns table the figures are read from (a floor config's own: relation.count_at_config)
+    counting: str = AT_FLOOR  # what keeps a memory: the floor, the logged decisions, a rule file (windows.py)
 
     def describe_floor(self) -> str:
         """``floor 0.35``, or how each turn's floor was chosen."""
+        if self.counting != AT_FLOOR:  # the decisions, not a floor, say which turns have memory
+            return self.floor_words or "each turn by its logged decisions"
         return f"floor {self.floor:g}" if self.floor is not None else (self.floor_words or "each turn at its own floor")
 
 
@@ -232,7 +235,7 @@ def parse_range(text: str) -> tuple[datetime, datetime]:
 
 def monitor(con: duckdb.DuckDBPyConnection, settings: Settings) -> MonitorResult:
     """Windows, baseline and alerts from the ``turns`` table of `con`."""
-    windows = window_figures(con, settings.floor, settings.window, settings.turns)
+    windows = window_figures(con, settings.floor, settings.window, settings.turns, settings.counting)
     return assess(windows, settings, lambda chosen: top1_histograms(con, settings.window, chosen, settings.turns))
 
 

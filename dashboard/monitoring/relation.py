@@ -6,7 +6,11 @@ The relation ``retrievals`` holds every row of every log file with the log's col
     message_id VARCHAR, memory_id VARCHAR, rank DOUBLE, score DOUBLE, ts TIMESTAMPTZ,
     user_id VARCHAR, store VARCHAR, source INTEGER (which file), bad BOOLEAN,
     floor DOUBLE, floor_segment VARCHAR (the floor the agent applied to the turn, and
-    where it came from; NULL in a log written before memlens logged them)
+    where it came from; NULL in a log written before memlens logged them),
+    query VARCHAR (the message text, where the log keeps it; NULL where it does not),
+    rule VARCHAR, kept BOOLEAN, shadow_rule VARCHAR, shadow_kept BOOLEAN (what decided
+    the row and its decision, and a shadow config's: dashboard/logs/writer.py; NULL
+    where not logged)
 
 A clean JSONL, CSV or Parquet file is read by DuckDB itself (``read_json``,
 ``read_csv``, ``read_parquet``): the file is a view, never a pandas frame, and the
@@ -16,7 +20,9 @@ scan, ``bad``. A file with any bad row, a file DuckDB cannot parse, and the form
 it does not read (OTLP traces, the app's read log) go through memlens's validating
 reader (``retrieval_log.read_log``), which names every bad row by file, line and
 field; its good rows join the relation as an Arrow table. So the usual clean case is
-one pass over the files, and only a file with problems is read twice.
+one pass over the files, and only a file with problems is read twice. The relation
+keeps the ``query`` column too: what the judge of the monitor's sample reads as the
+turn's text (``turn_queries``) comes from this one read, not a second reader.
 
 ``turns`` aggregates the relation per message_id in SQL, with repeated
 (message_id, memory_id) pairs merged: when, top-1 score, the scores of its memories.
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +46,7 @@ from connectors.common import inbound
 from connectors.common.lines import LineIssue
 from dashboard.logs.columnar import connect, fast_source, file_kind, parquet_sources, probe
 from dashboard.logs.log_files import LogFormatError
+from dashboard.monitoring import rule_sql
 from dashboard.monitoring import turn_floor as turn_floors
 from dashboard.monitoring.turn_floor import LOGGED, TurnFloor
 
@@ -47,11 +55,15 @@ if TYPE_CHECKING:  # the validating reader (and pandas, pyarrow) only for a file
 
     from dashboard.floor_config import FloorConfig
     from dashboard.logs.retrieval_log import LogImport
+    from dashboard.turn_rule import TurnRule
 
 RELATION = "retrievals"
 TURNS = "turns"
 # the columns of the relation, in this order, for every source
-RELATION_COLUMNS = ("message_id", "memory_id", "rank", "score", "ts", "user_id", "store", "source", "bad", "floor", "floor_segment")
+RELATION_COLUMNS = (
+    "message_id", "memory_id", "rank", "score", "ts", "user_id", "store", "source", "bad", "floor", "floor_segment", "query",
+    "rule", "kept", "shadow_rule", "shadow_kept",
+)  # fmt: skip
 
 
 @dataclass
@@ -128,11 +140,16 @@ def _validated_table(log: LogImport, index: int) -> pa.Table:
         "store": list(rows["store"]) + list(empty["store"]),
         "floor": logged(rows, "floor") + logged(empty, "floor"),
         "floor_segment": logged(rows, "floor_segment") + logged(empty, "floor_segment"),
+        "query": logged(rows, "query") + logged(empty, "query"),
+        **{name: logged(rows, name) + logged(empty, name) for name in ("rule", "kept", "shadow_rule", "shadow_kept")},
     }
     import pandas as pd
 
     def text(values: list) -> list:
         return [None if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v) for v in values]
+
+    def flags(values: list) -> list:  # a logged decision: true, false, or none (pandas' NA)
+        return [None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else bool(v) for v in values]
 
     stamps = [None if v is None or pd.isna(v) else pd.Timestamp(v).to_pydatetime() for v in columns["ts"]]
     return pa.table(
@@ -148,6 +165,11 @@ def _validated_table(log: LogImport, index: int) -> pa.Table:
             "bad": pa.array([False] * (len(rows) + len(empty)), pa.bool_()),
             "floor": pa.array([None if v is None or pd.isna(v) else float(v) for v in columns["floor"]], pa.float64()),
             "floor_segment": pa.array(text(columns["floor_segment"]), pa.string()),
+            "query": pa.array(text(columns["query"]), pa.string()),
+            "rule": pa.array(text(columns["rule"]), pa.string()),
+            "kept": pa.array(flags(columns["kept"]), pa.bool_()),
+            "shadow_rule": pa.array(text(columns["shadow_rule"]), pa.string()),
+            "shadow_kept": pa.array(flags(columns["shadow_kept"]), pa.bool_()),
         }
     )
 
@@ -162,6 +184,7 @@ def open_logs(
     scores: bool = True,
     floor: float | None = None,
     turn_floor: TurnFloor | None = None,
+    decide: TurnRule | None = None,
 ) -> LogSet:
     """Read the files into one relation and build the turns.
 
@@ -169,7 +192,8 @@ def open_logs(
     bad rows never raise, they are in ``issues``. ``scores=False`` leaves out the
     per-turn score lists; with ``floor``, what each turn keeps at that floor is
     counted instead: what the command needs, faster. Without ``floor``, each turn's
-    own floor is kept (``build_turns``): ``turn_floor``'s, else the logged one."""
+    own floor is kept (``build_turns``): ``turn_floor``'s, else the logged one.
+    ``decide``: a floor file's turn rule, whose decisions each turn counts too."""
     con = con or connect()
     files = [str(p) for p in paths]
     logs = LogSet(con=con, files=files)
@@ -187,11 +211,13 @@ def open_logs(
             sources[index] = source
             if kind == "parquet":
                 logs.parquet.add(index)
-    _define_relation(logs, scores=scores, floor=floor, turn_floor=turn_floor)
+    _define_relation(logs, scores=scores, floor=floor, turn_floor=turn_floor, decide=decide)
     return logs
 
 
-def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None, turn_floor: TurnFloor | None = None) -> None:
+def _define_relation(
+    logs: LogSet, *, scores: bool, floor: float | None = None, turn_floor: TurnFloor | None = None, decide: TurnRule | None = None
+) -> None:
     con = logs.con
     sources, validate = logs.sources, logs.validate
     while True:
@@ -208,7 +234,7 @@ def _define_relation(logs: LogSet, *, scores: bool, floor: float | None = None, 
         else:
             con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS " + " UNION ALL ".join(parts))
         try:
-            bad = build_turns(con, scores=scores, floor=floor, turn_floor=turn_floor)
+            bad = build_turns(con, scores=scores, floor=floor, turn_floor=turn_floor, decide=decide)
         except duckdb.Error:
             # some file DuckDB cannot parse (broken JSON, a ragged CSV row): find it
             # and read it with the validating reader instead
@@ -245,7 +271,7 @@ def _name_in_place(logs: LogSet, index: int) -> bool:
     source = fast_source(logs.con, path, kind, index, exact=True) if kind != "validate" else None
     if source is None:
         return False
-    from dashboard.logs.fast_path import not_plain_jsonl
+    from dashboard.logs.streamed import not_plain_jsonl
 
     if kind == "jsonl" and not_plain_jsonl(Path(path)):
         return False
@@ -268,7 +294,8 @@ def _read_validated(logs: LogSet, index: int) -> None:
         return
     from dashboard.logs.retrieval_log import read_log
 
-    log = read_log(logs.files[index])
+    # with the query text a trace holds, as the relation keeps every file's query column
+    log = read_log(logs.files[index], include_query=True)
     logs.issues.extend(log.issues)
     logs.conflicts.extend(log.conflicts)
     logs.con.register(f"{name}_arrow", _validated_table(log, index))
@@ -281,7 +308,8 @@ def _empty_relation() -> str:
         "SELECT CAST(NULL AS VARCHAR) AS message_id, CAST(NULL AS VARCHAR) AS memory_id, CAST(NULL AS DOUBLE) AS rank,"
         " CAST(NULL AS DOUBLE) AS score, CAST(NULL AS TIMESTAMPTZ) AS ts, CAST(NULL AS VARCHAR) AS user_id,"
         " CAST(NULL AS VARCHAR) AS store, 0 AS source, false AS bad, CAST(NULL AS DOUBLE) AS floor,"
-        " CAST(NULL AS VARCHAR) AS floor_segment WHERE false"
+        " CAST(NULL AS VARCHAR) AS floor_segment, CAST(NULL AS VARCHAR) AS query, CAST(NULL AS VARCHAR) AS rule,"
+        " CAST(NULL AS BOOLEAN) AS kept, CAST(NULL AS VARCHAR) AS shadow_rule, CAST(NULL AS BOOLEAN) AS shadow_kept WHERE false"
     )
 
 
@@ -292,6 +320,7 @@ def build_turns(
     floor: float | None = None,
     turn_floor: TurnFloor | None = None,
     table: str = TURNS,
+    decide: TurnRule | None = None,
 ) -> list[int]:
     """The turns table (`table`) from the relation: one row per message_id.
 
@@ -309,7 +338,14 @@ def build_turns(
     Without `floor`, each turn gets the floor it is counted at (``floor``, and
     ``floor_segment``): `turn_floor`'s rule over its rows (a floor config's per user
     and store), else the floor the agent logged for it (NULL when the log has none);
-    with `scores=False`, ``kept_at_floor`` counts what it keeps at its own floor."""
+    with `scores=False`, ``kept_at_floor`` counts what it keeps at its own floor.
+
+    Every turn also counts the decisions the agent logged for its memories (a repeat
+    kept in any of its rows is kept): ``logged_kept`` of ``logged_decided`` memories
+    with a logged ``kept``, and a shadow config's, ``shadow_kept`` of
+    ``shadow_decided`` (all 0 for a log without them). With `decide`, a floor file's
+    turn rule, ``rule_kept`` counts what the rule keeps, computed here from the
+    turn's rows (dashboard/monitoring/rule_sql.py) at the turn's floor."""
     rule = turn_floor or LOGGED
     per_pair = "" if floor is not None else f", min({rule.sql}) AS floor, min({rule.segment_sql}) AS floor_segment"
     per_turn = "" if floor is not None else ", min(floor) AS floor, min(floor_segment) AS floor_segment"
@@ -318,6 +354,18 @@ def build_turns(
     else:
         kept = ", count(*) FILTER (WHERE score >= floor) AS kept_at_floor" if not scores else ""
     score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL) AS scores" if scores else ""
+    # the logged decisions per memory, and per turn their counts
+    per_pair += ", bool_or(kept) AS kept_flag, bool_or(shadow_kept) AS shadow_flag"
+    decided = (
+        ", count(*) FILTER (WHERE kept_flag) AS logged_kept, count(kept_flag) AS logged_decided,"
+        " count(*) FILTER (WHERE shadow_flag) AS shadow_kept, count(shadow_flag) AS shadow_decided"
+    )
+    rows = "pairs"
+    if decide is not None:
+        per_pair += ", arg_min(rank, source) AS rank"  # a learned rule may read the rank
+        at = "floor" if floor is None else rule_sql.number(floor)
+        rows = f"({rule_sql.decided_rows('SELECT * FROM pairs', decide, at)})"
+        decided += f", count(*) FILTER (WHERE {rule_sql.KEPT}) AS rule_kept"
     con.execute(
         f"""
         CREATE OR REPLACE TABLE {table} AS
@@ -333,8 +381,8 @@ def build_turns(
                max(score) AS top1,
                coalesce(sum(repeats) FILTER (WHERE memory_id IS NOT NULL), 0) - count(memory_id) AS merged,
                CAST(0 AS BIGINT) AS conflicts
-               {score_list}{kept}{per_turn}
-        FROM pairs
+               {score_list}{kept}{per_turn}{decided}
+        FROM {rows}
         GROUP BY message_id
         """
     )
@@ -362,6 +410,27 @@ def build_turns(
             """
         )
     return []
+
+
+def turn_queries(con: duckdb.DuckDBPyConnection, message_ids: Iterable[str]) -> dict[str, str]:
+    """The query text of each turn of `message_ids` that has one, from the relation's
+    ``query`` column: the first non-blank text of its memory rows, by file, then rank.
+    What the monitor's judge grades a memory against, and what a labelling session
+    drawn from a window keeps when asked to."""
+    ids = sorted(set(message_ids))
+    if not ids:
+        return {}
+    rows = con.execute(
+        f"""SELECT message_id, query FROM {RELATION}
+            WHERE NOT bad AND memory_id IS NOT NULL AND query IS NOT NULL AND message_id IN (SELECT unnest(?::VARCHAR[]))
+            ORDER BY message_id, source, rank""",
+        [ids],
+    ).fetchall()
+    found: dict[str, str] = {}
+    for message_id, query in rows:
+        if message_id not in found and query.strip():
+            found[message_id] = query
+    return found
 
 
 @dataclass

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from dashboard.monitoring.alerts import MonitorResult
+from dashboard.monitoring.alerts import Alert, MonitorResult
 from dashboard.monitoring.windows import Window
+
+if TYPE_CHECKING:
+    from dashboard.monitoring.precision import PrecisionAlert
 
 
 def _share(value: float | None) -> str:
@@ -131,12 +135,16 @@ def as_json(result: MonitorResult, *, files: list[str], issues: list[str], count
     }
 
 
-def webhook_message(result: MonitorResult, files: int | str) -> dict[str, Any]:
-    """One message for the run: Slack's {"text": ...} plus the structured alerts."""
+def webhook_message(
+    result: MonitorResult, files: int | str, precision_alerts: Sequence[PrecisionAlert] = ()
+) -> dict[str, Any]:
+    """One message for the run: Slack's {"text": ...} plus the structured alerts, the
+    no-memory side's and then the judged precision side's (`precision_alerts`)."""
     s = result.settings
     where = files if isinstance(files, str) else f"{files} file(s)"
+    alerts: list[Alert | PrecisionAlert] = [*result.alerts, *precision_alerts]
     text = "\n".join(
-        [f"memlens monitor: {len(result.alerts)} alert(s) at {s.describe_floor()} ({s.window} windows, {where})"]
-        + [alert.line() for alert in result.alerts]
+        [f"memlens monitor: {len(alerts)} alert(s) at {s.describe_floor()} ({s.window} windows, {where})"]
+        + [alert.line() for alert in alerts]
     )
-    return {"text": text, "floor": s.floor, "window": s.window, "baseline": result.baseline.how, "alerts": [a.as_dict() for a in result.alerts]}
+    return {"text": text, "floor": s.floor, "window": s.window, "baseline": result.baseline.how, "alerts": [a.as_dict() for a in alerts]}

@@ -37,6 +37,11 @@ WINDOW_MICROSECONDS = {name: int(step.total_seconds() * 1_000_000) for name, ste
 WINDOW_OFFSET = {"1h": 0, "1d": 0, "1w": 4 * 86_400_000_000}
 NEAR_FLOOR = 0.02
 HISTOGRAM_BINS = 2000
+# What makes a turn one with memory: a score at or above its floor (the default), the
+# decisions the agent logged per row (a turn keeping any memory has memory; a turn
+# the log carries none for is counted at its floor), or a floor file's turn rule
+# computed from the turn's rows (relation.build_turns' ``rule_kept``)
+AT_FLOOR, LOGGED_DECISIONS, RULE_DECISIONS = "floor", "logged", "rule"
 
 
 @dataclass
@@ -63,11 +68,17 @@ class Window:
         return self.no_memory / self.turns if self.turns else float("nan")
 
     def label(self, window: str) -> str:
-        if window == "1h":
-            return self.start.strftime("%Y-%m-%d %H:00")
-        if window == "1w":
-            return "week of " + self.start.strftime("%Y-%m-%d")
-        return self.start.strftime("%Y-%m-%d")
+        return window_label(self.start, window)
+
+
+def window_label(start: datetime, window: str) -> str:
+    """How a window starting at `start` is named in the output, for a window size
+    (`1h`, `1d`, `1w`): what the table, the alerts and the precision side print."""
+    if window == "1h":
+        return start.strftime("%Y-%m-%d %H:00")
+    if window == "1w":
+        return "week of " + start.strftime("%Y-%m-%d")
+    return start.strftime("%Y-%m-%d")
 
 
 def window_start_sql(window: str) -> str:
@@ -86,24 +97,47 @@ def _kept_expression(con: duckdb.DuckDBPyConnection, floor: str, turns: str = TU
     return "kept_at_floor"  # built for this floor (relation.build_turns(floor=...)), or each turn's own
 
 
+def kept_sql(con: duckdb.DuckDBPyConnection, floor: str, turns: str = TURNS, counting: str = AT_FLOOR) -> str:
+    """Memories kept per turn, in SQL over the turns table, as `counting` decides."""
+    if counting == RULE_DECISIONS:
+        return "rule_kept"
+    at_floor = _kept_expression(con, floor, turns)
+    if counting == LOGGED_DECISIONS:
+        return f"(CASE WHEN logged_decided > 0 THEN logged_kept ELSE {at_floor} END)"
+    return at_floor
+
+
+def no_memory_sql(floor: str, counting: str = AT_FLOOR) -> str:
+    """True for a turn left with no memory, in SQL over the turns table."""
+    at_floor = f"(top1 IS NULL OR top1 < {floor})"
+    if counting == RULE_DECISIONS:
+        return "rule_kept = 0"
+    if counting == LOGGED_DECISIONS:
+        return f"(CASE WHEN logged_decided > 0 THEN logged_kept = 0 ELSE {at_floor} END)"
+    return at_floor
+
+
 def turn_floor_sql(floor: float | None) -> str:
     """The floor a turn is counted at, in SQL over the turns table: `floor` for every
     turn, or (None) each turn's own (its ``floor`` column: relation.build_turns)."""
     return "floor" if floor is None else repr(float(floor))
 
 
-def window_figures(con: duckdb.DuckDBPyConnection, floor: float | None, window: str = "1d", turns: str = TURNS) -> list[Window]:
+def window_figures(
+    con: duckdb.DuckDBPyConnection, floor: float | None, window: str = "1d", turns: str = TURNS, counting: str = AT_FLOOR
+) -> list[Window]:
     """The figures of every window holding a turn of `turns`, oldest first; turns
-    without a timestamp are in no window. `floor` None: each turn at its own floor."""
+    without a timestamp are in no window. `floor` None: each turn at its own floor;
+    `counting`: what keeps a memory (AT_FLOOR, LOGGED_DECISIONS, RULE_DECISIONS)."""
     bucket = window_start_sql(window)
     at = turn_floor_sql(floor)
-    kept = _kept_expression(con, at, turns)
+    kept = kept_sql(con, at, turns, counting)
     rows = con.execute(
         f"""
         SELECT {bucket} AS start,
                count(*) AS turns,
                sum(rows) AS rows,
-               count(*) FILTER (WHERE top1 IS NULL OR top1 < {at}) AS no_memory,
+               count(*) FILTER (WHERE {no_memory_sql(at, counting)}) AS no_memory,
                avg({kept}) AS kept_per_turn,
                quantile_cont(top1, [0.1, 0.5, 0.9]) AS quantiles,
                count(*) FILTER (WHERE abs(top1 - {at}) <= {NEAR_FLOOR}) / nullif(count(top1), 0) AS near_floor

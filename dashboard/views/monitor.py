@@ -29,15 +29,15 @@ view.show_summary(result)
 if not result.windows:
     st.stop()
 view.show_charts(result)
+view.show_shadow(logs, result)  # only where the logs carry a shadow config's decisions
 try:
-    uploaded = st.session_state.get("monitor_upload") if st.session_state.get("monitor_source") == view.UPLOAD_CHOICE else None
-    monitor_precision.show_precision(logs, result, uploaded, choice)
+    monitor_precision.show_precision(logs, result, choice)
 except LabelStoreError as exc:  # the app database went away: say so, keep the page up
     show_error(str(exc))
 window = view.pick_window(result)
 if window is not None:
     view.show_window(logs, result, window)
     try:
-        view.session_form(logs, result, window, choice, uploaded)
+        view.session_form(logs, result, window, choice)
     except LabelStoreError as exc:  # the label database went away: say so, keep the page up
         show_error(str(exc))

@@ -16,8 +16,8 @@ from demo_questions import PIZZA, THEME
 from connectors.base import InvalidRequest, ScoreKind, StoreUnavailable
 from connectors.demo_loader import demo_rows, load_mem0
 from connectors.embedding import model_loader as embedding
+from connectors.mem0.answers import ScoreRule, hits_from_search, score_rule
 from connectors.mem0.library import UNUSED_LLM_KEY, Mem0LibraryStore, load_config, offline_config
-from connectors.mem0.scores import ScoreRule, hits_from_search, score_rule
 from connectors.registry import create_store
 from dashboard.ranking.rerank import rerank
 

@@ -20,10 +20,11 @@ def test_the_stdlib_decision_equals_the_fitted_models_on_1000_turns():
     rule = as_rule(model, 0.4)
     expected = model.predict_proba(turns.features)[:, 1] >= 0.4
     got = np.zeros(len(expected), dtype=bool)
-    rows = labels.rows
-    for turn in np.unique(turns.data.turn):
-        at = np.flatnonzero(turns.data.turn == turn)
-        got[at] = kept_mask([rows[i].score for i in at], rule, 0.0, [rows[i].rank for i in at])
+    rows, turn_of_row = labels.rows, turns.data.turn
+    assert turn_of_row is not None  # labels with message ids: each row's turn
+    for turn in np.unique(turn_of_row):
+        at = np.flatnonzero(turn_of_row == turn)
+        got[at] = kept_mask([rows[i].score for i in at], rule, 0.0, [int(rows[i].rank or 0) for i in at])
     assert turns.data.turns == 1000
     assert expected.sum() > 100 and (got == expected).all()
 

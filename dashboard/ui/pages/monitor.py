@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -24,7 +23,7 @@ from dashboard.floor import default_floor
 from dashboard.floor_config import FloorConfig, FloorConfigError, ScoreSpaceMismatch
 from dashboard.labels import sampling
 from dashboard.logs.log_files import LogFormatError
-from dashboard.monitoring import judged, turn_floor
+from dashboard.monitoring import decisions, turn_floor
 from dashboard.monitoring.alerts import (
     DEFAULT_BASELINE_WINDOWS,
     DEFAULT_MARGIN,
@@ -34,7 +33,7 @@ from dashboard.monitoring.alerts import (
     Settings,
     monitor,
 )
-from dashboard.monitoring.relation import TURNS, ConfigFloors, LogSet, count_at_config
+from dashboard.monitoring.relation import TURNS, ConfigFloors, LogSet, count_at_config, turn_queries
 from dashboard.monitoring.windows import NEAR_FLOOR, WINDOWS, Window, turn_floor_sql, window_rows
 from dashboard.ui.widgets import cache
 from dashboard.ui.widgets.errors import show_error
@@ -281,6 +280,33 @@ def show_charts(result: MonitorResult) -> None:
     st.plotly_chart(turns, key="monitor_turns")
 
 
+def show_shadow(logs: LogSet, result: MonitorResult) -> None:
+    """Where the logs carry a shadow config's decisions: the shipped config and the
+    candidate per window, as `memlens monitor` shows them (decisions.shadow_windows)."""
+    con = logs.con.cursor()
+    if not decisions.has_shadow(con, TURNS):
+        return
+    report = decisions.shadow_windows(con, result.settings.window)
+    if report is None:
+        return
+    st.subheader("Shipped and candidate, side by side")
+    st.caption(
+        f"The shipped {inert_markdown(', '.join(report.shipped_rules))} and the candidate "
+        f"{inert_markdown(', '.join(report.candidate_rules))} logged in shadow, on the same turns: the share each left "
+        "with no memory, and an exact McNemar test over the turns where they disagree (Holm over the windows)."
+    )
+    st.dataframe(
+        pd.DataFrame(decisions.shadow_table(report)),
+        hide_index=True,
+        key="monitor_shadow_table",
+        column_config={
+            "shipped no memory": st.column_config.NumberColumn(format="percent"),
+            "candidate no memory": st.column_config.NumberColumn(format="percent"),
+            "McNemar p": st.column_config.NumberColumn(format="%.2g"),
+        },
+    )
+
+
 # ------------------------------------------------------------------ one window
 
 
@@ -338,7 +364,7 @@ def show_window(logs: LogSet, result: MonitorResult, window: Window) -> None:
         st.caption(f"The first {MAX_TURNS_SHOWN:,} of {window.turns:,} turns.")
 
 
-def _start_session(logs: LogSet, window: Window, window_label: str, drawn_store: str, uploads: list[Any] | None) -> None:
+def _start_session(logs: LogSet, window: Window, window_label: str, drawn_store: str) -> None:
     state = st.session_state
     state.pop("monitor_session_error", None)
     rows = window_rows(logs.con.cursor(), window.start, window.end)
@@ -348,7 +374,7 @@ def _start_session(logs: LogSet, window: Window, window_label: str, drawn_store:
     keep_text = bool(state.get("monitor_session_keep_text", False))
     try:
         if keep_text:  # the reviewer opted in: the log's message text goes with the rows
-            texts = judged.queries_in(judged.logs_with_queries(logs.files, uploads), set(rows["message_id"]))
+            texts = turn_queries(logs.con.cursor(), set(rows["message_id"]))
             rows = rows.assign(query=rows["message_id"].map(texts))
         session = sampling.save_session(
             cache.app_database(),
@@ -361,7 +387,7 @@ def _start_session(logs: LogSet, window: Window, window_label: str, drawn_store:
             keep_text=keep_text,
             drawn_store=drawn_store,
         )
-    except (SessionExists, ValueError, LabelStoreError, LogFormatError) as exc:
+    except (SessionExists, ValueError, LabelStoreError) as exc:
         state["monitor_session_error"] = str(exc)
         return
     # the Label page opens on it
@@ -372,10 +398,10 @@ def _start_session(logs: LogSet, window: Window, window_label: str, drawn_store:
     )
 
 
-def session_form(logs: LogSet, result: MonitorResult, window: Window, choice: StoreChoice, uploads: list[Any] | None) -> None:
+def session_form(logs: LogSet, result: MonitorResult, window: Window, choice: StoreChoice) -> None:
     """`choice`: the sidebar's store, which the session is tied to (its reviewers look
-    the rows up there); `uploads`: the page's uploaded logs, read again for their
-    message text only when the reviewer keeps it."""
+    the rows up there). The message text goes with the session only when the reviewer
+    keeps it, taken from the logs as the page read them (their `query` column)."""
     label = window.label(result.settings.window)
     state = st.session_state
     if state.get("_monitor_session_for") != label:  # a new window: a name and size of its own
@@ -398,7 +424,7 @@ def session_form(logs: LogSet, result: MonitorResult, window: Window, choice: St
             f"{inert_markdown(choice.display_name)} (id {code_span(choice.fingerprint)})."
         )
         st.form_submit_button(
-            "Start a labelling session", on_click=_start_session, args=(logs, window, label, choice.fingerprint, uploads)
+            "Start a labelling session", on_click=_start_session, args=(logs, window, label, choice.fingerprint)
         )
     if error := state.get("monitor_session_error"):
         show_error(error)

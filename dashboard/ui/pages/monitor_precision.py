@@ -21,12 +21,11 @@ from dashboard.display import inert_markdown
 from dashboard.judging.client import ChatClient
 from dashboard.judging.judges import LlmJudge
 from dashboard.labels import sampling
-from dashboard.logs.log_files import LogFormatError
-from dashboard.monitoring import judged
+from dashboard.monitoring import sample_grades
 from dashboard.monitoring.alerts import MonitorResult
 from dashboard.monitoring.precision import TOP, SampledTurn, precision_alerts, sample_turns, window_precision
-from dashboard.monitoring.relation import LogSet
-from dashboard.monitoring.windows import WINDOWS, Window, window_rows
+from dashboard.monitoring.relation import LogSet, turn_queries
+from dashboard.monitoring.windows import WINDOWS, window_label, window_rows
 from dashboard.ui.widgets import cache
 from dashboard.ui.widgets.errors import show_error
 from dashboard.ui.widgets.llm_ranker_panel import model_config
@@ -39,9 +38,9 @@ NOT_WATCHED = (
 )
 
 
-def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | None, choice: StoreChoice) -> None:
-    """`uploads`: the page's uploaded log files (their query text is read from them), None for files on disk;
-    `choice`: the sidebar's store, which the memory text is read from and a session is tied to."""
+def show_precision(logs: LogSet, result: MonitorResult, choice: StoreChoice) -> None:
+    """`choice`: the sidebar's store, which the memory text is read from and a session is tied to;
+    the query text comes from the logs as the page read them (their `query` column)."""
     st.subheader("Kept precision: are the memories let in right?")
     config, problem = model_config()
     if problem:
@@ -58,7 +57,7 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
     source = judge_source(name, config.model)
     sampled, eligible = sample_turns(logs.con.cursor(), settings.floor, settings.window, size, turns=settings.turns)
     db = cache.app_database()
-    grades = judged.cached_grades(sampled, db, source)
+    grades = sample_grades.cached_grades(sampled, db, source)
     pairs = sum(len(t.kept) for t in sampled)
     if pairs > len(grades):
         st.caption(f"Memory text is read by id from the sidebar's store ({inert_markdown(choice.display_name)}).")
@@ -68,10 +67,10 @@ def show_precision(logs: LogSet, result: MonitorResult, uploads: list[Any] | Non
             help="Nothing is sent to the model until this is ticked. Grades already in the app database are not sent again.",
         )
         if st.button("Grade the sample", key="monitor_judge_run", disabled=not allowed) and allowed:
-            _grade(logs, uploads, sampled, source, name, config, choice)
-            grades = judged.cached_grades(sampled, db, source)
-    windows = window_precision(sampled, eligible, grades, lambda start: _label(start, settings.window))
-    check = judged.sample_check(sampled, db, source)
+            _grade(logs, sampled, source, name, config, choice)
+            grades = sample_grades.cached_grades(sampled, db, source)
+    windows = window_precision(sampled, eligible, grades, lambda start: window_label(start, settings.window))
+    check = sample_grades.sample_check(sampled, db, source)
     if check.degenerate:
         _untrusted(check, source, size, len(grades), pairs)
         st.caption(inert_markdown(_agreement(db, source)))  # what people's labels say of this judge, if any
@@ -118,22 +117,18 @@ def _agreement(db: Any, source: str) -> str:
     return judge_agreement(found.raw, judged, source, resamples=200, resolved=found.labels).headline()
 
 
-def _label(start: Any, window: str) -> str:
-    return Window(start, start, 0, 0, 0, 0.0, None, None, None, None).label(window)
-
-
-def _grade(logs: LogSet, uploads: list[Any] | None, sampled: list[SampledTurn], source: str, name: str, config: Any, choice: Any) -> None:
+def _grade(logs: LogSet, sampled: list[SampledTurn], source: str, name: str, config: Any, choice: Any) -> None:
     if choice.store is None:
         show_error(f"The store the memory text is read from is not open: {choice.error}")
         return
     client = ChatClient(config, send_text=True)
     try:
         with st.spinner(f"Grading with {config.model} at {config.host}…", show_time=True):
-            run = judged.grade_sample(
-                sampled, lambda ids: judged.queries_in(judged.logs_with_queries(logs.files, uploads), ids), judge=LlmJudge(client, name), db=cache.app_database(), store=choice.store,
+            run = sample_grades.grade_sample(
+                sampled, lambda ids: turn_queries(logs.con.cursor(), ids), judge=LlmJudge(client, name), db=cache.app_database(), store=choice.store,
                 store_id=choice.fingerprint, concurrency=config.concurrency,
             )
-    except (LabelStoreError, LogFormatError) as exc:
+    except LabelStoreError as exc:
         show_error(str(exc))
         return
     finally:

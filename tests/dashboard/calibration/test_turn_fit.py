@@ -29,6 +29,7 @@ def signal_file(tmp_path_factory):
 
 def test_cross_validation_never_puts_a_turn_on_both_sides(signal_file):
     turns = turn_labels(read_label_file(signal_file))
+    assert turns.data.turn is not None
     folds = grouped_folds(turns.data.turn, 5)
     assert len(folds) == 5
     tested = np.concatenate([test for _, test in folds])

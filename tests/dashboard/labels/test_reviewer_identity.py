@@ -1,5 +1,5 @@
 """One person, one reviewer (issue 52): names are compared after Unicode NFKC and case
-folding everywhere they are compared or counted (dashboard.labels.resolution
+folding everywhere they are compared or counted (dashboard.database.model
 .reviewer_key), and look-alike names from other scripts are flagged where names are
 listed, never merged."""
 
@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from dashboard.cli.main import main
-from dashboard.database.model import Label
+from dashboard.database import AppDatabase
+from dashboard.database.model import Label, reviewer_key
+from dashboard.database.sessions import LabelSession, SessionItem
 from dashboard.labels.counted import filter_labels
+from dashboard.labels.labelling import load_queue, record
 from dashboard.labels.people_files import read_people_labels
-from dashboard.labels.resolution import lookalike_notes, resolve, reviewer_key
+from dashboard.labels.resolution import lookalike_notes, resolve
 from dashboard.labels.reviewer_agreement import agreement
 
 COMPOSED, DECOMPOSED = "Jos\u00e9", "Jose\u0301"  # é as one code point, and e + a combining accent
@@ -55,3 +60,64 @@ def test_look_alike_names_from_another_script_are_flagged_when_listed_not_merged
     out = capsys.readouterr().out
     assert "look alike" in out and "S\\u0430m" in out
     assert "2 reviewer(s)" in out  # flagged, still two reviewers
+
+
+# The app database on both backends: SQLite and a real PostgreSQL server (the suite's
+# `postgres` fixture). Names are stored as typed; a look-up by reviewer finds them
+# under either spelling.
+@pytest.fixture(params=["sqlite", "postgres"])
+def app_db(request, tmp_path):
+    target = str(tmp_path / "labels.sqlite") if request.param == "sqlite" else request.getfixturevalue("postgres").new_database()
+    db = AppDatabase(target)
+    yield db
+    db.close()
+
+
+def _save(db, message: str, memory: str, reviewer: str, label: str = "relevant"):
+    return db.labels.save(message_id=message, memory_id=memory, label=label, reviewer=reviewer, store="embedded:1", rank=1, score=0.5)
+
+
+def test_the_app_database_finds_a_reviewers_labels_under_either_spelling(app_db):
+    """What the Inspect page lists as "my labels" and what the Label page shows as a
+    reviewer's previous label: José's, however the name was typed when saving."""
+    _save(app_db, "t1", "m1", DECOMPOSED)
+    _save(app_db, "t1", "m2", COMPOSED, "not_relevant")
+    _save(app_db, "t1", "m1", "ben", "not_relevant")
+    for typed in (COMPOSED, DECOMPOSED, " josé "):
+        assert sorted((row.memory_id, row.label) for row in app_db.labels.find(reviewer=typed)) == [
+            ("m1", "relevant"), ("m2", "not_relevant")
+        ]  # fmt: skip
+    assert app_db.labels.get("t1", "m1", COMPOSED).label == "relevant"  # saved as e + a combining accent
+    assert [row.label for row in app_db.labels.find(reviewer="ben")] == ["not_relevant"]
+    assert app_db.labels.get("t1", "m2", "ben") is None
+    assert len(app_db.labels.reviewers()) == 2  # the pages' reviewer choice: José once, and ben
+
+
+def test_a_label_file_lists_each_reviewer_once_as_calibrate_reports_them(tmp_path):
+    from dashboard.calibration.label_files import read_label_file
+
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(
+        json.dumps({"message_id": "t1", "memory_id": memory, "label": "relevant", "score": 0.5, "reviewer": name}) + "\n"
+        for memory, name in (("m1", COMPOSED), ("m2", DECOMPOSED), ("m3", "ben"))
+    ), encoding="utf-8")  # fmt: skip
+    assert read_label_file(path).reviewers() == ["Jos\u00e9", "ben"]
+
+
+def test_a_team_session_queue_is_one_reviewers_under_either_spelling(app_db):
+    """A lead assigns turns to "José" typed one way; the reviewer works, labels and
+    skips under the other: one queue, their own rows done, someone else's turn not in it."""
+    items = [SessionItem(i, message, memory, 1, 0.5) for i, (message, memory) in enumerate(
+        [("t1", "m1"), ("t1", "m2"), ("t2", "m3"), ("t3", "m4")])]  # fmt: skip
+    session = LabelSession("team", "turns", len(items), seed=1, reviewers=[DECOMPOSED, "ben"])
+    app_db.sessions.create(session, items, {"t1": [DECOMPOSED], "t2": [DECOMPOSED], "t3": ["ben"]})
+    _save(app_db, "t1", "m1", DECOMPOSED)
+    app_db.sessions.skip("team", "t1", "m2", DECOMPOSED)
+    queue = load_queue(app_db, "team", COMPOSED)
+    assert queue.assigned and [(i.message_id, i.memory_id) for i in queue.items] == [("t1", "m1"), ("t1", "m2"), ("t2", "m3")]
+    assert queue.labels == {("t1", "m1"): "relevant"} and queue.skipped == {("t1", "m2")}
+    assert queue.done == 2
+    # labelling the skipped row under the other spelling takes the skip back
+    record(app_db, app_db.sessions.get("team"), items[1], COMPOSED, "relevant")
+    assert app_db.sessions.skips("team") == set()
+    assert load_queue(app_db, "team", DECOMPOSED).labels == {("t1", "m1"): "relevant", ("t1", "m2"): "relevant"}

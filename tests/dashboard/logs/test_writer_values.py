@@ -161,7 +161,7 @@ def test_every_jsonl_line_is_the_whole_row_as_json_writes_it(tmp_path, shadow):
     and scores."""
     rng = np.random.default_rng(7)
     path = tmp_path / "retrievals.jsonl"
-    expected = []
+    expected: list[tuple[str, str | None, float | None, bool | None]] = []
     with RetrievalLog(path, include_query=True) as log:
         for turn in range(40):
             count = int(rng.integers(0, 6))

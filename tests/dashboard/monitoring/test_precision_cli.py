@@ -7,11 +7,14 @@ text is read from the demo store, the grades are cached in a real SQLite app dat
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from chat_model_server import ChatModelServer
+from chat_model_server import ChatModelServer, Reply
 from judged_logs import DAYS, START, SWAP_DAY, constant_judge, demo_judge, log_text, user_memories
 
 from dashboard.cli.main import main
@@ -203,3 +206,69 @@ def test_the_closing_line_counts_both_sides(setup, capsys):
     assert "--min-turns" in notes[0]
     # the two tables' turn columns are told apart
     assert f"{'window':<17}{'kept turns':>11}{'sampled':>9}" in out
+
+
+# The command in a process of its own with a Python audit hook that counts each open
+# of the log file: memlens's readers (the sniffing of the format, the validating
+# reader, pandas) open it through Python, so a second read of the log is seen here.
+# DuckDB's own scans of the relation open it from C++ and are not counted.
+COUNTING_OPENS = """
+import sys
+log, opens = sys.argv[1], []
+sys.addaudithook(lambda event, args: opens.append(args) if event == "open" and args and str(args[0]) == log else None)
+from dashboard.cli.main import main
+status = main(sys.argv[2:])
+print(f"opens of the log: {len(opens)}", file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def run_counting_opens(log: Path, *args: str) -> tuple[int, str, int]:
+    """Exit status, stdout and the opens of `log` of `memlens monitor LOG ARGS`."""
+    done = subprocess.run(
+        [sys.executable, "-c", COUNTING_OPENS, str(log), "monitor", str(log), *args],
+        capture_output=True, text=True, env=dict(os.environ), timeout=300,
+    )
+    opens = next(line for line in done.stderr.splitlines() if line.startswith("opens of the log: "))
+    return done.returncode, done.stdout, int(opens.rsplit(" ", 1)[1])
+
+
+def test_the_judge_takes_the_query_text_from_the_monitors_one_read_of_the_log(setup):
+    """--judge adds no read of the log: the query text each turn is graded with comes
+    from the relation the log was read into (before, the log was read a second time,
+    through pandas, for it). What the user sees is the judged report as before: the
+    judge graded every kept pair with the log's query text, and alerts from the swap day."""
+    swapped, _, base, judged, tmp_path = setup
+    plain_status, _, plain_opens = run_counting_opens(swapped, *base)
+    status, out, opens = run_counting_opens(swapped, *base, *judged, "--labels", str(tmp_path / "one-read.sqlite"))
+    assert (plain_status, status) == (0, 1)
+    assert opens == plain_opens > 0
+    alerts = [line.split(":")[1].strip() for line in out.splitlines() if line.startswith("alert:")]
+    swap_date = (START + timedelta(days=SWAP_DAY)).date()
+    assert alerts == [str(swap_date + timedelta(days=d)) for d in range(DAYS - SWAP_DAY)]
+    assert f"judge:umbrela@grader: {DAYS * 12 * 2} pair(s) graded now, 0 from the app database" in out
+
+
+def test_the_webhook_message_counts_and_lists_the_alerts_of_both_sides(setup, capsys):
+    """On day 12 half the turns drop under the floor (a no-memory alert) while the
+    swapped memories keep the precision side alerting: one message says how many
+    alerts there are in all and lists them as the terminal does."""
+    swapped, _, base, judged, tmp_path = setup
+    rows = [json.loads(line) for line in swapped.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        if row["message_id"].startswith("d12-") and int(row["message_id"][-2:]) % 2:
+            row["score"] = round(row["score"] - 0.45, 2)
+    both = tmp_path / "both.jsonl"
+    both.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    with ChatModelServer(lambda body: Reply(body={"ok": True})) as receiver:
+        status = main(["monitor", str(both), *base, *judged, "--labels", str(tmp_path / "both.sqlite"), "--webhook", receiver.url])
+        posts = [r.body for r in receiver.received]
+    captured = capsys.readouterr()
+    assert status == 1 and len(posts) == 1
+    printed = [line for line in captured.out.splitlines() if line.startswith("alert:")]
+    assert any("no-memory share" in line for line in printed) and any("kept precision" in line for line in printed)
+    head, *listed = posts[0]["text"].splitlines()
+    assert head == f"memlens monitor: {len(printed)} alert(s) at floor 0.35 (1d windows, 1 file(s))"
+    assert listed == printed
+    assert [a["figure"] for a in posts[0]["alerts"]][0] == "no_memory_share" and len(posts[0]["alerts"]) == len(printed)
+    assert f"webhook: posted {len(printed)} alert(s)" in captured.err

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dashboard.logs.log_files import LogFormatError
-from dashboard.monitoring.relation import expand_paths, open_logs
+from dashboard.monitoring.relation import expand_paths, open_logs, turn_queries
 from dashboard.monitoring.synthetic import synthetic_log, write_daily
 from dashboard.monitoring.windows import window_figures
 
@@ -142,3 +142,43 @@ def test_a_number_where_an_id_belongs_is_a_bad_row_even_past_the_sampled_head(tm
     logs = open_logs([str(path)])
     assert [(issue.line, issue.field) for issue in logs.issues] == [(2501, "memory_id")]
     assert logs.counts()["rows"] == 2999
+
+
+# A turn's rows as an agent logs them, with the message text where the team keeps it:
+# t1's first row has a blank text (its second row's counts), t2 has none, t3's text
+# is not ASCII.
+QUERY_ROWS = [
+    {"message_id": "t1", "memory_id": "m1", "rank": 1, "score": 0.6, "query": "  ", "timestamp": "2026-01-01T09:00:00Z"},
+    {"message_id": "t1", "memory_id": "m2", "rank": 2, "score": 0.5, "query": "where do I live?", "timestamp": "2026-01-01T09:00:00Z"},
+    {"message_id": "t2", "memory_id": "m3", "rank": 1, "score": 0.7, "query": None, "timestamp": "2026-01-01T10:00:00Z"},
+    {"message_id": "t3", "memory_id": "m4", "rank": 1, "score": 0.8, "query": "¿dónde está José?", "timestamp": "2026-01-01T11:00:00Z"},
+]
+QUERIES = {"t1": "where do I live?", "t3": "¿dónde está José?"}
+
+
+def test_the_relation_carries_each_turns_query_text_on_every_reading_path(tmp_path):
+    """The monitor's judge and a session drawn from a window take the message text
+    from the one read of the logs: DuckDB's (JSONL, CSV, Parquet) and the validating
+    reader's (a file DuckDB will not parse) alike."""
+    import pyarrow as pa
+    import pyarrow.csv as pc
+
+    lines = "".join(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n" for row in QUERY_ROWS)
+    (tmp_path / "log.jsonl").write_text(lines, encoding="utf-8")
+    (tmp_path / "broken.jsonl").write_text(lines + "{not json\n", encoding="utf-8")
+    table = pa.Table.from_pylist(QUERY_ROWS)
+    pq.write_table(table, tmp_path / "log.parquet")
+    pc.write_csv(table, tmp_path / "log.csv")
+    for name in ("log.jsonl", "log.parquet", "log.csv", "broken.jsonl"):
+        logs = open_logs([str(tmp_path / name)], scores=False, floor=0.35)
+        assert turn_queries(logs.con, {"t1", "t2", "t3", "t9"}) == QUERIES, name
+    assert open_logs([str(tmp_path / "broken.jsonl")]).validated_files == [str(tmp_path / "broken.jsonl")]
+
+
+def test_a_turn_in_two_files_takes_its_text_from_the_first(tmp_path):
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    row = {"message_id": "t1", "memory_id": "m1", "rank": 1, "score": 0.6, "timestamp": "2026-01-01T09:00:00Z"}
+    first.write_text(json.dumps(row | {"query": "asked first"}) + "\n", encoding="utf-8")
+    second.write_text(json.dumps(row | {"memory_id": "m2", "query": "asked again"}) + "\n", encoding="utf-8")
+    assert turn_queries(open_logs([str(first), str(second)]).con, ["t1"]) == {"t1": "asked first"}
+    assert turn_queries(open_logs([str(second), str(first)]).con, ["t1"]) == {"t1": "asked again"}

@@ -6,7 +6,8 @@ the app database first (``judge_labels``, keyed by message, memory and the judge
 source): a pair graded by an earlier run, or by ``memlens judge``, is not sent again,
 so a daily run grades only the new day and a second run on the same logs sends
 nothing. The rest go to the judge, at most ``max_pairs`` a run, with the query text
-from the log's ``query`` column and the memory's text read from the store by id;
+from the log's ``query`` column as the monitor's one read of the logs carries it
+(relation.turn_queries) and the memory's text read from the store by id;
 the grades that arrive are saved every quarter of a second (one transaction each),
 so a killed run keeps what was graded but the last moments.
 
@@ -19,7 +20,7 @@ precision would read as a real drop (or a real 0.0% baseline).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,36 +58,6 @@ class GradingRun:
         return f"{source}: " + ", ".join(parts)
 
 
-def query_texts(files: list[str], message_ids: set[str]) -> dict[str, str]:
-    """The `query` column of the log files for `message_ids` (the first non-empty per turn)."""
-    from dashboard.logs.retrieval_log import read_log
-
-    return queries_in((read_log(path, include_query=True) for path in files), message_ids)
-
-
-def logs_with_queries(files: list[str], uploads: list[Any] | None) -> list[Any]:
-    """The logs read again with their query text (the monitor's relation leaves it out):
-    the page's uploads (anything with ``name`` and ``getvalue()``), else ``files``."""
-    from dashboard.logs.retrieval_log import read_log, read_log_bytes
-
-    if uploads:
-        return [read_log_bytes(upload.getvalue(), upload.name, include_query=True) for upload in uploads]
-    return [read_log(path, include_query=True) for path in files]
-
-
-def queries_in(imports: Iterable[Any], message_ids: set[str]) -> dict[str, str]:
-    """The same from logs already read (``LogImport``s: the page's uploads)."""
-    found: dict[str, str] = {}
-    for imported in imports:
-        rows = imported.rows
-        if "query" not in rows.columns:
-            continue
-        for message_id, query in zip(rows["message_id"], rows["query"], strict=True):
-            if message_id in message_ids and message_id not in found and isinstance(query, str) and query.strip():
-                found[message_id] = query
-    return found
-
-
 def cached_judgments(sampled: list[SampledTurn], db: Any, source: str) -> dict[tuple[str, str], Any]:
     """The judge labels the judge `source` already gave the sample's pairs, from the app database."""
     wanted = {(t.message_id, memory_id) for t in sampled for memory_id, _, _ in t.kept}
@@ -116,6 +87,9 @@ def grade_sample(
     max_pairs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> GradingRun:
+    """Grade the sample's pairs the app database has no grade of from `judge`.
+    `queries_for` gives the query text of the turns asked (relation.turn_queries over
+    the logs already read); a turn without one is left out and counted."""
     from dashboard.judging.client import bounded_map
     from dashboard.judging.judges import JudgeError, UnusableAnswer
 
@@ -125,7 +99,7 @@ def grade_sample(
     run.answers.update((pair, (j.grade, j.reason)) for pair, j in cached.items())
     run.cached = len(cached)
     missing = [(turn, memory_id, rank, score) for turn in sampled for memory_id, rank, score in turn.kept if (turn.message_id, memory_id) not in cached]
-    # the logs are read for query text only when something is left to grade: a run on graded logs reads nothing more
+    # query text is looked up only when something is left to grade: a run on graded logs asks nothing more
     queries = queries_for({turn.message_id for turn, *_ in missing}) if missing else {}
     todo = [item for item in missing if item[0].message_id in queries]
     run.no_query = len(missing) - len(todo)
