@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from dashboard.calibration.diagnosis import TurnSplit
 from dashboard.calibration.sweep import Band, LabelledScores, Sweep, format_floor
+from dashboard.calibration.turn_fit import RuleCurve, RuleFigures
 
 RELEVANT_COLOUR = "#4C78A8"
 IRRELEVANT_COLOUR = "#F58518"
@@ -130,3 +131,43 @@ def no_memory_figure(
         _step(fig, sweep.floor[index], split.unanswerable_share[index], others, IRRELEVANT_COLOUR, ".0%")
     _layout(fig, "Turns left with no memory", "share of turns", range=[0, 1.05], tickformat=".0%")
     return _mark_floors(fig, current, recommended, band)
+
+
+RULE_COLOURS = {"floor": CURRENT_COLOUR, "learned": RECOMMENDED_COLOUR, "largest-gap": RELEVANT_COLOUR, "top-ratio": IRRELEVANT_COLOUR}
+
+
+def held_out_figure(
+    curves: dict[str, RuleCurve], points: dict[str, RuleFigures], names: dict[str, str], recommended: str
+) -> go.Figure:
+    """The held-out precision-recall curve of the single floor and of each turn rule
+    (calibration/turn_fit.held_out_curves), one chart: recall across, precision up, a
+    line per rule over its thresholds and a marker at the point the target chose
+    (``points``: rule -> its held-out figures). The recommended rule's line is drawn
+    thicker, so the chart says what the text says."""
+    fig = go.Figure()
+    for name, curve in curves.items():
+        order = np.argsort(curve.recall, kind="stable")
+        index = order[np.unique(np.linspace(0, len(order) - 1, min(len(order), MAX_LINE_POINTS)).astype(np.int64))]
+        colour = RULE_COLOURS.get(name, NEUTRAL_COLOUR)
+        said = names.get(name, name) + (" (recommended)" if name == recommended else "")
+        fig.add_scatter(
+            x=curve.recall[index], y=curve.precision[index], name=said, mode="lines", line_color=colour,
+            line_width=3 if name == recommended else 1.5, line_shape="hv",
+            hovertemplate=f"{said}: recall %{{x:.2f}}, precision %{{y:.2f}}<extra></extra>",
+        )  # fmt: skip
+        point = points.get(name)
+        if point is not None:
+            fig.add_scatter(
+                x=[point.recall], y=[point.precision], name=f"{names.get(name, name)} at the target", mode="markers",
+                marker=dict(color=colour, size=10, symbol="diamond"), showlegend=False,
+                hovertemplate=f"{names.get(name, name)} at the target: recall %{{x:.2f}}, precision %{{y:.2f}}<extra></extra>",
+            )  # fmt: skip
+    fig.update_layout(
+        title="Held-out precision and recall: the single floor and each turn rule",
+        height=380,
+        margin=dict(l=10, r=10, t=60, b=10),
+        xaxis=dict(title="recall (held out)", range=[0, 1.02]),
+        yaxis=dict(title="precision (held out)", range=[0, 1.05]),
+        legend=dict(orientation="h", y=-0.25),
+    )
+    return fig

@@ -34,10 +34,21 @@ def move_floor(fig: go.Figure, hits: list[Hit], floor: float, kept_ids: set[str]
     """`fig` (from score_breakdown_figure) with its floor line, and the kept/dropped
     colours of a bare-score chart, moved to `floor`, in place. Building the figure
     again costs most of a floor move's rerun; moving one line costs little."""
-    fig.layout.shapes[0].update(x0=floor, x1=floor)
+    fig.layout.shapes[0].update(x0=floor, x1=floor, visible=True)  # mark_rule may have hidden it
     fig.layout.annotations[0].update(x=floor, text=f"floor {floor:.2f}")
     if len(fig.data) == 1 and fig.data[0].name == "score":
         fig.data[0].marker.color = _kept_colours(hits, kept_ids)
+    return fig
+
+
+def mark_rule(fig: go.Figure, hits: list[Hit], cut: float | None, kept_ids: set[str], text: str) -> go.Figure:
+    """`fig` under a floor file's rule, in place: its line at the turn's cut (a
+    label-free cut with the floor: the lowest score kept) named ``text``, or no line
+    (``cut`` None: the learned rule keeps by relevance, not by a score), and a
+    bare-score chart's colours following the rule's kept hits."""
+    move_floor(fig, hits, cut if cut is not None else 0.0, kept_ids)
+    fig.layout.shapes[0].update(visible=cut is not None)
+    fig.layout.annotations[0].update(text=text)
     return fig
 
 

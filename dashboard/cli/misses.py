@@ -2,6 +2,8 @@
 
     memlens misses RUN_ID                      counts per cause, overall and per tag
     memlens misses RUN_ID --floor 0.3          at this floor (default MEMORY_SCORE_FLOOR, else 0.35)
+    memlens misses RUN_ID --floor-config FILE  under the floor file's rule that reads the whole
+                                               turn (or its floor), as the agent side decides
     memlens misses RUN_ID --format json        one object: counts, by_tag, unknown, notes
     memlens misses RUN_ID --pairs pairs.csv    also one row per (question, relevant memory)
                                                pair: CSV for a .csv name, else JSONL
@@ -9,7 +11,8 @@
                                                capped at the store's limit; 0: never)
 
 Each pair's cause is one of not_stored, past_k, under_floor, kept
-(dashboard/evaluation/misses.py). The store is opened with the run's own settings
+(dashboard/evaluation/misses.py); under a floor file's rule, under_floor is a pair
+in the top k the rule dropped. The store is opened with the run's own settings
 and clock (secrets from the environment), looked up by id for the pairs the run
 did not return, and asked again, deeper, only for the questions that have one.
 The exports hold ids, ranks and scores, never text.
@@ -57,6 +60,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("run_id", metavar="RUN_ID")
     parser.add_argument("--floor", type=_floor, default=None,
                         help="the score floor (default MEMORY_SCORE_FLOOR, else 0.35)")
+    parser.add_argument("--floor-config", metavar="FILE", default=None,
+                        help="count under this floor file's rule that reads the whole turn (or its floor), "
+                        "as the agent side applies it; not with --floor")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--pairs", metavar="FILE", default=None,
                         help="also write one row per (question, relevant memory) pair: CSV for a .csv name, else JSONL")
@@ -73,6 +79,14 @@ def run(args: argparse.Namespace) -> int:
     from dashboard.evaluation import misses
     from dashboard.floor import default_floor
 
+    rule = None
+    if args.floor_config is not None:  # read first: a bad file is said before any store is asked
+        from dashboard.floor_config import FloorConfig
+
+        if args.floor is not None:
+            raise CommandError("give --floor or --floor-config, not both: the floor file holds its own floor")
+        config = FloorConfig.load(args.floor_config)  # a FloorConfigError is one line and exit 2 (main.py)
+        args.floor, rule = config.floor, config.rule
     db = open_app_database(dict(os.environ))
     info = db.runs.get(args.run_id)
     if info is None:
@@ -93,18 +107,19 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     if args.pairs:
         path = Path(args.pairs)
-        text = (misses.csv_text(anatomy, floor) if path.suffix.lower() == ".csv"
-                else "".join(line + "\n" for line in misses.jsonl_lines(anatomy, floor)))
+        text = (misses.csv_text(anatomy, floor, rule) if path.suffix.lower() == ".csv"
+                else "".join(line + "\n" for line in misses.jsonl_lines(anatomy, floor, rule)))
         try:
             path.write_text(text, encoding="utf-8", newline="")
         except OSError as exc:
             raise CommandError(f"--pairs {args.pairs}: {exc.strerror or exc}") from exc
     if args.format == "json":
-        print(json.dumps(anatomy.summary(floor)))
+        print(json.dumps(anatomy.summary(floor, rule)))
     else:
         print(f"run {info.run_id} {info.status}: k {info.k}, floor {floor!r}"
+              + (f", {rule.describe()}" if rule is not None else "")
               + (f", as of {info.as_of}" if info.as_of else ""), file=sys.stderr)
-        print("\n".join(misses.table_lines(anatomy, floor)))
+        print("\n".join(misses.table_lines(anatomy, floor, rule)))
     for said in anatomy.notes:
         note(said)
     if anatomy.skipped_questions:

@@ -10,6 +10,11 @@ cause:
     under_floor  in the run's top k with a score under the floor (or no score)
     kept         in the run's top k at or above the floor: it reached the prompt
 
+Under a floor file's rule that reads the whole turn (``rule``: dashboard/turn_rule.py,
+decided by ``kept_mask`` on the question's hits in the run, as the agent side decides
+a turn), ``under_floor`` is a pair in the top k the rule dropped and ``kept`` one it
+kept; the floor is the one the rule is applied with (a label-free cut's).
+
 Each needs a different fix (the write path, the weights or k, the floor), which is
 why a run's "retrieval misses" must not lump them together.
 
@@ -21,7 +26,7 @@ Two steps, so a page can move the floor without asking the store again:
   is asked only for questions with such a pair, with the run's own settings and
   clock (the caller opens the store from them). When a store's look-up fails the
   pair's storage is unknown: it is counted as ``unknown``, never guessed.
-- ``MissAnatomy.causes(floor)`` (pure) gives each pair its cause, and
+- ``MissAnatomy.causes(floor, rule)`` (pure) gives each pair its cause, and
   ``counts`` / ``by_tag`` count them.
 
 A question whose query failed in the run, or that the run has not asked yet, has
@@ -45,6 +50,7 @@ from dashboard.database.runs import QueryOutcome, RunInfo
 from dashboard.evaluation.runs import SupportsQueryMany, error_text, store_limit
 from dashboard.judged import JudgedQuestion
 from dashboard.labels.export import neutralise_cell
+from dashboard.turn_rule import FLOOR, TurnRule, kept_mask
 
 CAUSES = ("not_stored", "past_k", "under_floor", "kept")
 UNKNOWN = "unknown"  # the store's look-up failed: not guessed as either stored or not
@@ -56,6 +62,20 @@ PAIR_FIELDS = (
 )  # fmt: skip
 
 Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, eq=False)
+class RunTurn:
+    """One question's hits in the run, in the store's order, as a rule reads a turn:
+    their scores and the breakdowns a rule's store parts come from."""
+
+    scores: tuple[float | None, ...]
+    breakdowns: tuple[dict[str, float], ...]
+
+    def kept(self, rule: TurnRule, floor: float) -> list[bool]:
+        """The rule's decision per hit (ranks are the positions, as the agent side takes them)."""
+        parts = any(name.startswith("part.") for name in rule.features)
+        return kept_mask(list(self.scores), rule, floor, None, list(self.breakdowns) if parts else None)
 
 
 @dataclass
@@ -73,9 +93,14 @@ class Pair:
     deep_rank: int | None = None  # its rank in the deeper query, when it reached it
     deep_score: float | None = None
     lookup_error: str | None = None
+    turn: RunTurn | None = None  # the question's hits in the run (a rule reads the whole turn)
+    turn_index: int | None = None  # this pair's place among them, when it is there
 
-    def cause(self, floor: float) -> str:
+    def cause(self, floor: float, kept: bool | None = None) -> str:
+        """The pair's cause at ``floor``; ``kept``: a rule's decision for it, when one decides."""
         if self.run_rank is not None:
+            if kept is not None:
+                return "kept" if kept else "under_floor"
             score = self.run_score
             return "kept" if score is not None and not math.isnan(score) and score >= floor else "under_floor"
         if self.deep_rank is not None or self.stored is True:
@@ -84,9 +109,9 @@ class Pair:
             return "not_stored"
         return UNKNOWN
 
-    def row(self, run_id: str, floor: float, k: int) -> dict[str, Any]:
-        """The pair as an export row: ids, rank and score only."""
-        cause = self.cause(floor)
+    def row(self, run_id: str, floor: float, k: int, cause: str | None = None) -> dict[str, Any]:
+        """The pair as an export row: ids, rank and score only (``cause``: as a rule gave it)."""
+        cause = cause if cause is not None else self.cause(floor)
         in_run = self.run_rank is not None
         return {
             "run_id": run_id,
@@ -114,39 +139,53 @@ class MissAnatomy:
     deep_queries: int = 0
     notes: list[str] = field(default_factory=list)
 
-    def causes(self, floor: float) -> list[str]:
-        return [p.cause(floor) for p in self.pairs]
+    def causes(self, floor: float, rule: TurnRule | None = None) -> list[str]:
+        """Each pair's cause at ``floor``, or under ``rule`` (with ``floor`` beside a
+        label-free cut), decided once per question on its hits in the run."""
+        if rule is None:
+            return [p.cause(floor) for p in self.pairs]
+        decided: dict[int, list[bool]] = {}
+        causes = []
+        for pair in self.pairs:
+            kept = None
+            if pair.turn is not None and pair.turn_index is not None:
+                if id(pair.turn) not in decided:
+                    decided[id(pair.turn)] = pair.turn.kept(rule, floor)
+                kept = decided[id(pair.turn)][pair.turn_index]
+            causes.append(pair.cause(floor, kept))
+        return causes
 
-    def counts(self, floor: float) -> dict[str, int]:
+    def counts(self, floor: float, rule: TurnRule | None = None) -> dict[str, int]:
         """Pairs per cause, the four causes always present; ``unknown`` only when some
         pair's storage could not be told."""
-        return _count(self.causes(floor))
+        return _count(self.causes(floor, rule))
 
-    def by_tag(self, floor: float) -> dict[str, dict[str, int]]:
+    def by_tag(self, floor: float, rule: TurnRule | None = None) -> dict[str, dict[str, int]]:
         tags = sorted({t for p in self.pairs for t in p.tags})
-        causes = self.causes(floor)
+        causes = self.causes(floor, rule)
         return {t: _count(c for p, c in zip(self.pairs, causes, strict=True) if t in p.tags) for t in tags}
 
-    def rows(self, floor: float) -> Iterator[dict[str, Any]]:
-        for pair in self.pairs:
-            yield pair.row(self.info.run_id, floor, self.info.k)
+    def rows(self, floor: float, rule: TurnRule | None = None) -> Iterator[dict[str, Any]]:
+        for pair, cause in zip(self.pairs, self.causes(floor, rule), strict=True):
+            yield pair.row(self.info.run_id, floor, self.info.k, cause)
 
-    def summary(self, floor: float) -> dict[str, Any]:
+    def summary(self, floor: float, rule: TurnRule | None = None) -> dict[str, Any]:
         """Counts overall and per tag, with what they were computed at (the JSON form)."""
-        counts = self.counts(floor)
+        counts = self.counts(floor, rule)
         return {
             "run_id": self.info.run_id,
             "store": self.info.store,
             "fingerprint": self.info.fingerprint,
             "k": self.info.k,
             "floor": floor,
+            "rule": rule.kind if rule is not None else FLOOR,
             "as_of": self.info.as_of,
             "depth": self.depth,
             "complete": self.info.complete,
             "pairs": len(self.pairs),
             "counts": {c: counts[c] for c in CAUSES},
             "unknown": counts.get(UNKNOWN, 0),
-            "by_tag": self.by_tag(floor),
+            "by_tag": self.by_tag(floor, rule),
             "skipped_questions": self.skipped_questions,
             "deep_queries": self.deep_queries,
             "notes": self.notes,
@@ -177,9 +216,13 @@ def judged_pairs(
         if outcome is None or outcome.error is not None:
             skipped += 1
             continue
-        returned = {h.memory_id: h for h in outcome.hits}
+        hits = sorted(outcome.hits, key=lambda h: h.rank)  # the store's order, as the agent side reads the turn
+        # a NaN score is none, as the agent side takes it
+        scores = tuple(None if h.score is None or math.isnan(h.score) else h.score for h in hits)
+        turn = RunTurn(scores, tuple(h.breakdown for h in hits))
+        returned = {h.memory_id: (index, h) for index, h in enumerate(hits)}
         for memory_id in relevant:
-            hit = returned.get(memory_id)
+            index, hit = returned.get(memory_id, (None, None))
             pairs.append(
                 Pair(
                     message_id=question.message_id,
@@ -190,6 +233,8 @@ def judged_pairs(
                     run_rank=hit.rank if hit else None,
                     run_score=hit.score if hit else None,
                     stored=True if hit else None,
+                    turn=turn if hit else None,
+                    turn_index=index,
                 )
             )
     return pairs, skipped
@@ -313,13 +358,13 @@ def _ask(store: MemoryStore, batch: list[JudgedQuestion], depth: int, failed: li
 # ------------------------------------------------------------------ output
 
 
-def table_lines(anatomy: MissAnatomy, floor: float) -> list[str]:
+def table_lines(anatomy: MissAnatomy, floor: float, rule: TurnRule | None = None) -> list[str]:
     """A header line, then one line per scope (all pairs, then each tag): the count
     of each cause and the pairs in it."""
-    counts = anatomy.counts(floor)
+    counts = anatomy.counts(floor, rule)
     extra = (UNKNOWN,) if counts.get(UNKNOWN) else ()
     columns = (*CAUSES, *extra, "pairs")
-    scopes = {"(all)": counts, **{f"tag:{_printable(t)}": c for t, c in anatomy.by_tag(floor).items()}}
+    scopes = {"(all)": counts, **{f"tag:{_printable(t)}": c for t, c in anatomy.by_tag(floor, rule).items()}}
     width = max(len(s) for s in scopes)
     lines = [" ".join([f"{'scope':<{width}}", *(f"{c:>11}" for c in columns)])]
     for scope, found in scopes.items():
@@ -333,18 +378,18 @@ def _printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def jsonl_lines(anatomy: MissAnatomy, floor: float) -> Iterator[str]:
-    for row in anatomy.rows(floor):
+def jsonl_lines(anatomy: MissAnatomy, floor: float, rule: TurnRule | None = None) -> Iterator[str]:
+    for row in anatomy.rows(floor, rule):
         yield json.dumps(row, ensure_ascii=False)
 
 
-def csv_text(anatomy: MissAnatomy, floor: float) -> str:
+def csv_text(anatomy: MissAnatomy, floor: float, rule: TurnRule | None = None) -> str:
     """The pairs as CSV (the label export's rules: CRLF rows, and an id a spreadsheet
     would run as a formula quoted); tags joined by "+", an unknown value empty."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=PAIR_FIELDS, lineterminator="\r\n")
     writer.writeheader()
-    for row in anatomy.rows(floor):
+    for row in anatomy.rows(floor, rule):
         row = {**row, "tags": "+".join(row["tags"])}
         writer.writerow({k: "" if v is None else neutralise_cell(v) for k, v in row.items()})
     return out.getvalue()

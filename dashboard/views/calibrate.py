@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.ui.pages import calibrate as view
 from dashboard.ui.pages import calibrate_advice as advice_ui
+from dashboard.ui.pages import calibrate_rules as rules_ui
 from dashboard.ui.pages.calibrate_checks import direction_allows
 from dashboard.ui.widgets import label_counting
 from dashboard.ui.widgets.access import require_access
@@ -38,4 +39,5 @@ view.show_summary(result, floor, advice)
 view.show_charts(result, floor, advice)
 view.show_sweep_table(result, advice)
 advice_ui.show_segments(source.labels, advice)
-view.show_exports(result, source, advice)
+shipped = rules_ui.show_rules(source.labels, advice)  # the turn rules beside the floor, and the one to ship
+view.show_exports(result, source, advice, shipped)

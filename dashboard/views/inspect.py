@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.floor import apply_floor, prompt_block
+from dashboard.hit_decisions import decide_hits
 from dashboard.ui.pages import inspect as view
 from dashboard.ui.pages import inspect_labels as labelling
 from dashboard.ui.pages import inspect_panels as panels
@@ -47,6 +48,9 @@ store_text = session.widget(
     "Store memory and query text with labels",
     help="Off: labels and exports carry ids and scores only.",
 )
+# A floor file applied here (its rule that reads the whole turn, or its floor) shows
+# what the agent would keep; without one the slider alone decides, as always.
+floor_config = view.floor_file(user)
 warm_model(choice.name)
 
 with held_controls.section(st.form, "query_form"):
@@ -79,12 +83,18 @@ def floor_dependent_parts() -> None:
         return
     view.show_notes(result)
     show_score_space(result, floor)
-    kept, dropped = apply_floor(result.hits, floor)
-    view.show_summary(result, kept, dropped, floor)
-    view.show_hits_table(result, kept)
+    if floor_config is None:
+        kept, dropped = apply_floor(result.hits, floor)
+        decided = None
+    else:
+        decided = decide_hits(result.hits, floor, floor_config.rule)
+        kept, dropped = decided.kept, decided.dropped
+        view.show_rule(floor_config, floor)
+    view.show_summary(result, kept, dropped, floor, decided)
+    view.show_hits_table(result, kept, decided)
     if view.holding_the_rest():
         return  # a shared link's first run: the rest follows once the result is painted
-    view.show_chart(result, floor, kept)
+    view.show_chart(result, floor, kept, decided)
     view.show_prompt_block(prompt_block(kept, dropped, result.context))
     # Feedback is planned from kept/dropped, so it moves with the floor.
     panels.show_feedback(result, choice, user, kept, dropped)

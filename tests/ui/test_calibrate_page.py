@@ -51,8 +51,10 @@ def test_opens_on_the_demo_labels_with_every_chart_filled(app):
     expected = calibrate(demo.labelled_scores(), [0.15, 0.2, 0.25, 0.3, 0.35, 0.4], 1.0)
     data = expected.data
 
-    charts = figures(at)
+    # the four floor charts, then the held-out comparison of the turn rules (test_calibrate_rules_page.py)
+    charts, rules = figures(at)[: len(CHART_KEYS)], figures(at)[len(CHART_KEYS) :]
     assert len(charts) == len(CHART_KEYS)
+    assert [f["layout"]["title"]["text"] for f in rules] == ["Held-out precision and recall: the single floor and each turn rule"]
     histogram, tradeoff, precision_recall, no_memory = charts
     relevant, irrelevant = (values(trace["x"]) for trace in histogram["data"])
     assert sorted(relevant) == sorted(data.scores[data.relevant])
@@ -78,7 +80,7 @@ def test_opens_on_the_demo_labels_with_every_chart_filled(app):
 
 def test_the_floor_set_on_inspect_is_marked_and_kept(app):
     at = open_calibrate(app, floor=0.3)
-    for figure in figures(at):
+    for figure in figures(at)[: len(CHART_KEYS)]:  # the floor charts (the turn rules' chart has no floor axis)
         assert 0.3 in vertical_lines(figure)
         assert any(a.get("text") == "Inspect floor 0.30" for a in figure["layout"]["annotations"])
     assert metric(at, "Inspect floor") == "0.30"

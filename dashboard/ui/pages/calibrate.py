@@ -30,6 +30,7 @@ from dashboard.calibration.sweep import (
     format_floor,
     shown_interval,
 )
+from dashboard.calibration.turn_fit import RULE_NAMES, rule_section
 from dashboard.charts import calibration as charts
 from dashboard.database.model import LabelStoreError
 from dashboard.demo import DEMO_LABELS, load_demo_labels
@@ -38,7 +39,9 @@ from dashboard.floor import default_floor, floor_list
 from dashboard.judging.judge_agreement import JudgeAgreement
 from dashboard.judging.label_source import JUDGE, PEOPLE_ELSE_JUDGE, MergedLabels, merge_labels
 from dashboard.labels.counted import CountedLabels
+from dashboard.turn_rule import FLOOR
 from dashboard.ui.pages import calibrate_advice as advice_ui
+from dashboard.ui.pages.calibrate_rules import ShippedRule
 from dashboard.ui.widgets import cache, label_counting, session, store_names
 from dashboard.ui.widgets import label_source_choice as label_source_ui
 from dashboard.ui.widgets.errors import show_error
@@ -426,13 +429,21 @@ def show_sweep_table(result: Calibration, advice: FloorAdvice | None = None) -> 
     )
 
 
-def _floor_choice(result: Calibration, source: LabelSource, advice: FloorAdvice | None = None) -> dict[str, Any]:
-    """The floor file (report.floor_file: the advice's floor, mode, target and warnings), computed again only
-    when the calibration, the label source, the advice or the labels' score space changes."""
+def _floor_choice(
+    result: Calibration, source: LabelSource, advice: FloorAdvice | None = None, shipped: ShippedRule | None = None
+) -> dict[str, Any]:
+    """The floor file (report.floor_file: the advice's floor, mode, target and warnings, and the turn rule
+    picked to ship with the floor beside it), computed again only when the calibration, the label source,
+    the advice, the rule or the labels' score space changes."""
     space = store_names.labels_space(source.labels.stores())
+    rule, rule_floor = (None, None)
+    if shipped is not None and shipped.kind != FLOOR:
+        rule, rule_floor = rule_section(shipped.comparison, shipped.kind)
     key = (
+        (id(shipped.comparison), shipped.kind) if shipped is not None else None,
         id(result),
-        (advice.mode, advice.target, advice.floor, tuple(advice.warnings)) if advice is not None else None,
+        # the fallback too: the cost ratio's fallback to target recall 0.90 has the same mode, target and floor
+        (advice.mode, advice.target, advice.floor, tuple(advice.warnings), advice.fallback) if advice is not None else None,
         source.kind,
         json.dumps(source.filters, sort_keys=True, default=str),
         source.labels.source,
@@ -449,23 +460,37 @@ def _floor_choice(result: Calibration, source: LabelSource, advice: FloorAdvice 
             filters=source.filters,
             demo=source.kind == "demo",
             score_space=space,
+            rule=rule,
+            rule_floor=rule_floor,
         )
         memo = (key, choice)
         st.session_state["_floor_choice_memo"] = memo
     return memo[1]
 
 
-def show_exports(result: Calibration, source: LabelSource, advice: FloorAdvice | None = None) -> None:
+def show_exports(
+    result: Calibration, source: LabelSource, advice: FloorAdvice | None = None, shipped: ShippedRule | None = None
+) -> None:
     """The sweep CSV, the floor as a .env line and as JSON; with ``advice``, the floor
-    of its mode, and the .env comments and the JSON say the mode, target and warnings."""
+    of its mode, and the .env comments and the JSON say the mode, target and warnings;
+    with a turn rule picked to ship (``shipped``), the JSON carries it."""
     st.subheader("Export")
     rec = result.recommendation
-    choice = _floor_choice(result, source, advice)
+    choice = _floor_choice(result, source, advice, shipped)
     snippet = advice.snippet if advice is not None else rec.snippet
     env_text = advice.env_text() if advice is not None else rec.snippet + "\n"
     st.code(snippet, language="bash")
     if choice.get("score_space") is None:
         st.caption(inert_markdown(unknown_space_caption(source.labels.stores())))
+    if choice.get("rule") is not None:
+        kind = choice["rule"]["kind"]
+        beside = (
+            f", with the floor {format_floor(choice['floor'])} beside its cut" if kind != "learned" else ""
+        )
+        st.caption(
+            f"The floor file (JSON) ships the {inert_markdown(RULE_NAMES[kind])}{beside}: the agent side decides "
+            "each turn by it. The .env line is the single floor."
+        )
     cols = st.columns(3)
     cols[0].download_button(
         "Download the sweep (CSV)",

@@ -11,7 +11,7 @@ import streamlit as st
 from connectors.base import ConnectorError, Hit, QueryResult
 from connectors.embedding import model_loader as embedding
 from connectors.registry import REGISTRY
-from dashboard.charts.hits import move_floor, score_breakdown_figure
+from dashboard.charts.hits import mark_rule, move_floor, score_breakdown_figure
 from dashboard.database.model import message_id
 from dashboard.display import (
     MISSING_CELL,
@@ -23,10 +23,13 @@ from dashboard.display import (
     inert_markdown,
 )
 from dashboard.floor import PromptBlock, default_floor, floor_text
+from dashboard.floor_config import FloorConfig
+from dashboard.hit_decisions import HitDecisions, applies_text, none_kept_text, rule_line
 from dashboard.logs import read_log as readlog
 from dashboard.ui.pages import inspect_clock
 from dashboard.ui.widgets import held_controls, session
 from dashboard.ui.widgets.errors import show_error
+from dashboard.ui.widgets.floor_file import uploaded_floor_file
 from dashboard.ui.widgets.sidebar import StoreChoice, store_url_params
 
 MAX_QUERY_CHARS = 2_000
@@ -106,6 +109,25 @@ def floor_slider() -> float:
         held_controls.drawn(st.slider), "floor", default_floor(),
         "Score floor", 0.0, 1.0, step=0.01, help="Hits scoring under the floor are dropped.",
     ))
+
+
+def floor_file(user: str | None) -> FloorConfig | None:
+    """The sidebar's "Floor file" (widget key ``inspect_floor_file``): a new file sets
+    the slider to its floor for this user once (the floor the agent would apply; the
+    slider moves it after). None without a file, and on a shared link's first run
+    (a link carries no file)."""
+    if holding_the_rest():
+        return None
+    config, new = uploaded_floor_file("inspect_floor_file", st.sidebar)
+    if config is not None and new:
+        floor, _ = config.floor_for(user_id=user)
+        session.set_widget("floor", min(max(floor, 0.0), 1.0))
+    return config
+
+
+def show_rule(config: FloorConfig, floor: float) -> None:
+    """Which rule the floor file applies, and what the slider is under it."""
+    st.info(inert_markdown(applies_text(config.rule, floor, f"The floor file {config.source or ''}".rstrip())))
 
 
 def sync_url(choice: StoreChoice, user: str | None, k: int, floor: float) -> None:
@@ -191,20 +213,22 @@ def show_notes(result: QueryResult) -> None:
         st.info(f"The store returns {inert_markdown(result.raw_score_kind)}; scores here are normalised so higher is better.")
 
 
-def show_summary(result: QueryResult, kept: list[Hit], dropped: list[Hit], floor: float) -> None:
+def show_summary(
+    result: QueryResult, kept: list[Hit], dropped: list[Hit], floor: float, decided: HitDecisions | None = None
+) -> None:
     cols = st.columns(4)
     cols[0].metric("Returned", len(result.hits))
     cols[1].metric("Kept", len(kept))
     cols[2].metric("Dropped", len(dropped))
     cols[3].metric("Latency", f"{result.latency_ms:.0f} ms" if result.latency_ms is not None else "n/a")
     if result.hits and not kept:
-        st.caption(f"Every hit scores under the floor {floor_text(floor)}.")
+        st.caption(none_kept_text(decided) if decided is not None else f"Every hit scores under the floor {floor_text(floor)}.")
 
 
 NOT_NUMERIC = ("memory id", "status", "text")
 
 
-def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
+def show_hits_table(result: QueryResult, kept: list[Hit], decided: HitDecisions | None = None) -> None:
     hits = result.hits[:MAX_TABLE_ROWS]
     if len(result.hits) > MAX_TABLE_ROWS:
         st.caption(f"Showing the first {MAX_TABLE_ROWS:,} of {len(result.hits):,} results.")
@@ -223,7 +247,12 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
     if memo is None or memo[0] is not result:
         memo = (result, hits_frame(hits, set(), breakdown=True))
         st.session_state["_table_memo"] = memo
-    frame = memo[1].assign(status=["kept" if h.memory_id in kept_ids else "dropped" for h in hits])
+    if decided is not None:
+        # a floor file applied: each hit's decision with its reason ("kept: 0.42 at or above ...")
+        status = [said.reason for said in decided.decisions[: len(hits)]]
+    else:
+        status = ["kept" if h.memory_id in kept_ids else "dropped" for h in hits]
+    frame = memo[1].assign(status=status)
     # Status next to the id: at the end, behind the breakdown columns, it sat off
     # screen on a laptop-wide window and a reviewer had to scroll to see it.
     leading = ["rank", "memory id", "status"]
@@ -243,7 +272,7 @@ def show_hits_table(result: QueryResult, kept: list[Hit]) -> None:
                 if c not in NOT_NUMERIC
             },
             "rank": st.column_config.NumberColumn("rank", format="%d", width="small"),
-            "status": st.column_config.TextColumn("status", width="small"),
+            "status": st.column_config.TextColumn("status", width="large" if decided is not None else "small"),
             "score": st.column_config.ProgressColumn("score", min_value=0.0, max_value=1.0, format=SCORE_FORMAT, width="small"),
             "text": st.column_config.TextColumn("text", width="medium"),
         },
@@ -315,7 +344,7 @@ def ask_for_the_rest(result: QueryResult) -> None:
     )
 
 
-def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:
+def show_chart(result: QueryResult, floor: float, kept: list[Hit], decided: HitDecisions | None = None) -> None:
     if not result.hits:
         return
     hits = result.hits[:MAX_CHART_BARS]
@@ -326,11 +355,12 @@ def show_chart(result: QueryResult, floor: float, kept: list[Hit]) -> None:
     if memo is None or memo[0] is not result:
         memo = (result, score_breakdown_figure(hits, floor, kept_ids))
         st.session_state["_chart_memo"] = memo
-    st.plotly_chart(
-        move_floor(memo[1], hits, floor, kept_ids),
-        width="stretch",
-        key="breakdown_chart",
-    )
+    if decided is not None and decided.rule is not None:
+        cut, text = rule_line(decided)
+        figure = mark_rule(memo[1], hits, cut, kept_ids, text)
+    else:
+        figure = move_floor(memo[1], hits, floor, kept_ids)
+    st.plotly_chart(figure, width="stretch", key="breakdown_chart")
 
 
 def show_prompt_block(block: PromptBlock) -> None:

@@ -4,7 +4,9 @@ cause's questions with a link that opens them on Inspect as the run ranked them.
 
 Finding the causes asks the store (a look-up by id, a deeper query), so it waits
 for a button, as a run does; the answer is kept for the run, and moving the floor
-re-counts it without asking the store again (dashboard/evaluation/misses.py)."""
+re-counts it without asking the store again (dashboard/evaluation/misses.py).
+A floor file given on the panel counts them under its rule that reads the whole
+turn (or its floor) instead of under the Floor slider."""
 
 from __future__ import annotations
 
@@ -24,8 +26,11 @@ from dashboard.display import inert_link, inert_markdown
 from dashboard.evaluation import misses
 from dashboard.evaluation.judged_sets import JudgedSet
 from dashboard.evaluation.run_compare import inspect_link
+from dashboard.floor import floor_text
+from dashboard.turn_rule import TurnRule
 from dashboard.ui.widgets import cache
 from dashboard.ui.widgets.errors import show_store_error
+from dashboard.ui.widgets.floor_file import uploaded_floor_file
 from dashboard.ui.widgets.progress import progress_bar
 from dashboard.ui.widgets.sidebar import StoreChoice, run_link_params
 
@@ -121,12 +126,29 @@ def show(db: AppDatabase, runs: list[RunInfo], choice: StoreChoice,
     anatomy = _found(info)
     if anatomy is None:
         return
-    _show_anatomy(anatomy, judged, floor)
+    floor, rule = _floor_file(floor)
+    _show_anatomy(anatomy, judged, floor, rule)
 
 
-def _show_anatomy(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float) -> None:
+def _floor_file(floor: float) -> tuple[float, TurnRule | None]:
+    """The floor and rule the misses are counted under: a floor file's (its rule,
+    with its floor beside a label-free cut), else the Floor slider's floor alone."""
+    config, _ = uploaded_floor_file("misses_floor_file")
+    if config is None:
+        return floor, None
+    said = (
+        f"Counted under the floor file's {config.rule.describe()}" + (f" at its floor {floor_text(config.floor)}" if config.rule.kind != "learned" else "")
+        if config.rule is not None
+        else f"Counted at the floor file's floor {floor_text(config.floor)}"
+    )
+    segments = "; its floors per segment are not applied here" if config.segments else ""
+    st.caption(inert_markdown(f"{said} (the Floor slider above is not used for the misses){segments}."))
+    return config.floor, config.rule
+
+
+def _show_anatomy(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float, rule: TurnRule | None = None) -> None:
     info = anatomy.info
-    counts = anatomy.counts(floor)
+    counts = anatomy.counts(floor, rule)
     cols = st.columns(len(misses.CAUSES))
     for col, cause in zip(cols, misses.CAUSES, strict=True):
         col.metric(cause, counts[cause])
@@ -137,7 +159,7 @@ def _show_anatomy(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float) 
     if anatomy.skipped_questions:
         st.warning(f"{anatomy.skipped_questions:d} question(s) failed or were not asked in this run: their pairs are left out.")
     st.plotly_chart(_chart(counts), key="misses_chart", on_select="rerun", selection_mode="points")
-    by_tag = anatomy.by_tag(floor)
+    by_tag = anatomy.by_tag(floor, rule)
     if by_tag:
         st.dataframe(pd.DataFrame.from_dict(by_tag, orient="index"), key="misses_by_tag")
     _picked_cause()
@@ -145,11 +167,11 @@ def _show_anatomy(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float) 
         st.session_state["misses_cause"] = next((c for c in misses.CAUSES if counts[c]), "kept")
     cause = str(st.radio("Questions of (or click a bar)", misses.CAUSES, key="misses_cause", horizontal=True,
                          format_func=lambda c: f"{c} ({counts[c]})"))
-    _list_cause(anatomy, judged, floor, cause)
+    _list_cause(anatomy, judged, floor, cause, rule)
     left, right = st.columns(2)
-    left.download_button("Download pairs (JSONL)", "".join(line + "\n" for line in misses.jsonl_lines(anatomy, floor)),
+    left.download_button("Download pairs (JSONL)", "".join(line + "\n" for line in misses.jsonl_lines(anatomy, floor, rule)),
                             file_name=f"misses-{info.run_id}.jsonl", mime="application/jsonl", key="misses_download_jsonl")
-    right.download_button("Download pairs (CSV)", misses.csv_text(anatomy, floor), file_name=f"misses-{info.run_id}.csv",
+    right.download_button("Download pairs (CSV)", misses.csv_text(anatomy, floor, rule), file_name=f"misses-{info.run_id}.csv",
                             mime="text/csv", key="misses_download_csv")
 
 
@@ -164,9 +186,9 @@ def question_links(info: RunInfo, judged: JudgedSet, message_ids: list[str], flo
     }
 
 
-def _list_cause(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float, cause: str) -> None:
+def _list_cause(anatomy: misses.MissAnatomy, judged: JudgedSet, floor: float, cause: str, rule: TurnRule | None = None) -> None:
     info = anatomy.info
-    rows: list[dict[str, Any]] = [r for r in anatomy.rows(floor) if r["cause"] == cause]
+    rows: list[dict[str, Any]] = [r for r in anatomy.rows(floor, rule) if r["cause"] == cause]
     if not rows:
         st.caption(f"No pair is {inert_markdown(cause)}.")
         return

@@ -1,5 +1,5 @@
 """The only module that calls st.cache_*: opened stores, the label store, the model,
-saved runs' answers and judged sets.
+saved runs' answers, judged sets and the turn rules fitted on the Calibrate page.
 
 Pages never open a store or a database themselves; they ask here, so a rerun (a
 floor move, a label click) reuses what is already open.
@@ -30,6 +30,7 @@ from dashboard.database.model import LabelStoreError
 # pandas and pyarrow) are imported when first used, not here.
 if TYPE_CHECKING:
     from dashboard.calibration.label_files import LabelFile
+    from dashboard.calibration.turn_fit import RuleComparison
     from dashboard.database.runs import QueryOutcome, RunInfo
     from dashboard.evaluation.judged_sets import JudgedSet
     from dashboard.monitoring.relation import LogSet
@@ -151,6 +152,31 @@ def parse_label_bytes(content: bytes, *, source: str) -> LabelFile:
 def _parsed_label_file(digest: str, name: str, _content: bytes) -> LabelFile:
     # A LabelFileError propagates and is not cached: the page shows it each run.
     return parse_label_bytes(_content, source=name)
+
+
+def rule_comparison(labels: LabelFile, mode: str, target: float) -> RuleComparison:
+    """The held-out comparison of the turn rules with the single floor on these labels
+    (calibration/turn_fit.py), at the settings `memlens calibrate --rule` uses by
+    default (its resamples, seed and top ratio), so the page's floor file is the
+    command's. Fitted once per labels, mode and target: a slider move or a rerun
+    reuses it. Keyed by what the fit reads (each row's score, label, turn and rank);
+    a CalibrationError propagates and is not cached."""
+    import numpy as np
+
+    data = labels.labelled_scores()
+    digest = hashlib.sha256(data.scores.tobytes() + data.relevant.tobytes())
+    if data.turn is not None:
+        digest.update(data.turn.tobytes())
+    digest.update(np.array([row.rank or 0 for row in labels.rows], dtype=np.int64).tobytes())
+    return _rule_comparison(digest.hexdigest(), mode, float(target), labels)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _rule_comparison(digest: str, mode: str, target: float, _labels: LabelFile) -> RuleComparison:
+    from dashboard.calibration.sweep import DEFAULT_SEED
+    from dashboard.calibration.turn_fit import DEFAULT_TOP_RATIO, compare_rules, turn_labels
+
+    return compare_rules(turn_labels(_labels, DEFAULT_TOP_RATIO), mode, target, resamples=None, seed=DEFAULT_SEED)
 
 
 def open_logs(paths: list[str]) -> LogSet:
