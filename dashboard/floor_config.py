@@ -88,9 +88,20 @@ class FloorConfig:
     def load(cls, path: str | Path) -> FloorConfig:
         """The floor JSON Calibrate exports, read through the inbound boundary.
         Raises FloorConfigError naming the file and the field."""
-        name = str(path)
         try:
-            data = inbound.load_json(inbound.read_small(path, "floor config").decode("utf-8"), name)
+            content = inbound.read_small(path, "floor config")
+        except inbound.InboundError as exc:
+            raise FloorConfigError(str(exc)) from None
+        return cls.from_bytes(content, str(path))
+
+    @classmethod
+    def from_bytes(cls, content: bytes, name: str) -> FloorConfig:
+        """The floor JSON from bytes already in hand (a page's upload), named `name` in
+        every message; the same checks and size bound as ``load``."""
+        try:
+            if len(content) > inbound.MAX_CONFIG_BYTES:
+                raise inbound.InboundError(f"{name}: the floor config is larger than {inbound.MAX_CONFIG_BYTES:,} bytes; is it the right file?")
+            data = inbound.load_json(content.decode("utf-8"), name)
         except inbound.InboundError as exc:
             raise FloorConfigError(str(exc)) from None
         except UnicodeDecodeError as exc:

@@ -67,6 +67,8 @@ COMMANDS: dict[str, Entry] = {
 AGENT_SIDE: dict[str, Entry] = {
     "FloorConfig": Entry(none="built from the agent's own values (FloorConfig(floor=0.35)); the file is FloorConfig.load"),
     "FloorConfig.load": Entry(readers=("floor config",)),
+    "FloorConfig.from_bytes": Entry(other="a floor file's bytes a page was handed (an upload): the size bound, then the "
+                                    "same parse and field checks as FloorConfig.load (the hostile floor files)"),
     "RetrievalLog": Entry(none="writes the log; a bad path is refused when the log is made, later failures counted"),
     "RetrievalSpans": Entry(none="writes spans through the agent's own tracer"),
     "Turn": Entry(none="the result memory_for_prompt returns, built by memlens"),

@@ -425,6 +425,19 @@ def test_floor_config_load_refuses_each_hostile_floor_file_within_a_second(case,
     assert str(path) in str(error) and len(str(error)) < 400, str(error)
 
 
+@pytest.mark.parametrize("case", [case for case, text in FLOOR_FILES.items() if text is not None] + ["over the size bound"])
+def test_an_uploaded_floor_file_is_refused_as_the_file_is_naming_the_upload(case):
+    """Inspect, Quality and Monitor take a floor file as an upload's bytes: the same
+    refusals, named as the visitor knows the file."""
+    from dashboard.floor_config import FloorConfig, FloorConfigError
+
+    text = FLOOR_FILES.get(case) or '{"floor": 0.35, "pad": "' + "x" * (1 << 20) + '"}'
+    result, error, finished = _run_with_limit(lambda: FloorConfig.from_bytes(text.encode(), "my-floor.json"), 1.0)
+    assert finished, f"FloorConfig.from_bytes hung on {case}"
+    assert isinstance(error, FloorConfigError), f"{case}: {type(error).__name__}: {str(error)[:300]} (read: {result!r})"
+    assert "my-floor.json" in str(error) and len(str(error)) < 400, str(error)
+
+
 # ------------------------------------------------------------------ the server corpus
 
 

@@ -8,7 +8,6 @@ session reads the window's rows once, when the button is pressed.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 
@@ -128,7 +127,7 @@ def floor_and_settings(logs: LogSet) -> Settings:
         content = upload.getvalue()
         digest = hashlib.sha256(content).hexdigest()
         try:
-            config = _floor_config(content, upload.name)
+            config = FloorConfig.from_bytes(content, upload.name)  # named as the visitor knows it
         except FloorConfigError as exc:
             show_error(str(exc))
             config = None
@@ -185,20 +184,6 @@ def floor_and_settings(logs: LogSet) -> Settings:
     elif at_config is not None:
         settings.floor, settings.floor_words, settings.turns = None, at_config.words, at_config.turns
     return settings
-
-
-def _floor_config(content: bytes, name: str):
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "floor.json"
-        path.write_bytes(content)
-        try:
-            # named as the visitor knows it, in every message and floor description
-            return dataclasses.replace(FloorConfig.load(path), source=name)
-        except FloorConfigError as exc:
-            raise FloorConfigError(str(exc).replace(str(path), name)) from None
 
 
 def show_score_direction(logs: LogSet) -> None:

@@ -1,15 +1,12 @@
 """A floor file (``memlens-floor.json``) uploaded on a page, read by the one floor-file
-reader (dashboard/floor_config.py, ``FloorConfig.load``, through the inbound
+reader (dashboard/floor_config.py, ``FloorConfig.from_bytes``, through the inbound
 boundary), its problems in an error box (ui/widgets/errors.py). Inspect and the
 Quality page's misses apply what it holds: its rule that reads the whole turn, or
 its floor."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -21,18 +18,6 @@ HELP = (
     "The JSON Calibrate downloads (or `memlens calibrate --floor-config-out`). With a rule that reads the "
     "whole turn, each hit is kept or dropped by that rule, as the agent side decides it."
 )
-
-
-def read_floor_file(content: bytes, name: str) -> FloorConfig:
-    """The uploaded bytes through ``FloorConfig.load`` (which reads a path), named in
-    every message as the visitor knows the file. Raises FloorConfigError."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "floor.json"
-        path.write_bytes(content)
-        try:
-            return dataclasses.replace(FloorConfig.load(path), source=name)
-        except FloorConfigError as exc:
-            raise FloorConfigError(str(exc).replace(str(path), name)) from None
 
 
 def uploaded_floor_file(key: str, container: Any = None) -> tuple[FloorConfig | None, bool]:
@@ -53,7 +38,7 @@ def uploaded_floor_file(key: str, container: Any = None) -> tuple[FloorConfig | 
         new = False
     else:
         try:
-            config, problem = read_floor_file(content, upload.name), None
+            config, problem = FloorConfig.from_bytes(content, upload.name), None
         except FloorConfigError as exc:
             config, problem = None, str(exc)
         st.session_state[memo_key] = (digest, config, problem)
