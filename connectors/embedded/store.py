@@ -90,6 +90,10 @@ class EmbeddedStore:
         self.weights = parse_weights(weights)
         self.half_life_hours = float(half_life_hours)
         self.model = model or embedding.DEFAULT_MODEL
+        # What the file's `model` column says embedded a memory: the model itself for an
+        # export folder (embedding.model_name), so memories embedded by the model and
+        # queries through its export count as one model, and a missing model is said now.
+        self.model_name = embedding.model_name(model)
         self.count_usage = count_usage
         # as_of: the store as it was then (connectors/embedded/clock.py): recency is
         # computed at it and memories created after it are not returned.
@@ -445,14 +449,14 @@ class EmbeddedStore:
         # One lock across read, encode and write: two imports must not interleave
         # (imports are rare; a query waits for one to finish).
         with self._lock:
-            known = dict(self._db.execute("SELECT id, text FROM memories WHERE model = ?", (self.model,)))
+            known = dict(self._db.execute("SELECT id, text FROM memories WHERE model = ?", (self.model_name,)))
             # The same id twice in one file: the later line wins, as in an upsert.
             fresh = {r["id"]: r for r in rows}
             to_encode = [r for r in fresh.values() if known.get(r["id"]) != r["text"]]
             vectors = embedding.encode([r["text"] for r in to_encode], model=self.model, progress=progress)
             encoded = {r["id"]: vectors[i] for i, r in enumerate(to_encode)}
             existing = dict(
-                self._db.execute("SELECT id, embedding FROM memories WHERE model = ?", (self.model,))
+                self._db.execute("SELECT id, embedding FROM memories WHERE model = ?", (self.model_name,))
             )
             self._db.executemany(
                 "INSERT OR REPLACE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -466,7 +470,7 @@ class EmbeddedStore:
                         r["usage_count"],
                         json.dumps(r["metadata"]),
                         encoded[r["id"]].tobytes() if r["id"] in encoded else existing[r["id"]],
-                        self.model,
+                        self.model_name,
                     )
                     for r in fresh.values()
                 ],

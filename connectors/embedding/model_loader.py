@@ -8,6 +8,8 @@ Two ways to run a model, chosen once per model and process (`encoder`):
 - **onnx** (the default): the model is exported to ONNX once
   (connectors/embedding/onnx_export.py, cached per model) and run with onnxruntime and its
   fast tokenizer (connectors/embedding/onnx_encoder.py). Loading takes well under a second.
+  A model setting that is itself an export folder (its three files) runs from it as
+  it is: no model package, no key, no torch (how an agent runs without torch).
 - **torch**: sentence-transformers itself, for a model the ONNX path cannot
   reproduce (a Dense layer, no fast tokenizer) or when the export fails, or when
   ``MEMLENS_EMBEDDING_BACKEND=torch`` asks for it. Importing torch takes seconds.
@@ -97,13 +99,37 @@ class TorchEncoder:
         return out
 
 
+def model_name(model: str | None = None) -> str:
+    """The name a store records with the vectors `model` makes (the embedded store's
+    `model` column): for an export folder, the model it was exported from, so the
+    export and its model count as one; else the setting (the packaged MiniLM's name
+    for None). StoreUnavailable when `model` is not here, so a store says so when
+    it is made rather than at its first query."""
+    from connectors.embedding import onnx_export
+
+    path = resolve_model_path(model)
+    if not onnx_export.is_exported(Path(path)):
+        return model or DEFAULT_MODEL
+    name = onnx_export.source_model(path)
+    if name is None:
+        raise StoreUnavailable(
+            f"the ONNX export in {path} does not say which model it was made from (an older memlens made it): "
+            "make it again with `python -m connectors.embedding.onnx_export --out DIR` where memlens[app] is installed"
+        )
+    return name
+
+
 def _open_encoder(path: str) -> Encoder:
-    wanted = os.environ.get(BACKEND_ENV, "onnx").strip().lower() or "onnx"
-    if wanted == "torch":
-        return TorchEncoder(path, reason=f"{BACKEND_ENV}=torch")
     from connectors.embedding import onnx_export
     from connectors.embedding.onnx_encoder import OnnxEncoder
 
+    if onnx_export.is_exported(Path(path)):
+        # The setting names an export folder: it holds all the query path needs, and
+        # torch has no model to run there.
+        return OnnxEncoder(path)
+    wanted = os.environ.get(BACKEND_ENV, "onnx").strip().lower() or "onnx"
+    if wanted == "torch":
+        return TorchEncoder(path, reason=f"{BACKEND_ENV}=torch")
     try:
         directory = onnx_export.export_dir(path)
         if not onnx_export.is_exported(directory):
@@ -123,8 +149,9 @@ def _open_encoder(path: str) -> Encoder:
         # that takes torch, which only the dashboard's install brings.
         raise StoreUnavailable(
             f"the model {path} has no ONNX export in {onnx_export.model_cache_dir()} and {exc.name} is not installed "
-            "to make one or to run the model without it: run `python -m connectors.embedding.onnx_export` once where "
-            f"memlens[app] is installed and point {onnx_export.MODEL_CACHE_ENV} at the folder it wrote ({reason})"
+            "to make one or to run the model without it: run `python -m connectors.embedding.onnx_export --out DIR` "
+            "where memlens[app] is installed and set the store's model to that folder (or run it without --out "
+            f"for this model folder and point {onnx_export.MODEL_CACHE_ENV} at the cache it wrote) ({reason})"
         ) from None
 
 

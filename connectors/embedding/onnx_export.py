@@ -7,19 +7,25 @@ when a model has no export yet.
 
 An export is a directory ``<cache>/<key>/`` holding ``model.onnx`` (the transformer:
 token ids in, last hidden state out), ``tokenizer.json`` and ``encoder.json`` (how
-to pool, the longest input, which inputs the model takes). ``key`` is a hash of the
-model directory's files (names, sizes and contents of everything but the weights,
-whose size and modification time stand for them: hashing 90 MB on every start
-would cost more than the export saves). The cache sits apart from the data
+to pool, the longest input, which inputs the model takes, and the model it was made
+from). ``key`` is a hash of the model directory's files (names, sizes and contents of
+everything but the weights, whose size and modification time stand for them: hashing
+90 MB on every start would cost more than the export saves). The cache sits apart from the data
 directory because an export belongs to a model, not to a workspace: a fresh data
 directory (a new demo, a test) should not pay for a new export.
 
 Run ``python -m connectors.embedding.onnx_export`` at install time to export the packaged
 model ahead of the first query.
+
+An export is self-contained: given as the model itself (an embedded store's ``model``
+setting), its folder is read as it is, with no model package, no key and no torch
+(model_loader). ``python -m connectors.embedding.onnx_export --out DIR`` writes one
+into a folder of your choice, to copy where an agent runs without torch.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -29,13 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from connectors.common.errors import MemlensError
+from connectors.embedding.model_path import packaged_model_path, recorded_name
 
 MODEL_CACHE_ENV = "MEMLENS_MODEL_CACHE"
 ENCODER_FILES = ("model.onnx", "tokenizer.json", "encoder.json")
 # Files at or above this size are keyed by size and mtime rather than content.
 CONTENT_HASH_LIMIT = 4 * 2**20
 # Bump when what an export contains changes, so old exports are not reused.
-EXPORT_FORMAT = 1
+# 2: encoder.json names the model the export was made from ("model").
+EXPORT_FORMAT = 2
 
 # The sentence-transformers modules the ONNX path reproduces (by class name: the
 # package has moved them between releases); any other module (Dense, a custom
@@ -76,6 +84,14 @@ def export_dir(model_dir: str | Path) -> Path:
 
 def is_exported(directory: Path) -> bool:
     return all((directory / name).is_file() for name in ENCODER_FILES)
+
+
+def source_model(directory: str | Path) -> str | None:
+    """The model an export was made from, as a store records it (encoder.json's
+    "model"); None for an export older than EXPORT_FORMAT 2, which does not say."""
+    settings = json.loads((Path(directory) / "encoder.json").read_text(encoding="utf-8"))
+    name = settings.get("model")
+    return name if isinstance(name, str) and name else None
 
 
 def check_modules(model_dir: str | Path) -> None:
@@ -160,6 +176,10 @@ def export(model_dir: str | Path, target: Path | None = None) -> Path:
             "do_lower_case": bool(getattr(transformer, "do_lower_case", False)),
             "dimensions": int(hf_model.config.hidden_size),
             "source": str(model_dir),
+            # The name a store records with this model's vectors: a store queried
+            # through the export then knows its memories were embedded by this model.
+            "model": recorded_name(str(model_dir)),
+            "format": EXPORT_FORMAT,
         }
         (Path(scratch) / "encoder.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
         # encoder.json last: is_exported() only sees a directory once all of it is there.
@@ -183,10 +203,24 @@ def _optimise(onnx_path: Path) -> None:
     os.replace(optimised, onnx_path)
 
 
-def main() -> None:
-    from connectors.embedding.model_path import packaged_model_path
-
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m connectors.embedding.onnx_export",
+        description="Export the packaged all-MiniLM-L6-v2 to ONNX (needs torch, which memlens[app] brings).",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="write the export into this folder and print it: a folder to copy where the agent runs and give "
+        "as the embedded store's model (default: the cache the dashboard reads, MEMLENS_MODEL_CACHE)",
+    )
+    args = parser.parse_args(argv)
     model = packaged_model_path()
+    if args.out is not None:
+        # Printed alone, so a build step can take it: DIR=$(python -m ... --out DIR)
+        print(export(model, args.out).resolve())
+        return
     directory = export_dir(model)
     if is_exported(directory):
         print(f"already exported: {directory}")

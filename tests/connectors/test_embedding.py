@@ -6,6 +6,7 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,3 +102,52 @@ def test_a_query_from_a_cold_process_never_imports_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["384", "False", "False"]
+
+
+@pytest.fixture(scope="module")
+def export_folder(tmp_path_factory):
+    """An export written to a folder of its own (what `--out DIR` writes), away from
+    the model cache."""
+    return onnx_export.export(embedding.packaged_model_path(), tmp_path_factory.mktemp("minilm-onnx"))
+
+
+def test_an_export_folder_given_as_the_model_is_the_model_it_came_from(export_folder, tmp_path, monkeypatch):
+    from datetime import UTC, datetime
+
+    from connectors.embedded.store import EmbeddedStore
+
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    memories = ROOT / "demo_data" / "memories.jsonl"
+    packaged = EmbeddedStore(tmp_path / "memories.sqlite", now=lambda: now)
+    packaged.import_jsonl(memories)
+    expected = [[(h.memory_id, h.score) for h in packaged.query(q, user_id="sam", k=5).hits] for q in varied_texts(20)]
+    packaged.close()
+    # The folder alone: no model cache to find or fill.
+    cache = tmp_path / "empty-model-cache"
+    monkeypatch.setenv(onnx_export.MODEL_CACHE_ENV, str(cache))
+    through_export = EmbeddedStore(tmp_path / "memories.sqlite", model=str(export_folder), now=lambda: now)
+    assert embedding.encoder(str(export_folder)).backend == "onnx"
+    # Memories the packaged model embedded count as this model's: none is encoded again.
+    assert through_export.model_name == embedding.DEFAULT_MODEL
+    assert through_export.import_jsonl(memories).reencoded == 0
+    found = [[(h.memory_id, h.score) for h in through_export.query(q, user_id="sam", k=5).hits] for q in varied_texts(20)]
+    through_export.close()
+    for mine, theirs in zip(found, expected, strict=True):
+        assert [i for i, _ in mine] == [i for i, _ in theirs]
+        assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], abs=1e-6)
+    assert not cache.exists()
+
+
+def test_an_export_that_does_not_name_its_model_is_refused_with_how_to_remake_it(export_folder, tmp_path):
+    import shutil
+
+    from connectors.base import StoreUnavailable
+    from connectors.embedded.store import EmbeddedStore
+
+    # What an export made before EXPORT_FORMAT 2 holds: no "model" in encoder.json.
+    old = Path(shutil.copytree(export_folder, tmp_path / "old-export"))
+    settings = json.loads((old / "encoder.json").read_text())
+    del settings["model"], settings["format"]
+    (old / "encoder.json").write_text(json.dumps(settings))
+    with pytest.raises(StoreUnavailable, match=r"does not say which model.*onnx_export --out DIR"):
+        EmbeddedStore(tmp_path / "memories.sqlite", model=str(old))
