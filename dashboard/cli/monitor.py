@@ -201,12 +201,13 @@ def run(args: argparse.Namespace) -> int:
     counts = logs.counts()
     if not result.windows:
         raise CommandError(f"no turn with a timestamp in {len(files)} file(s) ({counts['turns']:,} turns read): nothing to watch")
+    shadow = decisions.shadow_windows(logs.con, settings.window) if decisions.has_shadow(logs.con, TURNS) else None
     judged = None
     if args.judge:
-        judged = monitor_precision.run_judged(args, logs, result)
+        # with a shadow config, the judge grades what either side kept, and each side's kept precision is compared
+        judged = monitor_precision.run_judged(args, logs, result, shadow)
     else:
         result.notes.append(NOT_WATCHED)  # said once, in the notes of the table and of the JSON
-    shadow = decisions.shadow_windows(logs.con, settings.window) if decisions.has_shadow(logs.con, TURNS) else None
     document = report.as_json(result, files=files, issues=issues, counts=counts)
     return emit(args, result, len(files), document, judged, shadow)
 

@@ -20,6 +20,7 @@ from connectors.common.redaction import redact_text
 from dashboard.cli.errors import CommandError, warning
 from dashboard.monitoring import report, turn_floor
 from dashboard.monitoring.alerts import MonitorResult, Settings, assess
+from dashboard.monitoring.windows import LOGGED_DECISIONS
 
 CONNECT_ENV = "MEMLENS_MONITOR_CONNECT"
 
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="FIELD=COLUMN",
         help="read a log field from another column, e.g. timestamp=created_at (fields: message_id, memory_id, score, "
-        "timestamp, and floor, floor_segment for each turn's logged floor)",
+        "timestamp, and floor, floor_segment for each turn's logged floor, kept, rule for the agent's logged decisions)",
     )
 
 
@@ -87,6 +88,9 @@ def run(args: argparse.Namespace, settings: Settings) -> Found:
         warning(f"{summary.bad_rows:,} bad row(s) skipped; the other rows are used")
     if summary.floors is not None:
         settings.floor_words = turn_floor.describe_floors(summary.floors, "its logged floor")
+    if summary.decisions is not None:
+        # the agent's own kept or dropped per row, in the file run's words
+        settings.counting, settings.floor_words = LOGGED_DECISIONS, summary.decisions.words()
     if not summary.windows:
         raise CommandError(f"no turn with a timestamp in table {args.table} ({summary.counts['turns']:,} turns read): nothing to watch")
     result = assess(summary.windows, settings, lambda windows: summary.histograms)

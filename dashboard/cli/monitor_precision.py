@@ -61,14 +61,17 @@ class JudgedResult:
     untrusted: str | None = None  # the judge failed its checks: why (the run exits 3)
 
 
-def run_judged(args: argparse.Namespace, logs: Any, result: Any) -> JudgedResult:
+def run_judged(args: argparse.Namespace, logs: Any, result: Any, shadow: Any = None) -> JudgedResult:
+    """The judged sample per window; with `shadow` (decisions.ShadowReport), each
+    side's kept precision on its own sample too, written into the report
+    (shadow_precision.judge_sides), the union of both sides' pairs graded once."""
     from connectors.common.errors import MemlensError
     from connectors.common.paths import data_dir
     from dashboard.cli.errors import CommandError, warning
     from dashboard.database import AppDatabase, app_database_target
     from dashboard.database.model import LabelStoreError
     from dashboard.judging.judges import open_judge
-    from dashboard.monitoring import precision, sample_grades
+    from dashboard.monitoring import precision, sample_grades, shadow_precision
     from dashboard.monitoring.relation import turn_queries
 
     settings = result.settings
@@ -87,10 +90,11 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any) -> JudgedResult
         raise CommandError(f"cannot open the app database: {exc}") from exc
     try:
         sampled, eligible = precision.sample_turns(logs.con, settings.floor, settings.window, args.sample, args.seed)
+        shadowed = shadow_precision.shadow_sample(logs.con, settings.floor, settings.window, args.sample, args.seed) if shadow is not None else []
         if client is not None:
             print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
         run = sample_grades.grade_sample(
-            sampled, lambda ids: turn_queries(logs.con, ids), judge=judge, db=db, store=store, store_id=store_id,
+            sampled + shadowed, lambda ids: turn_queries(logs.con, ids), judge=judge, db=db, store=store, store_id=store_id,
             concurrency=client.config.concurrency if client is not None else 1, max_pairs=args.max_pairs,
         )
         created = sample_grades.creation_times(run, sampled, store, client.config.concurrency if client is not None else 1) if args.stale_after else None
@@ -133,6 +137,12 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any) -> JudgedResult
         if baseline is None:
             out.why = " (no graded pair in the baseline)"
     out.lines = _lines(judge.source, args, windows, baseline, run, agreement, out.untrusted)
+    if shadow is not None:
+        sides = shadow_precision.judge_sides(shadow, shadowed, run.grades, seed=args.seed, trusted=out.untrusted is None)
+        shadow.judged = {"judge": judge.source, "trusted": out.untrusted is None, "sample": args.sample, "seed": args.seed, "top": TOP}
+        shadow.judged_lines = shadow_precision.shadow_precision_lines(
+            shadow, sides, judge.source, args.sample, args.seed, out.untrusted
+        )
     out.document = {
         "judge": judge.source,
         "trusted": out.untrusted is None,

@@ -14,7 +14,8 @@ is paired over turns: only the turns where the two disagree (one left the turn w
 no memory, the other kept something) say anything about which leaves more, and
 under "no difference" each such turn goes either way with probability one half. The
 p-values are Holm-corrected over the windows (alerts.holm), as the monitor's other
-tests are. The command (text and JSON) and the Monitor page show the same rows.
+tests are. The command (text and JSON) and the Monitor page show the same rows;
+with a judge, shadow_precision.py adds each side's kept precision to them.
 """
 
 from __future__ import annotations
@@ -125,14 +126,20 @@ class ShadowReport:
     candidate_rules: list[str]
     windows: list[ShadowWindow]
     total: ShadowWindow  # every window together, its p-value uncorrected
+    # with a judge (shadow_precision.py): who judged and how, and its lines under the table
+    judged: dict[str, Any] | None = None
+    judged_lines: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        shown = {
             "shipped_rule": ", ".join(self.shipped_rules),
             "candidate_rule": ", ".join(self.candidate_rules),
             "windows": [w.as_dict() for w in self.windows],
             "total": self.total.as_dict(),
         }
+        if self.judged is not None:  # only with --judge: the key a consumer checks for
+            shown["judged"] = self.judged
+        return shown
 
 
 def shadow_windows(con: duckdb.DuckDBPyConnection, window: str) -> ShadowReport | None:
@@ -194,7 +201,7 @@ def shadow_lines(report: ShadowReport) -> list[str]:
             f"{w.label:<17}{w.turns:>9,}{_share(w.shipped_no_memory_share):>19}{_share(w.candidate_no_memory_share):>21}"
             f"{w.only_shipped:>20,}{w.only_candidate:>22,}{w.p_value:>9.2g}"
         )
-    return lines
+    return lines + report.judged_lines
 
 
 def shadow_table(report: ShadowReport) -> list[dict[str, Any]]:

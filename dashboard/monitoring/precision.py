@@ -61,6 +61,13 @@ class SampledTurn:
     user_id: str | None = None
     kept: list[tuple[str, int, float]] = field(default_factory=list)  # (memory_id, rank, score), top TOP kept
     at: datetime | None = None  # the turn's time
+    # a shadow config's top TOP kept, where the turn is drawn to compare it (shadow_precision.py)
+    candidate: list[tuple[str, int, float]] = field(default_factory=list)
+
+    def pairs(self) -> list[tuple[str, int, float]]:
+        """The memories to grade: those either side kept, each once."""
+        seen = {memory_id for memory_id, _, _ in self.kept}
+        return self.kept + [item for item in self.candidate if item[0] not in seen]
 
 
 @dataclass
@@ -177,10 +184,23 @@ def sample_turns(
     """The sampled turns of every window, with their top kept memories, and the
     number of eligible turns (a memory at or above the floor) per window start.
     `floor` None: each turn at its own floor (the ``floor`` column of `turns`)."""
+    sampled, eligible = draw_turns(con, floor, window, n, seed, turns=turns)
+    _attach_kept(con, sampled, floor, turns)
+    return sampled, eligible
+
+
+def draw_turns(
+    con: duckdb.DuckDBPyConnection, floor: float | None, window: str, n: int, seed: int = DEFAULT_SEED, *,
+    turns: str = TURNS, where: str | None = None,
+) -> tuple[list[SampledTurn], dict[datetime, int]]:
+    """The sample's turns of every window, without their memories, and the eligible
+    turns per window start. `where`: SQL over `turns` for the turns a sample may
+    hold (default: a memory at or above the floor); a turn is banded by its top-1
+    above its floor (above itself, band 0, for a turn with none)."""
     at = turn_floor_sql(floor)
     rows = con.execute(
-        f"""SELECT message_id, {window_start_sql(window)} AS start, top1, ts, {at} AS floor FROM {turns}
-            WHERE ts IS NOT NULL AND message_id IS NOT NULL AND top1 >= {at}"""
+        f"""SELECT message_id, {window_start_sql(window)} AS start, top1, ts, coalesce({at}, top1) AS floor FROM {turns}
+            WHERE ts IS NOT NULL AND message_id IS NOT NULL AND {where or f"top1 >= {at}"}"""
     ).fetchall()
     by_window: dict[datetime, list[list[tuple[bytes, str]]]] = {}
     times = {}
@@ -195,7 +215,6 @@ def sample_turns(
         eligible[start] = sum(len(b) for b in bands)
         for band, (members, take) in enumerate(zip(bands, _allocate([len(b) for b in bands], n), strict=True)):
             sampled += [SampledTurn(message_id, start, band, at=times[message_id]) for _, message_id in sorted(members)[:take]]
-    _attach_kept(con, sampled, floor, turns)
     return sampled, eligible
 
 

@@ -60,7 +60,7 @@ class GradingRun:
 
 def cached_judgments(sampled: list[SampledTurn], db: Any, source: str) -> dict[tuple[str, str], Any]:
     """The judge labels the judge `source` already gave the sample's pairs, from the app database."""
-    wanted = {(t.message_id, memory_id) for t in sampled for memory_id, _, _ in t.kept}
+    wanted = {(t.message_id, memory_id) for t in sampled for memory_id, _, _ in t.pairs()}
     found = db.judge_labels.find(source=source, message_ids={t.message_id for t in sampled})
     return {(j.message_id, j.memory_id): j for j in found if (j.message_id, j.memory_id) in wanted}
 
@@ -98,7 +98,14 @@ def grade_sample(
     run.grades.update((pair, j.relevant) for pair, j in cached.items())
     run.answers.update((pair, (j.grade, j.reason)) for pair, j in cached.items())
     run.cached = len(cached)
-    missing = [(turn, memory_id, rank, score) for turn in sampled for memory_id, rank, score in turn.kept if (turn.message_id, memory_id) not in cached]
+    # each pair once: a turn may be drawn twice (the sample and a shadow config's: shadow_precision.py),
+    # and a memory both sides kept is one pair
+    missing, seen = [], set(cached)
+    for turn in sampled:
+        for memory_id, rank, score in turn.pairs():
+            if (turn.message_id, memory_id) not in seen:
+                seen.add((turn.message_id, memory_id))
+                missing.append((turn, memory_id, rank, score))
     # query text is looked up only when something is left to grade: a run on graded logs asks nothing more
     queries = queries_for({turn.message_id for turn, *_ in missing}) if missing else {}
     todo = [item for item in missing if item[0].message_id in queries]

@@ -28,6 +28,12 @@ What the query does, the same as the file run (dashboard.monitoring.relation and
   logged (the ``floor`` column, a value that is not a finite number read as none),
   as the file run counts a log's logged floors; a third query then lists those
   floors (floor, segment, turns);
+- with no floor, where the table has a ``kept`` column (the agent's decision per
+  row: dashboard/logs/writer.py), a turn whose rows carry decisions is counted by
+  them, as the file run counts them (dashboard/monitoring/decisions.py): it has
+  memory when any of its memories was kept, and kept per turn counts the kept ones;
+  the other turns stay at their logged floor. A fourth query counts the decided
+  turns by the ``rule`` that decided them, for the header;
 - windows are whole hours, days or weeks (from Monday) of UTC, numbered from the
   epoch, so every engine buckets alike;
 - the top-1 histogram has HISTOGRAM_BINS equal bins between the lowest and highest
@@ -58,6 +64,7 @@ from connectors.common.errors import MemlensError
 from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.redaction import redact_text
 from dashboard.monitoring import turn_floor
+from dashboard.monitoring.decisions import LoggedDecisions
 from dashboard.monitoring.windows import HISTOGRAM_BINS, NEAR_FLOOR, WINDOW_MICROSECONDS, WINDOW_OFFSET, WINDOWS, Window
 
 if TYPE_CHECKING:
@@ -68,6 +75,8 @@ FIELDS = {"message_id": "message_id", "memory_id": "memory_id", "score": "score"
 # read only when each turn is counted at its logged floor; a table without
 # floor_segment names each floor's segment "?", as a log without it does
 LOGGED_FIELDS = {"floor": "floor", "floor_segment": "floor_segment"}
+# read, with no floor, where the table has them: the agent's decision per row and what made it
+DECISION_FIELDS = {"kept": "kept", "rule": "rule"}
 # what makes a row bad, by field, in the file reader's words (dashboard/logs/retrieval_log.py)
 PROBLEMS = {
     "message_id": "required, missing",
@@ -99,11 +108,12 @@ class Summary:
     summary_rows: int = 0  # rows that left the engine
     bad_fields: dict[str, int] = field(default_factory=dict)  # bad rows by the field that makes them bad
     floors: list[tuple[float, str, int]] | None = None  # the logged floors (floor, segment, turns), most turns first
+    decisions: LoggedDecisions | None = None  # the logged decisions counted, where the table has a kept column
 
 
 def parse_columns(pairs: list[str] | None) -> dict[str, str]:
     """``--column FIELD=NAME`` flags as {field: column}, every field present."""
-    columns = FIELDS | LOGGED_FIELDS
+    columns = FIELDS | LOGGED_FIELDS | DECISION_FIELDS
     for pair in pairs or []:
         name, sep, column = pair.partition("=")
         name, column = name.strip(), column.strip()
@@ -123,10 +133,17 @@ def finite(value: ir.FloatingValue) -> ir.BooleanValue:
     return value.between(-LARGEST, LARGEST)
 
 
+def has_decisions(table: ir.Table, columns: dict[str, str] | None) -> bool:
+    """Whether the table carries the agent's decision per row (its kept column)."""
+    return (columns or {}).get("kept", "") in table.columns
+
+
 def typed_rows(table: ir.Table, columns: dict[str, str] | None = None, logged: bool = False) -> ir.Table:
     """The log's fields, typed, with ``problem``: NULL for a good row, else the field
     that makes it bad (the first, in PROBLEMS' order). With `logged`, each row's
-    logged floor (a value that is not a finite number is none) and its segment."""
+    logged floor (a value that is not a finite number is none; none at all in a table
+    without the column, which then counts by its decisions) and its segment, and where
+    the table has them, the row's decision (``kept``) and its ``rule``."""
     import ibis
 
     columns = columns or FIELDS
@@ -144,10 +161,17 @@ def typed_rows(table: ir.Table, columns: dict[str, str] | None = None, logged: b
     )
     fields: dict[str, Any] = {"message_id": message_id, "memory_id": memory_id, "score": score, "ts": ts, "problem": problem}
     if logged:
-        floor = table[columns["floor"]].cast("float64")
-        fields["floor"] = ibis.ifelse(finite(ibis.coalesce(floor, 0.0)), floor, ibis.null("float64"))
+        if columns.get("floor") in table.columns:
+            floor = table[columns["floor"]].cast("float64")
+            fields["floor"] = ibis.ifelse(finite(ibis.coalesce(floor, 0.0)), floor, ibis.null("float64"))
+        else:
+            fields["floor"] = ibis.null("float64")
         segment = columns.get("floor_segment")
         fields["segment"] = table[segment].cast("string") if segment in table.columns else ibis.null("string")
+        if has_decisions(table, columns):
+            fields["kept"] = table[columns["kept"]].cast("boolean")
+            rule = columns.get("rule")
+            fields["rule"] = table[rule].cast("string") if rule in table.columns else ibis.null("string")
     return table.select(**fields)
 
 
@@ -156,19 +180,27 @@ def turns_expression(table: ir.Table, floor: float | None, columns: dict[str, st
     floor (`floor`, or None: each memory at its logged floor), merged repeats, rows
     read; with no floor, the turn's own (``floor``, ``segment``). Every bad row is
     in one "turn" with no message_id, whose time and scores are NULL: an engine
-    computes nothing on them."""
+    computes nothing on them. With no floor and a kept column, the turn's logged
+    decisions too: ``logged_kept`` of ``logged_decided`` memories (a repeat kept in
+    any of its rows is kept), as the file run's turns count them."""
     import ibis
 
     logged = floor is None
+    decided = logged and has_decisions(table, columns)
     rows = typed_rows(table, columns, logged)
     good = rows.problem.isnull()
     cleared = {"message_id": ibis.null("string"), "score": ibis.null("float64"), "ts": ibis.null(rows.ts.type())}
     if logged:
         cleared |= {"floor": ibis.null("float64"), "segment": ibis.null("string")}
+    if decided:
+        cleared |= {"kept": ibis.null("boolean")}
     rows = rows.mutate(**{name: ibis.ifelse(good, rows[name], null) for name, null in cleared.items()})
     per_pair: dict[str, Any] = {"score": rows.score.min(), "repeats": rows.count(), "ts": rows.ts.min()}
     if logged:
         per_pair |= {"floor": rows.floor.min(), "segment": rows.segment.min()}
+    if decided:
+        # 0/1 maxima, not bool_or: every dialect compiles them alike (a NULL decision is 0 in both)
+        per_pair |= {"kept_flag": ibis.ifelse(rows.kept, 1, 0).max(), "decided_flag": ibis.ifelse(rows.kept.notnull(), 1, 0).max()}
     pairs = rows.group_by(["message_id", "memory_id"]).aggregate(**per_pair)
     memory = pairs.memory_id.notnull()
     at = pairs.floor if logged else float(floor)  # type: ignore[arg-type]  # floor is a number when not logged
@@ -182,6 +214,8 @@ def turns_expression(table: ir.Table, floor: float | None, columns: dict[str, st
     }
     if logged:
         per_turn |= {"floor": pairs.floor.min(), "segment": pairs.segment.min()}
+    if decided:
+        per_turn |= {"logged_kept": pairs.kept_flag.sum(), "logged_decided": pairs.decided_flag.sum()}
     return pairs.group_by("message_id").aggregate(**per_turn)
 
 
@@ -190,7 +224,8 @@ def summary_expression(table: ir.Table, floor: float | None, window: str, column
 
     ``bad`` is true for the one group of bad rows; ``window`` (the window number since
     the epoch) is NULL for turns with no time, ``bin`` is NULL for turns with no memory.
-    `floor` None: each turn at its logged floor."""
+    `floor` None: each turn at its logged floor, or by its logged decisions where
+    the table has a kept column and the turn's rows carry them."""
     import ibis
 
     if window not in WINDOWS:
@@ -218,13 +253,20 @@ def summary_expression(table: ir.Table, floor: float | None, window: str, column
         ).cast("int64"),
         at=at,
     )
+    no_memory = ibis.ifelse(binned.top1.isnull() | (binned.top1 < binned.at), 1, 0)
+    kept = binned.kept
+    if floor is None and has_decisions(table, columns):
+        # a turn with logged decisions has memory when the agent kept any (windows.no_memory_sql)
+        by_decisions = binned.logged_decided > 0
+        no_memory = ibis.ifelse(by_decisions, ibis.ifelse(binned.logged_kept == 0, 1, 0), no_memory)
+        kept = ibis.ifelse(by_decisions, binned.logged_kept, kept)
     return (
         binned.group_by(["bad", "window", "bin"])
         .aggregate(
             turns=binned.count(),
             rows=binned.rows.sum(),
-            no_memory=ibis.ifelse(binned.top1.isnull() | (binned.top1 < binned.at), 1, 0).sum(),
-            kept=binned.kept.sum(),
+            no_memory=no_memory.sum(),
+            kept=kept.sum(),
             near=ibis.ifelse((binned.top1 - binned.at).abs() <= NEAR_FLOOR, 1, 0).sum(),
             empty=ibis.ifelse(binned.rows == 0, 1, 0).sum(),
             merged=binned.merged.sum(),
@@ -251,7 +293,18 @@ def floors_expression(table: ir.Table, columns: dict[str, str] | None = None) ->
 
     turns = turns_expression(table, None, columns)
     turns = turns.filter(turns.message_id.notnull())
-    return turns.group_by(["floor", "segment"]).aggregate(turns=turns.count(), with_memory=ibis.ifelse(turns.rows > 0, 1, 0).sum())
+    counts: dict[str, Any] = {"turns": turns.count(), "with_memory": ibis.ifelse(turns.rows > 0, 1, 0).sum()}
+    if has_decisions(table, columns):  # turns with a memory and no logged decision: counted at their floor
+        counts["undecided"] = ibis.ifelse((turns.rows > 0) & (turns.logged_decided == 0), 1, 0).sum()
+    return turns.group_by(["floor", "segment"]).aggregate(**counts)
+
+
+def decisions_expression(table: ir.Table, columns: dict[str, str] | None = None) -> ir.Table:
+    """The good turns with a logged decision, by the rule that made it (the file run's
+    decisions.logged_decisions): a row per rule with its turns."""
+    rows = typed_rows(table, columns, logged=True)
+    rows = rows.filter(rows.problem.isnull() & rows.kept.notnull())
+    return rows.group_by(rule=rows.rule.fill_null("?")).aggregate(turns=rows.message_id.nunique())
 
 
 def conflicts_expression(table: ir.Table, columns: dict[str, str] | None = None) -> ir.Scalar:
@@ -317,7 +370,9 @@ def connect(url: str) -> Any:
 def open_table(con: Any, name: str, columns: dict[str, str], logged: bool = False) -> ir.Table:
     """The table or view `name` (``schema.table`` allowed), its columns checked; with
     `logged` (each turn at its logged floor), its floor column too: a table without
-    one exits 2 asking for --floor or --floor-config, as a log without one does."""
+    one exits 2 asking for --floor or --floor-config, as a log without one does,
+    unless it has a kept column (the turns are counted by their logged decisions, and
+    a turn without any by a floor it does not carry exits 2 in summarize)."""
     database, _, table_name = name.rpartition(".")
     try:
         table = con.table(table_name, database=database or None)
@@ -335,9 +390,9 @@ def open_table(con: Any, name: str, columns: dict[str, str], logged: bool = Fals
     score = schema[columns["score"]]
     if not score.is_numeric():
         raise WarehouseError(f"table {name}: column {columns['score']!r} (score) is {score}, not a number")
-    if logged:
-        if columns["floor"] not in schema:
-            raise turn_floor.NoLoggedFloor(f"table {name}: the turns {turn_floor.NO_FLOOR_LOGGED}")
+    if logged and columns["floor"] not in schema and columns.get("kept") not in schema:
+        raise turn_floor.NoLoggedFloor(f"table {name}: the turns {turn_floor.NO_FLOOR_LOGGED}")
+    if logged and columns["floor"] in schema:
         floor = schema[columns["floor"]]
         if not floor.is_numeric():
             raise WarehouseError(f"table {name}: column {columns['floor']!r} (floor) is {floor}, not a number")
@@ -350,7 +405,8 @@ def open_table(con: Any, name: str, columns: dict[str, str], logged: bool = Fals
 def summarize(table: ir.Table, floor: float | None, window: str, columns: dict[str, str] | None = None, name: str = "") -> Summary:
     """Run the query on the engine and build the windows and their histograms; with
     `floor` None, each turn at its logged floor (NoLoggedFloor when a turn with a
-    memory carries none). `name` is the table's, for messages."""
+    memory carries none), or by its logged decisions where it has them. `name` is
+    the table's, for messages."""
     try:
         found = summary_expression(table, floor, window, columns).to_pyarrow().to_pydict()
         summary = from_rows(found, window)
@@ -361,9 +417,14 @@ def summarize(table: ir.Table, floor: float | None, window: str, columns: dict[s
             counted = dict(zip(by_field["problem"], by_field["rows"], strict=True))
             summary.bad_fields = {problem: int(counted[problem]) for problem in PROBLEMS if counted.get(problem)}
         floors = floors_expression(table, columns).to_pyarrow().to_pylist() if floor is None else None
+        rules = decisions_expression(table, columns).to_pyarrow().to_pylist() if floors is not None and has_decisions(table, columns) else []
     except Exception as exc:
         raise WarehouseError(f"the engine refused the monitor's query: {redact_text(str(exc))}") from None
-    if floors is not None:
+    if rules:
+        # as the file run: most turns first, then by name
+        listed_rules = sorted(((str(row["rule"]), int(row["turns"])) for row in rules), key=lambda item: (-item[1], item[0]))
+        summary.decisions = LoggedDecisions(listed_rules, sum(int(row["undecided"]) for row in floors or []))
+    if floors is not None and (summary.decisions is None or summary.decisions.without):
         with_memory = sum(int(row["with_memory"]) for row in floors)
         missing = sum(int(row["with_memory"]) for row in floors if row["floor"] is None)
         turn_floor.check_logged(missing, with_memory, f"table {name}")

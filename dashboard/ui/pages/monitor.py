@@ -33,7 +33,16 @@ from dashboard.monitoring.alerts import (
     monitor,
 )
 from dashboard.monitoring.relation import TURNS, ConfigFloors, LogSet, count_at_config, turn_queries
-from dashboard.monitoring.windows import NEAR_FLOOR, WINDOWS, Window, turn_floor_sql, window_rows
+from dashboard.monitoring.windows import (
+    LOGGED_DECISIONS,
+    NEAR_FLOOR,
+    WINDOWS,
+    Window,
+    kept_sql,
+    no_memory_sql,
+    turn_floor_sql,
+    window_rows,
+)
 from dashboard.ui.widgets import cache
 from dashboard.ui.widgets.errors import show_error
 from dashboard.ui.widgets.sidebar import StoreChoice
@@ -98,6 +107,16 @@ def _logged_floors(logs: LogSet) -> list[tuple[float, str, int]] | None:
     return memo[1]
 
 
+def _logged_decisions(logs: LogSet) -> decisions.LoggedDecisions | None:
+    """The decisions the agent logged per row (None for logs without them), read once
+    per set of logs: what `memlens monitor` counts by without a floor."""
+    memo = st.session_state.get("_monitor_logged_decisions")
+    if memo is None or memo[0] != id(logs):
+        memo = (id(logs), decisions.logged_decisions(logs.con.cursor(), TURNS))
+        st.session_state["_monitor_logged_decisions"] = memo
+    return memo[1]
+
+
 def _config_floors(logs: LogSet, config: FloorConfig, digest: str) -> ConfigFloors | None:
     """The config applied to the logs as `memlens monitor --floor-config` applies it
     (relation.count_at_config), once per set of logs and config; None, with the error
@@ -147,11 +166,14 @@ def floor_and_settings(logs: LogSet) -> Settings:
         state["_monitor_config_rule_seen"] = state.get("_monitor_config_seen")
         state["monitor_floor_rule"] = CONFIG_CHOICE  # a new config with such floors is applied once; the radio moves it after
     floors = _logged_floors(logs)
-    choices = [CONFIG_CHOICE] * per_turn_config + [LOGGED_CHOICE] * (floors is not None) + [SLIDER_CHOICE]
+    decided = _logged_decisions(logs)
+    # as the command: turns the agent logged decisions for need no floor; the others do
+    loggable = floors is not None or (decided is not None and not decided.without)
+    choices = [CONFIG_CHOICE] * per_turn_config + [LOGGED_CHOICE] * loggable + [SLIDER_CHOICE]
     if state.get("monitor_floor_rule") not in choices:  # e.g. the config was removed: its choice with it
         state.pop("monitor_floor_rule", None)
     rule = st.radio("Count each turn at", choices, key="monitor_floor_rule") if len(choices) > 1 else SLIDER_CHOICE
-    if floors is None:
+    if not loggable:
         st.caption("These logs carry no floor per turn (written before memlens logged it)" + (
             ": count each turn at the floor config's floors or the floor below." if per_turn_config
             else ": every turn is counted at the floor below."
@@ -179,8 +201,13 @@ def floor_and_settings(logs: LogSet) -> Settings:
         baseline_windows=int(baseline_windows),
         config_range=config_range,
     )
-    if logged and floors is not None:
-        settings.floor, settings.floor_words = None, turn_floor.describe_floors(floors, "its logged floor")
+    if logged and loggable:
+        settings.floor = None
+        if floors is not None:
+            settings.floor_words = turn_floor.describe_floors(floors, "its logged floor")
+        if decided is not None:
+            # the agent's own kept or dropped per row, in `memlens monitor`'s header words
+            settings.counting, settings.floor_words = LOGGED_DECISIONS, decided.words()
     elif at_config is not None:
         settings.floor, settings.floor_words, settings.turns = None, at_config.words, at_config.turns
     return settings
@@ -337,10 +364,12 @@ def show_window(logs: LogSet, result: MonitorResult, window: Window) -> None:
         + (f"{window.near_floor:.1%} with a top-1 within {NEAR_FLOOR} of the floor." if window.near_floor is not None else "")
     )
     at = turn_floor_sql(s.floor)  # the one floor, or each turn's own
-    frame = logs.con.cursor().execute(
+    con = logs.con.cursor()
+    # kept and no memory as the windows count them: at the floor, or by the logged decisions
+    frame = con.execute(
         f"""SELECT message_id, ts AS time, top1 AS "top-1", rows AS memories, {at} AS floor,
-                   coalesce(len(list_filter(scores, lambda v: v >= {at})), 0) AS kept,
-                   coalesce(top1, -1) < {at} AS "no memory"
+                   {kept_sql(con, at, s.turns, s.counting)} AS kept,
+                   coalesce({no_memory_sql(at, s.counting)}, false) AS "no memory"
             FROM {s.turns} WHERE ts >= ? AND ts < ? ORDER BY ts, message_id LIMIT {MAX_TURNS_SHOWN}""",
         [window.start, window.end],
     ).df()

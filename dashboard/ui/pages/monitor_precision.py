@@ -5,12 +5,16 @@ request. A chart of each window's kept precision with its Wilson interval, the
 alerts, and a labelling session drawn from exactly the judged pairs of a window, so
 people can check the judge. The sample's grades go through the checks `memlens judge`
 runs first: a judge that fails them has its figures shown as untrusted, with the
-reason, and nothing is compared or alerted on (`memlens monitor --judge` exits 3)."""
+reason, and nothing is compared or alerted on (`memlens monitor --judge` exits 3).
+Where the logs carry a shadow config's decisions, the judge grades what either side
+kept, each pair once, and a table compares the two sides' kept precision per window
+(dashboard/monitoring/shadow_precision.py), as the command does."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -21,10 +25,10 @@ from dashboard.display import inert_markdown
 from dashboard.judging.client import ChatClient
 from dashboard.judging.judges import LlmJudge
 from dashboard.labels import sampling
-from dashboard.monitoring import sample_grades
+from dashboard.monitoring import decisions, sample_grades, shadow_precision
 from dashboard.monitoring.alerts import MonitorResult
 from dashboard.monitoring.precision import TOP, SampledTurn, precision_alerts, sample_turns, window_precision
-from dashboard.monitoring.relation import LogSet, turn_queries
+from dashboard.monitoring.relation import TURNS, LogSet, turn_queries
 from dashboard.monitoring.windows import WINDOWS, window_label, window_rows
 from dashboard.ui.widgets import cache
 from dashboard.ui.widgets.errors import show_error
@@ -55,10 +59,15 @@ def show_precision(logs: LogSet, result: MonitorResult, choice: StoreChoice) -> 
     target = float(cols[2].number_input("Precision target (0: none)", min_value=0.0, max_value=1.0, value=0.0, step=0.05, key="monitor_precision_target"))
     settings = result.settings
     source = judge_source(name, config.model)
-    sampled, eligible = sample_turns(logs.con.cursor(), settings.floor, settings.window, size, turns=settings.turns)
+    con = logs.con.cursor()
+    sampled, eligible = sample_turns(con, settings.floor, settings.window, size, turns=settings.turns)
+    # a shadow config's sample beside it: the judge grades what either side kept (the command's sample, seed 0)
+    shadow = decisions.shadow_windows(con, settings.window) if decisions.has_shadow(con, TURNS) else None
+    shadowed = shadow_precision.shadow_sample(con, settings.floor, settings.window, size, turns=settings.turns) if shadow else []
+    everything = sampled + shadowed
     db = cache.app_database()
-    grades = sample_grades.cached_grades(sampled, db, source)
-    pairs = sum(len(t.kept) for t in sampled)
+    grades = sample_grades.cached_grades(everything, db, source)
+    pairs = len({(t.message_id, memory_id) for t in everything for memory_id, _, _ in t.pairs()})  # each pair once
     if pairs > len(grades):
         st.caption(f"Memory text is read by id from the sidebar's store ({inert_markdown(choice.display_name)}).")
         allowed = st.checkbox(
@@ -67,10 +76,10 @@ def show_precision(logs: LogSet, result: MonitorResult, choice: StoreChoice) -> 
             help="Nothing is sent to the model until this is ticked. Grades already in the app database are not sent again.",
         )
         if st.button("Grade the sample", key="monitor_judge_run", disabled=not allowed) and allowed:
-            _grade(logs, sampled, source, name, config, choice)
-            grades = sample_grades.cached_grades(sampled, db, source)
+            _grade(logs, everything, source, name, config, choice)
+            grades = sample_grades.cached_grades(everything, db, source)
     windows = window_precision(sampled, eligible, grades, lambda start: window_label(start, settings.window))
-    check = sample_grades.sample_check(sampled, db, source)
+    check = sample_grades.sample_check(everything, db, source)
     if check.degenerate:
         _untrusted(check, source, size, len(grades), pairs)
         st.caption(inert_markdown(_agreement(db, source)))  # what people's labels say of this judge, if any
@@ -90,9 +99,32 @@ def show_precision(logs: LogSet, result: MonitorResult, choice: StoreChoice) -> 
     for alert in alerts:
         st.warning(inert_markdown(alert.line()), icon=":material/notifications_active:")
     _chart(windows, baseline, alerts, target)
+    if shadow is not None:
+        _shadow_table(shadow, shadowed, grades)
     alerted = [a.window for a in alerts]
     if alerted:
         _judged_session_form(logs, sampled, windows, alerted, source, WINDOWS[settings.window], choice.fingerprint)
+
+
+def _shadow_table(report: decisions.ShadowReport, shadowed: list[SampledTurn], grades: dict) -> None:
+    """Each side's kept precision per window and the paired test, as `memlens monitor --judge` shows them."""
+    shadow_precision.judge_sides(report, shadowed, grades)  # seed 0, as the page's sample
+    st.markdown("**Kept precision, shipped and candidate**")
+    st.caption(
+        f"The top {TOP} memories each side kept of the sampled turns carrying the candidate's decisions, each pair graded "
+        "once; the difference (candidate - shipped) with its paired bootstrap p over the sampled turns (Holm over the windows)."
+    )
+    st.dataframe(
+        pd.DataFrame(shadow_precision.shadow_precision_table(report)),
+        hide_index=True,
+        key="monitor_shadow_precision_table",
+        column_config={
+            "shipped kept precision": st.column_config.NumberColumn(format="percent"),
+            "candidate kept precision": st.column_config.NumberColumn(format="percent"),
+            "difference": st.column_config.NumberColumn(format="percent"),
+            "p": st.column_config.NumberColumn(format="%.2g"),
+        },
+    )
 
 
 def _untrusted(check: Any, source: str, size: int, graded: int, pairs: int) -> None:

@@ -67,7 +67,7 @@ COLUMNS = ("message_id", "memory_id", "rank", "score", "timestamp", "user_id", "
 
 
 def load_postgres(url: str, rows: list[dict], columns: tuple[str, ...]) -> None:
-    types = {"rank": "bigint", "score": "double precision", "timestamp": "timestamptz", "floor": "double precision"}
+    types = {"rank": "bigint", "score": "double precision", "timestamp": "timestamptz", "floor": "double precision", "kept": "boolean"}
     with psycopg.connect(url, autocommit=True) as conn:
         declared = ", ".join(f"{c} {types.get(c, 'text')}" for c in columns)
         conn.execute(f"CREATE TABLE retrievals ({declared})")
@@ -86,7 +86,7 @@ def _pg_text(value):
 
 
 def load_duckdb(path: Path, rows: list[dict], columns: tuple[str, ...]) -> str:
-    types = {"rank": "BIGINT", "score": "DOUBLE", "timestamp": "TIMESTAMPTZ", "floor": "DOUBLE"}
+    types = {"rank": "BIGINT", "score": "DOUBLE", "timestamp": "TIMESTAMPTZ", "floor": "DOUBLE", "kept": "BOOLEAN"}
     con = duckdb.connect(str(path))
     declared = ", ".join(f"{c} {types.get(c, 'VARCHAR')}" for c in columns)
     con.execute(f"CREATE TABLE retrievals ({declared})")
@@ -209,3 +209,60 @@ def test_turns_that_carry_no_logged_floor_exit_2_counting_them_as_the_file_run_d
     assert code == file_code == 2
     assert "5 of 100 turns with a memory in table retrievals carry no logged floor" in err
     assert "5 of 100 turns with a memory" in file_err
+
+
+# floored_rows with the agent's decisions, as RetrievalLog writes them (`rule`, `kept`):
+# a largest-gap rule keeps rank 1 of the 40 turns of sam and of 15 turns whose top-1
+# 0.32 is under their floor 0.35; the floor keeps rank 1 of 30 turns and nothing of
+# 10; 5 turns carry no decision (an older writer) and are counted at their floor. So
+# 15 turns have no memory by the decisions, where their floors alone leave 30.
+DECISION_COLUMNS = (*COLUMNS, "rule", "kept")
+
+
+def decided_rows(with_floor: bool = True, undecided: bool = True) -> list[dict]:
+    rows = floored_rows(with_floor)
+    for row in rows:
+        turn, first = int(row["message_id"][1:]), row["memory_id"].endswith("-1")
+        if turn < 40 or 70 <= turn < 85:
+            row |= {"rule": "largest-gap", "kept": first}
+        elif undecided and 85 <= turn < 90:
+            row |= {"rule": None, "kept": None}
+        else:
+            row |= {"rule": "floor", "kept": first and turn < 70}
+    return rows
+
+
+def test_a_table_with_a_kept_column_is_counted_by_its_logged_decisions_as_the_file_run_counts_them(engine, tmp_path, capsys):
+    rows = decided_rows()
+    url = engine(rows, DECISION_COLUMNS)
+    log = write_jsonl(rows, tmp_path / "decided.jsonl")
+    file_code, by_file, _ = run(["monitor", log], capsys)
+    code, by_engine, err = run(["monitor", "--connect", url, "--table", "retrievals"], capsys)
+    assert code == file_code == 0, err
+    header = (
+        "each turn by its logged decisions, kept or dropped per row (largest-gap: 55 turns; floor: 40 turns; 5 turns "
+        "without them at their logged floor), 1d windows, 1 window(s) from "
+    )
+    assert by_file.splitlines()[0] == header + "1 file(s)"
+    # before: "each turn at its logged floor (0.35 global: 60 turns; 0.28 user=sam: 40 turns)", 30 turns with no memory
+    assert by_engine.splitlines()[0] == header + f"table retrievals ({url.partition(':')[0]})"
+    assert by_engine.splitlines()[1:] == by_file.splitlines()[1:]
+    _, file_json, _ = run(["monitor", log, "--format", "json"], capsys)
+    _, engine_json, _ = run(["monitor", "--connect", url, "--table", "retrievals", "--format", "json"], capsys)
+    on_file, on_engine = json.loads(file_json)["windows"][0], json.loads(engine_json)["windows"][0]
+    assert on_engine["no_memory_turns"] == on_file["no_memory_turns"] == 15
+    assert on_engine["kept_per_turn"] == on_file["kept_per_turn"] == pytest.approx(85 / 100)
+    # --floor X is still "what if the floor were X", decisions or not
+    _, out, _ = run(["monitor", "--connect", url, "--table", "retrievals", "--floor", "0.35", "--format", "json"], capsys)
+    assert json.loads(out)["windows"][0]["no_memory_turns"] == 70
+
+
+def test_a_table_whose_every_turn_carries_decisions_needs_no_floor_column(engine, tmp_path, capsys):
+    rows = decided_rows(with_floor=False, undecided=False)
+    url = engine(rows, (*COLUMNS[:6], "rule", "kept"))
+    file_code, by_file, _ = run(["monitor", write_jsonl(rows, tmp_path / "decided.jsonl")], capsys)
+    # before: exit 2, "the turns carry no floor per turn (no `floor` column ...)"
+    code, by_engine, err = run(["monitor", "--connect", url, "--table", "retrievals"], capsys)
+    assert code == file_code == 0, err
+    assert by_engine.splitlines()[0].startswith("each turn by its logged decisions, kept or dropped per row (largest-gap: 55 turns; floor: 45 turns)")
+    assert by_engine.splitlines()[1:] == by_file.splitlines()[1:]

@@ -272,3 +272,61 @@ def test_the_webhook_message_counts_and_lists_the_alerts_of_both_sides(setup, ca
     assert listed == printed
     assert [a["figure"] for a in posts[0]["alerts"]][0] == "no_memory_share" and len(posts[0]["alerts"]) == len(printed)
     assert f"webhook: posted {len(printed)} alert(s)" in captured.err
+
+
+def shadow_log(path: Path, memories: dict[str, list[str]], swap_from: int | None) -> None:
+    """judged_logs' log as the agent side writes it in shadow: the shipped floor 0.35
+    keeps ranks 1 and 2 (the question's memory and another), a candidate top-ratio rule
+    keeps rank 1 only. Before `swap_from` the candidate's kept precision is 100% and
+    the shipped 50%; from it, rank 1 is irrelevant too and both are 0%."""
+    rows = [json.loads(line) for line in log_text(memories, swap_from).splitlines()]
+    for row in rows:
+        row |= {"floor": 0.35, "floor_segment": "global", "rule": "floor", "kept": row["score"] >= 0.35,
+                "shadow_rule": "top-ratio", "shadow_kept": row["rank"] == 1}  # fmt: skip
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def test_with_a_judge_each_sides_kept_precision_is_shown_and_tested_on_the_same_turns(setup, memories, capsys, judge_server):
+    _, _, base, judged, tmp_path = setup
+    path = tmp_path / "shadow.jsonl"
+    shadow_log(path, memories, SWAP_DAY)
+    logged = [word for word in base if word not in ("--floor", "0.35")]  # counted by the logged decisions
+    labels = ["--labels", str(tmp_path / "shadow.sqlite")]
+    before = len(judge_server.received)
+    main(["monitor", str(path), *logged, *judged, *labels, "--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+    # the union of both sides' kept memories, each pair graded once: the candidate's
+    # rank 1 is among the shipped side's, so no more requests than the shipped side's pairs
+    assert len(judge_server.received) - before == DAYS * 12 * 2
+    shadow = document["shadow"]
+    assert shadow["judged"] == {"judge": "judge:umbrela@grader", "trusted": True, "sample": 12, "seed": 0, "top": 3}
+    windows = shadow["windows"]
+    assert len(windows) == DAYS
+    for day, w in enumerate(windows):
+        assert w["judged_turns"] == 12 and w["shipped_pairs"] == 24 and w["candidate_pairs"] == 12
+        if day < SWAP_DAY:  # the candidate keeps only the question's memory
+            assert (w["shipped_kept_precision"], w["candidate_kept_precision"]) == (0.5, 1.0)
+            assert w["kept_precision_difference"] == 0.5 and w["difference_interval"] == [0.5, 0.5]
+            assert w["precision_p"] < 0.05
+        else:  # both keep irrelevant memories only: no difference to find
+            assert (w["shipped_kept_precision"], w["candidate_kept_precision"]) == (0.0, 0.0)
+            assert w["kept_precision_difference"] == 0.0 and w["precision_p"] == 1.0
+    total = shadow["total"]
+    assert total["judged_turns"] == DAYS * 12
+    assert total["candidate_kept_precision"] == pytest.approx(SWAP_DAY / DAYS)
+    assert total["shipped_kept_precision"] == pytest.approx(SWAP_DAY / DAYS / 2)
+    low, high = total["difference_interval"]
+    assert low < total["kept_precision_difference"] < high and total["precision_p"] < 0.05
+    # the keys the shadow table had before are still there
+    assert {"shipped_no_memory_share", "candidate_no_memory_share", "mcnemar_p"} <= set(total)
+
+    # the text: a second table under the side by side, its rows the JSON's; nothing sent again
+    main(["monitor", str(path), *logged, *judged, *labels])
+    text = capsys.readouterr().out.splitlines()
+    assert len(judge_server.received) - before == DAYS * 12 * 2
+    head = next(i for i, line in enumerate(text) if line.startswith("shadow kept precision, judged by judge:umbrela@grader"))
+    first, last = text[head + 2].split(), text[head + 2 + DAYS].split()
+    assert first[:6] == ["2026-01-01", "12", "24", "50.0%", "12", "100.0%"] and first[6:8] == ["+50.0", "pts"]
+    assert last[:2] == ["all", "windows"] and last[6] == f"{SWAP_DAY / DAYS:.1%}"
+    # it sits in the shadow block, before the precision side's own table
+    assert head < next(i for i, line in enumerate(text) if line.startswith("kept precision, judged by"))
