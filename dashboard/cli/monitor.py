@@ -179,13 +179,12 @@ def run(args: argparse.Namespace) -> int:
     where = f"{len(files):,} log file(s)" if len(files) != 1 else files[0]
     notes = []
     if config is not None:
-        # the turns were built with the config's rule above; the page applies it the same way
+        # the turns were built with the config's floors and rule above; the page applies it the same way
         counted = count_at_config(logs.con, config, where, turns=TURNS)
         notes, settings.floor_words = counted.notes, counted.words
-        if decide is not None:
-            settings.counting = RULE_DECISIONS
-            at = counted.words or f"the floor {config.floor!r}"
-            settings.floor_words = f"each turn by the {decide.describe()} from {config.source}, computed from its rows ({at})"
+        if counted.decide is not None:
+            # the judged sample keeps what the windows keep: the rule's decisions (precision.sample_turns)
+            settings.counting, settings.rule = RULE_DECISIONS, counted.decide
     elif floor is None:
         logged = decisions.logged_decisions(logs.con, TURNS)
         if logged is None or logged.without:

@@ -89,7 +89,10 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, shadow: Any = N
         store.close()
         raise CommandError(f"cannot open the app database: {exc}") from exc
     try:
-        sampled, eligible = precision.sample_turns(logs.con, settings.floor, settings.window, args.sample, args.seed)
+        # the sample keeps what the windows keep: the floor, the logged decisions or the floor file's rule
+        sampled, eligible = precision.sample_turns(
+            logs.con, settings.floor, settings.window, args.sample, args.seed, turns=settings.turns, counting=settings.counting, rule=settings.rule
+        )
         shadowed = shadow_precision.shadow_sample(logs.con, settings.floor, settings.window, args.sample, args.seed) if shadow is not None else []
         if client is not None:
             print(f"sending query and memory text to {client.config.host} ({client.config.model})", file=sys.stderr)
@@ -136,7 +139,7 @@ def run_judged(args: argparse.Namespace, logs: Any, result: Any, shadow: Any = N
         out.tested = sum(w.tested for w in windows)
         if baseline is None:
             out.why = " (no graded pair in the baseline)"
-    out.lines = _lines(judge.source, args, windows, baseline, run, agreement, out.untrusted)
+    out.lines = _lines(judge.source, args, windows, baseline, run, agreement, out.untrusted, precision.eligible_words(settings.counting))
     if shadow is not None:
         sides = shadow_precision.judge_sides(shadow, shadowed, run.grades, seed=args.seed, trusted=out.untrusted is None)
         shadow.judged = {"judge": judge.source, "trusted": out.untrusted is None, "sample": args.sample, "seed": args.seed, "top": TOP}
@@ -172,13 +175,15 @@ def _share(value: float | None) -> str:
 
 
 def _lines(
-    source: str, args: argparse.Namespace, windows: list, baseline: Any, run: Any, agreement: Any, untrusted: str | None = None
+    source: str, args: argparse.Namespace, windows: list, baseline: Any, run: Any, agreement: Any, untrusted: str | None,
+    eligible: str,
 ) -> list[str]:
+    """`eligible`: the turns the sample is drawn from, in words (precision.eligible_words)."""
     lines = [
         "",
         f"kept precision, judged by {source}: the top {TOP} kept memories of {args.sample} sampled turn(s) per window "
-        f"(stratified by top-1 band, seed {args.seed}), drawn from its kept turns (turns with a memory at or above the "
-        "floor, where the table above counts every turn)",
+        f"(stratified by top-1 band, seed {args.seed}), drawn from its kept turns ({eligible}, where the table above "
+        "counts every turn)",
     ]
     if untrusted is not None:
         lines.append(f"UNTRUSTED (not measurements: nothing is compared with them or alerted on): {untrusted}")

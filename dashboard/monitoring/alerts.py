@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
@@ -38,6 +38,9 @@ import numpy as np
 from connectors.common.errors import MemlensError
 from dashboard.monitoring.relation import TURNS
 from dashboard.monitoring.windows import AT_FLOOR, Window, top1_histograms, window_figures
+
+if TYPE_CHECKING:
+    from dashboard.turn_rule import TurnRule
 
 DEFAULT_MARGIN = 0.05
 DEFAULT_ALPHA = 0.05
@@ -63,6 +66,7 @@ class Settings:
     floor_words: str | None = None  # how the floor was chosen, in words, when not one floor
     turns: str = TURNS  # the turns table the figures are read from (a floor config's own: relation.count_at_config)
     counting: str = AT_FLOOR  # what keeps a memory: the floor, the logged decisions, a rule file (windows.py)
+    rule: TurnRule | None = None  # the floor file's turn rule, when `counting` is RULE_DECISIONS
 
     def describe_floor(self) -> str:
         """``floor 0.35``, or how each turn's floor was chosen."""

@@ -5,13 +5,17 @@ Counting turns left with no memory watches one side of the floor. A store can go
 returning memories with the same scores while they stop being the right ones (a new
 embedding model, a re-index): only a judged sample sees that. So, per window:
 
-- **The sample.** Of the turns with at least one memory at or above the floor, N are
-  drawn, stratified by the top-1 score's band above the floor (``BANDS``: just over
+- **The sample.** Of the turns that keep at least one memory, N are drawn, stratified
+  by the top-1 score's band above the floor (``BANDS``: just over
   the floor, where wrong memories get in, to far above), each band's share of the
   sample its share of the window's turns. Within a band, turns are taken in the order
   of a seeded hash of their message id: the same sample on every run, and a window's
   sample does not change when later days are added, so grades cached from an earlier
-  run are reused.
+  run are reused. What a turn keeps is what the windows count (windows.py):
+  memories at or above the floor, the agent's logged decisions
+  (``LOGGED_DECISIONS``; a turn that carries none at its floor), or a floor file's
+  turn rule computed from the turn's rows (``RULE_DECISIONS``, rule_sql.py), so
+  the judge grades the memories the agent put in the prompt.
 - **The figure.** The top ``TOP`` kept memories of each sampled turn are graded by the
   judge (relevant at grade 2 or more); the window's kept precision is the relevant
   share of the graded pairs, with a Wilson interval.
@@ -31,13 +35,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from dashboard.monitoring import rule_sql
 from dashboard.monitoring.alerts import holm, one_sided_two_proportion_p
 from dashboard.monitoring.relation import RELATION, TURNS
-from dashboard.monitoring.windows import turn_floor_sql, window_start_sql
+from dashboard.monitoring.windows import (
+    AT_FLOOR,
+    LOGGED_DECISIONS,
+    RULE_DECISIONS,
+    no_memory_sql,
+    turn_floor_sql,
+    window_start_sql,
+)
+
+if TYPE_CHECKING:
+    from dashboard.turn_rule import TurnRule
 
 TOP = 3  # kept memories graded per sampled turn (precision of the top 3 kept)
 BANDS = (0.05, 0.10, 0.20)  # top-1 score above the floor: [0, .05), [.05, .10), [.10, .20), [.20, ...)
@@ -74,7 +89,7 @@ class SampledTurn:
 class WindowPrecision:
     start: datetime
     label: str
-    eligible: int  # turns with a memory at or above the floor
+    eligible: int  # turns keeping a memory (at or above the floor, or by the decisions: sample_turns)
     sampled: int
     pairs: int = 0  # graded pairs
     relevant: int = 0
@@ -178,14 +193,37 @@ def _allocate(sizes: list[int], n: int) -> list[int]:
     return counts
 
 
+def eligible_words(counting: str = AT_FLOOR) -> str:
+    """Which turns a window's sample is drawn from, in words, as `counting` keeps memories."""
+    if counting == LOGGED_DECISIONS:
+        return "turns where the agent's logged decisions kept a memory, or, carrying none, with one at or above the floor"
+    if counting == RULE_DECISIONS:
+        return "turns where the floor file's rule keeps a memory"
+    return "turns with a memory at or above the floor"
+
+
 def sample_turns(
-    con: duckdb.DuckDBPyConnection, floor: float | None, window: str, n: int, seed: int = DEFAULT_SEED, *, turns: str = TURNS
+    con: duckdb.DuckDBPyConnection, floor: float | None, window: str, n: int, seed: int = DEFAULT_SEED, *, turns: str = TURNS,
+    counting: str = AT_FLOOR, rule: TurnRule | None = None,
 ) -> tuple[list[SampledTurn], dict[datetime, int]]:
     """The sampled turns of every window, with their top kept memories, and the
-    number of eligible turns (a memory at or above the floor) per window start.
-    `floor` None: each turn at its own floor (the ``floor`` column of `turns`)."""
-    sampled, eligible = draw_turns(con, floor, window, n, seed, turns=turns)
-    _attach_kept(con, sampled, floor, turns)
+    number of eligible turns (keeping a memory) per window start. `floor` None: each
+    turn at its own floor (the ``floor`` column of `turns`). `counting` says what a
+    turn keeps, as the windows count it (the monitor's Settings.counting): at the
+    floor, by the logged decisions, or by `rule`, the floor file's turn rule whose
+    ``rule_kept`` `turns` counts (relation.build_turns(decide=rule))."""
+    if counting == RULE_DECISIONS and rule is None:
+        raise ValueError("counting by a floor file's rule needs the rule")
+    # a turn is eligible when the windows count it as one with memory
+    where = None if counting == AT_FLOOR else f"NOT ({no_memory_sql(turn_floor_sql(floor), counting)})"
+    sampled, eligible = draw_turns(con, floor, window, n, seed, turns=turns, where=where)
+    if counting == LOGGED_DECISIONS:
+        _attach_logged(con, sampled, floor, turns)
+    elif counting == RULE_DECISIONS:
+        assert rule is not None
+        _attach_ruled(con, sampled, floor, turns, rule)
+    else:
+        _attach_kept(con, sampled, floor, turns)
     return sampled, eligible
 
 
@@ -231,6 +269,53 @@ def _attach_kept(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], flo
             GROUP BY message_id, memory_id ORDER BY message_id, rank, memory_id""",
         [[t.message_id for t in sampled]],
     ).fetchall()
+    by_id = {t.message_id: t for t in sampled}
+    for message_id, memory_id, rank, score, user_id in found:
+        turn = by_id[message_id]
+        turn.user_id = turn.user_id or user_id
+        if len(turn.kept) < TOP:
+            turn.kept.append((str(memory_id), int(rank), float(score)))
+
+
+def _attach_logged(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float | None, turns: str) -> None:
+    """The memories the agent kept, as it logged them (a repeat kept in any of its rows
+    is kept, as build_turns counts ``logged_kept``); a turn carrying no decision keeps
+    what scored at or above its floor, as windows.kept_sql counts it."""
+    if not sampled:
+        return
+    at = "any_value(t.floor)" if floor is None else repr(float(floor))
+    keep = f"CASE WHEN any_value(t.logged_decided) > 0 THEN coalesce(bool_or(r.kept), false) ELSE max(r.score) >= {at} END"
+    _attach(con, sampled, f"""SELECT r.message_id, r.memory_id, min(r.rank) AS rank, max(r.score) AS score, any_value(r.user_id) AS user_id
+            FROM {RELATION} AS r JOIN {turns} AS t ON t.message_id = r.message_id
+            WHERE NOT r.bad AND r.memory_id IS NOT NULL AND r.message_id IN (SELECT unnest(?::VARCHAR[]))
+            GROUP BY r.message_id, r.memory_id
+            HAVING coalesce({keep}, false)""")
+
+
+def _attach_ruled(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float | None, turns: str, rule: TurnRule) -> None:
+    """The memories the floor file's rule keeps: its decision per row from the one
+    builder of the rule's SQL (rule_sql.decided_rows), over the sampled turns' pairs
+    merged as relation.build_turns merges them (each repeated pair once, with the
+    score and rank of its earliest file) at the turn's floor, so a sampled turn keeps
+    exactly the memories its ``rule_kept`` counts."""
+    if not sampled:
+        return
+    pairs = f"""SELECT message_id, memory_id, arg_min(score, source) AS score, arg_min(rank, source) AS rank,
+                       any_value(user_id) AS user_id
+                FROM {RELATION} WHERE NOT bad AND message_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY message_id, memory_id"""
+    if floor is None:  # each turn at its own floor, from the turns table the windows read
+        pairs = f"SELECT p.*, t.floor FROM ({pairs}) AS p JOIN {turns} AS t ON t.message_id = p.message_id"
+        at = "floor"
+    else:
+        at = rule_sql.number(floor)  # as build_turns applies one floor: exactly, not a DECIMAL
+    decided = rule_sql.decided_rows(pairs, rule, at)
+    _attach(con, sampled, f"SELECT message_id, memory_id, rank, score, user_id FROM ({decided}) WHERE {rule_sql.KEPT} AND memory_id IS NOT NULL")
+
+
+def _attach(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], kept: str) -> None:
+    """Each sampled turn's top TOP of `kept` (a SELECT of message_id, memory_id, rank,
+    score, user_id taking the sampled ids as its one parameter), by rank."""
+    found = con.execute(f"SELECT * FROM ({kept}) ORDER BY message_id, rank, memory_id", [[t.message_id for t in sampled]]).fetchall()
     by_id = {t.message_id: t for t in sampled}
     for message_id, memory_id, rank, score, user_id in found:
         turn = by_id[message_id]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -438,35 +439,52 @@ class ConfigFloors:
     """How a floor config counts a log's turns: one floor for every turn (``floor``),
     or (``floor`` None) each turn at its user's or store's floor, from the turns
     table ``turns``; ``words`` say which floors, ``notes`` what was not applied or
-    not checked."""
+    not checked. ``decide``: the config's turn rule, whose decisions (the table's
+    ``rule_kept``) say what each turn keeps, at those floors; None without one."""
 
     floor: float | None
     turns: str = TURNS
     words: str | None = None
     notes: list[str] = field(default_factory=list)
+    decide: TurnRule | None = None
 
 
 def count_at_config(con: duckdb.DuckDBPyConnection, config: FloorConfig, where: str, turns: str | None = None) -> ConfigFloors:
     """The one way `memlens monitor --floor-config` and the Monitor page apply a floor
     config (turn_floor.from_config): its score space checked against the logs' stores
     (ScoreSpaceMismatch for another store kind), and with floors per user or store,
-    each turn at its own. `turns` is a turns table already built with the config's
-    rule (the command builds it while reading the files); without one, a table of the
-    config's own is built once beside the logs' ``turns`` (whose floors stay the
-    logged ones, for the page's other choices) and named by the rule."""
+    each turn at its own; with a turn rule (``config.rule``), each turn by the rule's
+    decisions computed from its rows (rule_sql.py; RuleNotInLog for a rule reading the
+    store's score parts). `turns` is a turns table already built with the config's
+    floors and rule (the command builds it while reading the files); without one, a
+    table of the config's own is built once beside the logs' ``turns`` (whose floors
+    stay the logged ones, for the page's other choices) and named by them."""
     rule = turn_floors.from_config(config)
+    decide = config.rule
     stores = [row[0] for row in con.execute(f"SELECT DISTINCT store FROM {RELATION} WHERE NOT bad AND store IS NOT NULL LIMIT 100").fetchall()]
     notes = turn_floors.config_notes(config) + turn_floors.check_space(config, stores, where)
-    if rule is None:
+    if rule is None and decide is None:
         return ConfigFloors(config.floor, notes=notes)
     if turns is None:
-        turns = f"{TURNS}_{hashlib.sha256(rule.sql.encode()).hexdigest()[:16]}"
+        key = rule.sql if rule is not None else rule_sql.number(config.floor)
+        if decide is not None:
+            key += json.dumps(decide.as_dict(), sort_keys=True)
+        turns = f"{TURNS}_{hashlib.sha256(key.encode()).hexdigest()[:16]}"
         built = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [turns]).fetchone()
         if not built or not built[0]:
-            build_turns(con, turn_floor=rule, table=turns)
-    floors = turn_floors.logged_floors(con, turns, where)  # every turn has one: the config's
-    words = turn_floors.describe_floors(floors, f"its floor from {config.source or 'the floor config'}")
-    return ConfigFloors(None, turns, words, notes)
+            if rule is None:  # one floor for every turn, the rule's cuts applied with it
+                build_turns(con, floor=config.floor, table=turns, decide=decide)
+            else:
+                build_turns(con, turn_floor=rule, table=turns, decide=decide)
+    words = None
+    if rule is not None:
+        floors = turn_floors.logged_floors(con, turns, where)  # every turn has one: the config's
+        words = turn_floors.describe_floors(floors, f"its floor from {config.source or 'the floor config'}")
+    if decide is not None:
+        # the command's header words, on the page too
+        at = words or f"the floor {config.floor!r}"
+        words = f"each turn by the {decide.describe()} from {config.source}, computed from its rows ({at})"
+    return ConfigFloors(None if rule is not None else config.floor, turns, words, notes, decide)
 
 
 def score_direction(con: duckdb.DuckDBPyConnection):

@@ -22,7 +22,7 @@ from dashboard.floor import default_floor
 from dashboard.floor_config import FloorConfig, FloorConfigError, ScoreSpaceMismatch
 from dashboard.labels import sampling
 from dashboard.logs.log_files import LogFormatError
-from dashboard.monitoring import decisions, turn_floor
+from dashboard.monitoring import decisions, rule_sql, turn_floor
 from dashboard.monitoring.alerts import (
     DEFAULT_BASELINE_WINDOWS,
     DEFAULT_MARGIN,
@@ -34,8 +34,10 @@ from dashboard.monitoring.alerts import (
 )
 from dashboard.monitoring.relation import TURNS, ConfigFloors, LogSet, count_at_config, turn_queries
 from dashboard.monitoring.windows import (
+    AT_FLOOR,
     LOGGED_DECISIONS,
     NEAR_FLOOR,
+    RULE_DECISIONS,
     WINDOWS,
     Window,
     kept_sql,
@@ -52,9 +54,10 @@ UPLOAD_CHOICE = "Upload log files"
 MAX_TURNS_SHOWN = 500
 MAX_ISSUES_SHOWN = 200
 # how each turn is counted, as `memlens monitor` does without a floor, with --floor-config
-# (a config with floors per user or store) and with --floor
+# (a config with floors per user or store, or with a turn rule) and with --floor
 LOGGED_CHOICE = "Its logged floor (the floor the agent applied)"
 CONFIG_CHOICE = "The floor config's floor for its user or store"
+RULE_CHOICE = "The floor config's rule, computed from the turn's rows (as the agent applies it)"
 SLIDER_CHOICE = "The floor below (what if the floor were this)"
 
 
@@ -120,12 +123,13 @@ def _logged_decisions(logs: LogSet) -> decisions.LoggedDecisions | None:
 def _config_floors(logs: LogSet, config: FloorConfig, digest: str) -> ConfigFloors | None:
     """The config applied to the logs as `memlens monitor --floor-config` applies it
     (relation.count_at_config), once per set of logs and config; None, with the error
-    shown, for a config from another score space than the logs' stores."""
+    shown, for a config from another score space than the logs' stores or with a rule
+    that reads the store's score parts, which no log holds."""
     memo = st.session_state.get("_monitor_config_floors")
     if memo is None or memo[:2] != (id(logs), digest):
         try:
             counted: ConfigFloors | str = count_at_config(logs.con.cursor(), config, "these logs")
-        except ScoreSpaceMismatch as exc:
+        except (ScoreSpaceMismatch, rule_sql.RuleNotInLog) as exc:
             counted = str(exc)
         memo = (id(logs), digest, counted)
         st.session_state["_monitor_config_floors"] = memo
@@ -136,8 +140,8 @@ def _config_floors(logs: LogSet, config: FloorConfig, digest: str) -> ConfigFloo
 
 
 def floor_and_settings(logs: LogSet) -> Settings:
-    """The floor (each turn's logged one, a floor config's per user or store, or one
-    from a floor config or the slider) and the window controls."""
+    """The floor (each turn's logged one, a floor config's per user or store or its
+    turn rule, or one from a floor config or the slider) and the window controls."""
     state = st.session_state
     config_range = None
     counted = None
@@ -161,15 +165,17 @@ def floor_and_settings(logs: LogSet) -> Settings:
             counted = _config_floors(logs, config, digest)
             for said in counted.notes if counted is not None else []:
                 st.caption(f"note: {inert_markdown(said)}")
-    per_turn_config = counted is not None and counted.floor is None  # floors per user or store to apply
+    # floors per user or store, or a turn rule, to apply as `memlens monitor --floor-config` does
+    per_turn_config = counted is not None and (counted.floor is None or counted.decide is not None)
+    config_choice = RULE_CHOICE if counted is not None and counted.decide is not None else CONFIG_CHOICE
     if per_turn_config and state.get("_monitor_config_rule_seen") != state.get("_monitor_config_seen"):
         state["_monitor_config_rule_seen"] = state.get("_monitor_config_seen")
-        state["monitor_floor_rule"] = CONFIG_CHOICE  # a new config with such floors is applied once; the radio moves it after
+        state["monitor_floor_rule"] = config_choice  # a new config with such floors is applied once; the radio moves it after
     floors = _logged_floors(logs)
     decided = _logged_decisions(logs)
     # as the command: turns the agent logged decisions for need no floor; the others do
     loggable = floors is not None or (decided is not None and not decided.without)
-    choices = [CONFIG_CHOICE] * per_turn_config + [LOGGED_CHOICE] * loggable + [SLIDER_CHOICE]
+    choices = [config_choice] * per_turn_config + [LOGGED_CHOICE] * loggable + [SLIDER_CHOICE]
     if state.get("monitor_floor_rule") not in choices:  # e.g. the config was removed: its choice with it
         state.pop("monitor_floor_rule", None)
     rule = st.radio("Count each turn at", choices, key="monitor_floor_rule") if len(choices) > 1 else SLIDER_CHOICE
@@ -179,7 +185,7 @@ def floor_and_settings(logs: LogSet) -> Settings:
             else ": every turn is counted at the floor below."
         ))
     logged = rule == LOGGED_CHOICE
-    at_config = counted if rule == CONFIG_CHOICE else None
+    at_config = counted if rule == config_choice and per_turn_config else None
     state.setdefault("monitor_floor", round(default_floor(), 2))
     cols = st.columns(3)
     floor = cols[0].slider("Floor", 0.0, 1.0, step=0.01, key="monitor_floor", disabled=rule != SLIDER_CHOICE)
@@ -209,7 +215,10 @@ def floor_and_settings(logs: LogSet) -> Settings:
             # the agent's own kept or dropped per row, in `memlens monitor`'s header words
             settings.counting, settings.floor_words = LOGGED_DECISIONS, decided.words()
     elif at_config is not None:
-        settings.floor, settings.floor_words, settings.turns = None, at_config.words, at_config.turns
+        settings.floor, settings.floor_words, settings.turns = at_config.floor, at_config.words, at_config.turns
+        if at_config.decide is not None:
+            # each turn by the rule's decisions, computed from its rows, as the command counts it
+            settings.counting, settings.rule = RULE_DECISIONS, at_config.decide
     return settings
 
 
@@ -244,7 +253,11 @@ def show_summary(result: MonitorResult) -> None:
     st.caption(
         f"Baseline: {inert_markdown(b.how)} ({inert_markdown(b.label)}), {b.turns:,} turns; "
         "every figure at "
-        + (f"the floor {result.settings.floor:g}." if result.settings.floor is not None else f"{inert_markdown(result.settings.describe_floor())}.")
+        + (
+            f"the floor {result.settings.floor:g}."
+            if result.settings.floor is not None and result.settings.counting == AT_FLOOR
+            else f"{inert_markdown(result.settings.describe_floor())}."
+        )
     )
     for note in result.notes:
         st.caption(f"note: {inert_markdown(note)}")

@@ -60,7 +60,10 @@ def show_precision(logs: LogSet, result: MonitorResult, choice: StoreChoice) -> 
     settings = result.settings
     source = judge_source(name, config.model)
     con = logs.con.cursor()
-    sampled, eligible = sample_turns(con, settings.floor, settings.window, size, turns=settings.turns)
+    # the command's sample: what the windows keep (the floor, the logged decisions or the floor file's rule)
+    sampled, eligible = sample_turns(
+        con, settings.floor, settings.window, size, turns=settings.turns, counting=settings.counting, rule=settings.rule
+    )
     # a shadow config's sample beside it: the judge grades what either side kept (the command's sample, seed 0)
     shadow = decisions.shadow_windows(con, settings.window) if decisions.has_shadow(con, TURNS) else None
     shadowed = shadow_precision.shadow_sample(con, settings.floor, settings.window, size, turns=settings.turns) if shadow else []
