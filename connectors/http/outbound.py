@@ -497,7 +497,7 @@ def _failures(
         raise StoreTimeout(f"{what} did not answer {route}{' ' if route else ''}within {deadline:g} s") from exc
     except httpx.ConnectError as exc:
         raise StoreUnavailable(
-            f"{what} refused the connection or could not be reached at {_origin_text(url)}: "
+            f"{_named(what, url)} refused the connection or could not be reached: "
             f"{_safe(str(exc), _hidden(url, secrets)) or type(exc).__name__}"
         ) from exc
     except (httpx.HTTPError, httpx.InvalidURL) as exc:

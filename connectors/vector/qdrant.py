@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import inspect
 import math
 import threading
 import time
@@ -149,8 +150,13 @@ class QdrantStore:
             remember_secrets([api_key])  # a library error quoting the server's 401 is redacted too
             transport = library_transport(what=f"Qdrant at {public_url(url)}", deadline=float(timeout), secrets=[api_key],
                                           content_types=("application/json",))
+            # Newer qdrant-client releases check the server's version with a request of
+            # their own, around any transport: turned off where the flag exists (1.10,
+            # the lowest memlens supports, has neither the check nor the flag).
+            flags = inspect.signature(QdrantClient.__init__).parameters
+            unchecked = {"check_compatibility": False} if "check_compatibility" in flags else {}
             self.client = QdrantClient(url=url, api_key=api_key or None, timeout=max(1, math.ceil(timeout)),
-                                       check_compatibility=False, transport=transport)
+                                       transport=transport, **unchecked)
         else:
             raise InvalidRequest("Qdrant: give a local folder (path) or a server URL.")
         self.distance = self._read_distance()

@@ -34,7 +34,9 @@ def move_floor(fig: go.Figure, hits: list[Hit], floor: float, kept_ids: set[str]
     """`fig` (from score_breakdown_figure) with its floor line, and the kept/dropped
     colours of a bare-score chart, moved to `floor`, in place. Building the figure
     again costs most of a floor move's rerun; moving one line costs little."""
-    fig.layout.shapes[0].update(x0=floor, x1=floor, visible=True)  # mark_rule may have hidden it
+    fig.layout.shapes[0].update(x0=floor, x1=floor)
+    if fig.layout.shapes[0].visible is False:  # hidden by mark_rule: shown again, as a new figure has it (unset)
+        fig.layout.shapes[0].visible = None
     fig.layout.annotations[0].update(x=floor, text=f"floor {floor:.2f}")
     if len(fig.data) == 1 and fig.data[0].name == "score":
         fig.data[0].marker.color = _kept_colours(hits, kept_ids)

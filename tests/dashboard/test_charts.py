@@ -5,7 +5,7 @@ rebuilding it on every floor move)."""
 import pytest
 
 from connectors.base import Hit
-from dashboard.charts.hits import move_floor, score_breakdown_figure
+from dashboard.charts.hits import mark_rule, move_floor, score_breakdown_figure
 
 
 def hits(weighted: bool) -> list[Hit]:
@@ -30,6 +30,11 @@ def test_moving_the_floor_draws_what_a_rebuild_at_that_floor_draws(weighted):
     for floor in (0.2, 0.75, 0.0):
         kept = {h.memory_id for h in rows if h.score >= floor}
         assert move_floor(figure, rows, floor, kept).to_dict() == score_breakdown_figure(rows, floor, kept).to_dict()
+    # a floor file's learned rule hid the line (Inspect); the file taken away, the floor's line is back as drawn anew
+    mark_rule(figure, rows, None, {rows[0].memory_id}, "learned rule: kept by relevance")
+    assert figure.layout.shapes[0].visible is False
+    kept = {h.memory_id for h in rows if h.score >= 0.5}
+    assert move_floor(figure, rows, 0.5, kept).to_dict() == score_breakdown_figure(rows, 0.5, kept).to_dict()
 
 
 def test_a_component_named_like_a_hover_template_is_shown_as_its_name():

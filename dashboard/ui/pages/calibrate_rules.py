@@ -93,7 +93,10 @@ def show_rules(labels: LabelFile, advice: FloorAdvice) -> ShippedRule | None:
         "was not fitted on), with 95% intervals over resamples of turns."
     )
     said = f"**Recommended: {RULE_NAMES[comparison.recommended]}.** {inert_markdown(comparison.reason[0].upper() + comparison.reason[1:])}."
-    (st.info if comparison.recommended == FLOOR else st.success)(said)
+    if comparison.recommended == FLOOR:
+        st.info(said)
+    else:
+        st.success(said)
     st.caption(inert_markdown(lines[-2]))  # the learned rule against the largest-gap cut at that cut's recall
     st.plotly_chart(
         charts.held_out_figure(held_out_curves(comparison), comparison.figures, RULE_NAMES, comparison.recommended),

@@ -55,6 +55,11 @@ def restore_from_url() -> None:
     shared link reproduces what the reviewer saw; a bad value falls back to the
     default, and the page says which part of the link it could not use."""
     state = st.session_state
+    # The page stops before drawing the floor slider while a store cannot be opened
+    # (its settings not filled in yet), and Streamlit drops a widget's value on a run
+    # that does not draw it: the slider came back at 0.00, keeping every hit. Written
+    # back on every run, the one value stays (the session's copy when it was dropped).
+    state["floor"] = state.get("floor", current_floor())
     if state.get("_url_restored"):
         held_controls.release()  # only the session's first run holds the rest back
         return
@@ -222,7 +227,8 @@ def show_summary(
     cols[2].metric("Dropped", len(dropped))
     cols[3].metric("Latency", f"{result.latency_ms:.0f} ms" if result.latency_ms is not None else "n/a")
     if result.hits and not kept:
-        st.caption(none_kept_text(decided) if decided is not None else f"Every hit scores under the floor {floor_text(floor)}.")
+        # the rule's reason names the floor file's rule and its numbers: drawn inert, as outside text
+        st.caption(inert_markdown(none_kept_text(decided)) if decided is not None else f"Every hit scores under the floor {floor_text(floor)}.")
 
 
 NOT_NUMERIC = ("memory id", "status", "text")
