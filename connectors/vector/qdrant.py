@@ -154,7 +154,7 @@ class QdrantStore:
             # their own, around any transport: turned off where the flag exists (1.10,
             # the lowest memlens supports, has neither the check nor the flag).
             flags = inspect.signature(QdrantClient.__init__).parameters
-            unchecked = {"check_compatibility": False} if "check_compatibility" in flags else {}
+            unchecked: dict[str, Any] = {"check_compatibility": False} if "check_compatibility" in flags else {}
             self.client = QdrantClient(url=url, api_key=api_key or None, timeout=max(1, math.ceil(timeout)),
                                        transport=transport, **unchecked)
         else:
