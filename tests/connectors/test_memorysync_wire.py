@@ -174,7 +174,7 @@ def test_slow_answer_is_a_timeout(server):
 
 def test_connection_refused_is_store_unavailable():
     port = closed_port()
-    with pytest.raises(StoreUnavailable, match=rf"refused the connection .* http://127.0.0.1:{port}"):
+    with pytest.raises(StoreUnavailable, match=rf"MemorySync at http://127.0.0.1:{port} refused the connection or could not be reached: "):
         MemorySyncStore(f"http://127.0.0.1:{port}", "k", end_user_id="sam").query(THEME, user_id=None, k=5)
 
 
