@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from connectors.base import Hit
 from dashboard.floor import floor_text
 from dashboard.logs.writer import normal_hits
-from dashboard.turn_rule import LEARNED, PART_PREFIX, Decision, TurnRule, decide
+from dashboard.turn_rule import LEARNED, Decision, TurnRule, decide
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def decide_hits(hits: Sequence[Hit], floor: float, rule: TurnRule | None = None)
     floor alone, as the agent side decides it."""
     normal = normal_hits(hits)
     # as the agent side does: the store's parts are read only by a rule that uses them
-    uses_parts = rule is not None and any(name.startswith(PART_PREFIX) for name in rule.features)
+    uses_parts = rule is not None and rule.uses_parts
     decisions = decide(
         [hit.score for hit in normal],
         rule,

@@ -104,7 +104,7 @@ def _decide(hits: list[Hit], config: FloorConfig, floor: float) -> list[bool]:
     rule = config.rule
     if rule is None:
         return [hit.score is not None and hit.score >= floor for hit in hits]
-    breakdowns = [hit.breakdown for hit in hits] if any(name.startswith("part.") for name in rule.features) else None
+    breakdowns = [hit.breakdown for hit in hits] if rule.uses_parts else None
     return kept_mask([hit.score for hit in hits], rule, floor, [hit.rank for hit in hits], breakdowns)
 
 

@@ -126,6 +126,11 @@ class TurnRule:
         object.__setattr__(self, "intercept", intercept)
         object.__setattr__(self, "cut", cut)
 
+    @property
+    def uses_parts(self) -> bool:
+        """Whether the rule reads the store's score parts (a ``part.NAME`` feature)."""
+        return any(name.startswith(PART_PREFIX) for name in self.features)
+
     def as_dict(self) -> dict[str, object]:
         """The rule as the floor file holds it (floor_config reads it back)."""
         data: dict[str, object] = {"kind": self.kind}
@@ -266,10 +271,11 @@ def _learned_mask(
     ranks: Sequence[int] | None,
     breakdowns: Sequence[Mapping[str, object] | None] | None,
 ) -> list[bool]:
-    """The learned rule's decisions, feature by feature over the turn rather than hit
-    by hit (this runs on every agent turn). The same formulas as ``turn_features``;
-    the relevance cut is compared as a log-odds, which is the same comparison."""
-    if None in scores or (breakdowns is not None and any(name.startswith(PART_PREFIX) for name in rule.features)):
+    """The learned rule's decisions with the turn's figures computed once (this runs on
+    every agent turn): the same formulas as ``turn_features``, the features that are
+    linear in the score folded into one slope, and the relevance cut compared as a
+    log-odds, which is the same comparison."""
+    if None in scores or (breakdowns is not None and rule.uses_parts):
         # unscored hits or store parts: the general path
         cut = rule.cut or 0.0
         return [row is not None and relevance(row, rule) >= cut for row in turn_features(scores, ranks, rule.features, breakdowns)]
@@ -277,29 +283,32 @@ def _learned_mask(
     if not count:
         return []
     values: list[float] = scores  # type: ignore[assignment]  # no None: checked above
+    weight = dict.fromkeys(FEATURES, 0.0)
+    for name, coefficient in zip(rule.features, rule.coefficients, strict=True):
+        if name in weight:  # a part.NAME feature without breakdowns is 0
+            weight[name] += coefficient
     top = max(values)
     mean = math.fsum(values) / count
     deviation = math.sqrt(math.fsum((s - mean) ** 2 for s in values) / count)
-    z = [rule.intercept] * count
-    for name, coefficient in zip(rule.features, rule.coefficients, strict=True):
-        if name == "score":
-            column = values
-        elif name == "rank":
-            column = [float(r) for r in ranks] if ranks is not None else [float(i) for i in range(1, count + 1)]
-        elif name == "gap_to_top":
-            column = [top - s for s in values]
-        elif name == "z_score":
-            column = [(s - mean) / deviation for s in values] if deviation > 0 else [0.0] * count
-        elif name == "percentile":
-            ordered = sorted(values)
-            column = [_lower(ordered, s) / (count - 1) for s in values] if count > 1 else [1.0]
-        else:  # part.NAME without breakdowns: 0
-            continue
-        z = [acc + coefficient * x for acc, x in zip(z, column, strict=True)]
+    # score, gap_to_top (top - s) and z_score ((s - mean) / deviation) are each linear in
+    # the hit's score: within a turn one slope and one offset stand for all three
+    per_deviation = weight["z_score"] / deviation if deviation > 0 else 0.0
+    slope = weight["score"] - weight["gap_to_top"] + per_deviation
+    offset = rule.intercept + weight["gap_to_top"] * top - per_deviation * mean
+    by_rank, by_standing = weight["rank"], weight["percentile"]
+    ordered = sorted(values) if by_standing and count > 1 else None
     cut = rule.cut or 0.0
     # relevance >= cut  <=>  log-odds >= log(cut / (1 - cut)): no exp per hit
     edge = math.log(cut / (1.0 - cut))
-    return [value >= edge for value in z]
+    mask = []
+    for position, score in enumerate(values):
+        z = offset + slope * score
+        if by_rank:
+            z += by_rank * (ranks[position] if ranks is not None else position + 1)
+        if by_standing:
+            z += by_standing * (_lower(ordered, score) / (count - 1) if ordered is not None else 1.0)
+        mask.append(z >= edge)
+    return mask
 
 
 @dataclass(frozen=True)
