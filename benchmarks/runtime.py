@@ -5,9 +5,9 @@ block built, every row logged) against ``store.query`` alone.
 - The demo store in a fresh data directory; the demo questions, each encoded once
   before timing (both cases read the same remembered vectors, so the encoder is in
   neither).
-- 1,000 calls of each case, interleaved (bare, then memory_for_prompt, question by
-  question in turn), so load from other work on the machine falls on both alike;
-  median per call. Cases: the bare query (baseline); memory_for_prompt with a JSONL
+- 1,000 calls of each case, interleaved (each question asked of every case in turn, in
+  an order that rotates call by call), so load from other work on the machine falls
+  on all alike and no case always runs first on a new question; median per call. Cases: the bare query (baseline); memory_for_prompt with a JSONL
   log; with a Parquet log; with no log; with a learned rule that reads the whole turn
   (issue 54) and a JSONL log; with that rule and a shadow config (a largest-gap cut)
   logged beside it.
@@ -45,11 +45,17 @@ SHADOW_CASE = "memory_for_prompt, learned rule + shadow config, JSONL log"
 
 def interleaved(cases: dict[str, Any], questions: list[tuple[str, str]]) -> dict[str, list[float]]:
     """Microseconds per call of each case, CALLS calls, the cases taking turns call by
-    call so load from other work falls on all of them alike."""
+    call so load from other work falls on all of them alike. The order of the turns
+    rotates call by call, so each case runs in each place alike: in a fixed order the
+    place itself moved a case by about 1% (the JSONL log read 1.015x-1.018x run right
+    after the bare query, 1.026x-1.029x run two or four places later, in one run)."""
     times: dict[str, list[float]] = {label: [] for label in cases}
+    labels = list(cases)
     for call in range(CALLS):
         text, user = questions[call % len(questions)]
-        for label, fn in cases.items():
+        shift = call % len(labels)
+        for label in labels[shift:] + labels[:shift]:
+            fn = cases[label]
             started = time.perf_counter()
             fn(text, user)
             times[label].append((time.perf_counter() - started) * 1e6)
@@ -117,7 +123,8 @@ def main() -> int:
             problems.append(f"full disk: {log.rows_written} written + {log.lost_rows} lost is not the {produced} rows produced")
     body = (
         f"{CALLS:,} calls per case on the embedded demo store, k={K}, the {len(questions)} demo questions in turn "
-        f"(encoded once before timing), cases interleaved call by call; median microseconds per call. "
+        f"(encoded once before timing), cases interleaved call by call in an order that rotates each call; "
+        f"median microseconds per call. "
         f"The JSONL log got {written:,} rows (one per returned memory, warm-up included).\n\n"
         + table(["case", "median µs", "vs store.query"], rows)
         + f"\n\nTarget: memory_for_prompt with the log on at most {TARGET}x the bare store.query: "
