@@ -257,24 +257,15 @@ def draw_turns(
 
 
 def _attach_kept(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float | None, turns: str = TURNS) -> None:
+    """The memories at or above the floor (each turn's own, without one floor)."""
     if not sampled:
         return
     # each turn's own floor from the turns table, when there is no one floor
     at = f"(SELECT t.floor FROM {turns} AS t WHERE t.message_id = r.message_id)" if floor is None else repr(float(floor))
-    # the sampled ids as one list parameter: a row-by-row insert of them cost more than the scan
-    found = con.execute(
-        f"""SELECT message_id, memory_id, min(rank) AS rank, max(score) AS score, any_value(user_id) AS user_id
+    _attach(con, sampled, f"""SELECT message_id, memory_id, min(rank) AS rank, max(score) AS score, any_value(user_id) AS user_id
             FROM {RELATION} AS r
             WHERE NOT bad AND memory_id IS NOT NULL AND score >= {at} AND message_id IN (SELECT unnest(?::VARCHAR[]))
-            GROUP BY message_id, memory_id ORDER BY message_id, rank, memory_id""",
-        [[t.message_id for t in sampled]],
-    ).fetchall()
-    by_id = {t.message_id: t for t in sampled}
-    for message_id, memory_id, rank, score, user_id in found:
-        turn = by_id[message_id]
-        turn.user_id = turn.user_id or user_id
-        if len(turn.kept) < TOP:
-            turn.kept.append((str(memory_id), int(rank), float(score)))
+            GROUP BY message_id, memory_id""")
 
 
 def _attach_logged(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], floor: float | None, turns: str) -> None:
@@ -314,7 +305,8 @@ def _attach_ruled(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], fl
 
 def _attach(con: duckdb.DuckDBPyConnection, sampled: list[SampledTurn], kept: str) -> None:
     """Each sampled turn's top TOP of `kept` (a SELECT of message_id, memory_id, rank,
-    score, user_id taking the sampled ids as its one parameter), by rank."""
+    score, user_id taking the sampled ids as its one parameter: one list, as a
+    row-by-row insert of them cost more than the scan), by rank."""
     found = con.execute(f"SELECT * FROM ({kept}) ORDER BY message_id, rank, memory_id", [[t.message_id for t in sampled]]).fetchall()
     by_id = {t.message_id: t for t in sampled}
     for message_id, memory_id, rank, score, user_id in found:
