@@ -41,7 +41,7 @@ from typing import Any
 from connectors.base import Hit, MemoryStore, ScoreKind, SupportsFeedback
 from connectors.common.score_spaces import space_for, store_space
 from dashboard.feedback import FeedbackOutcome, plan_from_floor, send
-from dashboard.floor import apply_floor, prompt_block
+from dashboard.floor import prompt_block
 from dashboard.floor_config import FloorConfig, FloorConfigError, ScoreSpaceMismatch
 from dashboard.logs.writer import RetrievalLog, RetrievalLogError, RetrievalSpans, as_score, as_text, normal_hits
 from dashboard.turn_rule import TurnRule, kept_mask
@@ -100,11 +100,10 @@ def _reason(hits: Sequence[Hit], kept: Sequence[Hit], floor: float, rule: TurnRu
 
 
 def _decide(hits: list[Hit], config: FloorConfig, floor: float) -> list[bool]:
-    """Kept or dropped per hit, by the config's rule on the turn's hits, else its floor."""
+    """Kept or dropped per hit, by the config's rule on the turn's hits, else its floor
+    (turn_rule.kept_mask decides both; the hits are normal: no NaN score)."""
     rule = config.rule
-    if rule is None:
-        return [hit.score is not None and hit.score >= floor for hit in hits]
-    breakdowns = [hit.breakdown for hit in hits] if rule.uses_parts else None
+    breakdowns = [hit.breakdown for hit in hits] if rule is not None and rule.uses_parts else None
     return kept_mask([hit.score for hit in hits], rule, floor, [hit.rank for hit in hits], breakdowns)
 
 
@@ -126,13 +125,9 @@ def _turn(
     hits = normal_hits(hits)
     user_id = as_text(user_id)
     floor, segment = config.floor_for(user_id=user_id, tag=tag, store=store_id)
-    if config.rule is None:
-        kept, dropped = apply_floor(hits, floor)
-        mask = [hit.score is not None and hit.score >= floor for hit in hits] if log is not None else None
-    else:
-        mask = _decide(hits, config, floor)
-        kept = [hit for hit, keep in zip(hits, mask, strict=True) if keep]
-        dropped = [hit for hit, keep in zip(hits, mask, strict=True) if not keep]
+    mask = _decide(hits, config, floor)
+    kept = [hit for hit, keep in zip(hits, mask, strict=True) if keep]
+    dropped = [hit for hit, keep in zip(hits, mask, strict=True) if not keep]
     shadow_rule = shadow_mask = None
     if shadow is not None:
         # the candidate's own floor for this turn (its segments), its own rule: logged only
