@@ -494,26 +494,23 @@ def _row_tails(
 ) -> list[dict[str, Any]]:
     """Each row's own fields, which follow the turn's shared ones: one per hit with its
     decision (and the shadow's) when the turn was decided by a rule, or the empty-turn
-    row's nulls when nothing came back (one pass: this runs on every agent turn)."""
+    row's nulls when nothing came back."""
     if not hits:
-        tail: dict[str, Any] = {"memory_id": None, "rank": None, "score": None}
+        empty: dict[str, Any] = {"memory_id": None, "rank": None, "score": None}
         if decided:
-            tail["kept"] = None
+            empty["kept"] = None
         if shadowed:
-            tail["shadow_kept"] = None
-        return [tail]
-    if not decided:
-        return [{"memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score} for hit in hits]
-    if not shadowed:
-        return [
-            {"memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score, "kept": _decision(kept, index)}
-            for index, hit in enumerate(hits)
-        ]
-    return [
-        {"memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score, "kept": _decision(kept, index),
-         "shadow_kept": _decision(shadow_kept, index)}
-        for index, hit in enumerate(hits)
-    ]  # fmt: skip
+            empty["shadow_kept"] = None
+        return [empty]
+    tails = []
+    for index, hit in enumerate(hits):
+        tail: dict[str, Any] = {"memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score}
+        if decided:
+            tail["kept"] = _decision(kept, index)
+        if shadowed:
+            tail["shadow_kept"] = _decision(shadow_kept, index)
+        tails.append(tail)
+    return tails
 
 
 def _whole_json(line: bytes) -> bool:
