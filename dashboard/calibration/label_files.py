@@ -41,7 +41,7 @@ from connectors.common import inbound
 from connectors.common.errors import MemlensError
 from connectors.common.lines import LINE, MAX_RANK, LineIssue, clip, echo, json_objects, text_file, utf8_error_offset
 from dashboard.calibration.scores import LabelledScores, labelled_scores
-from dashboard.database.model import LABEL_VALUES, reviewer_key
+from dashboard.database.model import LABEL_VALUES, distinct_reviewers, reviewer_key
 from dashboard.labels.export import restore_cell
 from dashboard.labels.resolution import RULE, majority
 
@@ -139,11 +139,7 @@ class LabelFile:
     def reviewers(self) -> list[str]:
         """Each reviewer once, however their name was typed ("José" precomposed or with a
         combining accent, any case): the first spelling in the file stands for the rest."""
-        first: dict[str, str] = {}
-        for row in self.rows:
-            if row.reviewer:
-                first.setdefault(reviewer_key(row.reviewer), row.reviewer)
-        return sorted(first.values())
+        return sorted(distinct_reviewers(row.reviewer for row in self.rows if row.reviewer))
 
     def issue_report(self, limit: int = SHOWN_ISSUES) -> str:
         lines = [f"{self.source}: {issue_text(issue)}" for issue in self.issues[:limit]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dashboard.database.model import LABEL_COLUMNS, Label, check_label, of_reviewer, reviewer_key, utc_now
+from dashboard.database.model import LABEL_COLUMNS, Label, check_label, distinct_reviewers, of_reviewer, utc_now
 
 if TYPE_CHECKING:
     from dashboard.database.model import SqlConnection
@@ -167,8 +167,4 @@ class LabelRepository:
         """Each reviewer once (the pages' reviewer choices), however the name was typed:
         the first spelling in order stands for the rest (compared as reviewer_key does)."""
         with self.conn.reading():
-            names = [r[0] for r in self.conn.run("SELECT DISTINCT reviewer FROM labels ORDER BY reviewer")]
-        first: dict[str, str] = {}
-        for name in names:
-            first.setdefault(reviewer_key(name), name)
-        return list(first.values())
+            return distinct_reviewers(r[0] for r in self.conn.run("SELECT DISTINCT reviewer FROM labels ORDER BY reviewer"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
@@ -70,6 +70,15 @@ def reviewer_key(name: str | None) -> str:
     what a label is, so the app database's own look-ups by reviewer use it too."""
     folded = unicodedata.normalize("NFKC", " ".join(unicodedata.normalize("NFKC", name or "").split())).casefold()
     return unicodedata.normalize("NFKC", folded)  # folding can leave a sequence NFKC composes
+
+
+def distinct_reviewers(names: Iterable[str]) -> list[str]:
+    """Each reviewer once, in the order first met, however the name was typed: the
+    first spelling stands for the rest (compared as ``reviewer_key`` compares)."""
+    first: dict[str, str] = {}
+    for name in names:
+        first.setdefault(reviewer_key(name), name)
+    return list(first.values())
 
 
 def of_reviewer(labels: list[Label], reviewer: str | None) -> list[Label]:

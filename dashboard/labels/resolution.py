@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from dashboard.database.adjudications import Adjudication
-from dashboard.database.model import Label, reviewer_key
+from dashboard.database.model import Label, distinct_reviewers, reviewer_key
 
 RULE = "adjudicated label first, else the majority of reviewers; a tie is unresolved and left out"
 REVIEWERS_ENV = "MEMLENS_REVIEWERS"  # the operator's list of reviewer names, behind the password gate
@@ -82,11 +82,7 @@ def lookalike_notes(names: Iterable[str]) -> list[str]:
 def parse_names(text: str | None) -> list[str]:
     """Reviewer names (or e-mails) from "ana, ben; cy" (commas, semicolons or new
     lines), first spelling kept, repeats (in any case) dropped."""
-    names: dict[str, str] = {}
-    for name in re.split(r"[,;\n]", text or ""):
-        if name.strip():
-            names.setdefault(reviewer_key(name), name.strip())
-    return list(names.values())
+    return distinct_reviewers(name.strip() for name in re.split(r"[,;\n]", text or "") if name.strip())
 
 
 def on_list(name: str, names: Sequence[str]) -> bool:
