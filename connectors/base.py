@@ -48,7 +48,13 @@ class ScoreKind(enum.StrEnum):
 
     @property
     def comparable_to_floor(self) -> bool:
-        return self in (ScoreKind.SIMILARITY, ScoreKind.DISTANCE)
+        return self in COMPARABLE_KINDS
+
+
+# The kinds a floor compares with. A member or its text is looked up here directly:
+# the agent side asks it on every turn, where ScoreKind(text) cost more than the
+# floor itself.
+COMPARABLE_KINDS = frozenset({ScoreKind.SIMILARITY, ScoreKind.DISTANCE})
 
 
 Signal = Literal["positive", "negative", "retrieved", "ignored"]

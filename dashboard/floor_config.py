@@ -147,6 +147,8 @@ class FloorConfig:
 
     def floor_for(self, *, user_id: str | None = None, tag: str | None = None, store: str | None = None) -> tuple[float, str]:
         """The floor for one turn and the segment it came from (``user=sam``, or ``global``)."""
+        if not self.segments:  # the common case, asked on every agent turn
+            return self.floor, "global"
         for by, value in zip(SEGMENT_ORDER, (user_id, tag, store), strict=True):
             floors = self.segments.get(by)
             if floors and value is not None and value in floors:
@@ -155,18 +157,19 @@ class FloorConfig:
 
     def check_space(self, space: ScoreSpace | None, *, what: str = "these results") -> None:
         """Refuse scores from another space than the floor's (ScoreSpaceMismatch)."""
-        where = f" from {self.source}" if self.source else ""
+        # the message is built only on a refusal: this is asked on every agent turn
         if space is None:
             raise ScoreSpaceMismatch(
-                f"the floor {self.floor!r}{where} cannot apply to {what}: their scores are ranks or absent, not a score a floor compares with"
+                f"the floor {self.floor!r}{self._where()} cannot apply to {what}: their scores are ranks or absent, not a score a floor compares with"
             )
-        if self.score_space is None:
-            return
-        if (space.store, space.formula) != (self.score_space.store, self.score_space.formula):
+        if self.score_space is not None and (space.store, space.formula) != (self.score_space.store, self.score_space.formula):
             raise ScoreSpaceMismatch(
-                f"the floor {self.floor!r}{where} was calibrated in {self.score_space.describe()}; {what} are in "
+                f"the floor {self.floor!r}{self._where()} was calibrated in {self.score_space.describe()}; {what} are in "
                 f"{space.describe()}. A floor applies only in its own score space: calibrate one on this store's labels"
             )
+
+    def _where(self) -> str:
+        return f" from {self.source}" if self.source else ""
 
 
 def _read_space(value: object, name: str) -> ScoreSpace | None:

@@ -19,13 +19,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from connectors.base import (
     AS_SENT,
+    COMPARABLE_KINDS,
     COSINE_DISTANCE,
     L2,
     MANHATTAN,
     NEGATIVE_INNER_PRODUCT,
     SQUARED_L2,
     InvalidRequest,
-    ScoreKind,
     ScoreSpace,
     score_from_distance,
 )
@@ -83,7 +83,7 @@ _HAS_SPACE: dict[type, bool] = {}
 def store_space(store: Any) -> ScoreSpace | None:
     """The score space of an open store; None when its scores are ranks or absent
     (no floor applies to them)."""
-    if not ScoreKind(store.score_kind).comparable_to_floor:
+    if store.score_kind not in COMPARABLE_KINDS:
         return None
     has_space = _HAS_SPACE.get(type(store))
     if has_space is None:

@@ -42,6 +42,7 @@ import numbers
 import os
 import stat
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -66,9 +67,6 @@ TAIL_BYTES = 1 << 16  # how far back a torn last line is looked for
 _APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 logger = logging.getLogger(__name__)
-# One encoder for every row: json.dumps with any option but the defaults builds a new
-# JSONEncoder per call, which was most of what encoding a turn's rows cost.
-_ROW_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 class RetrievalLogError(MemlensError, ValueError):
@@ -100,28 +98,35 @@ def as_text(value: object) -> str | None:
     return value if value is None or type(value) is str else str(value)
 
 
+class _NormalHits(list[Hit]):
+    """A list normal_hits made: given to it again, passed through as it is
+    (memory_for_prompt normalises a turn's hits once, for the floor and the log)."""
+
+
 def normal_hits(hits: Iterable[Hit]) -> list[Hit]:
     """The hits as the floor and the log take them, in the store's order: ids as
     text, each score a float or None (see ``as_score``; a store's score that is not a
     number is none too), each rank its position from 1. A hit already so is passed
     through as it is (the common case costs no copy)."""
-    normal = []
+    if type(hits) is _NormalHits:
+        return hits
+    normal = _NormalHits()
     for rank, hit in enumerate(hits, start=1):
-        memory_id = as_text(hit.memory_id)
+        score = hit.score
+        if type(hit.memory_id) is str and (score is None or (type(score) is float and math.isfinite(score))) and type(hit.rank) is int and hit.rank == rank:
+            normal.append(hit)  # already so, as a memlens connector returns it: no copy
+            continue
         try:
-            score = as_score(hit.score)
+            score = as_score(score)
         except TypeError:
             score = None
-        if memory_id is hit.memory_id and score is hit.score and type(hit.rank) is int and hit.rank == rank:
-            normal.append(hit)
-        else:
-            # a hit with no id keeps None: the writer counts its row lost rather than write one unreadable
-            normal.append(dataclasses.replace(hit, memory_id=memory_id, rank=rank, score=score))  # type: ignore[arg-type]
+        # a hit with no id keeps None: the writer counts its row lost rather than write one unreadable
+        normal.append(dataclasses.replace(hit, memory_id=as_text(hit.memory_id), rank=rank, score=score))  # type: ignore[arg-type]
     return normal
 
 
 def _blank(text: str | None) -> bool:
-    return text is None or not text.strip()
+    return not text or text.isspace()
 
 
 # ------------------------------------------------------------------ the log file
@@ -235,51 +240,42 @@ class RetrievalLog:
         `shadow_rule` / `shadow_kept` a shadow config's. Returns the number of rows the
         turn gave (written, or counted lost). Never raises once the log is open."""
         hits = normal_hits(hits)
-        stamp = (timestamp or datetime.now(UTC)).isoformat(timespec="milliseconds")
         try:
             floor_value = as_score(floor)
         except TypeError:
             floor_value = None
         turn_id = as_text(message_id)
         shared: dict[str, Any] = {
-            "message_id": turn_id, "user_id": as_text(user_id), "timestamp": stamp, "store": as_text(store),
+            "message_id": turn_id, "user_id": as_text(user_id), "timestamp": _stamp(timestamp), "store": as_text(store),
             "floor": floor_value, "floor_segment": as_text(floor_segment),
-        }
+        }  # fmt: skip
         if self.include_query:
             shared["query"] = as_text(query)
         if rule is not None or shadow_rule is not None:
             shared["rule"] = as_text(rule)
             if shadow_rule is not None:
                 shared["shadow_rule"] = as_text(shadow_rule)
-        tails = _row_tails(hits, rule is not None or shadow_rule is not None, kept, shadow_rule is not None, shadow_kept)
-        produced = len(tails)
+        produced = len(hits) or 1
         # a row its reader would refuse (a blank turn or memory id) is counted, not written
-        unusable = produced if _blank(turn_id) else sum(1 for tail in tails if hits and _blank(tail["memory_id"]))
-        if unusable:
-            tails = [] if _blank(turn_id) else [tail for tail in tails if not _blank(tail["memory_id"])]
-        payload: Any = [{**shared, **tail} for tail in tails] if self.format != "jsonl" else None
-        if tails and self.format == "jsonl":
-            try:
-                # encoded here, outside the lock, so threads do not wait on each other's JSON.
-                # The turn's shared fields are encoded once, each row's own after them: the
-                # same line as the whole row encoded, at less cost on every agent turn. A
-                # lone surrogate in an id becomes "?" (valid UTF-8, a whole line).
-                prefix = _ROW_JSON.encode(shared)[:-1] + _ROW_JSON.item_separator
-                payload = "".join(prefix + _own_fields_json(tail) + "}\n" for tail in tails).encode("utf-8", "replace")
-            except (TypeError, ValueError) as exc:
-                unusable, tails = produced, []
-                self._warn_once(f"value:{type(exc).__name__}", f"a turn's values could not be written as JSON ({exc})")
+        owns = [] if _blank(turn_id) else _own_parts(hits, rule is not None or shadow_rule is not None, kept, shadow_rule is not None, shadow_kept)
+        unusable = produced - len(owns)
+        if self.format == "jsonl":
+            # encoded here, outside the lock, so threads do not wait on each other's JSON
+            payload: Any = _jsonl_lines(shared, owns)
+        else:
+            payload = [{**shared, **_own_fields(*own)} for own in owns]
         with self._lock:
             if unusable:
                 self._lose(unusable, "unusable", "a row with a blank turn or memory id cannot be read back")
-            if not tails:
+            rows = len(owns)
+            if not rows:
                 return produced
             if self._closed:
-                self._lose(len(tails), "closed", "a turn was logged after close()")
+                self._lose(rows, "closed", "a turn was logged after close()")
                 return produced
-            self._pending.append((payload, len(tails)))
-            self._pending_rows += len(tails)
-            self._since_try += len(tails)
+            self._pending.append((payload, rows))
+            self._pending_rows += rows
+            self._since_try += rows
             while self._pending_rows > self.max_pending and len(self._pending) > 1:
                 _, count = self._pending.popleft()
                 self._pending_rows -= count
@@ -468,49 +464,87 @@ def _decision(values: list[bool] | None, index: int) -> bool | None:
     return bool(values[index]) if values is not None and index < len(values) else None
 
 
-_LITERAL = {None: "null", True: "true", False: "false"}
+# A row's own part, after the turn's shared fields: (the hit, or None for the
+# empty-turn row; its decision; the shadow's), a decision the row does not carry (no
+# rule, no shadow) as _ABSENT.
+_ABSENT = object()
+_Own = tuple[Hit | None, object, object]
 
 
-def _own_fields_json(tail: dict[str, Any]) -> str:
-    """A row's own fields (``_row_tails``) as JSON object members, written as _ROW_JSON
-    writes them: the encoder's set-up on each call (about 1.5 µs) was most of the log's
-    cost on an agent turn. The id is text (the encoder's string fast path, no set-up),
-    rank a whole number, score a finite float (normal_hits), a decision a boolean, each
-    or null; tests/dashboard/logs hold the line equal to the whole row encoded."""
-    rank, score = tail["rank"], tail["score"]
-    own = (
-        f'"memory_id": {_ROW_JSON.encode(tail["memory_id"])}, "rank": {"null" if rank is None else int.__repr__(rank)}, '
-        f'"score": {"null" if score is None else float.__repr__(score)}'
+def _own_parts(hits: list[Hit], decided: bool, kept: list[bool] | None, shadowed: bool, shadow_kept: list[bool] | None) -> list[_Own]:
+    """One per hit with an id (a hit with a blank id cannot be read back: its row is
+    counted lost), with its decision (and the shadow's) when the turn was decided by a
+    rule; or the empty-turn row's when nothing came back."""
+    if not hits:
+        return [(None, None if decided else _ABSENT, None if shadowed else _ABSENT)]
+    return [
+        (hit, _decision(kept, index) if decided else _ABSENT, _decision(shadow_kept, index) if shadowed else _ABSENT)
+        for index, hit in enumerate(hits)
+        if not _blank(hit.memory_id)
+    ]
+
+
+def _own_fields(hit: Hit | None, keep: object, shadow_keep: object) -> dict[str, Any]:
+    """A row's own part as fields (a Parquet row's)."""
+    own: dict[str, Any] = (
+        {"memory_id": None, "rank": None, "score": None} if hit is None else {"memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score}
     )
-    if "kept" in tail:
-        own += f', "kept": {_LITERAL[tail["kept"]]}'
-    if "shadow_kept" in tail:
-        own += f', "shadow_kept": {_LITERAL[tail["shadow_kept"]]}'
+    if keep is not _ABSENT:
+        own["kept"] = keep
+    if shadow_keep is not _ABSENT:
+        own["shadow_kept"] = shadow_keep
     return own
 
 
-def _row_tails(
-    hits: list[Hit], decided: bool, kept: list[bool] | None, shadowed: bool, shadow_kept: list[bool] | None
-) -> list[dict[str, Any]]:
-    """Each row's own fields, which follow the turn's shared ones: one per hit with its
-    decision (and the shadow's) when the turn was decided by a rule, or the empty-turn
-    row's nulls when nothing came back."""
-    if not hits:
-        empty: dict[str, Any] = {"memory_id": None, "rank": None, "score": None}
-        if decided:
-            empty["kept"] = None
-        if shadowed:
-            empty["shadow_kept"] = None
-        return [empty]
-    tails = []
-    for index, hit in enumerate(hits):
-        tail: dict[str, Any] = {"memory_id": hit.memory_id, "rank": hit.rank, "score": hit.score}
-        if decided:
-            tail["kept"] = _decision(kept, index)
-        if shadowed:
-            tail["shadow_kept"] = _decision(shadow_kept, index)
-        tails.append(tail)
-    return tails
+# JSON text of a str as json.dumps(ensure_ascii=False) writes it: the function the
+# encoder itself calls for a string (C), without the encoder's set-up
+_text_json = json.encoder.encode_basestring
+_LITERAL = {None: "null", True: "true", False: "false"}
+
+
+def _value_json(value: str | float | None) -> str:
+    """A shared field's value as JSON: text, a finite float, or none."""
+    return "null" if value is None else _text_json(value) if type(value) is str else float.__repr__(value)
+
+
+def _jsonl_lines(shared: dict[str, Any], owns: list[_Own]) -> bytes:
+    """The turn's rows as JSONL, each line byte for byte the row as json.dumps writes
+    it (tests/dashboard/logs hold it so), written out here rather than by the encoder:
+    its set-up on each call was most of the log's cost on an agent turn. Every value
+    is text, a whole number, a finite float (normal_hits, as_score), a boolean or none;
+    a lone surrogate in an id becomes "?" (valid UTF-8, a whole line)."""
+    prefix = "{" + ", ".join([f'"{key}": {_value_json(value)}' for key, value in shared.items()])
+    lines = []
+    for hit, keep, shadow_keep in owns:
+        decisions = "" if keep is _ABSENT else f', "kept": {_LITERAL[keep]}'  # type: ignore[index]
+        if shadow_keep is not _ABSENT:
+            decisions += f', "shadow_kept": {_LITERAL[shadow_keep]}'  # type: ignore[index]
+        if hit is None:
+            lines.append(f'{prefix}, "memory_id": null, "rank": null, "score": null{decisions}}}\n')
+        else:
+            score = "null" if hit.score is None else float.__repr__(hit.score)
+            lines.append(f'{prefix}, "memory_id": {_text_json(hit.memory_id)}, "rank": {int.__repr__(hit.rank)}, "score": {score}{decisions}}}\n')
+    return "".join(lines).encode("utf-8", "replace")
+
+
+def _stamp(timestamp: datetime | None) -> str:
+    """The turn's time in UTC to the millisecond, as ``datetime.isoformat`` writes it.
+    Now is read with time.time() and the text up to the second made once a second:
+    formatting a datetime cost about 5 µs of every agent turn."""
+    if timestamp is not None:
+        return timestamp.isoformat(timespec="milliseconds")
+    global _SECOND
+    now = time.time()
+    second = math.floor(now)
+    made, text = _SECOND
+    if made != second:
+        text = datetime.fromtimestamp(second, UTC).isoformat()[: -len("+00:00")]
+        _SECOND = (second, text)  # one tuple, swapped whole: threads may share it
+    # zfill, not a format spec: ``:03d`` alone cost 2 µs on a turn after a query
+    return f"{text}.{str(int((now - second) * 1000)).zfill(3)}+00:00"
+
+
+_SECOND: tuple[float, str] = (math.nan, "")
 
 
 def _whole_json(line: bytes) -> bool:

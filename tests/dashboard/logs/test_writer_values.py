@@ -188,3 +188,23 @@ def test_every_jsonl_line_is_the_whole_row_as_json_writes_it(tmp_path, shadow):
     ]
     assert all(("shadow_kept" in row) == shadow for row in rows)
     read_back(path)
+
+
+def test_a_turn_with_no_timestamp_is_stamped_with_the_clock_in_utc_to_the_millisecond(tmp_path, monkeypatch):
+    """The writer reads the clock once a turn and writes the time as
+    datetime.isoformat does, across second, day and year boundaries and a clock set back."""
+    from datetime import UTC, datetime
+
+    from dashboard.logs import writer
+
+    clock = [1_767_225_599.9995, 1_767_225_599.9996, 1_767_225_600.0004, 1_767_225_600.25, 1_767_225_601.5, 1_767_225_600.125]
+    readings = iter(clock)
+    monkeypatch.setattr(writer.time, "time", lambda: next(readings))
+    path = tmp_path / "retrievals.jsonl"
+    with RetrievalLog(path) as log:
+        for turn in range(len(clock)):
+            log.write_turn(f"t{turn}", [Hit("m1", 1, "text", 0.5)], floor=0.35)
+    monkeypatch.undo()
+    stamps = [json.loads(line)["timestamp"] for line in path.read_bytes().splitlines()]
+    assert stamps == [datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds") for now in clock]
+    assert stamps[:3] == ["2025-12-31T23:59:59.999+00:00", "2025-12-31T23:59:59.999+00:00", "2026-01-01T00:00:00.000+00:00"]
