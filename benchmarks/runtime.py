@@ -6,8 +6,9 @@ block built, every row logged) against ``store.query`` alone.
   before timing (both cases read the same remembered vectors, so the encoder is in
   neither).
 - 1,000 calls of each case, interleaved (each question asked of every case in turn, in
-  an order that rotates call by call), so load from other work on the machine falls
-  on all alike and no case always runs first on a new question; median per call. Cases: the bare query (baseline); memory_for_prompt with a JSONL
+  an order shuffled call by call), so load from other work on the machine falls on
+  all alike and no case always runs first on a new question or after the same case;
+  median per call. Cases: the bare query (baseline); memory_for_prompt with a JSONL
   log; with a Parquet log; with no log; with a learned rule that reads the whole turn
   (issue 54) and a JSONL log; with that rule and a shadow config (a largest-gap cut)
   logged beside it.
@@ -25,6 +26,7 @@ learned rule and a JSONL log at most 1.03x, with a shadow config as well at most
 from __future__ import annotations
 
 import json
+import random
 import sys
 import tempfile
 import time
@@ -34,6 +36,7 @@ from typing import Any
 from benchmarks._common import ROOT, exit_code, median, report, table
 
 CALLS = 1_000
+SEED = 7  # the order of the cases in each call
 K = 5
 TARGET = 1.03
 FULL_DISK_TARGET = 1.03
@@ -45,16 +48,20 @@ SHADOW_CASE = "memory_for_prompt, learned rule + shadow config, JSONL log"
 
 def interleaved(cases: dict[str, Any], questions: list[tuple[str, str]]) -> dict[str, list[float]]:
     """Microseconds per call of each case, CALLS calls, the cases taking turns call by
-    call so load from other work falls on all of them alike. The order of the turns
-    rotates call by call, so each case runs in each place alike: in a fixed order the
-    place itself moved a case by about 1% (the JSONL log read 1.015x-1.018x run right
-    after the bare query, 1.026x-1.029x run two or four places later, in one run)."""
+    call so load from other work falls on all of them alike, in an order shuffled each
+    call (seeded). Each case then runs in each place alike and after each other case
+    alike: in a fixed order the place itself moved a case by about 1% (the JSONL log
+    read 1.015x-1.018x run right after the bare query, 1.026x-1.029x two or four places
+    later), and in an order that only rotates each case nearly always follows the same
+    one (the bare query followed the heaviest case, which made every other case read
+    lower against it)."""
     times: dict[str, list[float]] = {label: [] for label in cases}
-    labels = list(cases)
+    order = list(cases)
+    shuffle = random.Random(SEED).shuffle
     for call in range(CALLS):
         text, user = questions[call % len(questions)]
-        shift = call % len(labels)
-        for label in labels[shift:] + labels[:shift]:
+        shuffle(order)
+        for label in order:
             fn = cases[label]
             started = time.perf_counter()
             fn(text, user)
@@ -123,7 +130,7 @@ def main() -> int:
             problems.append(f"full disk: {log.rows_written} written + {log.lost_rows} lost is not the {produced} rows produced")
     body = (
         f"{CALLS:,} calls per case on the embedded demo store, k={K}, the {len(questions)} demo questions in turn "
-        f"(encoded once before timing), cases interleaved call by call in an order that rotates each call; "
+        f"(encoded once before timing), cases interleaved call by call in an order shuffled each call (seed {SEED}); "
         f"median microseconds per call. "
         f"The JSONL log got {written:,} rows (one per returned memory, warm-up included).\n\n"
         + table(["case", "median µs", "vs store.query"], rows)

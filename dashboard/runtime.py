@@ -101,10 +101,11 @@ def _reason(hits: Sequence[Hit], kept: Sequence[Hit], floor: float, rule: TurnRu
 
 def _decide(hits: list[Hit], config: FloorConfig, floor: float) -> list[bool]:
     """Kept or dropped per hit, by the config's rule on the turn's hits, else its floor
-    (turn_rule.kept_mask decides both; the hits are normal: no NaN score)."""
+    (turn_rule.kept_mask decides both). The hits are normal: no NaN score, and each
+    rank its position, which is kept_mask's rank when given none."""
     rule = config.rule
     breakdowns = [hit.breakdown for hit in hits] if rule is not None and rule.uses_parts else None
-    return kept_mask([hit.score for hit in hits], rule, floor, [hit.rank for hit in hits], breakdowns)
+    return kept_mask([hit.score for hit in hits], rule, floor, None, breakdowns)
 
 
 def _turn(

@@ -38,8 +38,10 @@ library only: the agent side imports this (``memlens`` stays stdlib-only).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from connectors.common.errors import MemlensError
 from dashboard.floor import floor_text
@@ -126,10 +128,24 @@ class TurnRule:
         object.__setattr__(self, "intercept", intercept)
         object.__setattr__(self, "cut", cut)
 
-    @property
+    @cached_property
     def uses_parts(self) -> bool:
         """Whether the rule reads the store's score parts (a ``part.NAME`` feature)."""
         return any(name.startswith(PART_PREFIX) for name in self.features)
+
+    @cached_property
+    def _folded(self) -> tuple[float, float, float, float, float, float]:
+        """A learned rule's constants, worked out once rather than on every agent turn:
+        the weights of score, gap_to_top, z_score, rank and percentile (each feature's
+        coefficients summed; a part.NAME weight is left out, the fast path has no parts)
+        and the relevance cut as a log-odds (relevance >= cut <=> log-odds >= log(cut / (1 - cut)))."""
+        weight = dict.fromkeys(FEATURES, 0.0)
+        for name, coefficient in zip(self.features, self.coefficients, strict=True):
+            if name in weight:
+                weight[name] += coefficient
+        cut = self.cut or 0.0
+        edge = math.log(cut / (1.0 - cut))
+        return weight["score"], weight["gap_to_top"], weight["z_score"], weight["rank"], weight["percentile"], edge
 
     def as_dict(self) -> dict[str, object]:
         """The rule as the floor file holds it (floor_config reads it back)."""
@@ -185,25 +201,13 @@ def turn_features(
             elif name == "z_score":
                 row.append((score - mean) / deviation if deviation > 0 else 0.0)
             elif name == "percentile":
-                row.append(_lower(ordered, score) / (count - 1) if count > 1 else 1.0)
+                row.append(bisect_left(ordered, score) / (count - 1) if count > 1 else 1.0)
             else:  # part.NAME: the store's score part, 0 where it gives none
                 parts = breakdowns[position] if breakdowns is not None else None
                 value = _finite(parts.get(name[len(PART_PREFIX) :])) if parts else None
                 row.append(value if value is not None else 0.0)
         rows.append(row)
     return rows
-
-
-def _lower(ordered: list[float], score: float) -> int:
-    """How many of the sorted ``ordered`` are strictly under ``score``."""
-    low, high = 0, len(ordered)
-    while low < high:
-        middle = (low + high) // 2
-        if ordered[middle] < score:
-            low = middle + 1
-        else:
-            high = middle
-    return low
 
 
 def relevance(row: Sequence[float], rule: TurnRule) -> float:
@@ -283,30 +287,23 @@ def _learned_mask(
     if not count:
         return []
     values: list[float] = scores  # type: ignore[assignment]  # no None: checked above
-    weight = dict.fromkeys(FEATURES, 0.0)
-    for name, coefficient in zip(rule.features, rule.coefficients, strict=True):
-        if name in weight:  # a part.NAME feature without breakdowns is 0
-            weight[name] += coefficient
+    by_score, by_gap, by_z, by_rank, by_standing, edge = rule._folded
     top = max(values)
     mean = math.fsum(values) / count
-    deviation = math.sqrt(math.fsum((s - mean) ** 2 for s in values) / count)
+    deviation = math.sqrt(math.fsum([(s - mean) ** 2 for s in values]) / count)
     # score, gap_to_top (top - s) and z_score ((s - mean) / deviation) are each linear in
     # the hit's score: within a turn one slope and one offset stand for all three
-    per_deviation = weight["z_score"] / deviation if deviation > 0 else 0.0
-    slope = weight["score"] - weight["gap_to_top"] + per_deviation
-    offset = rule.intercept + weight["gap_to_top"] * top - per_deviation * mean
-    by_rank, by_standing = weight["rank"], weight["percentile"]
+    per_deviation = by_z / deviation if deviation > 0 else 0.0
+    slope = by_score - by_gap + per_deviation
+    offset = rule.intercept + by_gap * top - per_deviation * mean
     ordered = sorted(values) if by_standing and count > 1 else None
-    cut = rule.cut or 0.0
-    # relevance >= cut  <=>  log-odds >= log(cut / (1 - cut)): no exp per hit
-    edge = math.log(cut / (1.0 - cut))
     mask = []
     for position, score in enumerate(values):
         z = offset + slope * score
         if by_rank:
             z += by_rank * (ranks[position] if ranks is not None else position + 1)
         if by_standing:
-            z += by_standing * (_lower(ordered, score) / (count - 1) if ordered is not None else 1.0)
+            z += by_standing * (bisect_left(ordered, score) / (count - 1) if ordered is not None else 1.0)
         mask.append(z >= edge)
     return mask
 
