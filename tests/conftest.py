@@ -145,3 +145,13 @@ def postgres():
     server = PostgresServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def export_folder(tmp_path_factory):
+    """The packaged model's ONNX export in a folder of its own (what
+    `python -m connectors.embedding.onnx_export --out DIR` writes), away from the
+    model cache: what a torch-free agent names as its store's model."""
+    from connectors.embedding import model_loader, onnx_export
+
+    return onnx_export.export(model_loader.packaged_model_path(), tmp_path_factory.mktemp("minilm-onnx"))

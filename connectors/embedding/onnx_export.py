@@ -89,9 +89,17 @@ def is_exported(directory: Path) -> bool:
 def source_model(directory: str | Path) -> str | None:
     """The model an export was made from, as a store records it (encoder.json's
     "model"); None for an export older than EXPORT_FORMAT 2, which does not say."""
-    settings = json.loads((Path(directory) / "encoder.json").read_text(encoding="utf-8"))
-    name = settings.get("model")
+    name = _settings(directory).get("model")
     return name if isinstance(name, str) and name else None
+
+
+def dimensions(directory: str | Path) -> int:
+    """The length of the vectors an export makes (encoder.json's "dimensions")."""
+    return int(_settings(directory)["dimensions"])
+
+
+def _settings(directory: str | Path) -> dict[str, Any]:
+    return json.loads((Path(directory) / "encoder.json").read_text(encoding="utf-8"))
 
 
 def check_modules(model_dir: str | Path) -> None:

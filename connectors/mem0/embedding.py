@@ -3,9 +3,10 @@
 Mem0's ``HuggingFaceEmbedding`` loads sentence-transformers (torch) when a Memory
 is built: seconds before the first search. For a local sentence-transformers model
 that ends in a Normalize module (so Mem0's vectors are unit length already), this
-class gives Mem0 the same vectors from connectors/embedding/model_loader.py instead. Anything
-else (a text-embeddings-inference URL, model_kwargs, a model without Normalize)
-keeps Mem0's own class.
+class gives Mem0 the same vectors from connectors/embedding/model_loader.py instead;
+for an ONNX export folder (which Mem0's own class cannot load) it is the only way, with
+no torch installed at all. Anything else (a text-embeddings-inference URL,
+model_kwargs, a model without Normalize) keeps Mem0's own class.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.embedding import model_loader as embedding
+from connectors.embedding import onnx_export
 
 _factory_lock = threading.Lock()
 
@@ -28,7 +30,12 @@ def can_take_over(embedder: dict[str, Any]) -> bool:
         return False
     if config.get("model_kwargs") or not config.get("model"):
         return False
-    modules = Path(embedding.resolve_model_path(config["model"])) / "modules.json"
+    path = Path(embedding.resolve_model_path(config["model"]))
+    if onnx_export.is_exported(path):
+        # memlens's own export folder (`onnx_export --out DIR`, what a torch-free agent
+        # runs): Mem0's class cannot load it, and memlens's encoder gives its unit-length vectors
+        return True
+    modules = path / "modules.json"
     try:
         types = [m.get("type", "") for m in json.loads(modules.read_text(encoding="utf-8"))]
     except (OSError, ValueError):

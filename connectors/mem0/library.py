@@ -117,21 +117,26 @@ def check_store_named(config: dict[str, Any], source: str) -> None:
 
 def offline_config(config: dict[str, Any]) -> dict[str, Any]:
     """`config` with what a local, read-only inspection needs filled in: the packaged
-    MiniLM for a huggingface embedder with no model, 384 dims, a placeholder LLM
-    key, and Mem0's history file under memlens's data directory."""
+    MiniLM for a huggingface embedder with no model, 384 dims (an ONNX export
+    folder's own), a placeholder LLM key, and Mem0's history file under memlens's
+    data directory."""
     config = json.loads(json.dumps(config))  # a deep copy we may change
     embedder = config.setdefault("embedder", {"provider": "huggingface", "config": {}})
     embedder_config = embedder.setdefault("config", {}) or {}
     embedder["config"] = embedder_config
     if embedder.get("provider", "huggingface") == "huggingface":
         from connectors.embedding import model_loader as embedding
+        from connectors.embedding import onnx_export
 
         packaged = embedding.packaged_model_path()
         if not embedder_config.get("model"):
             embedder_config["model"] = packaged
+        # Mem0 would size the collection for OpenAI's 1536 dims otherwise.
         if embedder_config["model"] == packaged:
-            # Mem0 would size the collection for OpenAI's 1536 dims otherwise.
             embedder_config.setdefault("embedding_dims", embedding.DIMENSIONS)
+        elif isinstance(embedder_config["model"], str) and onnx_export.is_exported(Path(embedder_config["model"])):
+            # an ONNX export folder (what a torch-free agent runs) says its own
+            embedder_config.setdefault("embedding_dims", onnx_export.dimensions(embedder_config["model"]))
     vector_store = config.setdefault("vector_store", {})
     vs_config = vector_store.setdefault("config", {}) or {}
     vector_store["config"] = vs_config

@@ -104,13 +104,6 @@ def test_a_query_from_a_cold_process_never_imports_torch():
     assert out.stdout.split() == ["384", "False", "False"]
 
 
-@pytest.fixture(scope="module")
-def export_folder(tmp_path_factory):
-    """An export written to a folder of its own (what `--out DIR` writes), away from
-    the model cache."""
-    return onnx_export.export(embedding.packaged_model_path(), tmp_path_factory.mktemp("minilm-onnx"))
-
-
 def test_an_export_folder_given_as_the_model_is_the_model_it_came_from(export_folder, tmp_path, monkeypatch):
     from datetime import UTC, datetime
 

@@ -82,9 +82,9 @@ def test_distances_from_an_old_backend_keep_mems_order_and_become_higher_is_bett
 # ------------------------------------------------------------------ a real Memory
 
 
-@pytest.fixture(scope="session")
-def mem0_store(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mem0")
+def demo_mem0_store(root, model: str) -> Mem0LibraryStore:
+    """A Mem0 store on local Qdrant in `root`, its embedder Mem0's huggingface one on
+    `model`, holding the demo memories."""
     os.environ.setdefault("MEM0_DIR", str(root / "mem0-dir"))  # read when mem0 is first imported
     config_file = root / "mem0.yaml"
     config_file.write_text(
@@ -94,7 +94,7 @@ def mem0_store(tmp_path_factory):
                     "provider": "qdrant",
                     "config": {"collection_name": "memlens_demo", "path": str(root / "qdrant"), "on_disk": True},
                 },
-                "embedder": {"provider": "huggingface", "config": {"model": embedding.packaged_model_path()}},
+                "embedder": {"provider": "huggingface", "config": {"model": model}},
                 "history_db_path": str(root / "history.db"),
             }
         )
@@ -104,6 +104,12 @@ def mem0_store(tmp_path_factory):
     rows, report = demo_rows()
     assert not report.issues
     load_mem0(store.memory, rows)
+    return store
+
+
+@pytest.fixture(scope="session")
+def mem0_store(tmp_path_factory):
+    store = demo_mem0_store(tmp_path_factory.mktemp("mem0"), embedding.packaged_model_path())
     yield store
     store.close()
 
@@ -323,3 +329,18 @@ def test_mem0_embeds_on_the_same_onnx_path_as_the_other_stores(mem0_store):
     assert embedder.embed(THEME, "search") == pytest.approx(embedding.encode([THEME])[0].tolist(), abs=1e-6)
     # A remote text-embeddings-inference URL stays with Mem0's own class.
     assert not can_take_over({"provider": "huggingface", "config": {"model": "tei", "huggingface_base_url": "http://127.0.0.1:1"}})
+
+
+def test_an_onnx_export_folder_is_a_mem0_embedder_model(mem0_store, export_folder, tmp_path):
+    """A torch-free agent names the export folder (`onnx_export --out DIR`) as Mem0's
+    embedder model. Mem0's own class cannot load it; memlens's encoder runs it, and the
+    store ranks and scores as it does with the model the folder came from."""
+    store = demo_mem0_store(tmp_path, str(export_folder))
+    try:
+        assert type(store.memory.embedding_model).__name__ == "MemlensEmbedding"
+        for question in (THEME, PIZZA):
+            got, want = store.query(question, user_id="sam", k=5).hits, mem0_store.query(question, user_id="sam", k=5).hits
+            assert [demo_id(hit) for hit in got] == [demo_id(hit) for hit in want]
+            assert [hit.score for hit in got] == pytest.approx([hit.score for hit in want], abs=1e-5)
+    finally:
+        store.close()
