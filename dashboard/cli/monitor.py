@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         found = monitor_connect.run(args, settings)
         found.result.notes[:0] = notes
         found.result.notes.append(NOT_WATCHED)  # as a file run without --judge says it
-        return emit(args, found.result, found.source, found.document, None)
+        return emit(args, found.result, found.source, found.document, None, found.shadow)
     files = expand_paths(args.logs)
     # the command watches one floor per turn: count what each turn keeps while
     # building the turns, instead of keeping every score for a floor that never moves

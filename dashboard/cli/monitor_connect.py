@@ -3,7 +3,8 @@
 The per-window aggregates run where the log lives (dashboard.monitoring.warehouse,
 on ibis: the `memlens[warehouse]` extra); only per-window summaries come back, and
 the baseline, the alerts, the output and the exit status are the file run's
-(dashboard.cli.monitor). The URL, which may hold a password, comes from --connect or
+(dashboard.cli.monitor), and so is the shadow side by side where the table carries
+a shadow config's decisions (counted in the engine too). The URL, which may hold a password, comes from --connect or
 $MEMLENS_MONITOR_CONNECT (better for cron: a command line is visible to every user
 of the machine) and is never printed: errors name the engine by its scheme only.
 """
@@ -14,13 +15,16 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectors.common.redaction import redact_text
 from dashboard.cli.errors import CommandError, warning
 from dashboard.monitoring import report, turn_floor
 from dashboard.monitoring.alerts import MonitorResult, Settings, assess
 from dashboard.monitoring.windows import LOGGED_DECISIONS
+
+if TYPE_CHECKING:
+    from dashboard.monitoring.decisions import ShadowReport
 
 CONNECT_ENV = "MEMLENS_MONITOR_CONNECT"
 
@@ -30,6 +34,7 @@ class Found:
     result: MonitorResult
     source: str  # "table NAME (engine)", for the header line
     document: dict[str, Any]  # the JSON report
+    shadow: ShadowReport | None = None  # the shipped config and the candidate, where the table carries a shadow's decisions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="FIELD=COLUMN",
         help="read a log field from another column, e.g. timestamp=created_at (fields: message_id, memory_id, score, "
-        "timestamp, and floor, floor_segment for each turn's logged floor, kept, rule for the agent's logged decisions)",
+        "timestamp, and floor, floor_segment for each turn's logged floor, kept, rule for the agent's logged decisions, "
+        "shadow_rule, shadow_kept for a shadow config's)",
     )
 
 
@@ -96,4 +102,4 @@ def run(args: argparse.Namespace, settings: Settings) -> Found:
     result = assess(summary.windows, settings, lambda windows: summary.histograms)
     document = report.as_json(result, files=[], issues=issues, counts=summary.counts)
     document["engine"] = {"kind": engine, "table": args.table, "summary_rows": summary.summary_rows}
-    return Found(result, f"table {args.table} ({engine})", document)
+    return Found(result, f"table {args.table} ({engine})", document, summary.shadow)

@@ -14,13 +14,16 @@ is paired over turns: only the turns where the two disagree (one left the turn w
 no memory, the other kept something) say anything about which leaves more, and
 under "no difference" each such turn goes either way with probability one half. The
 p-values are Holm-corrected over the windows (alerts.holm), as the monitor's other
-tests are. The command (text and JSON) and the Monitor page show the same rows;
-with a judge, shadow_precision.py adds each side's kept precision to them.
+tests are. The command (text and JSON) and the Monitor page show the same rows,
+and so does the command on an engine's table (``--connect``: warehouse.py counts
+the windows in the engine, ``shadow_report`` makes the rest here); with a judge,
+shadow_precision.py adds each side's kept precision to them.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -167,6 +170,21 @@ def shadow_windows(con: duckdb.DuckDBPyConnection, window: str) -> ShadowReport 
     ).fetchall()
     if not rows:
         return None
+    names = con.execute(
+        f"""SELECT list(DISTINCT rule ORDER BY rule) FILTER (WHERE rule IS NOT NULL),
+                   list(DISTINCT shadow_rule ORDER BY shadow_rule) FROM {RELATION} WHERE NOT bad AND shadow_rule IS NOT NULL"""
+    ).fetchone()
+    shipped, candidate = (names or ([], []))[:2]
+    return shadow_report(rows, window, list(shipped or []), list(candidate or []))
+
+
+def shadow_report(
+    rows: Sequence[Sequence[Any]], window: str, shipped_rules: list[str], candidate_rules: list[str]
+) -> ShadowReport:
+    """The report from the per-window counts, in window order: (start, turns, shipped
+    no memory, candidate no memory, only shipped, only candidate) per window, at least
+    one; and the rules each side logged (sorted; the shipped "?" when none is logged).
+    The file run's (shadow_windows) and an engine's (warehouse.shadow_summary) alike."""
     windows = [
         ShadowWindow(start, window_label(start, window), int(turns), int(shipped), int(candidate), int(only_shipped), int(only_candidate))
         for start, turns, shipped, candidate, only_shipped, only_candidate in rows
@@ -178,12 +196,7 @@ def shadow_windows(con: duckdb.DuckDBPyConnection, window: str) -> ShadowReport 
         sum(w.candidate_no_memory for w in windows), sum(w.only_shipped for w in windows), sum(w.only_candidate for w in windows),
     )  # fmt: skip
     total.p_value = mcnemar_p(total.only_shipped, total.only_candidate)
-    names = con.execute(
-        f"""SELECT list(DISTINCT rule ORDER BY rule) FILTER (WHERE rule IS NOT NULL),
-                   list(DISTINCT shadow_rule ORDER BY shadow_rule) FROM {RELATION} WHERE NOT bad AND shadow_rule IS NOT NULL"""
-    ).fetchone()
-    shipped, candidate = (names or ([], []))[:2]
-    return ShadowReport(list(shipped or ["?"]), list(candidate or []), windows, total)
+    return ShadowReport(shipped_rules or ["?"], candidate_rules, windows, total)
 
 
 def shadow_lines(report: ShadowReport) -> list[str]:

@@ -34,6 +34,13 @@ What the query does, the same as the file run (dashboard.monitoring.relation and
   memory when any of its memories was kept, and kept per turn counts the kept ones;
   the other turns stay at their logged floor. A fourth query counts the decided
   turns by the ``rule`` that decided them, for the header;
+- where the table has ``shadow_rule`` and ``shadow_kept`` columns (a shadow config's
+  decisions, logged beside the shipped one's), the shipped config and the candidate
+  per window as the file run puts them side by side (decisions.shadow_windows): the
+  good rows with a ``shadow_rule``, a turn per message_id at its earliest such row,
+  with memory on a side when that side kept any of its memories; one more query
+  counts the windows' turns in the engine, and one lists the rules each side
+  logged, whatever the floor;
 - windows are whole hours, days or weeks (from Monday) of UTC, numbered from the
   epoch, so every engine buckets alike;
 - the top-1 histogram has HISTOGRAM_BINS equal bins between the lowest and highest
@@ -64,7 +71,7 @@ from connectors.common.errors import MemlensError
 from connectors.common.inbound import EARLIEST, LATEST
 from connectors.common.redaction import redact_text
 from dashboard.monitoring import turn_floor
-from dashboard.monitoring.decisions import LoggedDecisions
+from dashboard.monitoring.decisions import LoggedDecisions, ShadowReport, shadow_report
 from dashboard.monitoring.windows import HISTOGRAM_BINS, NEAR_FLOOR, WINDOW_MICROSECONDS, WINDOW_OFFSET, WINDOWS, Window
 
 if TYPE_CHECKING:
@@ -75,8 +82,9 @@ FIELDS = {"message_id": "message_id", "memory_id": "memory_id", "score": "score"
 # read only when each turn is counted at its logged floor; a table without
 # floor_segment names each floor's segment "?", as a log without it does
 LOGGED_FIELDS = {"floor": "floor", "floor_segment": "floor_segment"}
-# read, with no floor, where the table has them: the agent's decision per row and what made it
-DECISION_FIELDS = {"kept": "kept", "rule": "rule"}
+# read where the table has them: the agent's decision per row and what made it (with no
+# floor), and a shadow config's (whatever the floor: the side by side, shadow_summary)
+DECISION_FIELDS = {"kept": "kept", "rule": "rule", "shadow_rule": "shadow_rule", "shadow_kept": "shadow_kept"}
 # what makes a row bad, by field, in the file reader's words (dashboard/logs/retrieval_log.py)
 PROBLEMS = {
     "message_id": "required, missing",
@@ -109,6 +117,7 @@ class Summary:
     bad_fields: dict[str, int] = field(default_factory=dict)  # bad rows by the field that makes them bad
     floors: list[tuple[float, str, int]] | None = None  # the logged floors (floor, segment, turns), most turns first
     decisions: LoggedDecisions | None = None  # the logged decisions counted, where the table has a kept column
+    shadow: ShadowReport | None = None  # the shipped config and the candidate side by side, where rows carry a shadow's
 
 
 def parse_columns(pairs: list[str] | None) -> dict[str, str]:
@@ -138,12 +147,13 @@ def has_decisions(table: ir.Table, columns: dict[str, str] | None) -> bool:
     return (columns or {}).get("kept", "") in table.columns
 
 
-def typed_rows(table: ir.Table, columns: dict[str, str] | None = None, logged: bool = False) -> ir.Table:
+def typed_rows(table: ir.Table, columns: dict[str, str] | None = None, logged: bool = False, extra: dict[str, Any] | None = None) -> ir.Table:
     """The log's fields, typed, with ``problem``: NULL for a good row, else the field
     that makes it bad (the first, in PROBLEMS' order). With `logged`, each row's
     logged floor (a value that is not a finite number is none; none at all in a table
     without the column, which then counts by its decisions) and its segment, and where
-    the table has them, the row's decision (``kept``) and its ``rule``."""
+    the table has them, the row's decision (``kept``) and its ``rule``. `extra`: more
+    fields, expressions over `table`."""
     import ibis
 
     columns = columns or FIELDS
@@ -172,7 +182,7 @@ def typed_rows(table: ir.Table, columns: dict[str, str] | None = None, logged: b
             fields["kept"] = table[columns["kept"]].cast("boolean")
             rule = columns.get("rule")
             fields["rule"] = table[rule].cast("string") if rule in table.columns else ibis.null("string")
-    return table.select(**fields)
+    return table.select(**fields, **(extra or {}))
 
 
 def turns_expression(table: ir.Table, floor: float | None, columns: dict[str, str] | None = None) -> ir.Table:
@@ -299,6 +309,98 @@ def floors_expression(table: ir.Table, columns: dict[str, str] | None = None) ->
     return turns.group_by(["floor", "segment"]).aggregate(**counts)
 
 
+def has_shadow_columns(table: ir.Table, columns: dict[str, str] | None) -> bool:
+    """Whether the table carries a shadow config's decisions (its shadow_rule and
+    shadow_kept columns): without either, the file run shows no side by side either."""
+    columns = columns or {}
+    return columns.get("shadow_rule", "") in table.columns and columns.get("shadow_kept", "") in table.columns
+
+
+def shadow_rows(table: ir.Table, columns: dict[str, str], shadowed: bool = True) -> ir.Table:
+    """The good rows, as the file run's side by side reads them: the turn, its time,
+    both sides' decisions (``kept`` NULL in a table without the column) and the rules
+    that made them; with `shadowed`, only those with a ``shadow_rule``."""
+    import ibis
+
+    shipped, rule = columns.get("kept", ""), columns.get("rule", "")
+    decisions = {
+        "kept": table[shipped].cast("boolean") if shipped in table.columns else ibis.null("boolean"),
+        "rule": table[rule].cast("string") if rule in table.columns else ibis.null("string"),
+        "shadow_rule": table[columns["shadow_rule"]].cast("string"),
+        "shadow_kept": table[columns["shadow_kept"]].cast("boolean"),
+    }
+    rows = typed_rows(table, columns, extra=decisions)
+    good = rows.problem.isnull()
+    return rows.filter(good & rows.shadow_rule.notnull() if shadowed else good)
+
+
+def shadow_expression(table: ir.Table, window: str, columns: dict[str, str]) -> ir.Table:
+    """The side by side's counts per window (the file run's decisions.shadow_windows):
+    a turn per message_id of the rows with a ``shadow_rule``, at its earliest row's
+    time; a side has memory in the turn when it kept any of its memories (0/1 maxima,
+    as turns_expression counts the logged decisions: a NULL decision is 0). A row per
+    window (its number since the epoch, as summary_expression's) with its turns, those
+    each side left with no memory, those only one did, and ``decided``: the turns with
+    a candidate's decision at all (the file run shows the side by side only then)."""
+    import ibis
+
+    if window not in WINDOWS:
+        raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {window!r}")
+    width_s, offset_s = WINDOW_MICROSECONDS[window] // 1_000_000, WINDOW_OFFSET[window] // 1_000_000
+    rows = shadow_rows(table, columns)
+    turns = rows.group_by("message_id").aggregate(
+        ts=rows.ts.min(),
+        shipped=ibis.ifelse(rows.kept, 1, 0).max(),
+        candidate=ibis.ifelse(rows.shadow_kept, 1, 0).max(),
+        decided=ibis.ifelse(rows.shadow_kept.notnull(), 1, 0).max(),
+    )
+    turns = turns.filter(turns.ts.notnull())
+    turns = turns.mutate(window=((turns.ts.epoch_seconds() - offset_s) // width_s).cast("int64"))
+    shipped_none, candidate_none = turns.shipped == 0, turns.candidate == 0
+    return (
+        turns.group_by("window")
+        .aggregate(
+            turns=turns.count(),
+            shipped_no_memory=ibis.ifelse(shipped_none, 1, 0).sum(),
+            candidate_no_memory=ibis.ifelse(candidate_none, 1, 0).sum(),
+            only_shipped=ibis.ifelse(shipped_none & ~candidate_none, 1, 0).sum(),
+            only_candidate=ibis.ifelse(~shipped_none & candidate_none, 1, 0).sum(),
+            decided=turns.decided.sum(),
+        )
+        .order_by("window")
+    )
+
+
+def shadow_summary(table: ir.Table, window: str, columns: dict[str, str]) -> ShadowReport | None:
+    """The side by side from the engine (None where the file run shows none: no row
+    with a shadow_rule and a time, or none with a candidate's decision): the windows'
+    counts in one query, the rules each side logged in a second, small one; the
+    McNemar tests and the output are the file run's (decisions.shadow_report)."""
+    found = shadow_expression(table, window, columns).to_pyarrow().to_pylist()
+    if not found:
+        return None
+    if not sum(int(row["decided"]) for row in found):
+        # the file run's has_shadow counts any good row's decision, with a shadow_rule or not:
+        # asked only in this rare case (rows with a shadow_rule and no decision in any timed turn)
+        good = shadow_rows(table, columns, shadowed=False)
+        if not int(good.filter(good.shadow_kept.notnull()).count().execute()):
+            return None
+    rows = shadow_rows(table, columns)
+    names = rows.select("rule", "shadow_rule").distinct().to_pyarrow().to_pylist()
+    step_us, offset_us = WINDOW_MICROSECONDS[window], WINDOW_OFFSET[window]
+    counts = [
+        (
+            EPOCH + timedelta(microseconds=int(row["window"]) * step_us + offset_us),
+            row["turns"], row["shipped_no_memory"], row["candidate_no_memory"], row["only_shipped"], row["only_candidate"],
+        )
+        for row in found
+    ]  # fmt: skip
+    # sorted as the file run's list(DISTINCT ... ORDER BY ...) sorts them (code points)
+    shipped = sorted({str(row["rule"]) for row in names if row["rule"] is not None})
+    candidate = sorted({str(row["shadow_rule"]) for row in names})
+    return shadow_report(counts, window, shipped, candidate)
+
+
 def decisions_expression(table: ir.Table, columns: dict[str, str] | None = None) -> ir.Table:
     """The good turns with a logged decision, by the rule that made it (the file run's
     decisions.logged_decisions): a row per rule with its turns."""
@@ -418,8 +520,11 @@ def summarize(table: ir.Table, floor: float | None, window: str, columns: dict[s
             summary.bad_fields = {problem: int(counted[problem]) for problem in PROBLEMS if counted.get(problem)}
         floors = floors_expression(table, columns).to_pyarrow().to_pylist() if floor is None else None
         rules = decisions_expression(table, columns).to_pyarrow().to_pylist() if floors is not None and has_decisions(table, columns) else []
+        # a shadow config's decisions are shown whatever the floor, as the file run shows them
+        shadow = shadow_summary(table, window, columns) if columns is not None and has_shadow_columns(table, columns) else None
     except Exception as exc:
         raise WarehouseError(f"the engine refused the monitor's query: {redact_text(str(exc))}") from None
+    summary.shadow = shadow
     if rules:
         # as the file run: most turns first, then by name
         listed_rules = sorted(((str(row["rule"]), int(row["turns"])) for row in rules), key=lambda item: (-item[1], item[0]))

@@ -7,7 +7,10 @@ report, on a real PostgreSQL server and a real DuckDB database (issues 51 and 52
   memory with no score (what the agent's log writes for a NaN score) is a returned
   memory that is never kept, as the file reader counts it;
 - with no --floor and no --floor-config, each turn is counted at the floor its rows
-  logged, and the header says so; a table with no floor column exits 2 asking for one.
+  logged, and the header says so; a table with no floor column exits 2 asking for one;
+- a table carrying a shadow config's decisions (`shadow_rule`, `shadow_kept`, as the
+  agent side logs them) shows the shipped config and the candidate side by side, the
+  file run's lines and JSON `shadow` document, counted in the engine.
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ COLUMNS = ("message_id", "memory_id", "rank", "score", "timestamp", "user_id", "
 
 
 def load_postgres(url: str, rows: list[dict], columns: tuple[str, ...]) -> None:
-    types = {"rank": "bigint", "score": "double precision", "timestamp": "timestamptz", "floor": "double precision", "kept": "boolean"}
+    types = {"rank": "bigint", "score": "double precision", "timestamp": "timestamptz", "floor": "double precision", "kept": "boolean",
+             "shadow_kept": "boolean", "candidate_kept": "boolean"}  # fmt: skip
     with psycopg.connect(url, autocommit=True) as conn:
         declared = ", ".join(f"{c} {types.get(c, 'text')}" for c in columns)
         conn.execute(f"CREATE TABLE retrievals ({declared})")
@@ -86,7 +90,8 @@ def _pg_text(value):
 
 
 def load_duckdb(path: Path, rows: list[dict], columns: tuple[str, ...]) -> str:
-    types = {"rank": "BIGINT", "score": "DOUBLE", "timestamp": "TIMESTAMPTZ", "floor": "DOUBLE", "kept": "BOOLEAN"}
+    types = {"rank": "BIGINT", "score": "DOUBLE", "timestamp": "TIMESTAMPTZ", "floor": "DOUBLE", "kept": "BOOLEAN",
+             "shadow_kept": "BOOLEAN", "candidate_kept": "BOOLEAN"}  # fmt: skip
     con = duckdb.connect(str(path))
     declared = ", ".join(f"{c} {types.get(c, 'VARCHAR')}" for c in columns)
     con.execute(f"CREATE TABLE retrievals ({declared})")
@@ -266,3 +271,108 @@ def test_a_table_whose_every_turn_carries_decisions_needs_no_floor_column(engine
     assert code == file_code == 0, err
     assert by_engine.splitlines()[0].startswith("each turn by its logged decisions, kept or dropped per row (largest-gap: 55 turns; floor: 45 turns)")
     assert by_engine.splitlines()[1:] == by_file.splitlines()[1:]
+
+
+# ------------------------------------------------------------------ a shadow config
+
+
+def shadow_log_rows(tmp_path: Path) -> list[dict]:
+    """A log the agent side writes (memory_from_hits with a RetrievalLog) under a
+    shipped floor of 0.3 with, in shadow, a top-ratio candidate at 0.25: 150 seeded
+    turns, some empty, spread over three days afterwards (the agent stamps each turn
+    with the time it ran); then 10 turns of an older writer (no shadow), and rows the
+    engine cannot compute with, carrying both configs' decisions, which are left out."""
+    import random
+
+    from dashboard.floor_config import FloorConfig
+    from dashboard.logs.writer import RetrievalLog
+    from dashboard.runtime import memory_from_hits
+    from dashboard.turn_rule import TOP_RATIO
+
+    space = {"store": "embedded", "formula": "as sent", "setting": None}
+    configs = []
+    for name, floor, rule in (("shipped", 0.3, None), ("candidate", 0.25, {"kind": TOP_RATIO, "cut": 0.9})):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"floor": floor, "score_space": space, **({"rule": rule} if rule else {})}), encoding="utf-8")
+        configs.append(FloorConfig.load(path))
+    shipped, candidate = configs
+    rng = random.Random(56)
+    path = tmp_path / "agent.jsonl"
+    log = RetrievalLog(path)
+    for number in range(150):
+        top = rng.uniform(0.1, 0.6)
+        hits = [(f"m{number}-{i}", "", round(top - 0.04 * i * rng.random(), 4)) for i in range(rng.choice((0, 2, 3, 5)))]
+        memory_from_hits(hits, store_kind="embedded", floor=shipped, log=log, message_id=f"t{number}", shadow=candidate)
+    log.close()
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        number = int(row["message_id"][1:])
+        row["timestamp"] = START + timedelta(days=number // 50, minutes=number % 50 * 7)
+    assert {row["shadow_rule"] for row in rows} == {TOP_RATIO} and {row["rule"] for row in rows} == {"floor"}
+    for number in range(10):  # before the agent logged decisions: counted at their floor, no shadow
+        rows.append({"message_id": f"old{number}", "memory_id": "m1", "rank": 1, "score": 0.2 + 0.03 * number,
+                     "timestamp": START + timedelta(hours=number), "floor": 0.3, "floor_segment": "global"})  # fmt: skip
+    decided = {"floor": 0.3, "floor_segment": "global", "rule": "floor", "kept": True, "shadow_rule": TOP_RATIO, "shadow_kept": True}
+    day2 = START + timedelta(days=1, hours=3)
+    rows += [
+        {"message_id": "t-inf", "memory_id": "m1", "rank": 1, "score": 0.5, "timestamp": "infinity", **decided},
+        {"message_id": "t-nan", "memory_id": "m1", "rank": 1, "score": float("nan"), "timestamp": day2, **decided},
+        {"message_id": "t-big", "memory_id": "m1", "rank": 1, "score": float("inf"), "timestamp": day2, **decided},
+    ]
+    return rows
+
+
+SHADOW_COLUMNS = (*COLUMNS, "rule", "kept", "shadow_rule", "shadow_kept")
+SHADOW_FLAGS = ["--baseline-windows", "1", "--min-turns", "10"]
+
+
+def shadow_lines(out: str) -> list[str]:
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("shadow: "))
+    return lines[head : next(i for i, line in enumerate(lines) if line.startswith("all windows")) + 1]
+
+
+def test_a_table_with_a_shadow_configs_decisions_shows_the_file_runs_side_by_side(engine, tmp_path, capsys):
+    rows = shadow_log_rows(tmp_path)
+    url = engine(rows, SHADOW_COLUMNS)
+    log = write_jsonl(rows, tmp_path / "shadow.jsonl")
+    file_code, by_file, _ = run(["monitor", log, *SHADOW_FLAGS], capsys)
+    code, by_engine, err = run(["monitor", "--connect", url, "--table", "retrievals", *SHADOW_FLAGS], capsys)
+    assert code == file_code == 0, err
+    # before: no shadow section on --connect, the table's shipped and candidate columns unread
+    assert shadow_lines(by_engine) == shadow_lines(by_file)
+    assert shadow_lines(by_file)[0].startswith("shadow: the shipped floor against the candidate top-ratio, on the same turns")
+    assert len(shadow_lines(by_file)) == 2 + 3 + 1  # the line, the heading, three days, all windows
+    # and everything else too, under the table's own header line
+    assert by_engine.splitlines()[1:] == by_file.splitlines()[1:]
+
+    _, file_json, _ = run(["monitor", log, *SHADOW_FLAGS, "--format", "json"], capsys)
+    _, engine_json, _ = run(["monitor", "--connect", url, "--table", "retrievals", *SHADOW_FLAGS, "--format", "json"], capsys)
+    on_file, on_engine = json.loads(file_json)["shadow"], json.loads(engine_json)["shadow"]
+    assert on_engine == on_file
+    # the agent's 150 turns (an empty one has no memory on either side), 50 a day; not the older writer's nor the bad rows
+    assert [w["turns"] for w in on_engine["windows"]] == [50, 50, 50]
+    assert on_engine["total"]["only_shipped_no_memory"] > 0  # the two configs differ on this traffic
+    # --floor X is "what if the floor were X" for the windows; the side by side is still the logged decisions'
+    _, floored, _ = run(["monitor", "--connect", url, "--table", "retrievals", *SHADOW_FLAGS, "--floor", "0.5", "--format", "json"], capsys)
+    assert json.loads(floored)["shadow"] == on_file
+
+
+def test_shadow_columns_of_other_names_are_read_through_column_and_a_table_without_them_shows_none(engine, tmp_path, capsys):
+    rows = shadow_log_rows(tmp_path)
+    for row in rows:
+        row["candidate_rule"], row["candidate_kept"] = row.pop("shadow_rule", None), row.pop("shadow_kept", None)
+    url = engine(rows, (*COLUMNS, "rule", "kept", "candidate_rule", "candidate_kept"))
+    mapped = ["--column", "shadow_rule=candidate_rule", "--column", "shadow_kept=candidate_kept"]
+    plain = ["monitor", "--connect", url, "--table", "retrievals", *SHADOW_FLAGS, "--format", "json"]
+    # before: exit 2, "--column 'shadow_rule=candidate_rule': FIELD is one of ..."
+    code, out, err = run([*plain, *mapped], capsys)
+    assert code == 0, err
+    shadow = json.loads(out)["shadow"]
+    assert (shadow["shipped_rule"], shadow["candidate_rule"]) == ("floor", "top-ratio") and shadow["total"]["turns"] == 150
+    # unmapped, the table carries no shadow columns: no side by side, as before
+    code, out, err = run(plain, capsys)
+    assert code == 0, err
+    assert "shadow" not in json.loads(out)
+    code, out, _ = run(plain[:-2], capsys)
+    assert code == 0 and not any(line.startswith("shadow:") for line in out.splitlines())
