@@ -60,6 +60,13 @@ if TYPE_CHECKING:  # the validating reader (and pandas, pyarrow) only for a file
 
 RELATION = "retrievals"
 TURNS = "turns"
+# Whether any source of the relation may carry the agent's logged decisions (kept,
+# shadow_kept): a one-row view beside it, so every cursor of the connection (the
+# Monitor page's) reads it. A file without those columns reads them as NULL
+# (columnar._table_source), and with no source carrying them build_turns gives their
+# counts as 0 instead of aggregating NULLs on every pair and every turn (a seventh of
+# build_turns over ten million rows: benchmarks/monitor.py).
+DECIDED = f"{RELATION}_decided"
 # the columns of the relation, in this order, for every source
 RELATION_COLUMNS = (
     "message_id", "memory_id", "rank", "score", "ts", "user_id", "store", "source", "bad", "floor", "floor_segment", "query",
@@ -234,6 +241,7 @@ def _define_relation(
             con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS {_empty_relation()}")
         else:
             con.execute(f"CREATE OR REPLACE VIEW {RELATION} AS " + " UNION ALL ".join(parts))
+        con.execute(f"CREATE OR REPLACE VIEW {DECIDED} AS SELECT {_may_carry_decisions(logs)} AS decided")
         try:
             bad = build_turns(con, scores=scores, floor=floor, turn_floor=turn_floor, decide=decide)
         except duckdb.Error:
@@ -304,6 +312,26 @@ def _read_validated(logs: LogSet, index: int) -> None:
     logs.con.unregister(f"{name}_arrow")
 
 
+def _may_carry_decisions(logs: LogSet) -> bool:
+    """Whether any source may carry a logged decision (``kept`` or ``shadow_kept``).
+    A Parquet or CSV file has the columns or not, as its schema says; a JSONL line
+    may have them or not, which only reading the whole file would tell, so a JSONL
+    file may; a validated file's rows are in memory, and asked."""
+    con = logs.con
+    for index in logs.validate:
+        if con.execute(f"SELECT bool_or(kept IS NOT NULL OR shadow_kept IS NOT NULL) FROM validated_{index}").fetchone() == (True,):
+            return True
+    for index in logs.sources:
+        kind = file_kind(logs.files[index])
+        if kind not in ("parquet", "csv"):
+            return True
+        reader = "read_parquet(?)" if kind == "parquet" else "read_csv(?, header = true, all_varchar = true)"  # as fast_source reads it
+        names = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {reader}", [logs.files[index]]).fetchall()}
+        if names & {"kept", "shadow_kept"}:
+            return True
+    return False
+
+
 def _empty_relation() -> str:
     return (
         "SELECT CAST(NULL AS VARCHAR) AS message_id, CAST(NULL AS VARCHAR) AS memory_id, CAST(NULL AS DOUBLE) AS rank,"
@@ -344,7 +372,8 @@ def build_turns(
     Every turn also counts the decisions the agent logged for its memories (a repeat
     kept in any of its rows is kept): ``logged_kept`` of ``logged_decided`` memories
     with a logged ``kept``, and a shadow config's, ``shadow_kept`` of
-    ``shadow_decided`` (all 0 for a log without them). With `decide`, a floor file's
+    ``shadow_decided`` (all 0 for a log without them, and not aggregated at all when
+    no source carries them: ``DECIDED``). With `decide`, a floor file's
     turn rule, ``rule_kept`` counts what the rule keeps, computed here from the
     turn's rows (dashboard/monitoring/rule_sql.py) at the turn's floor."""
     rule = turn_floor or LOGGED
@@ -355,12 +384,16 @@ def build_turns(
     else:
         kept = ", count(*) FILTER (WHERE score >= floor) AS kept_at_floor" if not scores else ""
     score_list = ", list(score) FILTER (WHERE memory_id IS NOT NULL) AS scores" if scores else ""
-    # the logged decisions per memory, and per turn their counts
-    per_pair += ", bool_or(kept) AS kept_flag, bool_or(shadow_kept) AS shadow_flag"
-    decided = (
-        ", count(*) FILTER (WHERE kept_flag) AS logged_kept, count(kept_flag) AS logged_decided,"
-        " count(*) FILTER (WHERE shadow_flag) AS shadow_kept, count(shadow_flag) AS shadow_decided"
-    )
+    # the logged decisions per memory, and per turn their counts; when no source
+    # carries any (DECIDED), the counts are 0 without aggregating NULLs on every row
+    if _decisions_logged(con):
+        per_pair += ", bool_or(kept) AS kept_flag, bool_or(shadow_kept) AS shadow_flag"
+        decided = (
+            ", count(*) FILTER (WHERE kept_flag) AS logged_kept, count(kept_flag) AS logged_decided,"
+            " count(*) FILTER (WHERE shadow_flag) AS shadow_kept, count(shadow_flag) AS shadow_decided"
+        )
+    else:
+        decided = "".join(f", CAST(0 AS BIGINT) AS {name}" for name in ("logged_kept", "logged_decided", "shadow_kept", "shadow_decided"))
     rows = "pairs"
     if decide is not None:
         per_pair += ", arg_min(rank, source) AS rank"  # a learned rule may read the rank
@@ -411,6 +444,12 @@ def build_turns(
             """
         )
     return []
+
+
+def _decisions_logged(con: duckdb.DuckDBPyConnection) -> bool:
+    found = con.execute(f"SELECT decided FROM {DECIDED}").fetchone()
+    assert found is not None
+    return bool(found[0])
 
 
 def turn_queries(con: duckdb.DuckDBPyConnection, message_ids: Iterable[str]) -> dict[str, str]:
