@@ -176,13 +176,20 @@ def typed_rows(table: ir.Table, columns: dict[str, str] | None = None, logged: b
             fields["floor"] = ibis.ifelse(finite(ibis.coalesce(floor, 0.0)), floor, ibis.null("float64"))
         else:
             fields["floor"] = ibis.null("float64")
-        segment = columns.get("floor_segment")
-        fields["segment"] = table[segment].cast("string") if segment in table.columns else ibis.null("string")
+        fields["segment"] = optional_field(table, columns, "floor_segment", "string")
         if has_decisions(table, columns):
             fields["kept"] = table[columns["kept"]].cast("boolean")
-            rule = columns.get("rule")
-            fields["rule"] = table[rule].cast("string") if rule in table.columns else ibis.null("string")
+            fields["rule"] = optional_field(table, columns, "rule", "string")
     return table.select(**fields, **(extra or {}))
+
+
+def optional_field(table: ir.Table, columns: dict[str, str], name: str, kind: str) -> ir.Value:
+    """A field the table may lack: its column (mapped by `columns`) cast to `kind`, or
+    NULL of that type where the table has no such column."""
+    import ibis
+
+    column = columns.get(name, "")
+    return table[column].cast(kind) if column in table.columns else ibis.null(kind)
 
 
 def turns_expression(table: ir.Table, floor: float | None, columns: dict[str, str] | None = None) -> ir.Table:
@@ -320,14 +327,9 @@ def shadow_rows(table: ir.Table, columns: dict[str, str], shadowed: bool = True)
     """The good rows, as the file run's side by side reads them: the turn, its time,
     both sides' decisions (``kept`` NULL in a table without the column) and the rules
     that made them; with `shadowed`, only those with a ``shadow_rule``."""
-    import ibis
-
-    shipped, rule = columns.get("kept", ""), columns.get("rule", "")
     decisions = {
-        "kept": table[shipped].cast("boolean") if shipped in table.columns else ibis.null("boolean"),
-        "rule": table[rule].cast("string") if rule in table.columns else ibis.null("string"),
-        "shadow_rule": table[columns["shadow_rule"]].cast("string"),
-        "shadow_kept": table[columns["shadow_kept"]].cast("boolean"),
+        name: optional_field(table, columns, name, kind)
+        for name, kind in (("kept", "boolean"), ("rule", "string"), ("shadow_rule", "string"), ("shadow_kept", "boolean"))
     }
     rows = typed_rows(table, columns, extra=decisions)
     good = rows.problem.isnull()
