@@ -439,17 +439,26 @@ def fast_source(con: duckdb.DuckDBPyConnection, path: str, kind: str, index: int
     had unsure rows."""
     if kind == "jsonl":
         return _json_source(path, index, frozenset(TEXT_FIELDS) if exact else exact_text_fields(path))
-    if kind == "csv":
-        reader = f"read_csv({_quote(path)}, header = true, all_varchar = true)"
-    else:
-        reader = f"read_parquet({_quote(path)})"
+    reader = table_reader(path, kind)
     try:
-        types = {row[0]: str(row[1]) for row in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
+        types = column_types(con, reader)
     except duckdb.Error:
         return None
     if not {"message_id", "memory_id", "rank", "score"} <= set(types):
         return None
     return _table_source(reader, types, index, csv=kind == "csv")
+
+
+def table_reader(path: str, kind: str) -> str:
+    """How DuckDB reads a CSV (every field as text, as the file reader does) or Parquet log file."""
+    if kind == "csv":
+        return f"read_csv({_quote(path)}, header = true, all_varchar = true)"
+    return f"read_parquet({_quote(path)})"
+
+
+def column_types(con: duckdb.DuckDBPyConnection, reader: str) -> dict[str, str]:
+    """A table reader's columns and their DuckDB types, in the file's order."""
+    return {str(row[0]): str(row[1]) for row in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
 
 
 def parquet_sources(con: duckdb.DuckDBPyConnection, paths: dict[int, str]) -> list[str]:
@@ -460,8 +469,7 @@ def parquet_sources(con: duckdb.DuckDBPyConnection, paths: dict[int, str]) -> li
     is read on all of them."""
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     for index, path in paths.items():
-        types = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_quote(path)})").fetchall()
-        groups.setdefault(tuple((str(row[0]), str(row[1])) for row in types), []).append(index)
+        groups.setdefault(tuple(column_types(con, table_reader(path, "parquet")).items()), []).append(index)
     selects = []
     for schema, indexes in groups.items():
         files = ", ".join(_quote(paths[index]) for index in indexes)

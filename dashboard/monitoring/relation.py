@@ -45,7 +45,7 @@ import duckdb
 
 from connectors.common import inbound
 from connectors.common.lines import LineIssue
-from dashboard.logs.columnar import connect, fast_source, file_kind, parquet_sources, probe
+from dashboard.logs.columnar import column_types, connect, fast_source, file_kind, parquet_sources, probe, table_reader
 from dashboard.logs.log_files import LogFormatError
 from dashboard.monitoring import rule_sql
 from dashboard.monitoring import turn_floor as turn_floors
@@ -325,9 +325,7 @@ def _may_carry_decisions(logs: LogSet) -> bool:
         kind = file_kind(logs.files[index])
         if kind not in ("parquet", "csv"):
             return True
-        reader = "read_parquet(?)" if kind == "parquet" else "read_csv(?, header = true, all_varchar = true)"  # as fast_source reads it
-        names = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {reader}", [logs.files[index]]).fetchall()}
-        if names & {"kept", "shadow_kept"}:
+        if column_types(con, table_reader(logs.files[index], kind)).keys() & {"kept", "shadow_kept"}:
             return True
     return False
 
