@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from connectors.base import Hit
@@ -66,10 +67,15 @@ def has_score(hit: Hit) -> bool:
 def apply_floor(hits: list[Hit], floor: float) -> tuple[list[Hit], list[Hit]]:
     """(kept, dropped), each in the store's order. A hit exactly at the floor is
     kept (the floor is the lowest score allowed in); a hit with no score is dropped."""
+    return split_kept(hits, [hit.score is not None and has_score(hit) and hit.score >= floor for hit in hits])
+
+
+def split_kept(hits: Sequence[Hit], mask: Iterable[bool]) -> tuple[list[Hit], list[Hit]]:
+    """(kept, dropped), each in the store's order, by each hit's decision in `mask`."""
     kept: list[Hit] = []
     dropped: list[Hit] = []
-    for hit in hits:
-        (kept if hit.score is not None and has_score(hit) and hit.score >= floor else dropped).append(hit)
+    for hit, keep in zip(hits, mask, strict=True):
+        (kept if keep else dropped).append(hit)
     return kept, dropped
 
 

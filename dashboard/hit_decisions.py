@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from connectors.base import Hit
-from dashboard.floor import floor_text
+from dashboard.floor import floor_text, split_kept
 from dashboard.logs.writer import normal_hits
 from dashboard.turn_rule import LEARNED, Decision, TurnRule, decide
 
@@ -47,8 +47,7 @@ def decide_hits(hits: Sequence[Hit], floor: float, rule: TurnRule | None = None)
         [hit.rank for hit in normal],
         [hit.breakdown for hit in normal] if uses_parts else None,
     )
-    kept = [hit for hit, said in zip(hits, decisions, strict=True) if said.kept]
-    dropped = [hit for hit, said in zip(hits, decisions, strict=True) if not said.kept]
+    kept, dropped = split_kept(hits, [said.kept for said in decisions])
     return HitDecisions(kept, dropped, decisions, floor, rule)
 
 

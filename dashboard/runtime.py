@@ -41,7 +41,7 @@ from typing import Any
 from connectors.base import COMPARABLE_KINDS, Hit, MemoryStore, SupportsFeedback
 from connectors.common.score_spaces import space_for, store_space
 from dashboard.feedback import FeedbackOutcome, plan_from_floor, send
-from dashboard.floor import prompt_block
+from dashboard.floor import prompt_block, split_kept
 from dashboard.floor_config import FloorConfig, FloorConfigError, ScoreSpaceMismatch
 from dashboard.logs.writer import RetrievalLog, RetrievalLogError, RetrievalSpans, as_score, as_text, normal_hits
 from dashboard.turn_rule import TurnRule, kept_mask
@@ -127,10 +127,7 @@ def _turn(
     user_id = as_text(user_id)
     floor, segment = config.floor_for(user_id=user_id, tag=tag, store=store_id)
     mask = _decide(hits, config, floor)
-    kept: list[Hit] = []
-    dropped: list[Hit] = []
-    for hit, keep in zip(hits, mask, strict=True):
-        (kept if keep else dropped).append(hit)
+    kept, dropped = split_kept(hits, mask)
     shadow_rule = shadow_mask = None
     if shadow is not None:
         # the candidate's own floor for this turn (its segments), its own rule: logged only
